@@ -1,0 +1,37 @@
+#include "compat/torch_compat.h"
+
+#include <torch/version.h>
+
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/softmax.h>
+#if TORCH_VERSION_MAJOR >= 2
+#include <ATen/ops/scaled_dot_product_attention.h>
+#endif
+
+#include <cmath>
+
+namespace studio::compat {
+
+at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+#if TORCH_VERSION_MAJOR >= 2
+  return at::scaled_dot_product_attention(q, k, v);
+#else
+  const double scale = 1.0 / std::sqrt(double(q.size(-1)));
+  const int64_t rows = q.size(0) * q.size(1) * k.size(2);  // score elements per query
+  const int64_t block = std::max<int64_t>(1, (int64_t(64) << 20) / std::max<int64_t>(rows, 1));  // ~256 MB fp32
+  const auto kt = k.transpose(-2, -1);
+  if (block >= q.size(2)) return at::matmul(at::softmax(at::matmul(q, kt) * scale, -1), v);
+  std::vector<at::Tensor> parts;
+  for (int64_t s = 0; s < q.size(2); s += block) {
+    auto qs = q.narrow(2, s, std::min(block, q.size(2) - s));
+    parts.push_back(at::matmul(at::softmax(at::matmul(qs, kt) * scale, -1), v));
+  }
+  return at::cat(parts, 2);
+#endif
+}
+
+const char* torch_version() { return TORCH_VERSION; }
+
+}  // namespace studio::compat

@@ -1,0 +1,182 @@
+#include "models/cogvideox_transformer.h"
+
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/conv2d.h>
+#include <ATen/ops/gelu.h>
+#include <ATen/ops/silu.h>
+#include <ATen/ops/stack.h>
+
+#include "compat/torch_compat.h"
+#include "plan/error.h"
+
+namespace studio::models {
+
+AttentionFn local_attention() { return &compat::attention; }
+
+namespace {
+
+// x [B, H, N, hd] rotated by interleaved pairs: x * cos + (-x_odd, x_even) * sin, in float32.
+at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  auto pairs = x.unflatten(-1, {x.size(-1) / 2, 2});
+  auto rotated = at::stack({-pairs.select(-1, 1), pairs.select(-1, 0)}, -1).flatten(-2);
+  return (x.to(at::kFloat) * cos + rotated.to(at::kFloat) * sin).to(x.scalar_type());
+}
+
+}  // namespace
+
+std::shared_ptr<CogVideoXTransformer> CogVideoXTransformer::load(const std::string& part_dir,
+                                                                 const plan::TransformerConfig& cfg,
+                                                                 at::ScalarType dtype, at::Device device) {
+  auto weights = io::WeightSet::open(part_dir, "diffusion_pytorch_model");
+  WeightSource w{weights, dtype, device};
+  auto m = std::make_shared<CogVideoXTransformer>();
+  m->cfg_ = cfg;
+  m->dtype_ = dtype;
+  m->device_ = device;
+  const int64_t D = cfg.inner_dim(), E = cfg.time_embed_dim, p = cfg.patch_size, C = cfg.in_channels;
+  const int64_t hd = cfg.attention_head_dim;
+  const bool affine = cfg.norm_elementwise_affine;
+  const std::string dims = "num_attention_heads x attention_head_dim = " + std::to_string(D);
+
+  if (cfg.patch_size_t) {
+    m->patch_proj_ = Linear::load(w, "patch_embed.proj", C * p * p * *cfg.patch_size_t, D);
+  } else {
+    m->patch_proj_.weight = w.take("patch_embed.proj.weight", {D, C, p, p}, dims + ", in_channels, patch_size");
+    if (cfg.patch_bias) m->patch_proj_.bias = w.take("patch_embed.proj.bias", {D}, dims);
+  }
+  m->text_proj_ = Linear::load(w, "patch_embed.text_proj", cfg.text_embed_dim, D);
+  m->time_1_ = Linear::load(w, "time_embedding.linear_1", D, E);
+  m->time_2_ = Linear::load(w, "time_embedding.linear_2", E, E);
+  for (int i = 0; i < cfg.num_layers; ++i) {
+    const std::string b = "transformer_blocks." + std::to_string(i) + ".";
+    Block blk;
+    for (auto [norm, name] : {std::pair{&blk.norm1, "norm1"}, std::pair{&blk.norm2, "norm2"}}) {
+      norm->linear = Linear::load(w, b + name + ".linear", E, 6 * D);
+      norm->norm = LayerNorm::load(w, b + name + ".norm", D, cfg.norm_eps, affine);
+    }
+    blk.to_q = Linear::load(w, b + "attn1.to_q", D, D, cfg.attention_bias);
+    blk.to_k = Linear::load(w, b + "attn1.to_k", D, D, cfg.attention_bias);
+    blk.to_v = Linear::load(w, b + "attn1.to_v", D, D, cfg.attention_bias);
+    blk.to_out = Linear::load(w, b + "attn1.to_out.0", D, D);
+    blk.norm_q = LayerNorm::load(w, b + "attn1.norm_q", hd, 1e-6, true);
+    blk.norm_k = LayerNorm::load(w, b + "attn1.norm_k", hd, 1e-6, true);
+    blk.ff_in = Linear::load(w, b + "ff.net.0.proj", D, 4 * D);
+    blk.ff_out = Linear::load(w, b + "ff.net.2", 4 * D, D);
+    m->blocks_.push_back(std::move(blk));
+  }
+  m->norm_final_ = LayerNorm::load(w, "norm_final", D, cfg.norm_eps, affine);
+  m->norm_out_linear_ = Linear::load(w, "norm_out.linear", E, 2 * D);
+  m->norm_out_norm_ = LayerNorm::load(w, "norm_out.norm", D, cfg.norm_eps, affine);
+  const int64_t out_dim = p * p * cfg.patch_size_t.value_or(1) * cfg.out_channels;
+  m->proj_out_ = Linear::load(w, "proj_out", D, out_dim);
+  weights.expect_all_taken();
+  return m;
+}
+
+TokenGrid CogVideoXTransformer::token_grid(int64_t frames, int64_t height, int64_t width) const {
+  const int64_t pt = cfg_.patch_size_t.value_or(1);
+  return {int((frames + pt - 1) / pt), int(height / cfg_.patch_size), int(width / cfg_.patch_size)};
+}
+
+Positions CogVideoXTransformer::positions(const TokenGrid& grid) const {
+  Positions pos;
+  if (cfg_.use_rotary_positional_embeddings) {
+    auto r = rope_3d(cfg_, grid);
+    pos.rope_cos = r.cos.to(device_);
+    pos.rope_sin = r.sin.to(device_);
+  } else {
+    pos.sincos = sincos_3d(cfg_, grid).to(device_, dtype_);
+  }
+  return pos;
+}
+
+at::Tensor CogVideoXTransformer::time_embedding(const at::Tensor& timestep) const {
+  auto t = timestep_embedding(timestep.to(device_), cfg_.inner_dim(), cfg_.flip_sin_to_cos, cfg_.freq_shift);
+  return time_2_(at::silu(time_1_(t.to(dtype_))));
+}
+
+CogVideoXTransformer::Tokens CogVideoXTransformer::embed(const at::Tensor& hidden, const at::Tensor& text,
+                                                         const Positions& pos) const {
+  const int64_t B = hidden.size(0), F = hidden.size(1), C = hidden.size(2), H = hidden.size(3), W = hidden.size(4);
+  const int64_t p = cfg_.patch_size;
+  at::Tensor video;
+  if (cfg_.patch_size_t) {
+    const int64_t pt = *cfg_.patch_size_t;
+    video = hidden.permute({0, 1, 3, 4, 2})
+                .reshape({B, F / pt, pt, H / p, p, W / p, p, C})
+                .permute({0, 1, 3, 5, 7, 2, 4, 6})
+                .flatten(4, 7)
+                .flatten(1, 3);
+    video = patch_proj_(video);
+  } else {
+    video = at::conv2d(hidden.reshape({B * F, C, H, W}), patch_proj_.weight, patch_proj_.bias, {p, p});
+    video = video.view({B, F, video.size(1), -1}).transpose(2, 3).flatten(1, 2);
+  }
+  if (pos.sincos.defined()) video = video + pos.sincos;
+  return {video, text_proj_(text)};
+}
+
+void CogVideoXTransformer::run_block(size_t i, Tokens& x, const at::Tensor& temb, const at::Tensor& rope_cos,
+                                     const at::Tensor& rope_sin, const AttentionFn& attention) const {
+  const Block& blk = blocks_[i];
+  const int64_t T = x.text.size(1), heads = cfg_.num_attention_heads;
+  const auto act = at::silu(temb);
+  // Six modulation parts: shift, scale, gate for video, then for text.
+  auto modulate = [&](const AdaNormZero& n) {
+    auto m = n.linear(act).unsqueeze(1).chunk(6, -1);
+    auto v = n.norm(x.video) * (1 + m[1]) + m[0];
+    auto t = n.norm(x.text) * (1 + m[4]) + m[3];
+    return std::tuple{at::cat({t, v}, 1), m[2], m[5]};
+  };
+
+  auto [joint, gate_v, gate_t] = modulate(blk.norm1);
+  auto heads_of = [&](const Linear& proj, const LayerNorm* norm) {
+    auto h = proj(joint).unflatten(-1, {heads, -1}).transpose(1, 2);  // [B, heads, S, hd]
+    if (norm) h = (*norm)(h);
+    if (rope_cos.defined() && norm)
+      h = at::cat({h.narrow(2, 0, T), apply_rope(h.narrow(2, T, h.size(2) - T), rope_cos, rope_sin)}, 2);
+    return h;
+  };
+  auto q = heads_of(blk.to_q, &blk.norm_q);
+  auto k = heads_of(blk.to_k, &blk.norm_k);
+  auto v = heads_of(blk.to_v, nullptr);
+  auto attn = blk.to_out(attention(q, k, v).transpose(1, 2).flatten(2));
+  x.text = x.text + gate_t * attn.narrow(1, 0, T);
+  x.video = x.video + gate_v * attn.narrow(1, T, attn.size(1) - T);
+
+  auto [joint2, gate_ff_v, gate_ff_t] = modulate(blk.norm2);
+  auto ff = blk.ff_out(at::gelu(blk.ff_in(joint2), "tanh"));
+  x.text = x.text + gate_ff_t * ff.narrow(1, 0, T);
+  x.video = x.video + gate_ff_v * ff.narrow(1, T, ff.size(1) - T);
+}
+
+at::Tensor CogVideoXTransformer::project_out(const at::Tensor& video, const at::Tensor& temb) const {
+  auto h = norm_final_(video);
+  auto m = norm_out_linear_(at::silu(temb)).unsqueeze(1).chunk(2, -1);  // shift, then scale
+  h = norm_out_norm_(h) * (1 + m[1]) + m[0];
+  return proj_out_(h);
+}
+
+at::Tensor CogVideoXTransformer::unpatchify(const at::Tensor& x, int64_t B, int64_t F, int64_t H, int64_t W) const {
+  const int64_t p = cfg_.patch_size;
+  if (!cfg_.patch_size_t)
+    return x.reshape({B, F, H / p, W / p, -1, p, p}).permute({0, 1, 4, 2, 5, 3, 6}).flatten(5, 6).flatten(3, 4);
+  const int64_t pt = *cfg_.patch_size_t;
+  return x.reshape({B, (F + pt - 1) / pt, H / p, W / p, -1, pt, p, p})
+      .permute({0, 1, 5, 4, 2, 6, 3, 7})
+      .flatten(6, 7)
+      .flatten(4, 5)
+      .flatten(1, 2);
+}
+
+at::Tensor CogVideoXTransformer::forward(const at::Tensor& hidden, const at::Tensor& text, const at::Tensor& timestep,
+                                         const Positions& pos, const AttentionFn& attention) const {
+  const int64_t B = hidden.size(0), F = hidden.size(1), H = hidden.size(3), W = hidden.size(4);
+  auto temb = time_embedding(timestep);
+  auto x = embed(hidden.to(device_, dtype_), text.to(device_, dtype_), pos);
+  for (size_t i = 0; i < blocks_.size(); ++i) run_block(i, x, temb, pos.rope_cos, pos.rope_sin, attention);
+  return unpatchify(project_out(x.video, temb), B, F, H, W);
+}
+
+}  // namespace studio::models

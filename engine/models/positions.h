@@ -1,0 +1,32 @@
+// Position tables of CogVideoX, as the reference pipeline builds them for a latent grid.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include "plan/model_folder.h"
+
+namespace studio::models {
+
+// Token grid after patching: frames (after temporal patches), rows, columns.
+struct TokenGrid {
+  int frames = 0;
+  int rows = 0;
+  int cols = 0;
+  int64_t tokens() const { return int64_t(frames) * rows * cols; }
+};
+
+// 3D sin-cos table [tokens, inner_dim] (CogVideoX-2B): a quarter temporal, three quarters spatial
+// (columns, then rows), each [sin | cos]; computed in float64 as the reference does, returned float32.
+at::Tensor sincos_3d(const plan::TransformerConfig& cfg, const TokenGrid& grid);
+
+// 3D RoPE tables cos, sin [tokens, head_dim]: head_dim split 1/4 temporal, 3/8 rows, 3/8 columns, each
+// frequency repeated for an interleaved pair. CogVideoX 1.0 uses the 'linspace' grid over the crop of
+// the base size (sample size / patch); 1.5 the 'slice' grid of integer positions.
+struct Rope {
+  at::Tensor cos, sin;
+};
+Rope rope_3d(const plan::TransformerConfig& cfg, const TokenGrid& grid);
+
+// Sinusoidal timestep embedding [B, dim] (diffusers' get_timestep_embedding).
+at::Tensor timestep_embedding(const at::Tensor& timesteps, int64_t dim, bool flip_sin_to_cos, double shift);
+
+}  // namespace studio::models

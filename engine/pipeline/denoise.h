@@ -1,0 +1,36 @@
+// Embeddings -> final latents: the denoising loop of diffusers' CogVideoXPipeline (v0.32.2), with a
+// per-step callback (step, total, seconds) and a cancel flag checked before every step.
+#pragma once
+#include <atomic>
+#include <functional>
+
+#include <ATen/core/Tensor.h>
+
+#include "models/cogvideox_transformer.h"
+#include "plan/model_folder.h"
+#include "sampling/noise.h"
+
+namespace studio::pipeline {
+
+struct DenoiseInputs {
+  at::Tensor prompt_embeds;           // [B, T, text_embed_dim]
+  at::Tensor negative_prompt_embeds;  // [B, T, text_embed_dim]; used when guidance_scale > 1
+  at::Tensor latents;                 // [B, F, C, H, W] initial noise, F already padded for 1.5
+  int num_inference_steps = 50;
+  double guidance_scale = 6.0;
+  bool use_dynamic_cfg = false;
+};
+
+struct Hooks {
+  std::function<void(int step, int total, double seconds)> on_step;  // after each step, 1-based
+  const std::atomic<bool>* cancel = nullptr;                          // throws Cancelled when set
+};
+
+// Checks the inputs' shapes against the model; InputError names the tensor and what would fit.
+void check_inputs(const models::CogVideoXTransformer& model, const DenoiseInputs& in);
+
+// Returns the final latents [B, F, C, H, W] as float32 on the model's device.
+at::Tensor denoise(const models::CogVideoXTransformer& model, const plan::SchedulerConfig& sampler,
+                   const DenoiseInputs& in, sampling::NoiseSource* noise, const Hooks& hooks = {});
+
+}  // namespace studio::pipeline

@@ -1,0 +1,19 @@
+// Errors that the user can act on. Each message names the file, field or tensor, the value found,
+// why it is wrong and what would work; callers print it as is.
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace studio {
+
+// Something the user gave us (a flag, a model folder, a tensor file) is wrong.
+struct InputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The user asked the run to stop.
+struct Cancelled : std::runtime_error {
+  Cancelled() : std::runtime_error("cancelled") {}
+};
+
+}  // namespace studio

@@ -1,0 +1,72 @@
+#include "plan/job.h"
+
+#include <cmath>
+
+namespace studio::plan {
+
+void apply_model_defaults(JobSpec& job, const ModelFolder& model) {
+  const auto& t = model.transformer;
+  if (job.height == 0) job.height = t.sample_height * model.vae_scale_spatial();
+  if (job.width == 0) job.width = t.sample_width * model.vae_scale_spatial();
+  if (job.num_frames == 0) job.num_frames = t.sample_frames;
+}
+
+namespace {
+
+std::string nearest_multiples(int value, int step) {
+  int below = value / step * step;
+  int above = below + step;
+  if (below <= 0) return std::to_string(above);
+  return std::to_string(below) + " or " + std::to_string(above);
+}
+
+}  // namespace
+
+std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
+  std::vector<Problem> out;
+  const auto& t = model.transformer;
+  const int pixel_step = model.vae_scale_spatial() * t.patch_size;
+  auto size_rule = [&](const char* field, int v) {
+    if (v <= 0 || v % pixel_step != 0)
+      out.push_back({field, std::string("--") + field + " " + std::to_string(v) + ": must be a positive multiple of " +
+                                std::to_string(pixel_step) + " (the VAE's " + std::to_string(model.vae_scale_spatial()) +
+                                "x times the patch size " + std::to_string(t.patch_size) + "); " +
+                                nearest_multiples(v, pixel_step) + " would work"});
+  };
+  size_rule("height", job.height);
+  size_rule("width", job.width);
+
+  const int tc = model.vae_scale_temporal();
+  if (job.num_frames <= 0 || (job.num_frames - 1) % tc != 0) {
+    int below = job.num_frames <= 1 ? 1 : (job.num_frames - 1) / tc * tc + 1;
+    out.push_back({"num_frames", "--num_frames " + std::to_string(job.num_frames) + ": must be " + std::to_string(tc) +
+                                     "k+1 (the VAE compresses time " + std::to_string(tc) + "x, keeping the first frame); " +
+                                     std::to_string(below) + " or " + std::to_string(below + tc) + " would work"});
+  }
+  const int max_steps = model.scheduler.num_train_timesteps;
+  if (job.num_inference_steps < 1 || job.num_inference_steps > max_steps)
+    out.push_back({"num_inference_steps", "--num_inference_steps " + std::to_string(job.num_inference_steps) +
+                                              ": must be between 1 and " + std::to_string(max_steps) +
+                                              " (the sampler's training steps); 50 is the usual value"});
+  if (!std::isfinite(job.guidance_scale) || job.guidance_scale < 0)
+    out.push_back({"guidance_scale", "--guidance_scale " + std::to_string(job.guidance_scale) +
+                                         ": must be a number >= 0 (1 or less turns guidance off; 6 is usual)"});
+  return out;
+}
+
+LatentGeometry latent_geometry(const JobSpec& job, const ModelFolder& model) {
+  const auto& t = model.transformer;
+  LatentGeometry g;
+  g.frames = (job.num_frames - 1) / model.vae_scale_temporal() + 1;
+  g.padded_frames = g.frames;
+  const int pt = t.patch_size_t.value_or(1);
+  if (g.frames % pt != 0) g.padded_frames += pt - g.frames % pt;  // the 1.5 pipeline pads at the start
+  g.channels = t.in_channels;
+  g.height = job.height / model.vae_scale_spatial();
+  g.width = job.width / model.vae_scale_spatial();
+  g.video_tokens = int64_t(g.padded_frames / pt) * (g.height / t.patch_size) * (g.width / t.patch_size);
+  g.text_tokens = t.max_text_seq_length;
+  return g;
+}
+
+}  // namespace studio::plan

@@ -1,0 +1,55 @@
+// One generation job: what the user asks for, checked against the model before any work starts.
+// Field names are xDiT's flag names without the dashes, so a problem names the flag a user typed.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plan/model_folder.h"
+
+namespace studio::plan {
+
+struct JobSpec {
+  std::string model_dir;
+  int height = 0;      // pixels; 0 = the model's default
+  int width = 0;       // pixels; 0 = the model's default
+  int num_frames = 0;  // video frames; 0 = the model's default
+  int num_inference_steps = 50;
+  double guidance_scale = 6.0;
+  bool use_dynamic_cfg = false;
+  uint64_t seed = 42;
+  std::string prompt_embeds_file;  // safetensors: prompt_embeds, negative_prompt_embeds [B, T, D]
+  std::string latents_file;        // safetensors: latents_init [B, F, C, H, W]
+  std::string sampler_noise_file;  // safetensors: scheduler_noise [steps, B, F, C, H, W]
+  std::string save_tensors_file;   // safetensors written at the end
+  std::string device = "auto";     // "auto", "cpu", "cuda", "cuda:N"
+  std::string dtype = "auto";      // "auto", "float32", "bfloat16", "float16"
+};
+
+// The latent grid a job denoises, as the reference pipeline derives it.
+struct LatentGeometry {
+  int frames = 0;         // latent frames that are decoded: (num_frames - 1) / temporal + 1
+  int padded_frames = 0;  // latent frames that are denoised (CogVideoX 1.5 pads to patch_size_t)
+  int channels = 0;
+  int height = 0;  // latent pixels
+  int width = 0;
+  int64_t video_tokens = 0;  // per sample, after patching
+  int text_tokens = 0;
+  int pad_frames() const { return padded_frames - frames; }
+};
+
+struct Problem {
+  std::string field;    // e.g. "height"
+  std::string message;  // a whole sentence: value, why, what would work
+};
+
+// Fills 0-valued sizes from the model's config, as the reference pipeline does.
+void apply_model_defaults(JobSpec& job, const ModelFolder& model);
+
+// Every problem with the job for this model; empty when it can run.
+std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model);
+
+// Valid only for a job that validate() accepts.
+LatentGeometry latent_geometry(const JobSpec& job, const ModelFolder& model);
+
+}  // namespace studio::plan

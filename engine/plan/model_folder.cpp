@@ -1,0 +1,241 @@
+#include "plan/model_folder.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "plan/error.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace studio::plan {
+
+const char* family_name(Family f) {
+  switch (f) {
+    case Family::CogVideoX_2B: return "CogVideoX (1.0, 3D sin-cos positions, e.g. CogVideoX-2b)";
+    case Family::CogVideoX_5B: return "CogVideoX (1.0, 3D RoPE, e.g. CogVideoX-5b)";
+    case Family::CogVideoX_15: return "CogVideoX 1.5 (temporal patches, e.g. CogVideoX1.5-5B)";
+  }
+  return "?";
+}
+
+const char* sampler_name(SamplerKind k) {
+  return k == SamplerKind::DDIM ? "CogVideoXDDIMScheduler" : "CogVideoXDPMScheduler";
+}
+
+Family TransformerConfig::family() const {
+  if (patch_size_t) return Family::CogVideoX_15;
+  return use_rotary_positional_embeddings ? Family::CogVideoX_5B : Family::CogVideoX_2B;
+}
+
+std::string read_text_file(const std::string& path, size_t max_bytes) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) throw InputError(path + ": file not found");
+  auto size = fs::file_size(path, ec);
+  if (ec) throw InputError(path + ": cannot read its size (" + ec.message() + ")");
+  if (size > max_bytes)
+    throw InputError(path + ": " + std::to_string(size) + " bytes is too large for a config file (limit " +
+                     std::to_string(max_bytes) + ")");
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (!in && !in.eof()) throw InputError(path + ": read failed");
+  return ss.str();
+}
+
+namespace {
+
+// Reads JSON fields with their types checked; every message names the file and the field.
+class Fields {
+ public:
+  Fields(const std::string& text, std::string file) : file_(std::move(file)) {
+    try {
+      j_ = json::parse(text);
+    } catch (const json::parse_error& e) {
+      throw InputError(file_ + ": not valid JSON (" + e.what() + ")");
+    }
+    if (!j_.is_object()) throw InputError(file_ + ": expected a JSON object at the top level");
+  }
+
+  bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
+
+  template <typename T>
+  T get(const char* key, T fallback) const {
+    if (!has(key)) return fallback;
+    const json& v = j_[key];
+    try {
+      if constexpr (std::is_same_v<T, bool>) {
+        if (!v.is_boolean()) throw std::invalid_argument("");
+      } else if constexpr (std::is_integral_v<T>) {
+        if (!v.is_number_integer()) throw std::invalid_argument("");
+      } else if constexpr (std::is_floating_point_v<T>) {
+        if (!v.is_number()) throw std::invalid_argument("");
+      } else {
+        if (!v.is_string()) throw std::invalid_argument("");
+      }
+      return v.get<T>();
+    } catch (const std::exception&) {
+      throw InputError(file_ + ": field '" + key + "' has value " + v.dump() + ", expected " + kind<T>());
+    }
+  }
+
+  int positive(const char* key, int fallback) const {
+    int v = get<int>(key, fallback);
+    if (v <= 0) fail(key, std::to_string(v), "must be a positive integer");
+    return v;
+  }
+
+  [[noreturn]] void fail(const char* key, const std::string& value, const std::string& why) const {
+    throw InputError(file_ + ": field '" + key + "' = " + value + " " + why);
+  }
+
+  const json& raw() const { return j_; }
+
+ private:
+  template <typename T>
+  static const char* kind() {
+    if constexpr (std::is_same_v<T, bool>) return "true or false";
+    else if constexpr (std::is_integral_v<T>) return "an integer";
+    else if constexpr (std::is_floating_point_v<T>) return "a number";
+    else return "a string";
+  }
+  json j_;
+  std::string file_;
+};
+
+void expect_class(const Fields& f, const char* file, std::initializer_list<const char*> accepted) {
+  std::string cls = f.get<std::string>("_class_name", "");
+  for (const char* a : accepted)
+    if (cls == a) return;
+  std::string list;
+  for (const char* a : accepted) list += (list.empty() ? "" : " or ") + std::string(a);
+  throw InputError(std::string(file) + ": _class_name is '" + cls + "'; this version supports " + list);
+}
+
+}  // namespace
+
+TransformerConfig parse_transformer_config(const std::string& text, const std::string& file) {
+  Fields f(text, file);
+  expect_class(f, file.c_str(), {"CogVideoXTransformer3DModel"});
+  TransformerConfig c;
+  c.num_attention_heads = f.positive("num_attention_heads", c.num_attention_heads);
+  c.attention_head_dim = f.positive("attention_head_dim", c.attention_head_dim);
+  c.in_channels = f.positive("in_channels", c.in_channels);
+  c.out_channels = f.positive("out_channels", c.in_channels);
+  c.flip_sin_to_cos = f.get<bool>("flip_sin_to_cos", c.flip_sin_to_cos);
+  c.freq_shift = f.get<int>("freq_shift", c.freq_shift);
+  c.time_embed_dim = f.positive("time_embed_dim", c.time_embed_dim);
+  c.text_embed_dim = f.positive("text_embed_dim", c.text_embed_dim);
+  c.num_layers = f.positive("num_layers", c.num_layers);
+  c.attention_bias = f.get<bool>("attention_bias", c.attention_bias);
+  c.sample_width = f.positive("sample_width", c.sample_width);
+  c.sample_height = f.positive("sample_height", c.sample_height);
+  c.sample_frames = f.positive("sample_frames", c.sample_frames);
+  c.patch_size = f.positive("patch_size", c.patch_size);
+  if (f.has("patch_size_t")) c.patch_size_t = f.positive("patch_size_t", 1);
+  c.temporal_compression_ratio = f.positive("temporal_compression_ratio", c.temporal_compression_ratio);
+  c.max_text_seq_length = f.positive("max_text_seq_length", c.max_text_seq_length);
+  c.norm_elementwise_affine = f.get<bool>("norm_elementwise_affine", c.norm_elementwise_affine);
+  c.norm_eps = f.get<double>("norm_eps", c.norm_eps);
+  c.spatial_interpolation_scale = f.get<double>("spatial_interpolation_scale", c.spatial_interpolation_scale);
+  c.temporal_interpolation_scale = f.get<double>("temporal_interpolation_scale", c.temporal_interpolation_scale);
+  c.use_rotary_positional_embeddings =
+      f.get<bool>("use_rotary_positional_embeddings", c.use_rotary_positional_embeddings);
+  c.patch_bias = f.get<bool>("patch_bias", c.patch_bias);
+
+  // Fields the real checkpoints set to one value; anything else is a model this engine cannot run yet.
+  auto act = f.get<std::string>("activation_fn", "gelu-approximate");
+  if (act != "gelu-approximate")
+    f.fail("activation_fn", "\"" + act + "\"", "is not supported; CogVideoX uses \"gelu-approximate\"");
+  auto tact = f.get<std::string>("timestep_activation_fn", "silu");
+  if (tact != "silu") f.fail("timestep_activation_fn", "\"" + tact + "\"", "is not supported; CogVideoX uses \"silu\"");
+  if (f.has("ofs_embed_dim"))
+    f.fail("ofs_embed_dim", f.raw()["ofs_embed_dim"].dump(),
+           "is set: image-to-video CogVideoX 1.5 (ofs embedding) is not supported yet; use a text-to-video checkpoint");
+  if (f.get<bool>("use_learned_positional_embeddings", false))
+    f.fail("use_learned_positional_embeddings", "true",
+           "is not supported yet (CogVideoX-5b-I2V); use a text-to-video checkpoint");
+  if (c.inner_dim() % 16 != 0 && !c.use_rotary_positional_embeddings)
+    f.fail("num_attention_heads", std::to_string(c.num_attention_heads),
+           "times attention_head_dim must be divisible by 16 for 3D sin-cos positions");
+  if (c.use_rotary_positional_embeddings && c.attention_head_dim % 8 != 0)
+    f.fail("attention_head_dim", std::to_string(c.attention_head_dim), "must be divisible by 8 for 3D RoPE");
+  if (c.patch_size_t && !c.use_rotary_positional_embeddings)
+    f.fail("patch_size_t", std::to_string(*c.patch_size_t),
+           "is set but use_rotary_positional_embeddings is false; CogVideoX 1.5 uses RoPE");
+  return c;
+}
+
+SchedulerConfig parse_scheduler_config(const std::string& text, const std::string& file) {
+  Fields f(text, file);
+  expect_class(f, file.c_str(), {"CogVideoXDDIMScheduler", "CogVideoXDPMScheduler"});
+  SchedulerConfig s;
+  s.kind = f.get<std::string>("_class_name", "") == "CogVideoXDPMScheduler" ? SamplerKind::DPM : SamplerKind::DDIM;
+  s.num_train_timesteps = f.positive("num_train_timesteps", s.num_train_timesteps);
+  s.beta_start = f.get<double>("beta_start", s.beta_start);
+  s.beta_end = f.get<double>("beta_end", s.beta_end);
+  s.beta_schedule = f.get<std::string>("beta_schedule", s.beta_schedule);
+  if (s.beta_schedule != "scaled_linear" && s.beta_schedule != "linear")
+    f.fail("beta_schedule", "\"" + s.beta_schedule + "\"", "is not supported; use \"scaled_linear\" or \"linear\"");
+  if (f.has("trained_betas")) f.fail("trained_betas", "(a list)", "is not supported; use beta_start/beta_end");
+  if (f.get<bool>("clip_sample", false)) f.fail("clip_sample", "true", "is not supported; CogVideoX uses false");
+  if (f.get<bool>("thresholding", false)) f.fail("thresholding", "true", "is not supported; CogVideoX uses false");
+  auto pred = f.get<std::string>("prediction_type", "v_prediction");
+  if (pred != "v_prediction")
+    f.fail("prediction_type", "\"" + pred + "\"", "is not supported; CogVideoX uses \"v_prediction\"");
+  s.set_alpha_to_one = f.get<bool>("set_alpha_to_one", s.set_alpha_to_one);
+  s.steps_offset = f.get<int>("steps_offset", s.steps_offset);
+  s.timestep_spacing = f.get<std::string>("timestep_spacing", s.timestep_spacing);
+  if (s.timestep_spacing != "trailing" && s.timestep_spacing != "leading" && s.timestep_spacing != "linspace")
+    f.fail("timestep_spacing", "\"" + s.timestep_spacing + "\"", "is not one of \"trailing\", \"leading\", \"linspace\"");
+  s.rescale_betas_zero_snr = f.get<bool>("rescale_betas_zero_snr", false);
+  s.snr_shift_scale = f.get<double>("snr_shift_scale", 3.0);  // the diffusers class default
+  if (!(s.snr_shift_scale > 0)) f.fail("snr_shift_scale", std::to_string(s.snr_shift_scale), "must be positive");
+  return s;
+}
+
+VaeConfig parse_vae_config(const std::string& text, const std::string& file) {
+  Fields f(text, file);
+  expect_class(f, file.c_str(), {"AutoencoderKLCogVideoX"});
+  VaeConfig v;
+  v.scaling_factor = f.get<double>("scaling_factor", v.scaling_factor);
+  v.latent_channels = f.positive("latent_channels", v.latent_channels);
+  v.temporal_compression_ratio = f.positive("temporal_compression_ratio", v.temporal_compression_ratio);
+  const json& blocks = f.raw().contains("block_out_channels") ? f.raw()["block_out_channels"] : json::array({0, 0, 0, 0});
+  if (!blocks.is_array() || blocks.empty())
+    f.fail("block_out_channels", blocks.dump(), "must be a non-empty list of channel counts");
+  v.spatial_compression = 1 << (blocks.size() - 1);
+  return v;
+}
+
+ModelFolder read_model_folder(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw InputError(dir + ": not a folder; --model takes a diffusers folder with model_index.json, transformer/, "
+                     "scheduler/ and vae/ (for example a download of THUDM/CogVideoX-2b)");
+  ModelFolder m;
+  m.dir = dir;
+  const fs::path root(dir);
+  const std::string index = (root / "model_index.json").string();
+  Fields idx(read_text_file(index), index);
+  auto cls = idx.get<std::string>("_class_name", "");
+  if (cls != "CogVideoXPipeline")
+    throw InputError(index + ": _class_name is '" + cls + "'; this version runs CogVideoXPipeline folders");
+  for (const char* part : {"transformer", "scheduler"})
+    if (!idx.has(part)) throw InputError(index + ": no '" + part + "' entry; a CogVideoX folder needs one");
+
+  const std::string tcfg = (root / "transformer" / "config.json").string();
+  m.transformer = parse_transformer_config(read_text_file(tcfg), tcfg);
+  const std::string scfg = (root / "scheduler" / "scheduler_config.json").string();
+  m.scheduler = parse_scheduler_config(read_text_file(scfg), scfg);
+  const std::string vcfg = (root / "vae" / "config.json").string();
+  if (fs::exists(vcfg)) m.vae = parse_vae_config(read_text_file(vcfg), vcfg);
+  m.has_text_encoder = fs::exists(root / "text_encoder" / "config.json");
+  m.has_tokenizer = fs::exists(root / "tokenizer");
+  return m;
+}
+
+}  // namespace studio::plan

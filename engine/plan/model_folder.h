@@ -1,0 +1,91 @@
+// A diffusers model folder read from its JSON files alone (no weights, no LibTorch), so the GUI,
+// the launcher and the engine share one reading of what a checkpoint is and what it supports.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace studio::plan {
+
+enum class Family { CogVideoX_2B, CogVideoX_5B, CogVideoX_15 };
+const char* family_name(Family f);
+
+// transformer/config.json of a CogVideoXTransformer3DModel.
+struct TransformerConfig {
+  int num_attention_heads = 30;
+  int attention_head_dim = 64;
+  int in_channels = 16;
+  int out_channels = 16;
+  bool flip_sin_to_cos = true;
+  int freq_shift = 0;
+  int time_embed_dim = 512;
+  int text_embed_dim = 4096;
+  int num_layers = 30;
+  bool attention_bias = true;
+  int sample_width = 90;   // latent pixels
+  int sample_height = 60;  // latent pixels
+  int sample_frames = 49;  // video frames (diffusers' convention)
+  int patch_size = 2;
+  std::optional<int> patch_size_t;  // set for CogVideoX 1.5
+  int temporal_compression_ratio = 4;
+  int max_text_seq_length = 226;
+  bool norm_elementwise_affine = true;
+  double norm_eps = 1e-5;
+  double spatial_interpolation_scale = 1.875;
+  double temporal_interpolation_scale = 1.0;
+  bool use_rotary_positional_embeddings = false;
+  bool patch_bias = true;
+
+  int inner_dim() const { return num_attention_heads * attention_head_dim; }
+  Family family() const;
+};
+
+enum class SamplerKind { DDIM, DPM };
+const char* sampler_name(SamplerKind k);
+
+// scheduler/scheduler_config.json of CogVideoXDDIMScheduler / CogVideoXDPMScheduler.
+struct SchedulerConfig {
+  SamplerKind kind = SamplerKind::DDIM;
+  int num_train_timesteps = 1000;
+  double beta_start = 0.00085;
+  double beta_end = 0.012;
+  std::string beta_schedule = "scaled_linear";  // or "linear"
+  bool set_alpha_to_one = true;
+  int steps_offset = 0;
+  std::string timestep_spacing = "trailing";  // "trailing", "leading" or "linspace"
+  bool rescale_betas_zero_snr = true;
+  double snr_shift_scale = 1.0;
+};
+
+// vae/config.json of AutoencoderKLCogVideoX (what the plan needs of it).
+struct VaeConfig {
+  double scaling_factor = 1.15258426;
+  int latent_channels = 16;
+  int temporal_compression_ratio = 4;
+  int spatial_compression = 8;  // 2^(number of blocks - 1)
+};
+
+struct ModelFolder {
+  std::string dir;
+  TransformerConfig transformer;
+  SchedulerConfig scheduler;
+  std::optional<VaeConfig> vae;
+  bool has_text_encoder = false;
+  bool has_tokenizer = false;
+
+  int vae_scale_spatial() const { return vae ? vae->spatial_compression : 8; }
+  int vae_scale_temporal() const { return vae ? vae->temporal_compression_ratio : 4; }
+};
+
+// Reads and checks model_index.json and each part's config. Throws InputError naming the file and
+// field for anything missing, malformed or not supported yet.
+ModelFolder read_model_folder(const std::string& dir);
+
+TransformerConfig parse_transformer_config(const std::string& json_text, const std::string& file);
+SchedulerConfig parse_scheduler_config(const std::string& json_text, const std::string& file);
+VaeConfig parse_vae_config(const std::string& json_text, const std::string& file);
+
+// Reads a whole (small) file; InputError if it cannot be read or is larger than max_bytes.
+std::string read_text_file(const std::string& path, size_t max_bytes = 16u << 20);
+
+}  // namespace studio::plan

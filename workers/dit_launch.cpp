@@ -1,0 +1,81 @@
+// dit-launch: the headless launcher. Today it runs the whole job in this process.
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+#include <c10/util/Exception.h>
+
+#include "compat/torch_compat.h"
+#include "io/tensor_file.h"
+#include "pipeline/run_job.h"
+#include "plan/error.h"
+#include "workers/launch_args.h"
+
+namespace {
+
+std::atomic<bool> g_cancel{false};
+extern "C" void on_signal(int) { g_cancel.store(true); }
+
+enum Exit { kOk = 0, kInternal = 1, kBadArgument = 2, kBadInput = 3, kCancelled = 130 };
+
+int run(int argc, char** argv) {
+  using namespace studio;
+  workers::LaunchArgs args;
+  plan::ModelFolder model;
+  try {
+    args = workers::parse_launch_args(std::vector<std::string>(argv + 1, argv + argc));
+    if (args.help) return std::cout << workers::launch_usage(), kOk;
+    if (args.version) return std::cout << "dit-launch 0.1.0 (LibTorch " << compat::torch_version() << ")\n", kOk;
+    if (args.job.model_dir.empty()) throw workers::ArgError("--model DIR is required: a CogVideoX diffusers folder");
+  } catch (const workers::ArgError& e) {
+    std::cerr << "dit-launch: " << e.what() << "\n";
+    return kBadArgument;
+  }
+  try {
+    model = plan::read_model_folder(args.job.model_dir);
+  } catch (const InputError& e) {
+    std::cerr << "dit-launch: --model " << e.what() << "\n";
+    return kBadInput;
+  }
+  plan::apply_model_defaults(args.job, model);
+  if (auto problems = plan::validate(args.job, model); !problems.empty()) {
+    std::cerr << "dit-launch: " << problems.front().message << "\n";
+    return kBadArgument;
+  }
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  auto log = [](const std::string& s) { std::cerr << "dit-launch: " << s << "\n"; };
+  pipeline::Hooks hooks;
+  hooks.cancel = &g_cancel;
+  hooks.on_step = [](int step, int total, double seconds) {
+    std::fprintf(stderr, "step %d/%d  %.3f s\n", step, total, seconds);
+  };
+  try {
+    auto result = pipeline::run_job(args.job, model, hooks, log);
+    log("done: loading " + std::to_string(result.seconds_loading) + " s, denoising " +
+        std::to_string(result.seconds_denoising) + " s");
+    if (!args.job.save_tensors_file.empty()) {
+      io::save_tensors(args.job.save_tensors_file, {{"final_latents", result.final_latents}},
+                       {{"model", model.dir}, {"seed", std::to_string(args.job.seed)},
+                        {"num_inference_steps", std::to_string(args.job.num_inference_steps)}});
+      log("wrote " + args.job.save_tensors_file);
+    }
+    return kOk;
+  } catch (const Cancelled&) {
+    log("cancelled; nothing was written");
+    return kCancelled;
+  } catch (const InputError& e) {
+    std::cerr << "dit-launch: " << e.what() << "\n";
+    return kBadInput;
+  } catch (const c10::Error& e) {
+    std::cerr << "dit-launch: internal error: " << e.what_without_backtrace() << "\n";
+    return kInternal;
+  } catch (const std::exception& e) {
+    std::cerr << "dit-launch: internal error: " << e.what() << "\n";
+    return kInternal;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return run(argc, argv); }

@@ -1,0 +1,107 @@
+#include "workers/launch_args.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+namespace studio::workers {
+
+namespace {
+
+long long to_integer(const std::string& flag, const std::string& v, long long lo, long long hi, const char* example) {
+  errno = 0;
+  char* end = nullptr;
+  long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno == ERANGE)
+    throw ArgError(flag + " '" + v + "': not an integer; expected e.g. " + flag + " " + example);
+  if (x < lo || x > hi)
+    throw ArgError(flag + " " + v + ": out of range; expected " + std::to_string(lo) + " to " + std::to_string(hi));
+  return x;
+}
+
+double to_number(const std::string& flag, const std::string& v, const char* example) {
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || !std::isfinite(x))
+    throw ArgError(flag + " '" + v + "': not a number; expected e.g. " + flag + " " + example);
+  return x;
+}
+
+}  // namespace
+
+LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
+  LaunchArgs a;
+  plan::JobSpec& j = a.job;
+  using Setter = std::function<void(const std::string& flag, const std::string& value)>;
+  const std::map<std::string, Setter> valued = {
+      {"--model", [&](auto&, auto& v) { j.model_dir = v; }},
+      {"--height", [&](auto& f, auto& v) { j.height = int(to_integer(f, v, 1, 1 << 16, "480")); }},
+      {"--width", [&](auto& f, auto& v) { j.width = int(to_integer(f, v, 1, 1 << 16, "720")); }},
+      {"--num_frames", [&](auto& f, auto& v) { j.num_frames = int(to_integer(f, v, 1, 1 << 16, "49")); }},
+      {"--num_inference_steps", [&](auto& f, auto& v) { j.num_inference_steps = int(to_integer(f, v, 1, 100000, "50")); }},
+      {"--guidance_scale", [&](auto& f, auto& v) { j.guidance_scale = to_number(f, v, "6.0"); }},
+      {"--seed", [&](auto& f, auto& v) { j.seed = uint64_t(to_integer(f, v, 0, INT64_MAX, "42")); }},
+      {"--prompt_embeds", [&](auto&, auto& v) { j.prompt_embeds_file = v; }},
+      {"--latents", [&](auto&, auto& v) { j.latents_file = v; }},
+      {"--sampler_noise", [&](auto&, auto& v) { j.sampler_noise_file = v; }},
+      {"--save_tensors", [&](auto&, auto& v) { j.save_tensors_file = v; }},
+      {"--device", [&](auto&, auto& v) { j.device = v; }},
+      {"--dtype", [&](auto&, auto& v) { j.dtype = v; }},
+  };
+  for (size_t i = 0; i < argv.size(); ++i) {
+    std::string flag = argv[i], value;
+    bool inline_value = false;
+    if (auto eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      inline_value = true;
+    }
+    if (flag == "--help" || flag == "-h") {
+      a.help = true;
+    } else if (flag == "--version") {
+      a.version = true;
+    } else if (flag == "--use_dynamic_cfg") {
+      if (inline_value) throw ArgError("--use_dynamic_cfg takes no value (it is a switch)");
+      j.use_dynamic_cfg = true;
+    } else if (auto it = valued.find(flag); it != valued.end()) {
+      if (!inline_value) {
+        if (i + 1 >= argv.size() || argv[i + 1].rfind("--", 0) == 0)
+          throw ArgError(flag + " needs a value; see dit-launch --help");
+        value = argv[++i];
+      }
+      if (value.empty()) throw ArgError(flag + " needs a value; see dit-launch --help");
+      it->second(flag, value);
+    } else {
+      throw ArgError("unknown option '" + argv[i] + "'; see dit-launch --help for the options");
+    }
+  }
+  return a;
+}
+
+std::string launch_usage() {
+  return R"(usage: dit-launch --model DIR --prompt_embeds FILE [options]
+
+Generates a video's latents with a CogVideoX diffusers folder (CogVideoX-2b, -5b, 1.5-5B).
+
+  --model DIR                 diffusers folder (model_index.json, transformer/, scheduler/, vae/)
+  --prompt_embeds FILE        safetensors with prompt_embeds and negative_prompt_embeds [B, T, D]
+  --height H --width W        pixels, multiples of 16 (default: the model's sample size)
+  --num_frames F              4k+1 frames (default: the model's, 49 for CogVideoX 1.0)
+  --num_inference_steps S     default 50
+  --guidance_scale G          default 6; 1 or less turns classifier-free guidance off
+  --use_dynamic_cfg           CogVideoX's cosine guidance schedule
+  --seed N                    default 42; noise as torch.Generator("cpu").manual_seed(N) draws it
+  --latents FILE              safetensors with latents_init [B, F, C, H, W] (replaces the seeded noise)
+  --sampler_noise FILE        safetensors with scheduler_noise [steps, B, F, C, H, W] (DPM's per-step noise)
+  --save_tensors FILE         write final_latents [B, F, C, H, W] float32 to a safetensors file
+  --device auto|cpu|cuda[:N]  default auto (CUDA when present)
+  --dtype auto|float32|bfloat16|float16   default auto (float32 on CPU, bfloat16 on CUDA)
+
+Exit status: 0 done, 1 internal failure, 2 bad command-line argument, 3 bad input (model folder or
+tensor file), 130 cancelled (SIGINT/SIGTERM). Errors are one line on stderr.
+)";
+}
+
+}  // namespace studio::workers
