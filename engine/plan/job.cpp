@@ -1,6 +1,9 @@
 #include "plan/job.h"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 
 namespace studio::plan {
 
@@ -51,6 +54,17 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
   if (!std::isfinite(job.guidance_scale) || job.guidance_scale < 0)
     out.push_back({"guidance_scale", "--guidance_scale " + std::to_string(job.guidance_scale) +
                                          ": must be a number >= 0 (1 or less turns guidance off; 6 is usual)"});
+  // Output folders are checked now, not after a long run.
+  if (!job.save_tensors_file.empty()) {
+    const auto dir = std::filesystem::absolute(job.save_tensors_file).parent_path();
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec))
+      out.push_back({"save_tensors", "--save_tensors " + job.save_tensors_file + ": the folder " + dir.string() +
+                                         " does not exist; create it or choose another path"});
+    else if (::access(dir.c_str(), W_OK) != 0)
+      out.push_back({"save_tensors", "--save_tensors " + job.save_tensors_file + ": the folder " + dir.string() +
+                                         " is not writable; choose another path"});
+  }
   return out;
 }
 

@@ -1,0 +1,154 @@
+// Loading transformer/ weights: a checkpoint that does not fit its config is refused with the file and
+// tensor named; a sharded checkpoint (index + shards, F32 or BF16) loads through the same loader.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <filesystem>
+
+#include <ATen/ops/isfinite.h>
+
+#include "io/weights.h"
+#include "models/cogvideox_transformer.h"
+#include "plan/error.h"
+#include "tensor_support.h"
+
+using namespace studio;
+using nlohmann::json;
+
+class TestWeights : public QObject {
+  Q_OBJECT
+  QTemporaryDir tmp_;
+  int n_ = 0;
+  std::string copy_case(const std::string& name = "cogvx2b_tiny") {
+    const std::string dir = (tmp_.path() + "/c" + QString::number(n_++)).toStdString();
+    test::copy_tree(test::golden_case(name), dir);
+    return dir;
+  }
+  static std::shared_ptr<models::CogVideoXTransformer> load(const std::string& dir) {
+    auto m = plan::read_model_folder(dir);
+    return models::CogVideoXTransformer::load(dir + "/transformer", m.transformer, at::kFloat, at::kCPU);
+  }
+  // Rewrites transformer/ as `shards` files in `dtype` plus the index real checkpoints carry.
+  static void shard(const std::string& dir, int shards, io::DType dtype) {
+    const std::string t = dir + "/transformer/";
+    auto src = io::SafetensorsFile::open(t + "diffusion_pytorch_model.safetensors");
+    json index = {{"metadata", {{"total_size", 0}}}, {"weight_map", json::object()}};
+    std::vector<std::vector<std::pair<std::string, at::Tensor>>> parts{size_t(shards)};
+    size_t i = 0;
+    for (const auto& info : src->tensors()) {
+      auto w = io::to_tensor(src, info, at::kFloat, at::kCPU);
+      if (dtype == io::DType::BF16) w = w.to(at::kBFloat16);
+      parts[i++ % size_t(shards)].emplace_back(info.name, w.contiguous());
+    }
+    for (int s = 0; s < shards; ++s) {
+      char name[64];
+      std::snprintf(name, sizeof name, "diffusion_pytorch_model-%05d-of-%05d.safetensors", s + 1, shards);
+      std::vector<io::TensorToWrite> out;
+      for (auto& [n, w] : parts[size_t(s)]) {
+        out.push_back({n, dtype, w.sizes().vec(), w.data_ptr()});
+        index["weight_map"][n] = name;
+      }
+      io::write_safetensors(t + name, out);
+    }
+    src.reset();
+    std::filesystem::remove(t + "diffusion_pytorch_model.safetensors");
+    test::write_file(t + "diffusion_pytorch_model.safetensors.index.json", index.dump(2));
+  }
+  static at::Tensor step0(const models::CogVideoXTransformer& m, const std::string& name) {
+    auto h = test::golden_tensor(name, "step0_hidden_states");
+    io::TensorFile f(test::golden_case(name) + "/golden.safetensors", "golden");
+    return m.forward(h, test::golden_tensor(name, "step0_encoder_hidden_states"), f.get_int64("step0_timestep"),
+                     m.positions(m.token_grid(h.size(1), h.size(3), h.size(4))));
+  }
+
+ private Q_SLOTS:
+  void shape_that_does_not_fit_the_config() {
+    const std::string dir = copy_case();
+    test::edit_json(dir + "/transformer/config.json", [](json& j) {
+      j["num_attention_heads"] = 8;  // same width, other head size
+      j["attention_head_dim"] = 8;
+    });
+    QVERIFY(test::throws_with<InputError>([&] { load(dir); },
+                                          {"diffusion_pytorch_model.safetensors", "'transformer_blocks.0.attn1.norm_q.weight'",
+                                           "shape [16]", "config needs [8]"}));
+  }
+
+  void missing_weight() {
+    const std::string dir = copy_case();
+    test::edit_json(dir + "/transformer/config.json", [](json& j) { j["num_layers"] = 3; });
+    QVERIFY(test::throws_with<InputError>([&] { load(dir); },
+                                          {"transformer", "missing weight 'transformer_blocks.2.", "config.json"}));
+  }
+
+  void unexpected_weight() {
+    const std::string dir = copy_case();
+    test::edit_json(dir + "/transformer/config.json", [](json& j) { j["num_layers"] = 1; });
+    QVERIFY(test::throws_with<InputError>([&] { load(dir); },
+                                          {"diffusion_pytorch_model.safetensors", "unexpected weight 'transformer_blocks.1."}));
+  }
+
+  void no_weights_file() {
+    const std::string dir = copy_case();
+    std::filesystem::remove(dir + "/transformer/diffusion_pytorch_model.safetensors");
+    test::write_file(dir + "/transformer/diffusion_pytorch_model.bin", "pickle");
+    QVERIFY(test::throws_with<InputError>(
+        [&] { load(dir); }, {"no diffusion_pytorch_model.safetensors", ".index.json", ".bin pickle checkpoint is never read"}));
+  }
+
+  void truncated_weights_file() {
+    const std::string dir = copy_case();
+    const std::string f = dir + "/transformer/diffusion_pytorch_model.safetensors";
+    std::filesystem::resize_file(f, std::filesystem::file_size(f) / 2);
+    QVERIFY(test::throws_with<InputError>([&] { load(dir); }, {"diffusion_pytorch_model.safetensors", "truncated data"}));
+  }
+
+  void sharded_float32_reproduces_the_reference() {
+    const std::string dir = copy_case();
+    shard(dir, 3, io::DType::F32);
+    QVERIFY(!std::filesystem::exists(dir + "/transformer/diffusion_pytorch_model.safetensors"));
+    auto m = load(dir);
+    const double err = test::max_abs_diff(step0(*m, "cogvx2b_tiny"), test::golden_tensor("cogvx2b_tiny", "step0_output"));
+    QVERIFY2(err < 1e-4, qPrintable(QString::number(err)));
+  }
+
+  void sharded_bfloat16_converts_on_load() {
+    const std::string dir = copy_case("cogvx5b_tiny");
+    shard(dir, 2, io::DType::BF16);
+    auto w = io::WeightSet::open(dir + "/transformer", "diffusion_pytorch_model");
+    auto ref = io::WeightSet::open(test::golden_case("cogvx5b_tiny") + "/transformer", "diffusion_pytorch_model");
+    const std::string name = "transformer_blocks.1.attn1.to_q.weight";
+    auto got = w.take(name, {64, 64}, at::kFloat, at::kCPU);
+    auto want = ref.take(name, {64, 64}, at::kFloat, at::kCPU).to(at::kBFloat16).to(at::kFloat);
+    QCOMPARE(test::max_abs_diff(got, want), 0.0);
+    // The whole model runs from bf16 weights; its output stays near the float32 reference.
+    auto m = load(dir);
+    auto out = step0(*m, "cogvx5b_tiny");
+    QVERIFY(at::isfinite(out).all().item<bool>());
+    const double err = test::max_abs_diff(out, test::golden_tensor("cogvx5b_tiny", "step0_output"));
+    qInfo("bf16 weights: step0_output max error %.3g", err);
+    QVERIFY(err < 0.1);
+  }
+
+  void index_naming_a_tensor_its_shard_lacks() {
+    const std::string dir = copy_case();
+    shard(dir, 2, io::DType::F32);
+    const std::string idx = dir + "/transformer/diffusion_pytorch_model.safetensors.index.json";
+    test::edit_json(idx, [](json& j) { j["weight_map"]["proj_out.weight"] = "diffusion_pytorch_model-00001-of-00002.safetensors"; });
+    const bool in_first = io::SafetensorsFile::open(dir + "/transformer/diffusion_pytorch_model-00001-of-00002.safetensors")
+                              ->find("proj_out.weight");
+    if (in_first)
+      test::edit_json(idx, [](json& j) { j["weight_map"]["proj_out.weight"] = "diffusion_pytorch_model-00002-of-00002.safetensors"; });
+    QVERIFY(test::throws_with<InputError>([&] { load(dir); }, {"index.json", "'proj_out.weight'", "has no such tensor"}));
+  }
+
+  void index_cannot_point_outside_the_folder() {
+    const std::string dir = copy_case();
+    shard(dir, 2, io::DType::F32);
+    test::edit_json(dir + "/transformer/diffusion_pytorch_model.safetensors.index.json",
+                    [](json& j) { j["weight_map"]["proj_out.weight"] = "../../etc/passwd"; });
+    QVERIFY(test::throws_with<InputError>([&] { load(dir); }, {"'../../etc/passwd'", "plain file names"}));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestWeights)
+#include "test_weights.moc"
