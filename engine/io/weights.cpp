@@ -111,6 +111,12 @@ at::Tensor WeightSet::take(const std::string& name, const std::vector<int64_t>& 
   return to_tensor(it->second.file, info, dtype, device);
 }
 
+std::vector<std::string> WeightSet::names() const {
+  std::vector<std::string> out;
+  for (const auto& e : where_) out.push_back(e.first);
+  return out;
+}
+
 void WeightSet::expect_all_taken(const std::set<std::string>& ignorable) const {
   for (const auto& [name, entry] : where_)
     if (!taken_.count(name) && !ignorable.count(name))

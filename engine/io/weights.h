@@ -31,6 +31,7 @@ class WeightSet {
   // Throws for weights nobody took, unless listed in `ignorable`.
   void expect_all_taken(const std::set<std::string>& ignorable = {}) const;
   const std::string& dir() const { return dir_; }
+  std::vector<std::string> names() const;
 
  private:
   struct Entry {

@@ -203,11 +203,32 @@ VaeConfig parse_vae_config(const std::string& text, const std::string& file) {
   VaeConfig v;
   v.scaling_factor = f.get<double>("scaling_factor", v.scaling_factor);
   v.latent_channels = f.positive("latent_channels", v.latent_channels);
+  v.out_channels = f.positive("out_channels", v.out_channels);
   v.temporal_compression_ratio = f.positive("temporal_compression_ratio", v.temporal_compression_ratio);
-  const json& blocks = f.raw().contains("block_out_channels") ? f.raw()["block_out_channels"] : json::array({0, 0, 0, 0});
-  if (!blocks.is_array() || blocks.empty())
-    f.fail("block_out_channels", blocks.dump(), "must be a non-empty list of channel counts");
-  v.spatial_compression = 1 << (blocks.size() - 1);
+  if (v.temporal_compression_ratio != 1 && v.temporal_compression_ratio != 2 && v.temporal_compression_ratio != 4)
+    f.fail("temporal_compression_ratio", std::to_string(v.temporal_compression_ratio), "must be 1, 2 or 4");
+  v.layers_per_block = f.positive("layers_per_block", v.layers_per_block);
+  v.norm_num_groups = f.positive("norm_num_groups", v.norm_num_groups);
+  v.norm_eps = f.get<double>("norm_eps", v.norm_eps);
+  if (f.has("block_out_channels")) {
+    const json& b = f.raw()["block_out_channels"];
+    if (!b.is_array() || b.empty()) f.fail("block_out_channels", b.dump(), "must be a non-empty list of channel counts");
+    v.block_out_channels.clear();
+    for (const auto& c : b) {
+      if (!c.is_number_integer() || c.get<int>() <= 0 || c.get<int>() % v.norm_num_groups != 0)
+        f.fail("block_out_channels", b.dump(), "must be positive multiples of norm_num_groups");
+      v.block_out_channels.push_back(c.get<int>());
+    }
+  }
+  v.spatial_compression = 1 << (v.block_out_channels.size() - 1);
+  for (const char* unsupported : {"shift_factor", "latents_mean", "latents_std"})
+    if (f.has(unsupported))
+      f.fail(unsupported, f.raw()[unsupported].dump(), "is set; CogVideoX VAEs leave it null and this engine does too");
+  for (const char* unsupported : {"use_quant_conv", "use_post_quant_conv", "invert_scale_latents"})
+    if (f.get<bool>(unsupported, false))
+      f.fail(unsupported, "true", "is not supported; CogVideoX VAEs set it false");
+  auto act = f.get<std::string>("act_fn", "silu");
+  if (act != "silu") f.fail("act_fn", "\"" + act + "\"", "is not supported; CogVideoX uses \"silu\"");
   return v;
 }
 

@@ -57,12 +57,17 @@ struct SchedulerConfig {
   double snr_shift_scale = 1.0;
 };
 
-// vae/config.json of AutoencoderKLCogVideoX (what the plan needs of it).
+// vae/config.json of AutoencoderKLCogVideoX.
 struct VaeConfig {
   double scaling_factor = 1.15258426;
   int latent_channels = 16;
+  int out_channels = 3;
   int temporal_compression_ratio = 4;
   int spatial_compression = 8;  // 2^(number of blocks - 1)
+  std::vector<int> block_out_channels{128, 256, 256, 512};
+  int layers_per_block = 3;
+  int norm_num_groups = 32;
+  double norm_eps = 1e-6;
 };
 
 struct ModelFolder {

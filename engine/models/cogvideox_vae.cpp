@@ -1,0 +1,244 @@
+#include "models/cogvideox_vae.h"
+
+#include <c10/core/InferenceMode.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/conv2d.h>
+#include <ATen/ops/conv3d.h>
+#include <ATen/ops/group_norm.h>
+#include <ATen/ops/silu.h>
+#include <ATen/ops/upsample_nearest2d.h>
+#include <ATen/ops/upsample_nearest3d.h>
+
+#include <optional>
+#include <set>
+
+#include "plan/error.h"
+
+namespace studio::models {
+
+namespace {
+
+using Caches = std::vector<at::Tensor>;  // one slot per causal convolution, carried across batches
+
+// Convolution over time that sees only the past: the first batch pads with copies of its first frame,
+// later batches with the last (kernel - 1) frames of the previous batch's input.
+struct CausalConv {
+  at::Tensor weight, bias;
+  int64_t kt = 1;
+  size_t slot = 0;
+  static CausalConv load(const WeightSource& w, const std::string& p, int64_t in, int64_t out, int64_t k, size_t& slots) {
+    CausalConv c;
+    c.weight = w.take(p + ".conv.weight", {out, in, k, k, k});
+    c.bias = w.take(p + ".conv.bias", {out});
+    c.kt = k;
+    c.slot = slots++;
+    return c;
+  }
+  at::Tensor operator()(const at::Tensor& x, Caches& caches) const {
+    at::Tensor in = x;
+    if (kt > 1) {
+      at::Tensor& cache = caches[slot];
+      const at::Tensor past = cache.defined() ? cache : x.narrow(2, 0, 1).expand({-1, -1, kt - 1, -1, -1});
+      in = at::cat({past, x}, 2);
+      cache = in.narrow(2, in.size(2) - (kt - 1), kt - 1).clone();
+    }
+    const int64_t pad = (weight.size(3) - 1) / 2;
+    return at::conv3d(in, weight, bias, 1, {0, pad, pad});
+  }
+};
+
+// Nearest-neighbour upsampling of `low` to `like`'s frames/rows/columns, then `f * y + b`. With integer
+// ratios (always, in CogVideoX) y and b stay at low resolution and are broadcast: only the result is
+// full size. Nearest upsampling commutes with the 1x1x1 convolutions that made y and b.
+at::Tensor modulate(const at::Tensor& f, const at::Tensor& y, const at::Tensor& b) {
+  const int64_t B = f.size(0), C = f.size(1);
+  std::vector<int64_t> fv{B, C}, lv{B, C};
+  bool integer = true;
+  for (int d = 2; d < 5; ++d) {
+    integer = integer && f.size(d) % y.size(d) == 0;
+    const int64_t r = integer ? f.size(d) / y.size(d) : 1;
+    fv.insert(fv.end(), {y.size(d), r});
+    lv.insert(lv.end(), {y.size(d), 1});
+  }
+  if (!integer) {
+    const std::vector<int64_t> size{f.size(2), f.size(3), f.size(4)};
+    return f * at::upsample_nearest3d(y, size) + at::upsample_nearest3d(b, size);
+  }
+  return (f.view(fv) * y.view(lv) + b.view(lv)).view(f.sizes());
+}
+
+// Group norm of f, then modulated by the latents zq (SpatialNorm3D). With an odd frame count > 1 the
+// first frame follows the first latent frame alone, as the reference interpolates it separately.
+struct SpatialNorm {
+  at::Tensor norm_w, norm_b, y_w, y_b, b_w, b_b;
+  int64_t groups = 32;
+  static SpatialNorm load(const WeightSource& w, const std::string& p, int64_t ch, int64_t zch, int64_t groups) {
+    SpatialNorm n;
+    n.norm_w = w.take(p + ".norm_layer.weight", {ch});
+    n.norm_b = w.take(p + ".norm_layer.bias", {ch});
+    n.y_w = w.take(p + ".conv_y.conv.weight", {ch, zch, 1, 1, 1});
+    n.y_b = w.take(p + ".conv_y.conv.bias", {ch});
+    n.b_w = w.take(p + ".conv_b.conv.weight", {ch, zch, 1, 1, 1});
+    n.b_b = w.take(p + ".conv_b.conv.bias", {ch});
+    n.groups = groups;
+    return n;
+  }
+  at::Tensor operator()(const at::Tensor& f, const at::Tensor& zq) const {
+    const auto nf = at::group_norm(f, groups, norm_w, norm_b, 1e-6);
+    const auto y = at::conv3d(zq, y_w, y_b), b = at::conv3d(zq, b_w, b_b);
+    const int64_t T = f.size(2);
+    if (T > 1 && T % 2 == 1) {
+      auto first = modulate(nf.narrow(2, 0, 1), y.narrow(2, 0, 1), b.narrow(2, 0, 1));
+      auto rest = modulate(nf.narrow(2, 1, T - 1), y.narrow(2, 1, y.size(2) - 1), b.narrow(2, 1, b.size(2) - 1));
+      return at::cat({first, rest}, 2);
+    }
+    return modulate(nf, y, b);
+  }
+};
+
+struct Resnet {
+  SpatialNorm norm1, norm2;
+  CausalConv conv1, conv2;
+  at::Tensor shortcut_w, shortcut_b;  // 1x1x1, when channels change
+  static Resnet load(const WeightSource& w, const std::string& p, int64_t in, int64_t out, int64_t zch, int64_t groups,
+                     size_t& slots) {
+    Resnet r;
+    r.norm1 = SpatialNorm::load(w, p + ".norm1", in, zch, groups);
+    r.conv1 = CausalConv::load(w, p + ".conv1", in, out, 3, slots);
+    r.norm2 = SpatialNorm::load(w, p + ".norm2", out, zch, groups);
+    r.conv2 = CausalConv::load(w, p + ".conv2", out, out, 3, slots);
+    if (in != out) {
+      r.shortcut_w = w.take(p + ".conv_shortcut.weight", {out, in, 1, 1, 1});
+      r.shortcut_b = w.take(p + ".conv_shortcut.bias", {out});
+    }
+    return r;
+  }
+  at::Tensor operator()(const at::Tensor& x, const at::Tensor& zq, Caches& c) const {
+    auto h = conv1(at::silu(norm1(x, zq)), c);
+    h = conv2(at::silu(norm2(h, zq)), c);
+    return h + (shortcut_w.defined() ? at::conv3d(x, shortcut_w, shortcut_b) : x);
+  }
+};
+
+// Nearest 2x upsampling of rows and columns (and of time when compressing it, keeping an odd first
+// frame single), then a 3x3 convolution per frame.
+struct Upsampler {
+  at::Tensor weight, bias;
+  bool compress_time = false;
+  at::Tensor operator()(const at::Tensor& x) const {
+    const int64_t B = x.size(0), C = x.size(1), T = x.size(2), H = x.size(3), W = x.size(4);
+    at::Tensor up;
+    if (compress_time && T > 1 && T % 2 == 1) {
+      auto first = at::upsample_nearest2d(x.select(2, 0), {2 * H, 2 * W}).unsqueeze(2);
+      auto rest = at::upsample_nearest3d(x.narrow(2, 1, T - 1), {2 * (T - 1), 2 * H, 2 * W});
+      up = at::cat({first, rest}, 2);
+    } else if (compress_time && T > 1) {
+      up = at::upsample_nearest3d(x, {2 * T, 2 * H, 2 * W});
+    } else {
+      up = at::upsample_nearest3d(x, {T, 2 * H, 2 * W});
+    }
+    const int64_t T2 = up.size(2);
+    auto frames = up.transpose(1, 2).reshape({B * T2, C, 2 * H, 2 * W});
+    auto out = at::conv2d(frames, weight, bias, 1, 1);
+    return out.view({B, T2, out.size(1), 2 * H, 2 * W}).transpose(1, 2);
+  }
+};
+
+struct UpBlock {
+  std::vector<Resnet> resnets;
+  std::optional<Upsampler> up;
+};
+
+}  // namespace
+
+struct CogVideoXVae::Impl {
+  CausalConv conv_in, conv_out;
+  std::vector<Resnet> mid;
+  std::vector<UpBlock> up_blocks;
+  SpatialNorm norm_out;
+  size_t slots = 0;
+};
+
+std::shared_ptr<CogVideoXVae> CogVideoXVae::load(const std::string& part_dir, const plan::VaeConfig& cfg,
+                                                 at::ScalarType dtype, at::Device device) {
+  auto weights = io::WeightSet::open(part_dir, "diffusion_pytorch_model");
+  WeightSource w{weights, dtype, device};
+  auto impl = std::make_shared<Impl>();
+  std::vector<int64_t> ch(cfg.block_out_channels.rbegin(), cfg.block_out_channels.rend());
+  const int64_t z = cfg.latent_channels, g = cfg.norm_num_groups;
+  size_t& slots = impl->slots;
+  impl->conv_in = CausalConv::load(w, "decoder.conv_in", z, ch[0], 3, slots);
+  for (int i = 0; i < 2; ++i)
+    impl->mid.push_back(Resnet::load(w, "decoder.mid_block.resnets." + std::to_string(i), ch[0], ch[0], z, g, slots));
+  int time_levels = 0;
+  for (int r = cfg.temporal_compression_ratio; r > 1; r /= 2) ++time_levels;
+  int64_t prev = ch[0];
+  for (size_t i = 0; i < ch.size(); ++i) {
+    const std::string p = "decoder.up_blocks." + std::to_string(i);
+    UpBlock blk;
+    for (int j = 0; j <= cfg.layers_per_block; ++j) {
+      blk.resnets.push_back(Resnet::load(w, p + ".resnets." + std::to_string(j), j == 0 ? prev : ch[i], ch[i], z, g, slots));
+    }
+    if (i + 1 < ch.size()) {
+      Upsampler u;
+      u.weight = w.take(p + ".upsamplers.0.conv.weight", {ch[i], ch[i], 3, 3});
+      u.bias = w.take(p + ".upsamplers.0.conv.bias", {ch[i]});
+      u.compress_time = int(i) < time_levels;
+      blk.up = u;
+    }
+    impl->up_blocks.push_back(std::move(blk));
+    prev = ch[i];
+  }
+  impl->norm_out = SpatialNorm::load(w, "decoder.norm_out", ch.back(), z, g);
+  impl->conv_out = CausalConv::load(w, "decoder.conv_out", ch.back(), cfg.out_channels, 3, slots);
+  // The encoder is not used to generate; a folder may carry it or not.
+  std::set<std::string> encoder;
+  for (const auto& name : weights.names())
+    if (name.rfind("encoder.", 0) == 0) encoder.insert(name);
+  weights.expect_all_taken(encoder);
+
+  auto vae = std::shared_ptr<CogVideoXVae>(new CogVideoXVae());
+  vae->cfg_ = cfg;
+  vae->dtype_ = dtype;
+  vae->device_ = device;
+  vae->impl_ = impl;
+  return vae;
+}
+
+int CogVideoXVae::output_frames(int latent_frames) const {
+  // Each batch of n latent frames gives n * r frames, except an odd first batch: 1 + (n - 1) * r.
+  const int r = cfg_.temporal_compression_ratio;
+  const int batches = std::max(latent_frames / 2, 1);
+  const int first = latent_frames - 2 * (batches - 1);
+  const int first_frames = first % 2 == 1 && first > 1 ? 1 + (first - 1) * r : first == 1 ? 1 : first * r;
+  return first_frames + (batches - 1) * 2 * r;
+}
+
+at::Tensor CogVideoXVae::decode(const at::Tensor& z_all, const std::function<void(const at::Tensor&)>& on_batch) const {
+  c10::InferenceMode guard;
+  const Impl& m = *impl_;
+  if (z_all.dim() != 5 || z_all.size(1) != cfg_.latent_channels)
+    throw InputError("VAE input has shape " + io::shape_str(z_all.sizes().vec()) + "; expected [B, " +
+                     std::to_string(cfg_.latent_channels) + ", F, h, w]");
+  const int64_t F = z_all.size(2);
+  const int64_t batches = std::max<int64_t>(F / 2, 1), rem = F % 2;
+  Caches caches(m.slots);
+  std::vector<at::Tensor> out;
+  for (int64_t i = 0; i < batches; ++i) {
+    const int64_t start = 2 * i + (i == 0 ? 0 : rem), end = std::min<int64_t>(2 * (i + 1) + rem, F);
+    const at::Tensor z = z_all.narrow(2, start, end - start).to(device_, dtype_);
+    at::Tensor h = m.conv_in(z, caches);
+    for (const auto& r : m.mid) h = r(h, z, caches);
+    for (const auto& blk : m.up_blocks) {
+      for (const auto& r : blk.resnets) h = r(h, z, caches);
+      if (blk.up) h = (*blk.up)(h);
+    }
+    h = m.conv_out(at::silu(m.norm_out(h, z)), caches).to(at::kFloat);
+    if (on_batch) on_batch(h);
+    out.push_back(h);
+  }
+  return at::cat(out, 2);
+}
+
+}  // namespace studio::models

@@ -1,0 +1,38 @@
+// The decoder of CogVideoX's causal 3D VAE (AutoencoderKLCogVideoX, diffusers v0.32.2): latents are
+// decoded in batches of 2 latent frames (the first batch takes the odd one), and every causal
+// convolution carries the last frames of its input from one batch to the next, so no batch needs the
+// whole video's activations.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "models/layers.h"
+#include "plan/model_folder.h"
+
+namespace studio::models {
+
+class CogVideoXVae {
+ public:
+  static std::shared_ptr<CogVideoXVae> load(const std::string& part_dir, const plan::VaeConfig& cfg,
+                                            at::ScalarType dtype, at::Device device);
+
+  const plan::VaeConfig& config() const { return cfg_; }
+  int output_frames(int latent_frames) const;
+
+  // z [B, C, F, h, w] (already divided by the scaling factor) -> video [B, out_channels, frames, H, W],
+  // float32. `on_batch` receives each batch's frames as they are decoded (float32, model device).
+  at::Tensor decode(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch = {}) const;
+
+ private:
+  struct Impl;  // the layers, in the .cpp
+  plan::VaeConfig cfg_;
+  at::ScalarType dtype_ = at::kFloat;
+  at::Device device_ = at::kCPU;
+  std::shared_ptr<const Impl> impl_;
+};
+
+}  // namespace studio::models
