@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "tensor_support.h"
+#include "video/clip_writer.h"
 
 using namespace studio;
 
@@ -69,8 +70,10 @@ class TestDitLaunch : public QObject {
     QVERIFY(r.err.contains("step 1/"));
     io::TensorFile f(file.toStdString(), "test");
     const double err = test::max_abs_diff(f.get("final_latents", 5, ""), test::golden_tensor(name.toStdString(), "final_latents"));
-    qInfo("%s through dit-launch: final_latents max error %.3g", qPrintable(name), err);
+    const double verr = test::max_abs_diff(f.get("video", 5, ""), test::golden_tensor(name.toStdString(), "video"));
+    qInfo("%s through dit-launch: final_latents max error %.3g, video %.3g", qPrintable(name), err, verr);
     QVERIFY(err < 1e-3);
+    QVERIFY(verr < 1e-3);
   }
 
   void seeded_runs_are_reproducible() {
@@ -103,7 +106,8 @@ class TestDitLaunch : public QObject {
     expect_error({"--model", c, "--guidance_scale", "x"}, 2, {"--guidance_scale 'x'", "not a number"});
     expect_error({"--model", c, "--height", "500"}, 2, {"--height 500", "multiple of 16", "496 or 512"});
     expect_error({"--model", c, "--num_frames", "10"}, 2, {"--num_frames 10", "4k+1", "9 or 13"});
-    expect_error({"--height", "64"}, 2, {"--model DIR is required"});
+    expect_error({"--model", c, "--output", out("clip.avi")}, 2, {"--output", "clip.avi", "'.avi'", ".mp4"});
+    expect_error({"--model", c, "--fps", "0"}, 2, {"--fps 0", "out of range"});
     expect_error({"--model", c, "--device", "tpu", "--prompt_embeds", c + "/golden.safetensors"}, 3, {"--device 'tpu'", "cpu"});
   }
 
@@ -124,7 +128,24 @@ class TestDitLaunch : public QObject {
                  {"--sampler_noise", "no tensor 'scheduler_noise'"});
   }
 
+  void demo_model_writes_a_playable_clip() {
+    // No --model: the built-in demo model and its own embeddings, as README's run command does.
+    Run r = launch({"--num_inference_steps", "3", "--seed", "5", "--output", out("demo.mp4")});
+    QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+    QVERIFY(r.err.contains("built-in demo model"));
+    auto probe = video::probe_clip(out("demo.mp4").toStdString());
+    QCOMPARE(probe.frames, 25);
+    QCOMPARE(probe.width, 288);
+    QCOMPARE(probe.height, 192);
+    QCOMPARE(probe.codec, std::string("h264"));
+    QVERIFY(std::abs(probe.duration_s - 25.0 / 8) < 0.01);
+    QCOMPARE(probe.metadata["seed"], std::string("5"));
+    QCOMPARE(probe.metadata["num_inference_steps"], std::string("3"));
+    QVERIFY(std::filesystem::exists(out("demo.mp4.json").toStdString()));
+  }
+
   void unwritable_output_is_refused_before_any_work() {
+    expect_error({"--output", out("nowhere/clip.mp4")}, 2, {"--output", "nowhere", "does not exist"});
     QStringList a = golden_args("cogvx2b_tiny");
     expect_error(a << "--save_tensors" << out("missing/dir/x.safetensors"), 2,
                  {"--save_tensors", "missing/dir", "does not exist"});

@@ -52,6 +52,7 @@ class TestModelFolder : public QObject {
     QCOMPARE(job.height, 480);
     QCOMPARE(job.width, 720);
     QCOMPARE(job.num_frames, 49);
+    QCOMPARE(job.fps, 8);
     QVERIFY(plan::validate(job, m).empty());
     auto g = plan::latent_geometry(job, m);
     QCOMPARE(g.frames, 13);
@@ -68,6 +69,8 @@ class TestModelFolder : public QObject {
     j15.height = 768;
     j15.width = 1360;
     j15.num_frames = 81;
+    plan::apply_model_defaults(j15, m15);
+    QCOMPARE(j15.fps, 16);
     QVERIFY(plan::validate(j15, m15).empty());
     auto g15 = plan::latent_geometry(j15, m15);
     QCOMPARE(g15.frames, 21);

@@ -47,6 +47,8 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
       {"--latents", [&](auto&, auto& v) { j.latents_file = v; }},
       {"--sampler_noise", [&](auto&, auto& v) { j.sampler_noise_file = v; }},
       {"--save_tensors", [&](auto&, auto& v) { j.save_tensors_file = v; }},
+      {"--output", [&](auto&, auto& v) { j.output_file = v; }},
+      {"--fps", [&](auto& f, auto& v) { j.fps = int(to_integer(f, v, 1, 240, "8")); }},
       {"--device", [&](auto&, auto& v) { j.device = v; }},
       {"--dtype", [&](auto&, auto& v) { j.dtype = v; }},
   };
@@ -81,12 +83,16 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
 }
 
 std::string launch_usage() {
-  return R"(usage: dit-launch --model DIR --prompt_embeds FILE [options]
+  return R"(usage: dit-launch [--model DIR --prompt_embeds FILE] [--output FILE] [options]
 
-Generates a video's latents with a CogVideoX diffusers folder (CogVideoX-2b, -5b, 1.5-5B).
+Generates a video clip with a CogVideoX diffusers folder (CogVideoX-2b, -5b, 1.5-5B).
 
-  --model DIR                 diffusers folder (model_index.json, transformer/, scheduler/, vae/)
+  --model DIR                 diffusers folder (model_index.json, transformer/, scheduler/, vae/);
+                              default: the built-in demo model (random weights: abstract motion)
   --prompt_embeds FILE        safetensors with prompt_embeds and negative_prompt_embeds [B, T, D]
+                              (default with the demo model: its own embeddings)
+  --output FILE               the clip: .mp4 (H.264), .webm (VP9), .gif, or a folder (numbered PNGs)
+  --fps N                     default: the model's (8 for CogVideoX 1.0, 16 for 1.5)
   --height H --width W        pixels, multiples of 16 (default: the model's sample size)
   --num_frames F              4k+1 frames (default: the model's, 49 for CogVideoX 1.0)
   --num_inference_steps S     default 50
@@ -95,7 +101,8 @@ Generates a video's latents with a CogVideoX diffusers folder (CogVideoX-2b, -5b
   --seed N                    default 42; noise as torch.Generator("cpu").manual_seed(N) draws it
   --latents FILE              safetensors with latents_init [B, F, C, H, W] (replaces the seeded noise)
   --sampler_noise FILE        safetensors with scheduler_noise [steps, B, F, C, H, W] (DPM's per-step noise)
-  --save_tensors FILE         write final_latents [B, F, C, H, W] float32 to a safetensors file
+  --save_tensors FILE         write final_latents [B, F, C, H, W] and the decoded video [B, 3, frames,
+                              H, W] (float32, before clamping) to a safetensors file
   --device auto|cpu|cuda[:N]  default auto (CUDA when present)
   --dtype auto|float32|bfloat16|float16   default auto (float32 on CPU, bfloat16 on CUDA)
 

@@ -1,8 +1,14 @@
 #include "io/weights.h"
 
+#include <cmath>
 #include <filesystem>
 
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/TensorOperators.h>
 #include <ATen/ops/from_blob.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/randn.h>
+#include <ATen/ops/zeros.h>
 #include <nlohmann/json.hpp>
 
 #include "plan/error.h"
@@ -91,8 +97,38 @@ WeightSet WeightSet::open(const std::string& part_dir, const std::string& stem) 
   return w;
 }
 
+WeightSet WeightSet::synthetic(uint64_t seed) {
+  WeightSet w;
+  w.dir_ = "(synthetic weights)";
+  w.synthetic_ = std::make_shared<at::Generator>(at::make_generator<at::CPUGeneratorImpl>(seed));
+  return w;
+}
+
+void WeightSet::save(const std::string& file) const {
+  std::vector<std::pair<std::string, at::Tensor>> out(made_.begin(), made_.end());
+  std::vector<TensorToWrite> rows;
+  for (const auto& [name, t] : out) rows.push_back({name, DType::F32, t.sizes().vec(), t.data_ptr()});
+  write_safetensors(file, rows);
+}
+
 at::Tensor WeightSet::take(const std::string& name, const std::vector<int64_t>& shape, at::ScalarType dtype,
                            at::Device device, const std::string& config_note) {
+  if (synthetic_) {
+    at::Tensor t;
+    const bool bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+    if (bias) {
+      t = at::zeros(shape, at::kFloat);
+    } else if (shape.size() == 1) {
+      t = at::ones(shape, at::kFloat);
+    } else {
+      int64_t fan_in = 1;
+      for (size_t i = 1; i < shape.size(); ++i) fan_in *= shape[i];
+      t = at::randn(shape, *synthetic_, at::TensorOptions().dtype(at::kFloat)) / std::sqrt(double(fan_in));
+    }
+    made_.emplace_back(name, t);
+    taken_.insert(name);
+    return t.to(device, dtype);
+  }
   auto it = where_.find(name);
   if (it == where_.end())
     throw InputError(dir_ + ": missing weight '" + name + "' (shape " + shape_str(shape) +

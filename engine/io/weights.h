@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 
 #include "io/safetensors_file.h"
@@ -23,6 +24,12 @@ class WeightSet {
  public:
   // `stem` is "diffusion_pytorch_model" (diffusers parts) or "model" (transformers parts).
   static WeightSet open(const std::string& part_dir, const std::string& stem);
+  // A set that makes weights instead of reading them: each take() draws a deterministic tensor of the
+  // shape asked for (biases 0, 1-D weights 1, others N(0, 1/fan_in)). The built-in demo model is made
+  // this way, so the weight layout has one home: the loaders.
+  static WeightSet synthetic(uint64_t seed);
+  // Writes every weight a synthetic set has made, as float32.
+  void save(const std::string& file) const;
 
   bool contains(const std::string& name) const { return where_.count(name) != 0; }
   // The weight, checked against the shape the config implies (`config_note` says from which fields).
@@ -41,6 +48,8 @@ class WeightSet {
   std::string dir_;
   std::map<std::string, Entry> where_;
   std::set<std::string> taken_;
+  std::shared_ptr<at::Generator> synthetic_;  // set for a synthetic set
+  std::vector<std::pair<std::string, at::Tensor>> made_;
 };
 
 }  // namespace studio::io

@@ -29,6 +29,12 @@ std::shared_ptr<CogVideoXTransformer> CogVideoXTransformer::load(const std::stri
                                                                  const plan::TransformerConfig& cfg,
                                                                  at::ScalarType dtype, at::Device device) {
   auto weights = io::WeightSet::open(part_dir, "diffusion_pytorch_model");
+  return load(weights, cfg, dtype, device);
+}
+
+std::shared_ptr<CogVideoXTransformer> CogVideoXTransformer::load(io::WeightSet& weights,
+                                                                 const plan::TransformerConfig& cfg,
+                                                                 at::ScalarType dtype, at::Device device) {
   WeightSource w{weights, dtype, device};
   auto m = std::make_shared<CogVideoXTransformer>();
   m->cfg_ = cfg;

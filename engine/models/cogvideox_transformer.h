@@ -33,6 +33,8 @@ class CogVideoXTransformer {
   // Loads transformer/ of a diffusers folder; every weight is checked against the config.
   static std::shared_ptr<CogVideoXTransformer> load(const std::string& part_dir, const plan::TransformerConfig& cfg,
                                                     at::ScalarType dtype, at::Device device);
+  static std::shared_ptr<CogVideoXTransformer> load(io::WeightSet& weights, const plan::TransformerConfig& cfg,
+                                                    at::ScalarType dtype, at::Device device);
 
   const plan::TransformerConfig& config() const { return cfg_; }
   at::ScalarType dtype() const { return dtype_; }

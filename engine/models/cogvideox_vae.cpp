@@ -163,6 +163,11 @@ struct CogVideoXVae::Impl {
 std::shared_ptr<CogVideoXVae> CogVideoXVae::load(const std::string& part_dir, const plan::VaeConfig& cfg,
                                                  at::ScalarType dtype, at::Device device) {
   auto weights = io::WeightSet::open(part_dir, "diffusion_pytorch_model");
+  return load(weights, cfg, dtype, device);
+}
+
+std::shared_ptr<CogVideoXVae> CogVideoXVae::load(io::WeightSet& weights, const plan::VaeConfig& cfg,
+                                                 at::ScalarType dtype, at::Device device) {
   WeightSource w{weights, dtype, device};
   auto impl = std::make_shared<Impl>();
   std::vector<int64_t> ch(cfg.block_out_channels.rbegin(), cfg.block_out_channels.rend());
@@ -215,7 +220,8 @@ int CogVideoXVae::output_frames(int latent_frames) const {
   return first_frames + (batches - 1) * 2 * r;
 }
 
-at::Tensor CogVideoXVae::decode(const at::Tensor& z_all, const std::function<void(const at::Tensor&)>& on_batch) const {
+void CogVideoXVae::decode_batches(const at::Tensor& z_all,
+                                  const std::function<void(const at::Tensor&)>& on_batch) const {
   c10::InferenceMode guard;
   const Impl& m = *impl_;
   if (z_all.dim() != 5 || z_all.size(1) != cfg_.latent_channels)
@@ -224,7 +230,6 @@ at::Tensor CogVideoXVae::decode(const at::Tensor& z_all, const std::function<voi
   const int64_t F = z_all.size(2);
   const int64_t batches = std::max<int64_t>(F / 2, 1), rem = F % 2;
   Caches caches(m.slots);
-  std::vector<at::Tensor> out;
   for (int64_t i = 0; i < batches; ++i) {
     const int64_t start = 2 * i + (i == 0 ? 0 : rem), end = std::min<int64_t>(2 * (i + 1) + rem, F);
     const at::Tensor z = z_all.narrow(2, start, end - start).to(device_, dtype_);
@@ -235,9 +240,13 @@ at::Tensor CogVideoXVae::decode(const at::Tensor& z_all, const std::function<voi
       if (blk.up) h = (*blk.up)(h);
     }
     h = m.conv_out(at::silu(m.norm_out(h, z)), caches).to(at::kFloat);
-    if (on_batch) on_batch(h);
-    out.push_back(h);
+    on_batch(h);
   }
+}
+
+at::Tensor CogVideoXVae::decode(const at::Tensor& z) const {
+  std::vector<at::Tensor> out;
+  decode_batches(z, [&](const at::Tensor& frames) { out.push_back(frames); });
   return at::cat(out, 2);
 }
 

@@ -19,13 +19,17 @@ class CogVideoXVae {
  public:
   static std::shared_ptr<CogVideoXVae> load(const std::string& part_dir, const plan::VaeConfig& cfg,
                                             at::ScalarType dtype, at::Device device);
+  static std::shared_ptr<CogVideoXVae> load(io::WeightSet& weights, const plan::VaeConfig& cfg, at::ScalarType dtype,
+                                            at::Device device);
 
   const plan::VaeConfig& config() const { return cfg_; }
   int output_frames(int latent_frames) const;
 
   // z [B, C, F, h, w] (already divided by the scaling factor) -> video [B, out_channels, frames, H, W],
-  // float32. `on_batch` receives each batch's frames as they are decoded (float32, model device).
-  at::Tensor decode(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch = {}) const;
+  // float32, handed to `on_batch` one batch of frames at a time as they are decoded (model device).
+  void decode_batches(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch) const;
+  // The same, collected into one tensor.
+  at::Tensor decode(const at::Tensor& z) const;
 
  private:
   struct Impl;  // the layers, in the .cpp

@@ -4,9 +4,15 @@
 #include <filesystem>
 
 #include <ATen/Context.h>
+#include <ATen/ops/cat.h>
 
 #include "io/tensor_file.h"
+#include "models/cogvideox_vae.h"
+#include "pipeline/decode.h"
 #include "plan/error.h"
+#include "video/clip_writer.h"
+
+namespace fs = std::filesystem;
 
 namespace studio::pipeline {
 
@@ -37,7 +43,33 @@ double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// One clip per sample of the batch: NAME.ext, or NAME_1.ext, NAME_2.ext ... for a batch.
+std::string clip_path(const std::string& output, int64_t sample, int64_t batch) {
+  if (batch == 1) return output;
+  std::string base = output;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  const fs::path p(base);
+  return (p.parent_path() / (p.stem().string() + "_" + std::to_string(sample + 1) + p.extension().string())).string() +
+         (output.back() == '/' ? "/" : "");
+}
+
 }  // namespace
+
+std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const plan::ModelFolder& model) {
+  return {{"generator", "DiT Studio 0.1.0"},
+          {"model", model.dir},
+          {"model_family", plan::family_name(model.transformer.family())},
+          {"sampler", plan::sampler_name(model.scheduler.kind)},
+          {"seed", std::to_string(job.seed)},
+          {"height", std::to_string(job.height)},
+          {"width", std::to_string(job.width)},
+          {"num_frames", std::to_string(job.num_frames)},
+          {"num_inference_steps", std::to_string(job.num_inference_steps)},
+          {"guidance_scale", std::to_string(job.guidance_scale)},
+          {"use_dynamic_cfg", job.use_dynamic_cfg ? "true" : "false"},
+          {"prompt_embeds", job.prompt_embeds_file},
+          {"parallel", "single process"}};
+}
 
 JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, const Hooks& hooks,
                   const std::function<void(const std::string&)>& log) {
@@ -53,8 +85,7 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, cons
   DenoiseInputs in;
   io::TensorFile embeds(job.prompt_embeds_file, "--prompt_embeds");
   in.prompt_embeds = embeds.get("prompt_embeds", 3, "[B, T, D]");
-  const bool cfg = job.guidance_scale > 1;
-  if (cfg) in.negative_prompt_embeds = embeds.get("negative_prompt_embeds", 3, "[B, T, D]");
+  if (job.guidance_scale > 1) in.negative_prompt_embeds = embeds.get("negative_prompt_embeds", 3, "[B, T, D]");
   in.num_inference_steps = job.num_inference_steps;
   in.guidance_scale = job.guidance_scale;
   in.use_dynamic_cfg = job.use_dynamic_cfg;
@@ -76,19 +107,60 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, cons
     recorded = std::make_unique<sampling::RecordedNoise>(
         io::TensorFile(job.sampler_noise_file, "--sampler_noise").get("scheduler_noise", 6, "[steps, B, F, C, H, W]"));
 
-  log("loading " + (std::filesystem::path(model.dir) / "transformer").string() + " (" +
-      plan::family_name(model.transformer.family()) + ") as " + std::string(c10::toString(dtype)) + " on " +
-      device.str());
-  auto transformer = models::CogVideoXTransformer::load((std::filesystem::path(model.dir) / "transformer").string(),
-                                                        model.transformer, dtype, device);
-  r.seconds_loading = since(t0);
-  log("denoising " + shape(latent_shape) + " latents (" + std::to_string(geo.video_tokens) + " video + " +
-      std::to_string(in.prompt_embeds.size(1)) + " text tokens), " + std::to_string(job.num_inference_steps) +
-      " steps of " + plan::sampler_name(model.scheduler.kind));
-  auto t1 = std::chrono::steady_clock::now();
-  sampling::NoiseSource* noise = recorded ? static_cast<sampling::NoiseSource*>(recorded.get()) : &seeded;
-  r.final_latents = denoise(*transformer, model.scheduler, in, noise, hooks).cpu();
-  r.seconds_denoising = since(t1);
+  const std::string tdir = (fs::path(model.dir) / "transformer").string();
+  log("loading " + tdir + " (" + plan::family_name(model.transformer.family()) + ") as " +
+      std::string(c10::toString(dtype)) + " on " + device.str());
+  {
+    auto transformer = models::CogVideoXTransformer::load(tdir, model.transformer, dtype, device);
+    r.seconds_loading = since(t0);
+    log("denoising " + shape(latent_shape) + " latents (" + std::to_string(geo.video_tokens) + " video + " +
+        std::to_string(in.prompt_embeds.size(1)) + " text tokens), " + std::to_string(job.num_inference_steps) +
+        " steps of " + plan::sampler_name(model.scheduler.kind));
+    auto t1 = std::chrono::steady_clock::now();
+    sampling::NoiseSource* noise = recorded ? static_cast<sampling::NoiseSource*>(recorded.get()) : &seeded;
+    r.final_latents = denoise(*transformer, model.scheduler, in, noise, hooks).cpu();
+    r.seconds_denoising = since(t1);
+  }  // the transformer's weights are released before the VAE loads
+
+  std::vector<std::pair<std::string, at::Tensor>> tensors{{"final_latents", r.final_latents}};
+  if (!job.output_file.empty() || !job.save_tensors_file.empty()) {
+    auto t2 = std::chrono::steady_clock::now();
+    const std::string vdir = (fs::path(model.dir) / "vae").string();
+    if (!model.vae) throw InputError(model.dir + ": no vae/ folder to decode frames with");
+    auto vae = models::CogVideoXVae::load(vdir, *model.vae, dtype, device);
+    log("decoding " + std::to_string(vae->output_frames(geo.frames)) + " frames with " + vdir);
+    std::vector<std::unique_ptr<video::ClipWriter>> clips;
+    if (!job.output_file.empty()) {
+      video::ClipInfo info;
+      info.width = job.width;
+      info.height = job.height;
+      info.fps = job.fps;
+      info.metadata = job_metadata(job, model);
+      for (int64_t b = 0; b < batch; ++b)
+        clips.push_back(std::make_unique<video::ClipWriter>(clip_path(job.output_file, b, batch), info));
+    }
+    std::vector<at::Tensor> kept;
+    decode_latents(*vae, r.final_latents, geo.pad_frames(), [&](const at::Tensor& frames) {
+      if (hooks.cancel && hooks.cancel->load()) throw Cancelled();
+      r.frames += int(frames.size(2));
+      if (!job.save_tensors_file.empty()) kept.push_back(frames.cpu());
+      if (clips.empty()) return;
+      const auto rgb = to_rgb8(frames);  // [B, T, H, W, 3]
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t t = 0; t < rgb.size(1); ++t) clips[size_t(b)]->add_frame(rgb[b][t].data_ptr<uint8_t>());
+    });
+    for (auto& c : clips) {
+      c->finish();
+      r.encoder = c->encoder();
+    }
+    if (!clips.empty()) log("wrote " + job.output_file + " (" + r.encoder + ", " + std::to_string(r.frames) + " frames)");
+    if (!kept.empty()) tensors.emplace_back("video", at::cat(kept, 2));
+    r.seconds_decoding = since(t2);
+  }
+  if (!job.save_tensors_file.empty()) {
+    io::save_tensors(job.save_tensors_file, tensors, job_metadata(job, model));
+    log("wrote " + job.save_tensors_file);
+  }
   return r;
 }
 

@@ -1,7 +1,8 @@
-// One job in one process: load what it needs, denoise, write what was asked. dit-launch runs it
-// directly; the workers will run it per rank.
+// One job in one process: load what it needs, denoise, decode, write what was asked (--output clip,
+// --save_tensors). dit-launch runs it directly; the workers will run it per rank.
 #pragma once
 #include <functional>
+#include <map>
 #include <string>
 
 #include <ATen/core/Tensor.h>
@@ -13,9 +14,15 @@ namespace studio::pipeline {
 
 struct JobResult {
   at::Tensor final_latents;  // [B, F, C, H, W] float32, CPU
+  int frames = 0;            // decoded video frames per sample (0 when nothing was decoded)
+  std::string encoder;       // the clip's encoder, when a clip was written
   double seconds_loading = 0;
   double seconds_denoising = 0;
+  double seconds_decoding = 0;
 };
+
+// What a clip and its sidecar record about the job that made it.
+std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const plan::ModelFolder& model);
 
 // `job` must already have the model's defaults applied and have passed plan::validate().
 JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, const Hooks& hooks,

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <filesystem>
 
+#include "plan/error.h"
+#include "plan/output_format.h"
+
 namespace studio::plan {
 
 void apply_model_defaults(JobSpec& job, const ModelFolder& model) {
@@ -12,9 +15,24 @@ void apply_model_defaults(JobSpec& job, const ModelFolder& model) {
   if (job.height == 0) job.height = t.sample_height * model.vae_scale_spatial();
   if (job.width == 0) job.width = t.sample_width * model.vae_scale_spatial();
   if (job.num_frames == 0) job.num_frames = t.sample_frames;
+  if (job.fps == 0) job.fps = t.family() == Family::CogVideoX_15 ? 16 : 8;
 }
 
 namespace {
+
+// The folder a file will be written to must exist and be writable: checked before any work.
+void check_output_folder(const char* field, const std::string& file, std::vector<Problem>& out) {
+  if (file.empty()) return;
+  std::string trimmed = file;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  const auto dir = std::filesystem::absolute(trimmed).parent_path();
+  const std::string flag = std::string("--") + field + " " + file;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    out.push_back({field, flag + ": the folder " + dir.string() + " does not exist; create it or choose another path"});
+  else if (::access(dir.c_str(), W_OK) != 0)
+    out.push_back({field, flag + ": the folder " + dir.string() + " is not writable; choose another path"});
+}
 
 std::string nearest_multiples(int value, int step) {
   int below = value / step * step;
@@ -54,16 +72,19 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
   if (!std::isfinite(job.guidance_scale) || job.guidance_scale < 0)
     out.push_back({"guidance_scale", "--guidance_scale " + std::to_string(job.guidance_scale) +
                                          ": must be a number >= 0 (1 or less turns guidance off; 6 is usual)"});
-  // Output folders are checked now, not after a long run.
-  if (!job.save_tensors_file.empty()) {
-    const auto dir = std::filesystem::absolute(job.save_tensors_file).parent_path();
-    std::error_code ec;
-    if (!std::filesystem::is_directory(dir, ec))
-      out.push_back({"save_tensors", "--save_tensors " + job.save_tensors_file + ": the folder " + dir.string() +
-                                         " does not exist; create it or choose another path"});
-    else if (::access(dir.c_str(), W_OK) != 0)
-      out.push_back({"save_tensors", "--save_tensors " + job.save_tensors_file + ": the folder " + dir.string() +
-                                         " is not writable; choose another path"});
+  if (job.fps < 1 || job.fps > 240)
+    out.push_back({"fps", "--fps " + std::to_string(job.fps) + ": must be between 1 and 240 frames per second"});
+  // Outputs are checked now, not after a long run.
+  check_output_folder("save_tensors", job.save_tensors_file, out);
+  check_output_folder("output", job.output_file, out);
+  if (!job.output_file.empty()) {
+    try {
+      format_for(job.output_file);
+    } catch (const InputError& e) {
+      out.push_back({"output", e.what()});
+    }
+    if (!model.vae)
+      out.push_back({"output", "--output " + job.output_file + ": the model folder has no vae/ to decode frames with"});
   }
   return out;
 }

@@ -22,6 +22,8 @@ struct JobSpec {
   std::string latents_file;        // safetensors: latents_init [B, F, C, H, W]
   std::string sampler_noise_file;  // safetensors: scheduler_noise [steps, B, F, C, H, W]
   std::string save_tensors_file;   // safetensors written at the end
+  std::string output_file;         // a clip: .mp4, .webm, .gif or a folder of PNGs
+  int fps = 0;                     // 0 = the model's (8 for CogVideoX 1.0, 16 for 1.5)
   std::string device = "auto";     // "auto", "cpu", "cuda", "cuda:N"
   std::string dtype = "auto";      // "auto", "float32", "bfloat16", "float16"
 };

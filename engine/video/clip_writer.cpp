@@ -63,18 +63,6 @@ void write_json(const std::string& path, const nlohmann::json& j) {
 
 }  // namespace
 
-Format format_for(const std::string& path) {
-  if (!path.empty() && path.back() == '/') return Format::PNG;
-  std::string ext = fs::path(path).extension().string();
-  for (auto& c : ext) c = char(std::tolower(c));
-  if (ext == ".mp4") return Format::MP4;
-  if (ext == ".webm") return Format::WebM;
-  if (ext == ".gif") return Format::GIF;
-  if (ext.empty()) return Format::PNG;
-  throw InputError("--output " + path + ": unknown extension '" + ext +
-                   "'; use .mp4, .webm, .gif, or a folder name (numbered PNGs)");
-}
-
 struct ClipWriter::Impl {
   std::string path, tmp, sidecar_tmp, encoder_name;
   Format format = Format::MP4;

@@ -10,13 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "plan/output_format.h"
+
 namespace studio::video {
 
-enum class Format { MP4, WebM, GIF, PNG };
-
-// By extension: .mp4, .webm, .gif; a path ending in '/' or with no extension is a folder of PNGs.
-// Throws InputError naming the path and the extensions that work.
-Format format_for(const std::string& path);
+using plan::Format;
+using plan::format_for;
 
 struct ClipInfo {
   std::map<std::string, std::string> metadata;  // written as tags and as the sidecar's fields

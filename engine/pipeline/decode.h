@@ -1,0 +1,21 @@
+// Final latents -> video frames, as the reference pipeline decodes them: CogVideoX 1.5's padding frames
+// dropped, the scaling factor undone, then the VAE batch by batch.
+#pragma once
+#include <functional>
+
+#include <ATen/core/Tensor.h>
+
+#include "models/cogvideox_vae.h"
+
+namespace studio::pipeline {
+
+// latents [B, F, C, h, w] -> video [B, 3, frames, H, W] float32 in about [-1, 1], handed to `on_batch`
+// one decoded batch of frames at a time.
+void decode_latents(const models::CogVideoXVae& vae, const at::Tensor& latents, int pad_frames,
+                    const std::function<void(const at::Tensor&)>& on_batch);
+
+// [B, 3, T, H, W] in [-1, 1] -> [B, T, H, W, 3] uint8, as the reference's video processor maps it:
+// (x / 2 + 0.5) clamped to [0, 1], times 255, rounded.
+at::Tensor to_rgb8(const at::Tensor& video);
+
+}  // namespace studio::pipeline

@@ -1,0 +1,22 @@
+#include "plan/output_format.h"
+
+#include <cctype>
+#include <filesystem>
+
+#include "plan/error.h"
+
+namespace studio::plan {
+
+Format format_for(const std::string& path) {
+  if (!path.empty() && path.back() == '/') return Format::PNG;
+  std::string ext = std::filesystem::path(path).extension().string();
+  for (auto& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (ext == ".mp4") return Format::MP4;
+  if (ext == ".webm") return Format::WebM;
+  if (ext == ".gif") return Format::GIF;
+  if (ext.empty()) return Format::PNG;
+  throw InputError("--output " + path + ": unknown extension '" + ext +
+                   "'; use .mp4, .webm, .gif, or a folder name (numbered PNGs)");
+}
+
+}  // namespace studio::plan
