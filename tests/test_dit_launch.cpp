@@ -144,6 +144,46 @@ class TestDitLaunch : public QObject {
     QVERIFY(std::filesystem::exists(out("demo.mp4.json").toStdString()));
   }
 
+  // Runs dit-launch in a private mount namespace over a fresh tmpfs mounted with `options`; prints what
+  // is left in the mount after the run. Returns false where namespaces are not allowed.
+  bool launch_on_tmpfs(const QString& options, const QStringList& args, Run& r, QString& left) {
+    QProcess probe;
+    probe.start("unshare", {"-m", "true"});
+    if (!probe.waitForFinished() || probe.exitCode() != 0) return false;
+    const QString dir = out("mnt");
+    std::filesystem::create_directories(dir.toStdString());
+    QString cmd = "mount -t tmpfs -o " + options + " tmpfs " + dir + " || exit 99; \"" + QString(STUDIO_BIN_DIR) +
+                  "/dit-launch\" \"$@\"; rc=$?; echo LEFT:$(ls -A " + dir + "); exit $rc";
+    QProcess p;
+    p.start("unshare", QStringList{"-m", "sh", "-c", cmd, "sh"} + args);
+    p.waitForFinished(120000);
+    const QString stdout_text = QString::fromUtf8(p.readAllStandardOutput());
+    r = {p.exitCode(), QString::fromUtf8(p.readAllStandardError())};
+    left = stdout_text.section("LEFT:", 1).trimmed();
+    return p.exitCode() != 99;
+  }
+
+  void full_disk_during_export_leaves_nothing() {
+    Run r;
+    QString left;
+    const QString clip = out("mnt") + "/clip.mp4";
+    if (!launch_on_tmpfs("size=64k", {"--num_inference_steps", "2", "--output", clip}, r, left))
+      QSKIP("cannot mount a tmpfs in a private namespace here (needs root or user namespaces)");
+    QVERIFY2(r.exit_code == 3, qPrintable(r.err));
+    QVERIFY2(r.err.contains("clip.mp4") && r.err.contains("No space left on device"), qPrintable(r.err));
+    QVERIFY2(left.isEmpty(), qPrintable("left behind: " + left));
+  }
+
+  void read_only_folder_is_refused_before_any_work() {
+    Run r;
+    QString left;
+    if (!launch_on_tmpfs("ro", {"--output", out("mnt") + "/clip.mp4"}, r, left))
+      QSKIP("cannot mount a tmpfs in a private namespace here (needs root or user namespaces)");
+    QVERIFY2(r.exit_code == 2, qPrintable(r.err));
+    QVERIFY2(r.err.contains("is not writable"), qPrintable(r.err));
+    QVERIFY(!r.err.contains("step 1/"));
+  }
+
   void unwritable_output_is_refused_before_any_work() {
     expect_error({"--output", out("nowhere/clip.mp4")}, 2, {"--output", "nowhere", "does not exist"});
     QStringList a = golden_args("cogvx2b_tiny");
