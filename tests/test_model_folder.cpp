@@ -39,8 +39,11 @@ class TestModelFolder : public QObject {
     QVERIFY(m.vae);
     QCOMPARE(m.vae->spatial_compression, 8);
     QCOMPARE(m.vae->scaling_factor, 1.15258426);
-    QVERIFY(!m.has_text_encoder);
-    QVERIFY(plan::read_model_folder(test::golden_case("cogvx2b_t5_tiny")).has_text_encoder);
+    QVERIFY(!m.text_encoder);
+    auto t5 = plan::read_model_folder(test::golden_case("cogvx2b_t5_tiny"));
+    QVERIFY(t5.text_encoder && t5.has_tokenizer);
+    QCOMPARE(t5.text_encoder->d_model, 32);
+    QCOMPARE(t5.text_encoder->num_heads, 4);
   }
 
   void real_checkpoint_geometry() {

@@ -232,6 +232,28 @@ VaeConfig parse_vae_config(const std::string& text, const std::string& file) {
   return v;
 }
 
+T5Config parse_t5_config(const std::string& text, const std::string& file) {
+  Fields f(text, file);
+  T5Config c;
+  auto type = f.get<std::string>("model_type", "t5");
+  if (type != "t5") f.fail("model_type", "\"" + type + "\"", "is not supported; CogVideoX's text encoder is \"t5\"");
+  c.d_model = f.positive("d_model", c.d_model);
+  c.d_kv = f.positive("d_kv", c.d_kv);
+  c.num_heads = f.positive("num_heads", c.num_heads);
+  c.d_ff = f.positive("d_ff", c.d_ff);
+  c.num_layers = f.positive("num_layers", c.num_layers);
+  c.relative_attention_num_buckets = f.positive("relative_attention_num_buckets", c.relative_attention_num_buckets);
+  c.relative_attention_max_distance = f.positive("relative_attention_max_distance", c.relative_attention_max_distance);
+  c.layer_norm_epsilon = f.get<double>("layer_norm_epsilon", c.layer_norm_epsilon);
+  c.vocab_size = f.positive("vocab_size", c.vocab_size);
+  auto ff = f.get<std::string>("feed_forward_proj", "gated-gelu");
+  if (ff != "gated-gelu")
+    f.fail("feed_forward_proj", "\"" + ff + "\"", "is not supported; T5 v1.1 (CogVideoX's encoder) uses \"gated-gelu\"");
+  auto act = f.get<std::string>("dense_act_fn", "gelu_new");
+  if (act != "gelu_new") f.fail("dense_act_fn", "\"" + act + "\"", "is not supported; T5 v1.1 uses \"gelu_new\"");
+  return c;
+}
+
 ModelFolder read_model_folder(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
@@ -254,8 +276,9 @@ ModelFolder read_model_folder(const std::string& dir) {
   m.scheduler = parse_scheduler_config(read_text_file(scfg), scfg);
   const std::string vcfg = (root / "vae" / "config.json").string();
   if (fs::exists(vcfg)) m.vae = parse_vae_config(read_text_file(vcfg), vcfg);
-  m.has_text_encoder = fs::exists(root / "text_encoder" / "config.json");
-  m.has_tokenizer = fs::exists(root / "tokenizer");
+  const std::string ecfg = (root / "text_encoder" / "config.json").string();
+  if (fs::exists(ecfg)) m.text_encoder = parse_t5_config(read_text_file(ecfg), ecfg);
+  m.has_tokenizer = fs::exists(root / "tokenizer" / "spiece.model");
   return m;
 }
 

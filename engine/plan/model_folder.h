@@ -70,13 +70,26 @@ struct VaeConfig {
   double norm_eps = 1e-6;
 };
 
+// text_encoder/config.json of a T5EncoderModel (T5 v1.1: gated-GELU feed-forward, no biases).
+struct T5Config {
+  int d_model = 4096;
+  int d_kv = 64;
+  int num_heads = 64;
+  int d_ff = 10240;
+  int num_layers = 24;
+  int relative_attention_num_buckets = 32;
+  int relative_attention_max_distance = 128;
+  double layer_norm_epsilon = 1e-6;
+  int vocab_size = 32128;
+};
+
 struct ModelFolder {
   std::string dir;
   TransformerConfig transformer;
   SchedulerConfig scheduler;
   std::optional<VaeConfig> vae;
-  bool has_text_encoder = false;
-  bool has_tokenizer = false;
+  std::optional<T5Config> text_encoder;  // text_encoder/config.json, when the folder has one
+  bool has_tokenizer = false;             // tokenizer/spiece.model
 
   int vae_scale_spatial() const { return vae ? vae->spatial_compression : 8; }
   int vae_scale_temporal() const { return vae ? vae->temporal_compression_ratio : 4; }
@@ -89,6 +102,7 @@ ModelFolder read_model_folder(const std::string& dir);
 TransformerConfig parse_transformer_config(const std::string& json_text, const std::string& file);
 SchedulerConfig parse_scheduler_config(const std::string& json_text, const std::string& file);
 VaeConfig parse_vae_config(const std::string& json_text, const std::string& file);
+T5Config parse_t5_config(const std::string& json_text, const std::string& file);
 
 // Reads a whole (small) file; InputError if it cannot be read or is larger than max_bytes.
 std::string read_text_file(const std::string& path, size_t max_bytes = 16u << 20);
