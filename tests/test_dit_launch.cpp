@@ -76,6 +76,29 @@ class TestDitLaunch : public QObject {
     QVERIFY(verr < 1e-3);
   }
 
+  void words_to_video_reproduce_reference() {
+    // cogvx2b_t5_tiny: the whole pipeline from words, with a sharded text encoder.
+    const std::string n = "cogvx2b_t5_tiny";
+    auto g = test::golden_json(n);
+    const QString c = QString::fromStdString(test::golden_case(n));
+    const QString file = out("t5.safetensors");
+    Run r = launch({"--model", c, "--prompt", QString::fromStdString(g["prompt"]), "--max_sequence_length",
+                    QString::number(int(g["max_sequence_length"])), "--height", "64", "--width", "96", "--num_frames",
+                    "9", "--num_inference_steps", "4", "--guidance_scale", "6", "--latents", c + "/golden.safetensors",
+                    "--save_tensors", file});
+    QVERIFY2(r.exit_code == 0, qPrintable(r.err));
+    io::TensorFile f(file.toStdString(), "test");
+    QCOMPARE(test::max_abs_diff(f.get_int64("input_ids"), io::TensorFile(c.toStdString() + "/golden.safetensors", "g").get_int64("input_ids")), 0.0);
+    QCOMPARE(test::max_abs_diff(f.get_int64("negative_input_ids"), io::TensorFile(c.toStdString() + "/golden.safetensors", "g").get_int64("negative_input_ids")), 0.0);
+    const double pe = test::max_abs_diff(f.get("prompt_embeds", 3, ""), test::golden_tensor(n, "prompt_embeds"));
+    const double ne = test::max_abs_diff(f.get("negative_prompt_embeds", 3, ""), test::golden_tensor(n, "negative_prompt_embeds"));
+    const double fl = test::max_abs_diff(f.get("final_latents", 5, ""), test::golden_tensor(n, "final_latents"));
+    const double vid = test::max_abs_diff(f.get("video", 5, ""), test::golden_tensor(n, "video"));
+    qInfo("from words: prompt_embeds %.2g, negative %.2g, final_latents %.2g, video %.2g", pe, ne, fl, vid);
+    QVERIFY(pe < 1e-4 && ne < 1e-4);
+    QVERIFY(fl < 1e-3 && vid < 1e-3);
+  }
+
   void seeded_runs_are_reproducible() {
     const std::string c = test::golden_case("cogvx5b_tiny");
     QStringList base{"--model", QString::fromStdString(c), "--num_inference_steps", "2", "--prompt_embeds",
@@ -106,7 +129,14 @@ class TestDitLaunch : public QObject {
     expect_error({"--model", c, "--guidance_scale", "x"}, 2, {"--guidance_scale 'x'", "not a number"});
     expect_error({"--model", c, "--height", "500"}, 2, {"--height 500", "multiple of 16", "496 or 512"});
     expect_error({"--model", c, "--num_frames", "10"}, 2, {"--num_frames 10", "4k+1", "9 or 13"});
-    expect_error({"--model", c, "--output", out("clip.avi")}, 2, {"--output", "clip.avi", "'.avi'", ".mp4"});
+    expect_error({"--model", c, "--prompt_embeds", c + "/golden.safetensors", "--output", out("clip.avi")}, 2,
+                 {"--output", "clip.avi", "'.avi'", ".mp4"});
+    expect_error({"--model", c, "--prompt", "a cat"}, 2,
+                 {"--prompt", "no tokenizer/ folder", "huggingface-cli download", "--prompt_embeds"});
+    expect_error({"--model", c, "--prompt", "a cat", "--prompt_embeds", c + "/golden.safetensors"}, 2,
+                 {"--prompt and --prompt_embeds both given"});
+    expect_error({"--prompt", "a cat", "--max_sequence_length", "8"}, 2,
+                 {"--max_sequence_length 8", "needs exactly", "16"});
     expect_error({"--model", c, "--fps", "0"}, 2, {"--fps 0", "out of range"});
     expect_error({"--model", c, "--device", "tpu", "--prompt_embeds", c + "/golden.safetensors"}, 3, {"--device 'tpu'", "cpu"});
   }
@@ -115,7 +145,7 @@ class TestDitLaunch : public QObject {
     const QString c = QString::fromStdString(test::golden_case("cogvx2b_tiny"));
     const QString g = c + "/golden.safetensors";
     expect_error({"--model", "/nonexistent"}, 3, {"--model /nonexistent", "not a folder"});
-    expect_error({"--model", c}, 3, {"--prompt_embeds FILE is required"});
+    expect_error({"--model", c}, 2, {"no prompt", "--prompt TEXT", "--prompt_embeds FILE"});
     expect_error({"--model", c, "--prompt_embeds", "/nonexistent.safetensors"}, 3,
                  {"--prompt_embeds", "/nonexistent.safetensors", "file not found"});
     expect_error({"--model", c, "--prompt_embeds", g, "--latents", c + "/vae/diffusion_pytorch_model.safetensors"}, 3,
@@ -130,7 +160,8 @@ class TestDitLaunch : public QObject {
 
   void demo_model_writes_a_playable_clip() {
     // No --model: the built-in demo model and its own embeddings, as README's run command does.
-    Run r = launch({"--num_inference_steps", "3", "--seed", "5", "--output", out("demo.mp4")});
+    Run r = launch({"--prompt", "A paper boat on a pond", "--num_inference_steps", "3", "--seed", "5", "--output",
+                    out("demo.mp4")});
     QVERIFY2(r.exit_code == 0, qPrintable(r.err));
     QVERIFY(r.err.contains("built-in demo model"));
     auto probe = video::probe_clip(out("demo.mp4").toStdString());
@@ -141,6 +172,7 @@ class TestDitLaunch : public QObject {
     QVERIFY(std::abs(probe.duration_s - 25.0 / 8) < 0.01);
     QCOMPARE(probe.metadata["seed"], std::string("5"));
     QCOMPARE(probe.metadata["num_inference_steps"], std::string("3"));
+    QCOMPARE(probe.metadata["prompt"], std::string("A paper boat on a pond"));
     QVERIFY(std::filesystem::exists(out("demo.mp4.json").toStdString()));
   }
 
@@ -167,7 +199,7 @@ class TestDitLaunch : public QObject {
     Run r;
     QString left;
     const QString clip = out("mnt") + "/clip.mp4";
-    if (!launch_on_tmpfs("size=64k", {"--num_inference_steps", "2", "--output", clip}, r, left))
+    if (!launch_on_tmpfs("size=64k", {"--prompt", "a boat", "--num_inference_steps", "2", "--output", clip}, r, left))
       QSKIP("cannot mount a tmpfs in a private namespace here (needs root or user namespaces)");
     QVERIFY2(r.exit_code == 3, qPrintable(r.err));
     QVERIFY2(r.err.contains("clip.mp4") && r.err.contains("No space left on device"), qPrintable(r.err));
@@ -177,7 +209,7 @@ class TestDitLaunch : public QObject {
   void read_only_folder_is_refused_before_any_work() {
     Run r;
     QString left;
-    if (!launch_on_tmpfs("ro", {"--output", out("mnt") + "/clip.mp4"}, r, left))
+    if (!launch_on_tmpfs("ro", {"--prompt", "a boat", "--output", out("mnt") + "/clip.mp4"}, r, left))
       QSKIP("cannot mount a tmpfs in a private namespace here (needs root or user namespaces)");
     QVERIFY2(r.exit_code == 2, qPrintable(r.err));
     QVERIFY2(r.err.contains("is not writable"), qPrintable(r.err));
@@ -185,7 +217,7 @@ class TestDitLaunch : public QObject {
   }
 
   void unwritable_output_is_refused_before_any_work() {
-    expect_error({"--output", out("nowhere/clip.mp4")}, 2, {"--output", "nowhere", "does not exist"});
+    expect_error({"--prompt", "a boat", "--output", out("nowhere/clip.mp4")}, 2, {"--output", "nowhere", "does not exist"});
     QStringList a = golden_args("cogvx2b_tiny");
     expect_error(a << "--save_tensors" << out("missing/dir/x.safetensors"), 2,
                  {"--save_tensors", "missing/dir", "does not exist"});

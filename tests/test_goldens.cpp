@@ -113,6 +113,7 @@ class TestGoldens : public QObject {
       job.height = g["height"];
       job.width = g["width"];
       job.num_frames = g["num_frames"];
+      job.prompt_embeds_file = test::golden_case(n) + "/golden.safetensors";
       plan::apply_model_defaults(job, folder);
       QVERIFY(plan::validate(job, folder).empty());
       auto geo = plan::latent_geometry(job, folder);

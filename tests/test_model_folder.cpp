@@ -51,6 +51,7 @@ class TestModelFolder : public QObject {
     auto m = plan::read_model_folder(copy_with(real_2b));
     QCOMPARE(m.transformer.family(), plan::Family::CogVideoX_2B);
     plan::JobSpec job;
+    job.prompt_embeds_file = "embeds.safetensors";
     plan::apply_model_defaults(job, m);
     QCOMPARE(job.height, 480);
     QCOMPARE(job.width, 720);
@@ -72,6 +73,7 @@ class TestModelFolder : public QObject {
     j15.height = 768;
     j15.width = 1360;
     j15.num_frames = 81;
+    j15.prompt_embeds_file = "embeds.safetensors";
     plan::apply_model_defaults(j15, m15);
     QCOMPARE(j15.fps, 16);
     QVERIFY(plan::validate(j15, m15).empty());
@@ -128,6 +130,9 @@ class TestModelFolder : public QObject {
     auto m = plan::read_model_folder(test::golden_case("cogvx2b_tiny"));
     plan::JobSpec job;
     plan::apply_model_defaults(job, m);
+    QCOMPARE(plan::validate(job, m).size(), size_t(1));
+    QCOMPARE(plan::validate(job, m)[0].field, std::string("prompt"));
+    job.prompt_embeds_file = "embeds.safetensors";
     QVERIFY(plan::validate(job, m).empty());
     job.height = 500;
     job.num_frames = 10;

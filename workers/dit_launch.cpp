@@ -42,11 +42,7 @@ int run(int argc, char** argv) {
     return kBadArgument;
   }
   const bool demo = args.job.model_dir.empty();
-  if (demo) {
-    args.job.model_dir = demo_model_dir();
-    if (args.job.prompt_embeds_file.empty())
-      args.job.prompt_embeds_file = args.job.model_dir + "/demo_prompt_embeds.safetensors";
-  }
+  if (demo) args.job.model_dir = demo_model_dir();
   try {
     model = plan::read_model_folder(args.job.model_dir);
   } catch (const InputError& e) {

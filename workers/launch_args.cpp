@@ -44,6 +44,9 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
       {"--guidance_scale", [&](auto& f, auto& v) { j.guidance_scale = to_number(f, v, "6.0"); }},
       {"--seed", [&](auto& f, auto& v) { j.seed = uint64_t(to_integer(f, v, 0, INT64_MAX, "42")); }},
       {"--prompt_embeds", [&](auto&, auto& v) { j.prompt_embeds_file = v; }},
+      {"--prompt", [&](auto&, auto& v) { j.prompt = v; }},
+      {"--negative_prompt", [&](auto&, auto& v) { j.negative_prompt = v; }},
+      {"--max_sequence_length", [&](auto& f, auto& v) { j.max_sequence_length = int(to_integer(f, v, 1, 4096, "226")); }},
       {"--latents", [&](auto&, auto& v) { j.latents_file = v; }},
       {"--sampler_noise", [&](auto&, auto& v) { j.sampler_noise_file = v; }},
       {"--save_tensors", [&](auto&, auto& v) { j.save_tensors_file = v; }},
@@ -73,7 +76,7 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
           throw ArgError(flag + " needs a value; see dit-launch --help");
         value = argv[++i];
       }
-      if (value.empty()) throw ArgError(flag + " needs a value; see dit-launch --help");
+      if (value.empty() && flag != "--negative_prompt") throw ArgError(flag + " needs a value; see dit-launch --help");
       it->second(flag, value);
     } else {
       throw ArgError("unknown option '" + argv[i] + "'; see dit-launch --help for the options");
@@ -83,14 +86,17 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
 }
 
 std::string launch_usage() {
-  return R"(usage: dit-launch [--model DIR --prompt_embeds FILE] [--output FILE] [options]
+  return R"(usage: dit-launch [--model DIR] --prompt TEXT [--output FILE] [options]
 
 Generates a video clip with a CogVideoX diffusers folder (CogVideoX-2b, -5b, 1.5-5B).
 
   --model DIR                 diffusers folder (model_index.json, transformer/, scheduler/, vae/);
                               default: the built-in demo model (random weights: abstract motion)
-  --prompt_embeds FILE        safetensors with prompt_embeds and negative_prompt_embeds [B, T, D]
-                              (default with the demo model: its own embeddings)
+  --prompt TEXT               what to generate, encoded with the folder's T5 (tokenizer/, text_encoder/)
+  --negative_prompt TEXT      what to steer away from (default: "")
+  --max_sequence_length N     text tokens (default: the model's max_text_seq_length, 226)
+  --prompt_embeds FILE        instead of --prompt: safetensors with prompt_embeds and
+                              negative_prompt_embeds [B, T, D] (skips the text encoder)
   --output FILE               the clip: .mp4 (H.264), .webm (VP9), .gif, or a folder (numbered PNGs)
   --fps N                     default: the model's (8 for CogVideoX 1.0, 16 for 1.5)
   --height H --width W        pixels, multiples of 16 (default: the model's sample size)

@@ -5,6 +5,7 @@
 #include <ATen/ops/cat.h>
 #include <ATen/ops/conv2d.h>
 #include <ATen/ops/conv3d.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/group_norm.h>
 #include <ATen/ops/silu.h>
 #include <ATen/ops/upsample_nearest2d.h>
@@ -35,23 +36,37 @@ struct CausalConv {
     c.slot = slots++;
     return c;
   }
+  // Output frames are computed a few at a time into one output tensor, so that the padded input
+  // (cache + frames) never exists whole: at 480 x 720 each frame of 128 channels is 177 MB.
   at::Tensor operator()(const at::Tensor& x, Caches& caches) const {
-    at::Tensor in = x;
-    if (kt > 1) {
-      at::Tensor& cache = caches[slot];
-      const at::Tensor past = cache.defined() ? cache : x.narrow(2, 0, 1).expand({-1, -1, kt - 1, -1, -1});
-      in = at::cat({past, x}, 2);
-      cache = in.narrow(2, in.size(2) - (kt - 1), kt - 1).clone();
+    const int64_t pad = (weight.size(3) - 1) / 2, T = x.size(2);
+    if (kt == 1) return at::conv3d(x, weight, bias, 1, {0, pad, pad});
+    at::Tensor& cache = caches[slot];
+    const at::Tensor past = cache.defined() ? cache : x.narrow(2, 0, 1).expand({-1, -1, kt - 1, -1, -1});
+    at::Tensor out = at::empty({x.size(0), weight.size(0), T, x.size(3), x.size(4)}, x.options());
+    const int64_t step = 2;
+    for (int64_t t = 0; t < T; t += step) {
+      const int64_t n = std::min(step, T - t);
+      // Input frames t .. t + n + kt - 2 of the sequence past ++ x.
+      std::vector<at::Tensor> parts;
+      const int64_t from_past = std::max<int64_t>(0, (kt - 1) - t);
+      if (from_past > 0) parts.push_back(past.narrow(2, kt - 1 - from_past, from_past));
+      const int64_t x_begin = std::max<int64_t>(0, t - (kt - 1));
+      parts.push_back(x.narrow(2, x_begin, t + n - x_begin));
+      out.narrow(2, t, n).copy_(at::conv3d(at::cat(parts, 2), weight, bias, 1, {0, pad, pad}));
     }
-    const int64_t pad = (weight.size(3) - 1) / 2;
-    return at::conv3d(in, weight, bias, 1, {0, pad, pad});
+    // The next batch continues from the last kt - 1 frames of past ++ x.
+    const int64_t keep = kt - 1;
+    cache = T >= keep ? x.narrow(2, T - keep, keep).clone()
+                      : at::cat({past.narrow(2, past.size(2) - (keep - T), keep - T), x}, 2).clone();
+    return out;
   }
 };
 
-// Nearest-neighbour upsampling of `low` to `like`'s frames/rows/columns, then `f * y + b`. With integer
-// ratios (always, in CogVideoX) y and b stay at low resolution and are broadcast: only the result is
-// full size. Nearest upsampling commutes with the 1x1x1 convolutions that made y and b.
-at::Tensor modulate(const at::Tensor& f, const at::Tensor& y, const at::Tensor& b) {
+// f * y + b in place, with y and b nearest-upsampled to f's frames/rows/columns. With integer ratios
+// (always, in CogVideoX) y and b stay at low resolution and are broadcast, so nothing full-size is made.
+// Nearest upsampling commutes with the 1x1x1 convolutions that made y and b.
+void modulate(at::Tensor f, const at::Tensor& y, const at::Tensor& b) {
   const int64_t B = f.size(0), C = f.size(1);
   std::vector<int64_t> fv{B, C}, lv{B, C};
   bool integer = true;
@@ -63,9 +78,10 @@ at::Tensor modulate(const at::Tensor& f, const at::Tensor& y, const at::Tensor& 
   }
   if (!integer) {
     const std::vector<int64_t> size{f.size(2), f.size(3), f.size(4)};
-    return f * at::upsample_nearest3d(y, size) + at::upsample_nearest3d(b, size);
+    f.mul_(at::upsample_nearest3d(y, size)).add_(at::upsample_nearest3d(b, size));
+    return;
   }
-  return (f.view(fv) * y.view(lv) + b.view(lv)).view(f.sizes());
+  f.view(fv).mul_(y.view(lv)).add_(b.view(lv));
 }
 
 // Group norm of f, then modulated by the latents zq (SpatialNorm3D). With an odd frame count > 1 the
@@ -85,15 +101,16 @@ struct SpatialNorm {
     return n;
   }
   at::Tensor operator()(const at::Tensor& f, const at::Tensor& zq) const {
-    const auto nf = at::group_norm(f, groups, norm_w, norm_b, 1e-6);
+    at::Tensor nf = at::group_norm(f, groups, norm_w, norm_b, 1e-6);
     const auto y = at::conv3d(zq, y_w, y_b), b = at::conv3d(zq, b_w, b_b);
     const int64_t T = f.size(2);
     if (T > 1 && T % 2 == 1) {
-      auto first = modulate(nf.narrow(2, 0, 1), y.narrow(2, 0, 1), b.narrow(2, 0, 1));
-      auto rest = modulate(nf.narrow(2, 1, T - 1), y.narrow(2, 1, y.size(2) - 1), b.narrow(2, 1, b.size(2) - 1));
-      return at::cat({first, rest}, 2);
+      modulate(nf.narrow(2, 0, 1), y.narrow(2, 0, 1), b.narrow(2, 0, 1));
+      modulate(nf.narrow(2, 1, T - 1), y.narrow(2, 1, y.size(2) - 1), b.narrow(2, 1, b.size(2) - 1));
+    } else {
+      modulate(nf, y, b);
     }
-    return modulate(nf, y, b);
+    return nf;
   }
 };
 
@@ -115,9 +132,12 @@ struct Resnet {
     return r;
   }
   at::Tensor operator()(const at::Tensor& x, const at::Tensor& zq, Caches& c) const {
-    auto h = conv1(at::silu(norm1(x, zq)), c);
-    h = conv2(at::silu(norm2(h, zq)), c);
-    return h + (shortcut_w.defined() ? at::conv3d(x, shortcut_w, shortcut_b) : x);
+    at::Tensor h = norm1(x, zq);
+    h = conv1(at::silu_(h), c);  // the normalised copy is released as h is reassigned
+    at::Tensor h2 = norm2(h, zq);
+    h = conv2(at::silu_(h2), c);
+    h2.reset();
+    return h.add_(shortcut_w.defined() ? at::conv3d(x, shortcut_w, shortcut_b) : x);
   }
 };
 
@@ -126,22 +146,25 @@ struct Resnet {
 struct Upsampler {
   at::Tensor weight, bias;
   bool compress_time = false;
+  // Frame by frame into one output tensor: the upsampled input and its convolution are the largest
+  // tensors of the decoder (256 channels at full resolution), so neither exists whole.
   at::Tensor operator()(const at::Tensor& x) const {
-    const int64_t B = x.size(0), C = x.size(1), T = x.size(2), H = x.size(3), W = x.size(4);
-    at::Tensor up;
-    if (compress_time && T > 1 && T % 2 == 1) {
-      auto first = at::upsample_nearest2d(x.select(2, 0), {2 * H, 2 * W}).unsqueeze(2);
-      auto rest = at::upsample_nearest3d(x.narrow(2, 1, T - 1), {2 * (T - 1), 2 * H, 2 * W});
-      up = at::cat({first, rest}, 2);
-    } else if (compress_time && T > 1) {
-      up = at::upsample_nearest3d(x, {2 * T, 2 * H, 2 * W});
+    const int64_t B = x.size(0), T = x.size(2), H = x.size(3), W = x.size(4);
+    // Source frame of each output frame: time doubles when compressing it, an odd first frame stays single.
+    std::vector<int64_t> src;
+    if (compress_time && T > 1) {
+      const int64_t first = T % 2 == 1 ? 1 : 0;
+      if (first) src.push_back(0);
+      for (int64_t t = first; t < T; ++t) src.insert(src.end(), {t, t});
     } else {
-      up = at::upsample_nearest3d(x, {T, 2 * H, 2 * W});
+      for (int64_t t = 0; t < T; ++t) src.push_back(t);
     }
-    const int64_t T2 = up.size(2);
-    auto frames = up.transpose(1, 2).reshape({B * T2, C, 2 * H, 2 * W});
-    auto out = at::conv2d(frames, weight, bias, 1, 1);
-    return out.view({B, T2, out.size(1), 2 * H, 2 * W}).transpose(1, 2);
+    at::Tensor out = at::empty({B, weight.size(0), int64_t(src.size()), 2 * H, 2 * W}, x.options());
+    for (size_t t = 0; t < src.size(); ++t) {
+      auto frame = at::upsample_nearest2d(x.select(2, src[t]), {2 * H, 2 * W});
+      out.select(2, int64_t(t)).copy_(at::conv2d(frame, weight, bias, 1, 1));
+    }
+    return out;
   }
 };
 

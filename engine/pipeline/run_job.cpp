@@ -10,6 +10,7 @@
 #include "models/cogvideox_vae.h"
 #include "pipeline/decode.h"
 #include "plan/error.h"
+#include "text/prompt.h"
 #include "video/clip_writer.h"
 
 namespace fs = std::filesystem;
@@ -67,6 +68,8 @@ std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const 
           {"num_inference_steps", std::to_string(job.num_inference_steps)},
           {"guidance_scale", std::to_string(job.guidance_scale)},
           {"use_dynamic_cfg", job.use_dynamic_cfg ? "true" : "false"},
+          {"prompt", job.prompt},
+          {"negative_prompt", job.negative_prompt},
           {"prompt_embeds", job.prompt_embeds_file},
           {"parallel", "single process"}};
 }
@@ -79,13 +82,19 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, cons
   const at::ScalarType dtype = pick_dtype(job.dtype, device);
   const auto geo = plan::latent_geometry(job, model);
 
-  if (job.prompt_embeds_file.empty())
-    throw InputError("--prompt_embeds FILE is required: this build does not encode text yet (give a safetensors file "
-                     "with prompt_embeds and negative_prompt_embeds [B, T, D])");
   DenoiseInputs in;
-  io::TensorFile embeds(job.prompt_embeds_file, "--prompt_embeds");
-  in.prompt_embeds = embeds.get("prompt_embeds", 3, "[B, T, D]");
-  if (job.guidance_scale > 1) in.negative_prompt_embeds = embeds.get("negative_prompt_embeds", 3, "[B, T, D]");
+  std::vector<std::pair<std::string, at::Tensor>> tensors;  // what --save_tensors writes
+  if (!job.prompt.empty()) {
+    auto e = text::encode_prompts(model, job.prompt, job.negative_prompt, job.max_sequence_length, dtype, device, log);
+    in.prompt_embeds = e.prompt_embeds;
+    in.negative_prompt_embeds = e.negative_prompt_embeds;
+    tensors = {{"prompt_embeds", e.prompt_embeds}, {"negative_prompt_embeds", e.negative_prompt_embeds},
+               {"input_ids", e.input_ids}, {"negative_input_ids", e.negative_input_ids}};
+  } else {
+    io::TensorFile embeds(job.prompt_embeds_file, "--prompt_embeds");
+    in.prompt_embeds = embeds.get("prompt_embeds", 3, "[B, T, D]");
+    if (job.guidance_scale > 1) in.negative_prompt_embeds = embeds.get("negative_prompt_embeds", 3, "[B, T, D]");
+  }
   in.num_inference_steps = job.num_inference_steps;
   in.guidance_scale = job.guidance_scale;
   in.use_dynamic_cfg = job.use_dynamic_cfg;
@@ -122,7 +131,7 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, cons
     r.seconds_denoising = since(t1);
   }  // the transformer's weights are released before the VAE loads
 
-  std::vector<std::pair<std::string, at::Tensor>> tensors{{"final_latents", r.final_latents}};
+  tensors.emplace_back("final_latents", r.final_latents);
   if (!job.output_file.empty() || !job.save_tensors_file.empty()) {
     auto t2 = std::chrono::steady_clock::now();
     const std::string vdir = (fs::path(model.dir) / "vae").string();

@@ -16,6 +16,7 @@ void apply_model_defaults(JobSpec& job, const ModelFolder& model) {
   if (job.width == 0) job.width = t.sample_width * model.vae_scale_spatial();
   if (job.num_frames == 0) job.num_frames = t.sample_frames;
   if (job.fps == 0) job.fps = t.family() == Family::CogVideoX_15 ? 16 : 8;
+  if (job.max_sequence_length == 0) job.max_sequence_length = t.max_text_seq_length;
 }
 
 namespace {
@@ -74,6 +75,22 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
                                          ": must be a number >= 0 (1 or less turns guidance off; 6 is usual)"});
   if (job.fps < 1 || job.fps > 240)
     out.push_back({"fps", "--fps " + std::to_string(job.fps) + ": must be between 1 and 240 frames per second"});
+  if (job.prompt.empty() && job.prompt_embeds_file.empty())
+    out.push_back({"prompt", "no prompt: give --prompt TEXT, or --prompt_embeds FILE with precomputed embeddings"});
+  if (!job.prompt.empty() && !job.prompt_embeds_file.empty())
+    out.push_back({"prompt", "--prompt and --prompt_embeds both given: use one (--prompt_embeds skips the encoder)"});
+  if (!job.prompt.empty() && (!model.has_tokenizer || !model.text_encoder))
+    out.push_back({"prompt", "--prompt: " + model.dir + " has no " +
+                                 (model.has_tokenizer ? "text_encoder/" : "tokenizer/") +
+                                 " folder to encode words with; download the whole model folder (e.g. "
+                                 "huggingface-cli download THUDM/CogVideoX-2b) or pass --prompt_embeds FILE"});
+  if (job.max_sequence_length < 1 || job.max_sequence_length > 4096)
+    out.push_back({"max_sequence_length", "--max_sequence_length " + std::to_string(job.max_sequence_length) +
+                                              ": must be between 1 and 4096 (226 is CogVideoX's)"});
+  else if (!t.use_rotary_positional_embeddings && job.max_sequence_length != t.max_text_seq_length)
+    out.push_back({"max_sequence_length", "--max_sequence_length " + std::to_string(job.max_sequence_length) +
+                                              ": this model (3D sin-cos positions) needs exactly its "
+                                              "max_text_seq_length, " + std::to_string(t.max_text_seq_length)});
   // Outputs are checked now, not after a long run.
   check_output_folder("save_tensors", job.save_tensors_file, out);
   check_output_folder("output", job.output_file, out);

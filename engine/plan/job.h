@@ -18,6 +18,9 @@ struct JobSpec {
   double guidance_scale = 6.0;
   bool use_dynamic_cfg = false;
   uint64_t seed = 42;
+  std::string prompt;               // words, encoded with the folder's tokenizer/ and text_encoder/
+  std::string negative_prompt;      // "" by default, as the reference pipeline
+  int max_sequence_length = 0;      // text tokens; 0 = the transformer's max_text_seq_length (226)
   std::string prompt_embeds_file;  // safetensors: prompt_embeds, negative_prompt_embeds [B, T, D]
   std::string latents_file;        // safetensors: latents_init [B, F, C, H, W]
   std::string sampler_noise_file;  // safetensors: scheduler_noise [steps, B, F, C, H, W]

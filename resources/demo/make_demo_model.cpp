@@ -1,18 +1,16 @@
 // Makes the built-in demo model: a small CogVideoX-2B-shaped diffusers folder with deterministic random
-// weights (a few MB), so that dit-launch and the studio run on a fresh machine with no download.
-// Random weights make abstract motion, not pictures. Usage: dit-make-demo-model OUT_DIR
+// weights (a few MB) and a tiny T5 text encoder, so that dit-launch and the studio run on a fresh machine
+// with no download. Random weights make abstract motion, not pictures.
+// Usage: dit-make-demo-model OUT_DIR TOKENIZER_DIR (the tokenizer made by dit-make-demo-tokenizer)
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
-#include <ATen/ops/randn.h>
-
-#include "io/tensor_file.h"
 #include "io/weights.h"
 #include "models/cogvideox_transformer.h"
 #include "models/cogvideox_vae.h"
 #include "plan/error.h"
-#include "sampling/noise.h"
+#include "text/t5_encoder.h"
 
 namespace fs = std::filesystem;
 using namespace studio;
@@ -22,7 +20,8 @@ namespace {
 // The configs follow CogVideoX-2b's, scaled down: 192 x 288 pixels, 25 frames at 8 fps.
 const char* kModelIndex = R"({"_class_name": "CogVideoXPipeline", "_diffusers_version": "0.32.2",
   "scheduler": ["diffusers", "CogVideoXDDIMScheduler"], "transformer": ["diffusers", "CogVideoXTransformer3DModel"],
-  "vae": ["diffusers", "AutoencoderKLCogVideoX"], "text_encoder": [null, null], "tokenizer": [null, null]})";
+  "vae": ["diffusers", "AutoencoderKLCogVideoX"], "text_encoder": ["transformers", "T5EncoderModel"],
+  "tokenizer": ["transformers", "T5Tokenizer"]})";
 const char* kTransformer = R"({"_class_name": "CogVideoXTransformer3DModel", "_diffusers_version": "0.32.2",
   "num_attention_heads": 4, "attention_head_dim": 32, "in_channels": 16, "out_channels": 16,
   "flip_sin_to_cos": true, "freq_shift": 0, "time_embed_dim": 64, "text_embed_dim": 64, "num_layers": 2,
@@ -42,6 +41,12 @@ const char* kVae = R"({"_class_name": "AutoencoderKLCogVideoX", "_diffusers_vers
   "shift_factor": null, "latents_mean": null, "latents_std": null, "force_upcast": true,
   "use_quant_conv": false, "use_post_quant_conv": false})";
 
+// T5 v1.1 in miniature; d_model is the transformer's text_embed_dim.
+const char* kTextEncoder = R"({"architectures": ["T5EncoderModel"], "model_type": "t5", "d_model": 64,
+  "d_kv": 16, "num_heads": 4, "d_ff": 128, "num_layers": 2, "relative_attention_num_buckets": 32,
+  "relative_attention_max_distance": 128, "layer_norm_epsilon": 1e-06, "feed_forward_proj": "gated-gelu",
+  "dense_act_fn": "gelu_new", "is_gated_act": true, "vocab_size": 256, "eos_token_id": 1, "pad_token_id": 0})";
+
 void write(const fs::path& file, const char* text) {
   fs::create_directories(file.parent_path());
   std::ofstream(file) << text << "\n";
@@ -50,8 +55,8 @@ void write(const fs::path& file, const char* text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::cerr << "usage: dit-make-demo-model OUT_DIR\n";
+  if (argc != 3) {
+    std::cerr << "usage: dit-make-demo-model OUT_DIR TOKENIZER_DIR\n";
     return 2;
   }
   try {
@@ -62,6 +67,8 @@ int main(int argc, char** argv) {
     write(tmp / "transformer" / "config.json", kTransformer);
     write(tmp / "scheduler" / "scheduler_config.json", kScheduler);
     write(tmp / "vae" / "config.json", kVae);
+    write(tmp / "text_encoder" / "config.json", kTextEncoder);
+    fs::copy(argv[2], tmp / "tokenizer", fs::copy_options::recursive);
     const auto folder = plan::read_model_folder(tmp.string());  // the configs pass our own checks
 
     auto tw = io::WeightSet::synthetic(1);
@@ -71,12 +78,9 @@ int main(int argc, char** argv) {
     models::CogVideoXVae::load(vw, *folder.vae, at::kFloat, at::kCPU);
     vw.save((tmp / "vae" / "diffusion_pytorch_model.safetensors").string());
 
-    // Until text encoding exists, the demo carries its own prompt embeddings.
-    sampling::SeededNoise noise(3);
-    const auto& t = folder.transformer;
-    io::save_tensors((tmp / "demo_prompt_embeds.safetensors").string(),
-                     {{"prompt_embeds", noise.draw({1, t.max_text_seq_length, t.text_embed_dim})},
-                      {"negative_prompt_embeds", noise.draw({1, t.max_text_seq_length, t.text_embed_dim})}});
+    auto ew = io::WeightSet::synthetic(3);
+    text::T5Encoder::load(ew, *folder.text_encoder, at::kFloat, at::kCPU);
+    ew.save((tmp / "text_encoder" / "model.safetensors").string());
     fs::remove_all(out);
     fs::rename(tmp, out);
     return 0;
