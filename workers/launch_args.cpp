@@ -34,6 +34,8 @@ double to_number(const std::string& flag, const std::string& v, const char* exam
 LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
   LaunchArgs a;
   plan::JobSpec& j = a.job;
+  plan::ParallelConfig& p = a.parallel;
+  auto degree = [](const std::string& f, const std::string& v) { return int(to_integer(f, v, 1, 1024, "2")); };
   using Setter = std::function<void(const std::string& flag, const std::string& value)>;
   const std::map<std::string, Setter> valued = {
       {"--model", [&](auto&, auto& v) { j.model_dir = v; }},
@@ -52,6 +54,13 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
       {"--save_tensors", [&](auto&, auto& v) { j.save_tensors_file = v; }},
       {"--output", [&](auto&, auto& v) { j.output_file = v; }},
       {"--fps", [&](auto& f, auto& v) { j.fps = int(to_integer(f, v, 1, 240, "8")); }},
+      {"--num_videos_per_prompt", [&](auto& f, auto& v) { j.num_videos_per_prompt = int(to_integer(f, v, 1, 1024, "2")); }},
+      {"--ulysses_degree", [&](auto& f, auto& v) { p.ulysses_degree = degree(f, v); }},
+      {"--ring_degree", [&](auto& f, auto& v) { p.ring_degree = degree(f, v); }},
+      {"--pipefusion_parallel_degree", [&](auto& f, auto& v) { p.pipefusion_parallel_degree = degree(f, v); }},
+      {"--num_pipeline_patch", [&](auto& f, auto& v) { p.num_pipeline_patch = degree(f, v); }},
+      {"--warmup_steps", [&](auto& f, auto& v) { p.warmup_steps = int(to_integer(f, v, 0, 100000, "1")); }},
+      {"--data_parallel_degree", [&](auto& f, auto& v) { p.data_parallel_degree = degree(f, v); }},
       {"--device", [&](auto&, auto& v) { j.device = v; }},
       {"--dtype", [&](auto&, auto& v) { j.dtype = v; }},
   };
@@ -67,9 +76,9 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
       a.help = true;
     } else if (flag == "--version") {
       a.version = true;
-    } else if (flag == "--use_dynamic_cfg") {
-      if (inline_value) throw ArgError("--use_dynamic_cfg takes no value (it is a switch)");
-      j.use_dynamic_cfg = true;
+    } else if (flag == "--use_dynamic_cfg" || flag == "--use_cfg_parallel") {
+      if (inline_value) throw ArgError(flag + " takes no value (it is a switch)");
+      (flag == "--use_dynamic_cfg" ? j.use_dynamic_cfg : p.use_cfg_parallel) = true;
     } else if (auto it = valued.find(flag); it != valued.end()) {
       if (!inline_value) {
         if (i + 1 >= argv.size() || argv[i + 1].rfind("--", 0) == 0)
@@ -109,8 +118,17 @@ Generates a video clip with a CogVideoX diffusers folder (CogVideoX-2b, -5b, 1.5
   --sampler_noise FILE        safetensors with scheduler_noise [steps, B, F, C, H, W] (DPM's per-step noise)
   --save_tensors FILE         write final_latents [B, F, C, H, W] and the decoded video [B, 3, frames,
                               H, W] (float32, before clamping) to a safetensors file
+  --num_videos_per_prompt N   videos to make; video i uses seed + i (default 1)
   --device auto|cpu|cuda[:N]  default auto (CUDA when present)
   --dtype auto|float32|bfloat16|float16   default auto (float32 on CPU, bfloat16 on CUDA)
+
+Parallel (xDiT's flags; processes = data x CFG x PipeFusion x ring x Ulysses, started here as
+dit-worker ranks; each degree 1 is the single-process path):
+  --ulysses_degree N          sequence parallel, all-to-all between sequence and heads
+  --ring_degree N             sequence parallel, K/V blocks passed around a ring
+  --use_cfg_parallel          the two guidance branches on two groups of ranks
+  --data_parallel_degree N    the videos of --num_videos_per_prompt split among groups
+  --pipefusion_parallel_degree N --num_pipeline_patch N --warmup_steps N   (PipeFusion: not yet)
 
 Exit status: 0 done, 1 internal failure, 2 bad command-line argument, 3 bad input (model folder or
 tensor file), 130 cancelled (SIGINT/SIGTERM). Errors are one line on stderr.

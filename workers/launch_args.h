@@ -6,11 +6,13 @@
 #include <vector>
 
 #include "plan/job.h"
+#include "plan/parallel.h"
 
 namespace studio::workers {
 
 struct LaunchArgs {
   plan::JobSpec job;
+  plan::ParallelConfig parallel;
   bool help = false;
   bool version = false;
 };

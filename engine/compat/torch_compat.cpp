@@ -1,6 +1,10 @@
 #include "compat/torch_compat.h"
 
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/version.h>
+#ifdef STUDIO_WITH_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/cat.h>
@@ -33,5 +37,23 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
 }
 
 const char* torch_version() { return TORCH_VERSION; }
+
+c10::intrusive_ptr<CommBackend> make_comm_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                  const at::Device& device, std::chrono::milliseconds timeout,
+                                                  const std::string& host) {
+#ifdef STUDIO_WITH_NCCL
+  if (device.is_cuda()) {
+    auto opts = c10d::ProcessGroupNCCL::Options::create();
+    opts->timeout = timeout;
+    return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, opts);
+  }
+#else
+  (void)device;
+#endif
+  auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
+  opts->devices.push_back(host.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
+                                       : c10d::ProcessGroupGloo::createDeviceForHostname(host));
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, opts);
+}
 
 }  // namespace studio::compat

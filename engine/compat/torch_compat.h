@@ -1,9 +1,33 @@
 // Every call that differs between LibTorch 1.13 (Debian, CPU) and 2.x (CUDA builds) goes through
 // here; nothing else in the code checks a torch version.
 #pragma once
+#include <chrono>
+#include <string>
+
 #include <ATen/core/Tensor.h>
+#include <c10/util/intrusive_ptr.h>
+#include <torch/version.h>
+
+namespace c10d {
+class Store;
+class ProcessGroup;
+class Backend;
+}  // namespace c10d
 
 namespace studio::compat {
+
+// What a c10d process group is called: ProcessGroup in 1.13; in 2.x the collectives live on Backend.
+#if TORCH_VERSION_MAJOR >= 2
+using CommBackend = c10d::Backend;
+#else
+using CommBackend = c10d::ProcessGroup;
+#endif
+
+// A process group over `store`: NCCL for CUDA devices (builds against a CUDA LibTorch), Gloo otherwise,
+// bound to `host`'s interface ("" = the default one).
+c10::intrusive_ptr<CommBackend> make_comm_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                  const at::Device& device, std::chrono::milliseconds timeout,
+                                                  const std::string& host);
 
 // softmax(q k^T / sqrt(head_dim)) v for q, k, v of shape [B, heads, S, head_dim].
 // 2.x: at::scaled_dot_product_attention (flash / memory-efficient kernels where available).

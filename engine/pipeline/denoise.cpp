@@ -41,7 +41,9 @@ void check_inputs(const models::CogVideoXTransformer& model, const DenoiseInputs
 }
 
 at::Tensor denoise(const models::CogVideoXTransformer& model, const plan::SchedulerConfig& sampler,
-                   const DenoiseInputs& in, sampling::NoiseSource* noise, const Hooks& hooks) {
+                   const DenoiseInputs& in, sampling::NoiseSource* noise, const Hooks& hooks, const ModelCall& call) {
+  // No InferenceMode here: c10d's Gloo works on its own threads and cannot write into inference tensors.
+  // Nothing requires grad, so no graph is recorded either way.
   check_inputs(model, in);
   const int N = in.num_inference_steps;
   sampling::Scheduler scheduler(sampler, N);
@@ -60,7 +62,7 @@ at::Tensor denoise(const models::CogVideoXTransformer& model, const plan::Schedu
     const int64_t t = scheduler.timesteps()[size_t(i)];
     const at::Tensor input = cfg ? at::cat({latents, latents}, 0) : latents;
     const at::Tensor timestep = at::full({input.size(0)}, t, at::TensorOptions().dtype(at::kLong).device(dev));
-    at::Tensor pred = model.forward(input, text, timestep, pos).to(at::kFloat);
+    at::Tensor pred = (call ? call(input, text, timestep, pos) : model.forward(input, text, timestep, pos)).to(at::kFloat);
     if (cfg) {
       auto parts = pred.chunk(2, 0);
       const double g = sampling::guidance_at(in.guidance_scale, in.use_dynamic_cfg, t, N);

@@ -5,11 +5,13 @@
 
 #include <ATen/Context.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
 
 #include "io/tensor_file.h"
 #include "models/cogvideox_vae.h"
 #include "pipeline/decode.h"
 #include "plan/error.h"
+#include "parallel/parallel_model.h"
 #include "text/prompt.h"
 #include "video/clip_writer.h"
 
@@ -56,7 +58,8 @@ std::string clip_path(const std::string& output, int64_t sample, int64_t batch) 
 
 }  // namespace
 
-std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const plan::ModelFolder& model) {
+std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const plan::ModelFolder& model,
+                                                const plan::ParallelConfig& par) {
   return {{"generator", "DiT Studio 0.1.0"},
           {"model", model.dir},
           {"model_family", plan::family_name(model.transformer.family())},
@@ -71,10 +74,51 @@ std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const 
           {"prompt", job.prompt},
           {"negative_prompt", job.negative_prompt},
           {"prompt_embeds", job.prompt_embeds_file},
-          {"parallel", "single process"}};
+          {"num_videos_per_prompt", std::to_string(job.num_videos_per_prompt)},
+          {"parallel", par.describe()}};
 }
 
-JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, const Hooks& hooks,
+namespace {
+
+// The prompt embeddings [videos, T, D] of every video of the job (a file's single row is repeated, as
+// num_videos_per_prompt does); words are encoded on world rank 0 and broadcast.
+void load_embeddings(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh,
+                     at::ScalarType dtype, const at::Device& device, DenoiseInputs& in,
+                     std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                     const std::function<void(const std::string&)>& log) {
+  const int64_t videos = job.num_videos_per_prompt;
+  if (!job.prompt.empty()) {
+    const int64_t L = job.max_sequence_length, D = model.text_encoder->d_model;
+    at::Tensor pos = at::empty({1, L, D}, at::kFloat), neg = at::empty({1, L, D}, at::kFloat);
+    if (mesh.rank() == 0) {
+      auto e = text::encode_prompts(model, job.prompt, job.negative_prompt, int(L), dtype, device, log);
+      pos = e.prompt_embeds.contiguous();
+      neg = e.negative_prompt_embeds.contiguous();
+      tensors = {{"input_ids", e.input_ids}, {"negative_input_ids", e.negative_input_ids}};
+    }
+    mesh.world().broadcast(pos, 0);
+    mesh.world().broadcast(neg, 0);
+    in.prompt_embeds = pos;
+    in.negative_prompt_embeds = neg;
+    tensors.insert(tensors.begin(), {{"prompt_embeds", pos}, {"negative_prompt_embeds", neg}});
+  } else {
+    io::TensorFile embeds(job.prompt_embeds_file, "--prompt_embeds");
+    in.prompt_embeds = embeds.get("prompt_embeds", 3, "[B, T, D]");
+    if (job.guidance_scale > 1) in.negative_prompt_embeds = embeds.get("negative_prompt_embeds", 3, "[B, T, D]");
+  }
+  for (at::Tensor* t : {&in.prompt_embeds, &in.negative_prompt_embeds}) {
+    if (!t->defined() || t->size(0) == videos) continue;
+    if (t->size(0) != 1)
+      throw InputError("--prompt_embeds holds " + std::to_string(t->size(0)) + " prompts but the job makes " +
+                       std::to_string(videos) + " videos (--num_videos_per_prompt); give 1 or " +
+                       std::to_string(videos) + " rows");
+    *t = t->expand({videos, -1, -1}).contiguous();
+  }
+}
+
+}  // namespace
+
+JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh, const Hooks& hooks,
                   const std::function<void(const std::string&)>& log) {
   JobResult r;
   auto t0 = std::chrono::steady_clock::now();
@@ -84,37 +128,37 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, cons
 
   DenoiseInputs in;
   std::vector<std::pair<std::string, at::Tensor>> tensors;  // what --save_tensors writes
-  if (!job.prompt.empty()) {
-    auto e = text::encode_prompts(model, job.prompt, job.negative_prompt, job.max_sequence_length, dtype, device, log);
-    in.prompt_embeds = e.prompt_embeds;
-    in.negative_prompt_embeds = e.negative_prompt_embeds;
-    tensors = {{"prompt_embeds", e.prompt_embeds}, {"negative_prompt_embeds", e.negative_prompt_embeds},
-               {"input_ids", e.input_ids}, {"negative_input_ids", e.negative_input_ids}};
-  } else {
-    io::TensorFile embeds(job.prompt_embeds_file, "--prompt_embeds");
-    in.prompt_embeds = embeds.get("prompt_embeds", 3, "[B, T, D]");
-    if (job.guidance_scale > 1) in.negative_prompt_embeds = embeds.get("negative_prompt_embeds", 3, "[B, T, D]");
-  }
+  load_embeddings(job, model, mesh, dtype, device, in, tensors, log);
   in.num_inference_steps = job.num_inference_steps;
   in.guidance_scale = job.guidance_scale;
   in.use_dynamic_cfg = job.use_dynamic_cfg;
-  const int64_t batch = in.prompt_embeds.size(0);
-  const std::vector<int64_t> latent_shape{batch, geo.padded_frames, geo.channels, geo.height, geo.width};
+  const int64_t videos = job.num_videos_per_prompt;
+  const std::vector<int64_t> latent_shape{videos, geo.padded_frames, geo.channels, geo.height, geo.width};
 
-  sampling::SeededNoise seeded(job.seed);
+  // This data-parallel group's videos: [first, first + mine).
+  const int64_t mine = videos / mesh.config().data_parallel_degree, first = mesh.coords().data * mine;
+  auto my_rows = [&](const at::Tensor& t, int64_t dim) { return t.narrow(dim, first, mine).contiguous(); };
+  in.prompt_embeds = my_rows(in.prompt_embeds, 0);
+  if (in.negative_prompt_embeds.defined()) in.negative_prompt_embeds = my_rows(in.negative_prompt_embeds, 0);
+
+  sampling::SeededNoise seeded(job.seed + uint64_t(first), int(mine));
   if (!job.latents_file.empty()) {
-    in.latents = io::TensorFile(job.latents_file, "--latents").get("latents_init", 5, "[B, F, C, H, W]");
-    if (in.latents.sizes().vec() != latent_shape)
-      throw InputError("--latents " + job.latents_file + ": latents_init has shape " + shape(in.latents.sizes().vec()) +
+    auto all = io::TensorFile(job.latents_file, "--latents").get("latents_init", 5, "[B, F, C, H, W]");
+    if (all.sizes().vec() != latent_shape)
+      throw InputError("--latents " + job.latents_file + ": latents_init has shape " + shape(all.sizes().vec()) +
                        " but --height " + std::to_string(job.height) + " --width " + std::to_string(job.width) +
                        " --num_frames " + std::to_string(job.num_frames) + " need " + shape(latent_shape));
+    in.latents = my_rows(all, 0);
   } else {
-    in.latents = seeded.draw(latent_shape);
+    std::vector<int64_t> s = latent_shape;
+    s[0] = mine;
+    in.latents = seeded.draw(s);
   }
   std::unique_ptr<sampling::RecordedNoise> recorded;
   if (!job.sampler_noise_file.empty())
-    recorded = std::make_unique<sampling::RecordedNoise>(
-        io::TensorFile(job.sampler_noise_file, "--sampler_noise").get("scheduler_noise", 6, "[steps, B, F, C, H, W]"));
+    recorded = std::make_unique<sampling::RecordedNoise>(my_rows(
+        io::TensorFile(job.sampler_noise_file, "--sampler_noise").get("scheduler_noise", 6, "[steps, B, F, C, H, W]"),
+        1));
 
   const std::string tdir = (fs::path(model.dir) / "transformer").string();
   log("loading " + tdir + " (" + plan::family_name(model.transformer.family()) + ") as " +
@@ -124,12 +168,19 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, cons
     r.seconds_loading = since(t0);
     log("denoising " + shape(latent_shape) + " latents (" + std::to_string(geo.video_tokens) + " video + " +
         std::to_string(in.prompt_embeds.size(1)) + " text tokens), " + std::to_string(job.num_inference_steps) +
-        " steps of " + plan::sampler_name(model.scheduler.kind));
+        " steps of " + plan::sampler_name(model.scheduler.kind) + ", " + mesh.config().describe());
     auto t1 = std::chrono::steady_clock::now();
     sampling::NoiseSource* noise = recorded ? static_cast<sampling::NoiseSource*>(recorded.get()) : &seeded;
-    r.final_latents = denoise(*transformer, model.scheduler, in, noise, hooks).cpu();
+    ModelCall call;
+    if (mesh.world_size() > 1)
+      call = [&](const at::Tensor& h, const at::Tensor& t, const at::Tensor& ts, const models::Positions& p) {
+        return parallel::parallel_forward(*transformer, mesh, h, t, ts, p);
+      };
+    auto latents = denoise(*transformer, model.scheduler, in, noise, hooks, call).cpu().contiguous();
+    r.final_latents = at::cat(mesh.group(plan::Dim::Data).all_gather(latents), 0);
     r.seconds_denoising = since(t1);
   }  // the transformer's weights are released before the VAE loads
+  if (mesh.rank() != 0) return r;  // world rank 0 decodes and writes
 
   tensors.emplace_back("final_latents", r.final_latents);
   if (!job.output_file.empty() || !job.save_tensors_file.empty()) {
@@ -138,13 +189,14 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, cons
     if (!model.vae) throw InputError(model.dir + ": no vae/ folder to decode frames with");
     auto vae = models::CogVideoXVae::load(vdir, *model.vae, dtype, device);
     log("decoding " + std::to_string(vae->output_frames(geo.frames)) + " frames with " + vdir);
+    const int64_t batch = videos;
     std::vector<std::unique_ptr<video::ClipWriter>> clips;
     if (!job.output_file.empty()) {
       video::ClipInfo info;
       info.width = job.width;
       info.height = job.height;
       info.fps = job.fps;
-      info.metadata = job_metadata(job, model);
+      info.metadata = job_metadata(job, model, mesh.config());
       for (int64_t b = 0; b < batch; ++b)
         clips.push_back(std::make_unique<video::ClipWriter>(clip_path(job.output_file, b, batch), info));
     }
@@ -167,7 +219,7 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, cons
     r.seconds_decoding = since(t2);
   }
   if (!job.save_tensors_file.empty()) {
-    io::save_tensors(job.save_tensors_file, tensors, job_metadata(job, model));
+    io::save_tensors(job.save_tensors_file, tensors, job_metadata(job, model, mesh.config()));
     log("wrote " + job.save_tensors_file);
   }
   return r;

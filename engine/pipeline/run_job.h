@@ -7,6 +7,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "parallel/mesh.h"
 #include "pipeline/denoise.h"
 #include "plan/job.h"
 
@@ -22,10 +23,13 @@ struct JobResult {
 };
 
 // What a clip and its sidecar record about the job that made it.
-std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const plan::ModelFolder& model);
+std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const plan::ModelFolder& model,
+                                                const plan::ParallelConfig& par);
 
-// `job` must already have the model's defaults applied and have passed plan::validate().
-JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, const Hooks& hooks,
+// `job` must already have the model's defaults applied and have passed plan::validate() (and, on a mesh
+// of several ranks, plan::validate_parallel()). Every rank of the mesh calls it; the videos are split
+// among the data-parallel groups; world rank 0 decodes and writes the outputs.
+JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh, const Hooks& hooks,
                   const std::function<void(const std::string&)>& log);
 
 }  // namespace studio::pipeline

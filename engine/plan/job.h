@@ -17,7 +17,8 @@ struct JobSpec {
   int num_inference_steps = 50;
   double guidance_scale = 6.0;
   bool use_dynamic_cfg = false;
-  uint64_t seed = 42;
+  uint64_t seed = 42;              // video i of the job uses seed + i
+  int num_videos_per_prompt = 1;
   std::string prompt;               // words, encoded with the folder's tokenizer/ and text_encoder/
   std::string negative_prompt;      // "" by default, as the reference pipeline
   int max_sequence_length = 0;      // text tokens; 0 = the transformer's max_text_seq_length (226)

@@ -1,17 +1,30 @@
 #include "sampling/noise.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/ops/cat.h>
 #include <ATen/ops/randn.h>
 
 #include "io/safetensors_file.h"
 #include "plan/error.h"
 
+#include <stdexcept>
+
 namespace studio::sampling {
 
-SeededNoise::SeededNoise(uint64_t seed) : gen_(at::make_generator<at::CPUGeneratorImpl>(seed)) {}
+SeededNoise::SeededNoise(uint64_t first_seed, int videos) {
+  for (int i = 0; i < videos; ++i) gens_.push_back(at::make_generator<at::CPUGeneratorImpl>(first_seed + uint64_t(i)));
+}
 
 at::Tensor SeededNoise::draw(const std::vector<int64_t>& shape) {
-  return at::randn(shape, gen_, at::TensorOptions().dtype(at::kFloat));
+  if (gens_.size() == 1) return at::randn(shape, gens_[0], at::TensorOptions().dtype(at::kFloat));
+  if (shape.empty() || shape[0] != int64_t(gens_.size()))
+    throw std::logic_error("SeededNoise: batch of " + io::shape_str(shape) + " for " + std::to_string(gens_.size()) +
+                           " videos");
+  std::vector<int64_t> one = shape;
+  one[0] = 1;
+  std::vector<at::Tensor> rows;
+  for (auto& g : gens_) rows.push_back(at::randn(one, g, at::TensorOptions().dtype(at::kFloat)));
+  return at::cat(rows, 0);
 }
 
 at::Tensor SeededNoise::step_noise(int, const std::vector<int64_t>& shape, int draws) {

@@ -1,0 +1,100 @@
+#include "parallel/mesh.h"
+
+#include <cstdlib>
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "plan/error.h"
+
+namespace studio::parallel {
+
+namespace {
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  if (*end != '\0' || x < 0 || x > 1 << 20)
+    throw InputError(std::string("environment variable ") + name + "='" + v + "' is not a non-negative integer");
+  return int(x);
+}
+
+}  // namespace
+
+DistEnv DistEnv::from_environment() {
+  DistEnv e;
+  e.rank = env_int("RANK", 0);
+  e.world_size = env_int("WORLD_SIZE", 1);
+  e.local_rank = env_int("LOCAL_RANK", e.rank);
+  if (const char* a = std::getenv("MASTER_ADDR"); a && *a) e.master_addr = a;
+  e.master_port = env_int("MASTER_PORT", 29500);
+  if (e.world_size < 1 || e.rank >= e.world_size)
+    throw InputError("RANK " + std::to_string(e.rank) + " is not below WORLD_SIZE " + std::to_string(e.world_size));
+  return e;
+}
+
+Mesh::Mesh() = default;
+Mesh::~Mesh() = default;
+
+std::shared_ptr<Mesh> Mesh::single() {
+  auto m = std::make_shared<Mesh>();
+  return m;
+}
+
+Group& Mesh::group(plan::Dim dim) {
+  auto it = groups_.find(dim);
+  if (it != groups_.end()) return it->second;
+  return groups_[dim];  // a dimension of degree 1: a local group
+}
+
+std::shared_ptr<Mesh> Mesh::create(const plan::ParallelConfig& cfg, const DistEnv& env, const at::Device& device,
+                                   std::chrono::milliseconds timeout) {
+  if (cfg.world_size() != env.world_size)
+    throw InputError(cfg.describe() + " needs WORLD_SIZE " + std::to_string(cfg.world_size()) + ", but this process was "
+                     "started with WORLD_SIZE " + std::to_string(env.world_size));
+  auto m = std::make_shared<Mesh>();
+  m->cfg_ = cfg;
+  m->rank_ = env.rank;
+  m->coords_ = plan::coords_of(env.rank, cfg);
+  if (env.world_size == 1) return m;
+
+  c10d::TCPStoreOptions opts;
+  opts.port = uint16_t(env.master_port);
+  opts.isServer = env.rank == 0;
+  opts.numWorkers = size_t(env.world_size);
+  opts.waitWorkers = true;
+  opts.timeout = timeout;
+  try {
+    m->store_ = c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);
+  } catch (const std::exception& e) {
+    throw InputError("rank " + std::to_string(env.rank) + ": cannot join the job at " + env.master_addr + ":" +
+                     std::to_string(env.master_port) + " (" + e.what() + ")");
+  }
+  const bool local = env.master_addr == "127.0.0.1" || env.master_addr == "localhost";
+  const std::string host = local ? "127.0.0.1" : "";
+  auto make = [&](const std::string& name, const std::vector<int>& members) {
+    std::string key = name;
+    for (int r : members) key += "_" + std::to_string(r);
+    const int index = int(std::find(members.begin(), members.end(), env.rank) - members.begin());
+    auto store = c10::make_intrusive<c10d::PrefixStore>(key + "/", m->store_);
+    return Group(compat::make_comm_backend(store, index, int(members.size()), device, timeout, host), index,
+                 int(members.size()), &m->traffic_);
+  };
+  std::vector<int> all(size_t(env.world_size));
+  for (int i = 0; i < env.world_size; ++i) all[size_t(i)] = i;
+  m->world_ = make("world", all);
+  // Every rank creates its groups in this same order; each group connects only its members.
+  const std::pair<plan::Dim, const char*> dims[] = {{plan::Dim::Data, "data"},         {plan::Dim::Cfg, "cfg"},
+                                                    {plan::Dim::PipeFusion, "pipefusion"}, {plan::Dim::Ring, "ring"},
+                                                    {plan::Dim::Ulysses, "ulysses"}, {plan::Dim::Sequence, "sequence"}};
+  for (auto [dim, name] : dims) {
+    auto members = plan::group_of(env.rank, dim, cfg);
+    if (members.size() > 1) m->groups_[dim] = make(name, members);
+  }
+  return m;
+}
+
+}  // namespace studio::parallel

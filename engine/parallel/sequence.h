@@ -1,0 +1,50 @@
+// Sequence parallelism over the joint sequence CogVideoX attends over (text tokens, then video tokens).
+// Text and video are each cut into P equal chunks (the last ones padded), so that every rank of the
+// sequence group holds [text chunk, video chunk] of one length and attention sees the same tokens as in
+// one process (field note 5); padded keys are masked in every attention and padded rows dropped when
+// gathering, so any token count works (field notes 1 and 3).
+//
+// Attention: Ulysses (all-to-all from sequence to heads within the Ulysses group; a head count that does
+// not divide is padded with empty heads), then Ring across the ring group (key/value blocks passed around,
+// partial results merged by log-sum-exp), then all-to-all back. Ulysses alone, Ring alone, or both (USP).
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include "models/cogvideox_transformer.h"
+#include "parallel/mesh.h"
+
+namespace studio::parallel {
+
+struct SequenceLayout {
+  int64_t text = 0, video = 0;
+  int parts = 1;
+  int64_t text_chunk() const { return (text + parts - 1) / parts; }
+  int64_t video_chunk() const { return (video + parts - 1) / parts; }
+  int64_t text_valid(int part) const;
+  int64_t video_valid(int part) const;
+  at::Tensor row_valid(int part) const;  // [text_chunk + video_chunk] bool
+};
+
+class SequenceParallel {
+ public:
+  SequenceParallel(Mesh& mesh, const SequenceLayout& layout);
+
+  int part() const { return part_; }
+  const SequenceLayout& layout() const { return layout_; }
+  // This rank's text and video rows, zero-padded to the chunk sizes.
+  models::CogVideoXTransformer::Tokens shard(const models::CogVideoXTransformer::Tokens& full) const;
+  // Rows of a per-video-token table (RoPE cos/sin) for this rank; padding rows are `pad`.
+  at::Tensor shard_video_table(const at::Tensor& table, double pad) const;
+  // Every rank's video rows [B, video_chunk, F] -> [B, video, F], padding dropped.
+  at::Tensor gather_video(const at::Tensor& local) const;
+  // The attention over the whole sequence group, for run_block.
+  models::AttentionFn attention() const;
+
+ private:
+  at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) const;
+  Mesh& mesh_;
+  SequenceLayout layout_;
+  int part_ = 0;
+};
+
+}  // namespace studio::parallel

@@ -1,0 +1,93 @@
+#include "plan/job_file.h"
+
+#include <nlohmann/json.hpp>
+
+#include "plan/error.h"
+
+namespace studio::plan {
+
+using nlohmann::json;
+
+std::string to_json(const JobFile& f) {
+  const JobSpec& j = f.job;
+  const ParallelConfig& p = f.parallel;
+  json out = {{"model", j.model_dir},
+              {"prompt", j.prompt},
+              {"negative_prompt", j.negative_prompt},
+              {"max_sequence_length", j.max_sequence_length},
+              {"height", j.height},
+              {"width", j.width},
+              {"num_frames", j.num_frames},
+              {"num_inference_steps", j.num_inference_steps},
+              {"guidance_scale", j.guidance_scale},
+              {"use_dynamic_cfg", j.use_dynamic_cfg},
+              {"seed", j.seed},
+              {"num_videos_per_prompt", j.num_videos_per_prompt},
+              {"prompt_embeds", j.prompt_embeds_file},
+              {"latents", j.latents_file},
+              {"sampler_noise", j.sampler_noise_file},
+              {"save_tensors", j.save_tensors_file},
+              {"output", j.output_file},
+              {"fps", j.fps},
+              {"device", j.device},
+              {"dtype", j.dtype},
+              {"ulysses_degree", p.ulysses_degree},
+              {"ring_degree", p.ring_degree},
+              {"pipefusion_parallel_degree", p.pipefusion_parallel_degree},
+              {"num_pipeline_patch", p.num_pipeline_patch},
+              {"warmup_steps", p.warmup_steps},
+              {"use_cfg_parallel", p.use_cfg_parallel},
+              {"data_parallel_degree", p.data_parallel_degree}};
+  return out.dump(2);
+}
+
+JobFile job_file_from_json(const std::string& text, const std::string& file) {
+  json in;
+  try {
+    in = json::parse(text);
+  } catch (const std::exception& e) {
+    throw InputError(file + ": not valid JSON (" + e.what() + ")");
+  }
+  if (!in.is_object()) throw InputError(file + ": expected a JSON object");
+  JobFile f;
+  auto get = [&](const char* key, auto& into) {
+    if (!in.contains(key)) return;
+    try {
+      in.at(key).get_to(into);
+    } catch (const std::exception&) {
+      throw InputError(file + ": field '" + key + "' has value " + in.at(key).dump() + " of the wrong type");
+    }
+  };
+  JobSpec& j = f.job;
+  ParallelConfig& p = f.parallel;
+  get("model", j.model_dir);
+  get("prompt", j.prompt);
+  get("negative_prompt", j.negative_prompt);
+  get("max_sequence_length", j.max_sequence_length);
+  get("height", j.height);
+  get("width", j.width);
+  get("num_frames", j.num_frames);
+  get("num_inference_steps", j.num_inference_steps);
+  get("guidance_scale", j.guidance_scale);
+  get("use_dynamic_cfg", j.use_dynamic_cfg);
+  get("seed", j.seed);
+  get("num_videos_per_prompt", j.num_videos_per_prompt);
+  get("prompt_embeds", j.prompt_embeds_file);
+  get("latents", j.latents_file);
+  get("sampler_noise", j.sampler_noise_file);
+  get("save_tensors", j.save_tensors_file);
+  get("output", j.output_file);
+  get("fps", j.fps);
+  get("device", j.device);
+  get("dtype", j.dtype);
+  get("ulysses_degree", p.ulysses_degree);
+  get("ring_degree", p.ring_degree);
+  get("pipefusion_parallel_degree", p.pipefusion_parallel_degree);
+  get("num_pipeline_patch", p.num_pipeline_patch);
+  get("warmup_steps", p.warmup_steps);
+  get("use_cfg_parallel", p.use_cfg_parallel);
+  get("data_parallel_degree", p.data_parallel_degree);
+  return f;
+}
+
+}  // namespace studio::plan

@@ -1,0 +1,20 @@
+// A job and its parallel configuration as the JSON file the launcher hands to every worker. Field names
+// are the command line's, without the dashes.
+#pragma once
+#include <string>
+
+#include "plan/job.h"
+#include "plan/parallel.h"
+
+namespace studio::plan {
+
+struct JobFile {
+  JobSpec job;
+  ParallelConfig parallel;
+};
+
+std::string to_json(const JobFile& f);
+// InputError naming the file and field for anything malformed.
+JobFile job_file_from_json(const std::string& text, const std::string& file);
+
+}  // namespace studio::plan

@@ -1,0 +1,196 @@
+#include "plan/parallel.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace studio::plan {
+
+std::string ParallelConfig::describe() const {
+  std::vector<std::string> parts;
+  if (data_parallel_degree > 1) parts.push_back("data " + std::to_string(data_parallel_degree));
+  if (use_cfg_parallel) parts.push_back("CFG 2");
+  if (pipefusion_parallel_degree > 1)
+    parts.push_back("PipeFusion " + std::to_string(pipefusion_parallel_degree) + " (" +
+                    std::to_string(num_pipeline_patch) + " patches)");
+  if (ring_degree > 1) parts.push_back("ring " + std::to_string(ring_degree));
+  if (ulysses_degree > 1) parts.push_back("ulysses " + std::to_string(ulysses_degree));
+  std::string s;
+  for (const auto& p : parts) s += (s.empty() ? "" : " x ") + p;
+  if (s.empty()) s = "one process";
+  return s + (world_size() > 1 ? " (" + std::to_string(world_size()) + " processes)" : "");
+}
+
+std::string ParallelConfig::flags() const {
+  std::string s;
+  auto add = [&](const char* f, int v, int def) {
+    if (v != def) s += (s.empty() ? "" : " ") + std::string(f) + " " + std::to_string(v);
+  };
+  add("--ulysses_degree", ulysses_degree, 1);
+  add("--ring_degree", ring_degree, 1);
+  add("--pipefusion_parallel_degree", pipefusion_parallel_degree, 1);
+  if (pipefusion_parallel_degree > 1) add("--num_pipeline_patch", num_pipeline_patch, 0);
+  if (use_cfg_parallel) s += (s.empty() ? "" : " ") + std::string("--use_cfg_parallel");
+  add("--data_parallel_degree", data_parallel_degree, 1);
+  return s.empty() ? "(no parallel flags)" : s;
+}
+
+bool ParallelConfig::operator==(const ParallelConfig& o) const {
+  return ulysses_degree == o.ulysses_degree && ring_degree == o.ring_degree &&
+         pipefusion_parallel_degree == o.pipefusion_parallel_degree && num_pipeline_patch == o.num_pipeline_patch &&
+         warmup_steps == o.warmup_steps && use_cfg_parallel == o.use_cfg_parallel &&
+         data_parallel_degree == o.data_parallel_degree;
+}
+
+RankCoords coords_of(int rank, const ParallelConfig& p) {
+  RankCoords c;
+  c.ulysses = rank % p.ulysses_degree;
+  rank /= p.ulysses_degree;
+  c.ring = rank % p.ring_degree;
+  rank /= p.ring_degree;
+  c.pipefusion = rank % p.pipefusion_parallel_degree;
+  rank /= p.pipefusion_parallel_degree;
+  c.cfg = rank % p.cfg_degree();
+  c.data = rank / p.cfg_degree();
+  return c;
+}
+
+int rank_of(const RankCoords& c, const ParallelConfig& p) {
+  return (((c.data * p.cfg_degree() + c.cfg) * p.pipefusion_parallel_degree + c.pipefusion) * p.ring_degree + c.ring) *
+             p.ulysses_degree +
+         c.ulysses;
+}
+
+std::vector<int> group_of(int rank, Dim dim, const ParallelConfig& p) {
+  const RankCoords me = coords_of(rank, p);
+  std::vector<int> out;
+  auto with = [&](auto set, int n) {
+    for (int i = 0; i < n; ++i) {
+      RankCoords c = me;
+      set(c, i);
+      out.push_back(rank_of(c, p));
+    }
+  };
+  switch (dim) {
+    case Dim::Data: with([](RankCoords& c, int i) { c.data = i; }, p.data_parallel_degree); break;
+    case Dim::Cfg: with([](RankCoords& c, int i) { c.cfg = i; }, p.cfg_degree()); break;
+    case Dim::PipeFusion: with([](RankCoords& c, int i) { c.pipefusion = i; }, p.pipefusion_parallel_degree); break;
+    case Dim::Ring: with([](RankCoords& c, int i) { c.ring = i; }, p.ring_degree); break;
+    case Dim::Ulysses: with([](RankCoords& c, int i) { c.ulysses = i; }, p.ulysses_degree); break;
+    case Dim::Sequence:
+      with([&](RankCoords& c, int i) { c.ring = i / p.ulysses_degree, c.ulysses = i % p.ulysses_degree; },
+           p.sp_degree());
+      break;
+  }
+  return out;
+}
+
+namespace {
+
+// The rules that do not depend on the process count.
+void check_shape(const ParallelConfig& p, const JobSpec& job, const ModelFolder& model, std::vector<Problem>& out) {
+  const auto& t = model.transformer;
+  auto positive = [&](const char* field, int v) {
+    if (v < 1) out.push_back({field, std::string("--") + field + " " + std::to_string(v) + ": must be 1 or more"});
+    return v >= 1;
+  };
+  if (!positive("ulysses_degree", p.ulysses_degree) || !positive("ring_degree", p.ring_degree) ||
+      !positive("pipefusion_parallel_degree", p.pipefusion_parallel_degree) ||
+      !positive("data_parallel_degree", p.data_parallel_degree) || !positive("num_pipeline_patch", p.num_pipeline_patch))
+    return;
+  if (p.ulysses_degree > t.num_attention_heads)
+    out.push_back({"ulysses_degree", "--ulysses_degree " + std::to_string(p.ulysses_degree) + ": the model has " +
+                                         std::to_string(t.num_attention_heads) +
+                                         " attention heads, so some ranks would hold none; use at most " +
+                                         std::to_string(t.num_attention_heads) + " (uneven splits are fine)"});
+  if (p.use_cfg_parallel && job.guidance_scale <= 1)
+    out.push_back({"use_cfg_parallel", "--use_cfg_parallel: --guidance_scale " + std::to_string(job.guidance_scale) +
+                                           " turns guidance off, so there is no second branch to run in parallel"});
+  const int videos = std::max(1, job.num_videos_per_prompt);
+  if (p.data_parallel_degree > 1 && videos % p.data_parallel_degree != 0)
+    out.push_back({"data_parallel_degree", "--data_parallel_degree " + std::to_string(p.data_parallel_degree) +
+                                               ": the job makes " + std::to_string(videos) +
+                                               " video(s), which must divide evenly among the data-parallel groups; "
+                                               "set --num_videos_per_prompt to a multiple of it"});
+  if (p.pipefusion_parallel_degree > 1)
+    out.push_back({"pipefusion_parallel_degree", "--pipefusion_parallel_degree " +
+                                                     std::to_string(p.pipefusion_parallel_degree) +
+                                                     ": PipeFusion is not available in this version yet; "
+                                                     "use --ulysses_degree, --ring_degree or --use_cfg_parallel"});
+  if (p.pipefusion_parallel_degree > t.num_layers)
+    out.push_back({"pipefusion_parallel_degree", "--pipefusion_parallel_degree " +
+                                                     std::to_string(p.pipefusion_parallel_degree) + ": the model has " +
+                                                     std::to_string(t.num_layers) + " layers to split into stages"});
+  if (p.pipefusion_parallel_degree > 1 && job.height > 0) {
+    const int rows = job.height / model.vae_scale_spatial() / t.patch_size;  // token rows of the latent grid
+    if (p.num_pipeline_patch > rows)
+      out.push_back({"num_pipeline_patch", "--num_pipeline_patch " + std::to_string(p.num_pipeline_patch) +
+                                               ": the latent has " + std::to_string(rows) +
+                                               " token rows to split into patches; use at most " +
+                                               std::to_string(rows)});
+    if (p.warmup_steps < 0 || p.warmup_steps > job.num_inference_steps)
+      out.push_back({"warmup_steps", "--warmup_steps " + std::to_string(p.warmup_steps) + ": must be 0 to " +
+                                         std::to_string(job.num_inference_steps) + " (the number of steps)"});
+  }
+}
+
+std::vector<int> divisors(int n) {
+  std::vector<int> d;
+  for (int i = 1; i <= n; ++i)
+    if (n % i == 0) d.push_back(i);
+  return d;
+}
+
+int distance(const ParallelConfig& a, const ParallelConfig& b) {
+  return std::abs(a.ulysses_degree - b.ulysses_degree) + std::abs(a.ring_degree - b.ring_degree) +
+         std::abs(a.pipefusion_parallel_degree - b.pipefusion_parallel_degree) +
+         (a.use_cfg_parallel != b.use_cfg_parallel ? 1 : 0) +
+         std::abs(a.data_parallel_degree - b.data_parallel_degree);
+}
+
+}  // namespace
+
+std::vector<ParallelConfig> valid_configs(const JobSpec& job, const ModelFolder& model, int processes,
+                                          const ParallelConfig& near) {
+  std::vector<ParallelConfig> out;
+  for (int dp : divisors(processes))
+    for (int cfg : {1, 2})
+      for (int pf : divisors(processes))
+        for (int ring : divisors(processes)) {
+          const int rest = processes / dp;
+          if (rest % cfg || (rest / cfg) % pf || (rest / cfg / pf) % ring) continue;
+          ParallelConfig p = near;
+          p.data_parallel_degree = dp;
+          p.use_cfg_parallel = cfg == 2;
+          p.pipefusion_parallel_degree = pf;
+          p.ring_degree = ring;
+          p.ulysses_degree = rest / cfg / pf / ring;
+          if (pf > 1) p.num_pipeline_patch = std::max(p.num_pipeline_patch, pf);
+          std::vector<Problem> problems;
+          check_shape(p, job, model, problems);
+          if (problems.empty()) out.push_back(p);
+        }
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const ParallelConfig& a, const ParallelConfig& b) { return distance(a, near) < distance(b, near); });
+  return out;
+}
+
+std::vector<Problem> validate_parallel(const ParallelConfig& p, const JobSpec& job, const ModelFolder& model,
+                                       int processes) {
+  std::vector<Problem> out;
+  check_shape(p, job, model, out);
+  if (!out.empty()) return out;
+  if (p.world_size() != processes) {
+    std::string msg = p.describe() + " needs " + std::to_string(p.world_size()) + " processes, but " +
+                      std::to_string(processes) + (processes == 1 ? " is" : " are") +
+                      " available (data x CFG x PipeFusion x ring x Ulysses must equal the process count).";
+    auto valid = valid_configs(job, model, processes, p);
+    if (!valid.empty()) {
+      msg += " Valid for " + std::to_string(processes) + ":";
+      for (size_t i = 0; i < valid.size() && i < 5; ++i) msg += (i ? ";" : "") + std::string(" ") + valid[i].flags();
+    }
+    out.push_back({"world_size", msg});
+  }
+  return out;
+}
+
+}  // namespace studio::plan

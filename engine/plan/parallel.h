@@ -1,0 +1,54 @@
+// A parallel configuration, the rank layout it implies, and its validation before any process starts.
+// Torch-free: the GUI validates on every edit with the same code the launcher and workers use.
+//
+// world = data x CFG x PipeFusion x Ring x Ulysses, with rank order as xDiT's: Ulysses innermost on
+// contiguous ranks, then Ring, PipeFusion, CFG, data.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "plan/job.h"
+
+namespace studio::plan {
+
+struct ParallelConfig {
+  int ulysses_degree = 1;
+  int ring_degree = 1;
+  int pipefusion_parallel_degree = 1;
+  int num_pipeline_patch = 1;
+  int warmup_steps = 1;
+  bool use_cfg_parallel = false;
+  int data_parallel_degree = 1;
+
+  int cfg_degree() const { return use_cfg_parallel ? 2 : 1; }
+  int sp_degree() const { return ulysses_degree * ring_degree; }
+  int world_size() const {
+    return data_parallel_degree * cfg_degree() * pipefusion_parallel_degree * ring_degree * ulysses_degree;
+  }
+  std::string describe() const;  // "ulysses 2 x ring 2 (4 processes)"
+  std::string flags() const;     // "--ulysses_degree 2 --ring_degree 2"
+  bool operator==(const ParallelConfig& o) const;
+};
+
+// Where a rank sits in each dimension.
+struct RankCoords {
+  int data = 0, cfg = 0, pipefusion = 0, ring = 0, ulysses = 0;
+};
+RankCoords coords_of(int rank, const ParallelConfig& p);
+int rank_of(const RankCoords& c, const ParallelConfig& p);
+
+enum class Dim { Data, Cfg, PipeFusion, Ring, Ulysses, Sequence /* Ring x Ulysses */ };
+// The ranks that share every coordinate with `rank` except those of `dim`, in group order.
+std::vector<int> group_of(int rank, Dim dim, const ParallelConfig& p);
+
+// Problems with the configuration for this job on `processes` processes (GPUs, or CPU processes).
+// Each message says why and what would work; when the degrees do not multiply to `processes`, it lists
+// the valid configurations for that count.
+std::vector<Problem> validate_parallel(const ParallelConfig& p, const JobSpec& job, const ModelFolder& model,
+                                       int processes);
+
+// Every configuration that runs this job on exactly `processes` processes, nearest to `near` first.
+std::vector<ParallelConfig> valid_configs(const JobSpec& job, const ModelFolder& model, int processes,
+                                          const ParallelConfig& near = {});
+
+}  // namespace studio::plan
