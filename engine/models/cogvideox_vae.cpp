@@ -6,11 +6,15 @@
 #include <ATen/ops/conv2d.h>
 #include <ATen/ops/conv3d.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/group_norm.h>
+#include <ATen/ops/index_select.h>
+#include <ATen/ops/rsqrt.h>
+#include <ATen/ops/tensor.h>
+#include <ATen/ops/var_mean.h>
 #include <ATen/ops/silu.h>
 #include <ATen/ops/upsample_nearest2d.h>
 #include <ATen/ops/upsample_nearest3d.h>
 
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -36,36 +40,43 @@ struct CausalConv {
     c.slot = slots++;
     return c;
   }
-  // Output frames are computed a few at a time into one output tensor, so that the padded input
-  // (cache + frames) never exists whole: at 480 x 720 each frame of 128 channels is 177 MB.
-  at::Tensor operator()(const at::Tensor& x, Caches& caches) const {
-    const int64_t pad = (weight.size(3) - 1) / 2, T = x.size(2);
-    if (kt == 1) return at::conv3d(x, weight, bias, 1, {0, pad, pad});
+  // Output frames are computed two at a time into one output tensor, reading only the input frames each
+  // needs from `frames(first, count)`: the padded input (cache + frames) never exists whole, and neither
+  // does a normalised copy of it (at 480 x 720 one frame of 128 channels is 177 MB).
+  using Frames = std::function<at::Tensor(int64_t first, int64_t count)>;
+  at::Tensor operator()(const Frames& frames, int64_t T, Caches& caches) const {
+    const int64_t pad = (weight.size(3) - 1) / 2;
+    if (kt == 1) return at::conv3d(frames(0, T), weight, bias, 1, {0, pad, pad});
     at::Tensor& cache = caches[slot];
-    const at::Tensor past = cache.defined() ? cache : x.narrow(2, 0, 1).expand({-1, -1, kt - 1, -1, -1});
-    at::Tensor out = at::empty({x.size(0), weight.size(0), T, x.size(3), x.size(4)}, x.options());
+    const at::Tensor past = cache.defined() ? cache : frames(0, 1).expand({-1, -1, kt - 1, -1, -1});
+    at::Tensor out;
     const int64_t step = 2;
     for (int64_t t = 0; t < T; t += step) {
       const int64_t n = std::min(step, T - t);
-      // Input frames t .. t + n + kt - 2 of the sequence past ++ x.
+      // Input frames t .. t + n + kt - 2 of the sequence past ++ frames.
       std::vector<at::Tensor> parts;
       const int64_t from_past = std::max<int64_t>(0, (kt - 1) - t);
       if (from_past > 0) parts.push_back(past.narrow(2, kt - 1 - from_past, from_past));
       const int64_t x_begin = std::max<int64_t>(0, t - (kt - 1));
-      parts.push_back(x.narrow(2, x_begin, t + n - x_begin));
-      out.narrow(2, t, n).copy_(at::conv3d(at::cat(parts, 2), weight, bias, 1, {0, pad, pad}));
+      parts.push_back(frames(x_begin, t + n - x_begin));
+      auto y = at::conv3d(at::cat(parts, 2), weight, bias, 1, {0, pad, pad});
+      if (!out.defined()) out = at::empty({y.size(0), y.size(1), T, y.size(3), y.size(4)}, y.options());
+      out.narrow(2, t, n).copy_(y);
     }
-    // The next batch continues from the last kt - 1 frames of past ++ x.
+    // The next batch continues from the last kt - 1 frames of past ++ frames.
     const int64_t keep = kt - 1;
-    cache = T >= keep ? x.narrow(2, T - keep, keep).clone()
-                      : at::cat({past.narrow(2, past.size(2) - (keep - T), keep - T), x}, 2).clone();
+    cache = T >= keep ? frames(T - keep, keep).clone()
+                      : at::cat({past.narrow(2, past.size(2) - (keep - T), keep - T), frames(0, T)}, 2).clone();
     return out;
+  }
+  at::Tensor operator()(const at::Tensor& x, Caches& caches) const {
+    return (*this)([&](int64_t first, int64_t count) { return x.narrow(2, first, count); }, x.size(2), caches);
   }
 };
 
-// f * y + b in place, with y and b nearest-upsampled to f's frames/rows/columns. With integer ratios
-// (always, in CogVideoX) y and b stay at low resolution and are broadcast, so nothing full-size is made.
-// Nearest upsampling commutes with the 1x1x1 convolutions that made y and b.
+// f * y + b in place, with y and b (one frame per frame of f) nearest-upsampled to f's rows and columns.
+// With integer ratios (always, in CogVideoX) y and b stay at low resolution and are broadcast, so nothing
+// full-size is made. Nearest upsampling commutes with the 1x1x1 convolutions that made y and b.
 void modulate(at::Tensor f, const at::Tensor& y, const at::Tensor& b) {
   const int64_t B = f.size(0), C = f.size(1);
   std::vector<int64_t> fv{B, C}, lv{B, C};
@@ -84,8 +95,10 @@ void modulate(at::Tensor f, const at::Tensor& y, const at::Tensor& b) {
   f.view(fv).mul_(y.view(lv)).add_(b.view(lv));
 }
 
-// Group norm of f, then modulated by the latents zq (SpatialNorm3D). With an odd frame count > 1 the
-// first frame follows the first latent frame alone, as the reference interpolates it separately.
+// Group norm of f, modulated by the latents zq (SpatialNorm3D), then SiLU, produced for any range of
+// frames on demand: the group statistics are computed once over the whole batch, so no full-size
+// normalised copy of f is ever made. With an odd frame count > 1 the first frame follows the first latent
+// frame alone, as the reference interpolates it separately.
 struct SpatialNorm {
   at::Tensor norm_w, norm_b, y_w, y_b, b_w, b_b;
   int64_t groups = 32;
@@ -100,17 +113,25 @@ struct SpatialNorm {
     n.groups = groups;
     return n;
   }
-  at::Tensor operator()(const at::Tensor& f, const at::Tensor& zq) const {
-    at::Tensor nf = at::group_norm(f, groups, norm_w, norm_b, 1e-6);
-    const auto y = at::conv3d(zq, y_w, y_b), b = at::conv3d(zq, b_w, b_b);
-    const int64_t T = f.size(2);
-    if (T > 1 && T % 2 == 1) {
-      modulate(nf.narrow(2, 0, 1), y.narrow(2, 0, 1), b.narrow(2, 0, 1));
-      modulate(nf.narrow(2, 1, T - 1), y.narrow(2, 1, y.size(2) - 1), b.narrow(2, 1, b.size(2) - 1));
-    } else {
-      modulate(nf, y, b);
-    }
-    return nf;
+  CausalConv::Frames activated(const at::Tensor& f, const at::Tensor& zq) const {
+    const int64_t B = f.size(0), C = f.size(1), T = f.size(2), G = groups;
+    auto [var, mean] = at::var_mean(f.reshape({B, G, -1}), {2}, /*unbiased=*/false, /*keepdim=*/true);
+    const auto rstd = at::rsqrt(var + 1e-6).view({B, G, 1, 1, 1, 1});
+    const auto mu = mean.view({B, G, 1, 1, 1, 1});
+    const auto y = at::conv3d(zq, y_w, y_b), b = at::conv3d(zq, b_w, b_b);  // low resolution
+    // The latent frame each output frame follows (nearest, with an odd first frame kept single).
+    const int64_t Tz = y.size(2);
+    std::vector<int64_t> src(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t)
+      src[size_t(t)] = (T > 1 && T % 2 == 1) ? (t == 0 ? 0 : 1 + (t - 1) * (Tz - 1) / (T - 1)) : t * Tz / T;
+    return [=](int64_t first, int64_t count) {
+      auto x = f.narrow(2, first, count);
+      auto h = ((x.reshape({B, G, C / G, count, x.size(3), x.size(4)}) - mu) * rstd).view(x.sizes());
+      h.mul_(norm_w.view({1, C, 1, 1, 1})).add_(norm_b.view({1, C, 1, 1, 1}));
+      auto idx = at::tensor(std::vector<int64_t>(src.begin() + first, src.begin() + first + count));
+      modulate(h, y.index_select(2, idx.to(y.device())), b.index_select(2, idx.to(b.device())));
+      return at::silu_(h);
+    };
   }
 };
 
@@ -132,11 +153,9 @@ struct Resnet {
     return r;
   }
   at::Tensor operator()(const at::Tensor& x, const at::Tensor& zq, Caches& c) const {
-    at::Tensor h = norm1(x, zq);
-    h = conv1(at::silu_(h), c);  // the normalised copy is released as h is reassigned
-    at::Tensor h2 = norm2(h, zq);
-    h = conv2(at::silu_(h2), c);
-    h2.reset();
+    const int64_t T = x.size(2);
+    at::Tensor h = conv1(norm1.activated(x, zq), T, c);
+    h = conv2(norm2.activated(h, zq), T, c);
     return h.add_(shortcut_w.defined() ? at::conv3d(x, shortcut_w, shortcut_b) : x);
   }
 };
@@ -262,7 +281,7 @@ void CogVideoXVae::decode_batches(const at::Tensor& z_all,
       for (const auto& r : blk.resnets) h = r(h, z, caches);
       if (blk.up) h = (*blk.up)(h);
     }
-    h = m.conv_out(at::silu(m.norm_out(h, z)), caches).to(at::kFloat);
+    h = m.conv_out(m.norm_out.activated(h, z), h.size(2), caches).to(at::kFloat);
     on_batch(h);
   }
 }
