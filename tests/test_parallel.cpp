@@ -25,16 +25,19 @@ struct Mix {
 };
 
 std::vector<Mix> mixes() {
-  auto make = [](int u, int r, bool cfg) {
+  auto make = [](int u, int r, bool cfg, int pf = 1) {
     plan::ParallelConfig p;
     p.ulysses_degree = u;
     p.ring_degree = r;
     p.use_cfg_parallel = cfg;
+    p.pipefusion_parallel_degree = pf;
+    p.num_pipeline_patch = pf > 1 ? 2 : 1;
     return p;
   };
   return {{"ulysses2", make(2, 1, false)}, {"ulysses3", make(3, 1, false)},    {"ulysses4", make(4, 1, false)},
           {"ring2", make(1, 2, false)},    {"ring3", make(1, 3, false)},       {"ring4", make(1, 4, false)},
-          {"ulysses2_ring2", make(2, 2, false)}, {"cfg2_ulysses2", make(2, 1, true)}, {"cfg2_ring3", make(1, 3, true)}};
+          {"ulysses2_ring2", make(2, 2, false)}, {"cfg2_ulysses2", make(2, 1, true)}, {"cfg2_ring3", make(1, 3, true)},
+          {"pipefusion2", make(1, 1, false, 2)}, {"pipefusion2_ulysses2", make(2, 1, false, 2)}};
 }
 
 int free_port() {
@@ -90,7 +93,8 @@ class TestParallel : public QObject {
           env.world_size = world;
           env.master_port = port;
           auto mesh = parallel::Mesh::create(p, env, at::kCPU, std::chrono::seconds(60));
-          err[size_t(r)] = test::max_abs_diff(parallel::parallel_forward(*model, *mesh, hidden, text, t, pos), want);
+          parallel::ParallelTransformer call(*model, *mesh);
+          err[size_t(r)] = test::max_abs_diff(call(hidden, text, t, pos), want);
         } catch (const std::exception& e) {
           failure[size_t(r)] = e.what();
         }
@@ -110,7 +114,8 @@ class TestParallel : public QObject {
     QFETCH(int, mix);
     const std::string n = name.toStdString();
     auto g = test::golden_json(n);
-    const auto p = mixes()[size_t(mix)].p;
+    auto p = mixes()[size_t(mix)].p;
+    p.warmup_steps = g["num_inference_steps"];  // PipeFusion: warm-up covering every step is exact
     const QString c = QString::fromStdString(test::golden_case(n)), file = c + "/golden.safetensors";
     const QString out = tmp_.path() + "/" + QString(QTest::currentDataTag()).replace('/', '_') + ".safetensors";
     QStringList args{"--model", c, "--height", QString::number(int(g["height"])), "--width",

@@ -91,11 +91,23 @@ class TestPlanParallel : public QObject {
     QVERIFY(plan::validate_parallel(cfg(1, 1, false, 2), j, model_, 2).empty());
   }
 
-  void pipefusion_is_refused_for_now() {
+  void pipefusion_stages_patches_and_warmup() {
     plan::ParallelConfig p;
     p.pipefusion_parallel_degree = 2;
     p.num_pipeline_patch = 2;
-    QVERIFY(has(plan::validate_parallel(p, job(), model_, 2), "pipefusion_parallel_degree", {"not available"}));
+    p.warmup_steps = 1;
+    QVERIFY(plan::validate_parallel(p, job(), model_, 2).empty());
+    p.pipefusion_parallel_degree = 3;  // 2 layers
+    QVERIFY(has(plan::validate_parallel(p, job(), model_, 3), "pipefusion_parallel_degree", {"has 2 layers"}));
+    p.pipefusion_parallel_degree = 2;
+    p.num_pipeline_patch = 5;  // 64 pixels / 8 / 2 = 4 token rows
+    QVERIFY(has(plan::validate_parallel(p, job(), model_, 2), "num_pipeline_patch", {"4 token rows", "at most 4"}));
+    p.num_pipeline_patch = 2;
+    p.warmup_steps = 0;
+    QVERIFY(has(plan::validate_parallel(p, job(), model_, 2), "warmup_steps", {"must be 1 to 50"}));
+    p.warmup_steps = 10;
+    p.ulysses_degree = 2;
+    QVERIFY(has(plan::validate_parallel(p, job(), model_, 4), "warmup_steps", {"synchronously", "--warmup_steps 50"}));
   }
 
   void degrees_below_one() {

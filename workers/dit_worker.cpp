@@ -48,8 +48,8 @@ int main(int argc, char** argv) {
     pipeline::Hooks hooks;
     hooks.cancel = &g_cancel;
     hooks.on_step = [&](int step, int total, double seconds) {
-      std::fprintf(stderr, "%sstep %d/%d  %.3f s  sent %.1f MB\n", prefix.c_str(), step, total, seconds,
-                   double(mesh->traffic().total_sent()) / 1e6);
+      std::fprintf(stderr, "%sstep %d/%d  %.3f s  sent %.1f MB  received %.1f MB\n", prefix.c_str(), step, total,
+                   seconds, double(mesh->traffic().total_sent()) / 1e6, double(mesh->traffic().total_received()) / 1e6);
     };
     auto log = [&](const std::string& s) {
       if (env.rank == 0) std::cerr << prefix << s << std::endl;

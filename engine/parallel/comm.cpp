@@ -81,6 +81,18 @@ void Group::exchange(const at::Tensor& out, int to, at::Tensor& in, int from) {
   }
 }
 
+void Group::send(const at::Tensor& t, int to) {
+  std::vector<at::Tensor> v{t.contiguous()};
+  pg_->send(v, to, p2p_tag_)->wait();
+  if (traffic_) traffic_->sent[size_t(CommKind::PointToPoint)] += bytes(t);
+}
+
+void Group::recv(at::Tensor& t, int from) {
+  std::vector<at::Tensor> v{t};
+  pg_->recv(v, from, p2p_tag_)->wait();
+  if (traffic_) traffic_->received[size_t(CommKind::PointToPoint)] += bytes(t);
+}
+
 void Group::broadcast(at::Tensor& t, int root) {
   if (size_ == 1) return;
   std::vector<at::Tensor> v{t};

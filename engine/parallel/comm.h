@@ -41,12 +41,16 @@ class Group {
   // Sends `out` to rank `to` while receiving into `in` from rank `from` (both may be in flight at once).
   void exchange(const at::Tensor& out, int to, at::Tensor& in, int from);
   void broadcast(at::Tensor& t, int root);
+  // Point to point, matched in order between a pair of ranks.
+  void send(const at::Tensor& t, int to);
+  void recv(at::Tensor& t, int from);
 
  private:
   c10::intrusive_ptr<compat::CommBackend> pg_;
   int rank_ = 0, size_ = 1;
   Traffic* traffic_ = nullptr;
-  int tag_ = 0;
+  int tag_ = 0;       // exchange()'s tags
+  int p2p_tag_ = 1 << 20;  // send()/recv() use one fixed tag: pairs stay in order
 };
 
 }  // namespace studio::parallel

@@ -2,44 +2,49 @@
 
 #include <ATen/ops/cat.h>
 
+#include "parallel/pipefusion.h"
 #include "parallel/sequence.h"
 
 namespace studio::parallel {
 
-namespace {
-
-at::Tensor sequence_forward(const models::CogVideoXTransformer& model, Mesh& mesh, const at::Tensor& hidden,
-                            const at::Tensor& text, const at::Tensor& timestep, const models::Positions& pos) {
-  if (mesh.config().sp_degree() == 1) return model.forward(hidden, text, timestep, pos);
-  const int64_t B = hidden.size(0), F = hidden.size(1), H = hidden.size(3), W = hidden.size(4);
-  const auto dev = model.device();
-  const auto temb = model.time_embedding(timestep);
-  auto full = model.embed(hidden.to(dev, model.dtype()), text.to(dev, model.dtype()), pos);
-  SequenceParallel sp(mesh, {full.text.size(1), full.video.size(1), mesh.config().sp_degree()});
-  auto local = sp.shard(full);
-  full = {};
-  at::Tensor cos, sin;  // padding rows rotate by nothing
-  if (pos.rope_cos.defined()) {
-    cos = sp.shard_video_table(pos.rope_cos, 1.0);
-    sin = sp.shard_video_table(pos.rope_sin, 0.0);
-  }
-  const auto attention = sp.attention();
-  for (size_t i = 0; i < model.num_blocks(); ++i) model.run_block(i, local, temb, cos, sin, attention);
-  const auto patches = sp.gather_video(model.project_out(local.video, temb));
-  return model.unpatchify(patches, B, F, H, W);
+ParallelTransformer::ParallelTransformer(const models::CogVideoXTransformer& model, Mesh& mesh)
+    : model_(model), mesh_(mesh) {
+  if (mesh.config().pipefusion_parallel_degree > 1) pipefusion_ = std::make_unique<PipeFusionStage>(model, mesh);
 }
 
-}  // namespace
+ParallelTransformer::~ParallelTransformer() = default;
 
-at::Tensor parallel_forward(const models::CogVideoXTransformer& model, Mesh& mesh, const at::Tensor& hidden,
-                            const at::Tensor& text, const at::Tensor& timestep, const models::Positions& pos) {
-  Group& cfg = mesh.group(plan::Dim::Cfg);
-  if (cfg.size() == 1) return sequence_forward(model, mesh, hidden, text, timestep, pos);
-  // The batch is [unconditional; conditional]: CFG rank c runs half c, then both halves are shared.
-  const int64_t half = hidden.size(0) / 2, c = cfg.rank();
-  auto mine = sequence_forward(model, mesh, hidden.narrow(0, c * half, half), text.narrow(0, c * half, half),
-                               timestep.narrow(0, c * half, half), pos);
-  return at::cat(cfg.all_gather(mine.contiguous()), 0);
+at::Tensor ParallelTransformer::operator()(const at::Tensor& hidden, const at::Tensor& text,
+                                           const at::Tensor& timestep, const models::Positions& pos) {
+  Group& cfg = mesh_.group(plan::Dim::Cfg);
+  at::Tensor out;
+  if (cfg.size() == 1) {
+    out = branch(hidden, text, timestep, pos);
+  } else {
+    // The batch is [unconditional; conditional]: CFG rank c runs half c, then both halves are shared.
+    const int64_t half = hidden.size(0) / 2, c = cfg.rank();
+    auto mine = branch(hidden.narrow(0, c * half, half), text.narrow(0, c * half, half),
+                       timestep.narrow(0, c * half, half), pos);
+    out = at::cat(cfg.all_gather(mine.contiguous()), 0);
+  }
+  ++calls_;
+  return out;
+}
+
+at::Tensor ParallelTransformer::branch(const at::Tensor& hidden, const at::Tensor& text, const at::Tensor& timestep,
+                                       const models::Positions& pos) {
+  if (pipefusion_) return pipefusion_->forward(calls_, hidden, text, timestep, pos);
+  if (mesh_.config().sp_degree() == 1) return model_.forward(hidden, text, timestep, pos);
+  const int64_t B = hidden.size(0), F = hidden.size(1), H = hidden.size(3), W = hidden.size(4);
+  const auto temb = model_.time_embedding(timestep);
+  auto full = model_.embed(hidden.to(model_.device(), model_.dtype()), text.to(model_.device(), model_.dtype()), pos);
+  SequenceParallel sp(mesh_, {full.text.size(1), full.video.size(1), mesh_.config().sp_degree()});
+  auto local = sp.shard(full);
+  full = {};
+  const auto [cos, sin] = sp.shard_rope(pos);
+  const auto attention = sp.attention();
+  for (size_t i = 0; i < model_.num_blocks(); ++i) model_.run_block(i, local, temb, cos, sin, attention);
+  return model_.unpatchify(sp.gather_video(model_.project_out(local.video, temb)), B, F, H, W);
 }
 
 }  // namespace studio::parallel

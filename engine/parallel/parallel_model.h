@@ -1,7 +1,10 @@
 // The transformer call one rank makes at each denoising step, wrapping the single-process model: the CFG
-// branches split over the CFG group, the sequence over the ring x Ulysses group. Every degree 1 leaves
-// the single-process path.
+// branches split over the CFG group, layers over the PipeFusion stages, the sequence over the ring x
+// Ulysses group. Every degree 1 leaves the single-process path.
 #pragma once
+#include <memory>
+#include <vector>
+
 #include <ATen/core/Tensor.h>
 
 #include "models/cogvideox_transformer.h"
@@ -9,9 +12,25 @@
 
 namespace studio::parallel {
 
-// Same contract as CogVideoXTransformer::forward, for the whole batch (both CFG branches); every rank of
-// the CFG and sequence groups returns the whole output.
-at::Tensor parallel_forward(const models::CogVideoXTransformer& model, Mesh& mesh, const at::Tensor& hidden,
-                            const at::Tensor& text, const at::Tensor& timestep, const models::Positions& pos);
+class PipeFusionStage;
+
+class ParallelTransformer {
+ public:
+  ParallelTransformer(const models::CogVideoXTransformer& model, Mesh& mesh);
+  ~ParallelTransformer();
+
+  // Same contract as CogVideoXTransformer::forward for the whole batch (both CFG branches); every rank
+  // returns the whole output. Call once per denoising step, in order (PipeFusion counts warm-up steps).
+  at::Tensor operator()(const at::Tensor& hidden, const at::Tensor& text, const at::Tensor& timestep,
+                        const models::Positions& pos);
+
+ private:
+  at::Tensor branch(const at::Tensor& hidden, const at::Tensor& text, const at::Tensor& timestep,
+                    const models::Positions& pos);
+  const models::CogVideoXTransformer& model_;
+  Mesh& mesh_;
+  int calls_ = 0;
+  std::unique_ptr<PipeFusionStage> pipefusion_;
+};
 
 }  // namespace studio::parallel

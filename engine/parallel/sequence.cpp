@@ -62,6 +62,11 @@ at::Tensor SequenceParallel::shard_video_table(const at::Tensor& table, double p
   return padded.narrow(0, int64_t(part_) * layout_.video_chunk(), layout_.video_chunk());
 }
 
+std::pair<at::Tensor, at::Tensor> SequenceParallel::shard_rope(const models::Positions& pos) const {
+  if (!pos.rope_cos.defined()) return {};
+  return {shard_video_table(pos.rope_cos, 1.0), shard_video_table(pos.rope_sin, 0.0)};
+}
+
 at::Tensor SequenceParallel::gather_video(const at::Tensor& local) const {
   auto parts = mesh_.group(plan::Dim::Sequence).all_gather(local);
   return at::cat(parts, 1).narrow(1, 0, layout_.video);

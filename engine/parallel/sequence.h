@@ -35,6 +35,8 @@ class SequenceParallel {
   models::CogVideoXTransformer::Tokens shard(const models::CogVideoXTransformer::Tokens& full) const;
   // Rows of a per-video-token table (RoPE cos/sin) for this rank; padding rows are `pad`.
   at::Tensor shard_video_table(const at::Tensor& table, double pad) const;
+  // This rank's RoPE rows (padding rotates by nothing); undefined when the model has no RoPE.
+  std::pair<at::Tensor, at::Tensor> shard_rope(const models::Positions& pos) const;
   // Every rank's video rows [B, video_chunk, F] -> [B, video, F], padding dropped.
   at::Tensor gather_video(const at::Tensor& local) const;
   // The attention over the whole sequence group, for run_block.

@@ -172,10 +172,12 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
     auto t1 = std::chrono::steady_clock::now();
     sampling::NoiseSource* noise = recorded ? static_cast<sampling::NoiseSource*>(recorded.get()) : &seeded;
     ModelCall call;
-    if (mesh.world_size() > 1)
-      call = [&](const at::Tensor& h, const at::Tensor& t, const at::Tensor& ts, const models::Positions& p) {
-        return parallel::parallel_forward(*transformer, mesh, h, t, ts, p);
-      };
+    std::shared_ptr<parallel::ParallelTransformer> parallel_model;
+    if (mesh.world_size() > 1) {
+      parallel_model = std::make_shared<parallel::ParallelTransformer>(*transformer, mesh);
+      call = [parallel_model](const at::Tensor& h, const at::Tensor& t, const at::Tensor& ts,
+                              const models::Positions& p) { return (*parallel_model)(h, t, ts, p); };
+    }
     auto latents = denoise(*transformer, model.scheduler, in, noise, hooks, call).cpu().contiguous();
     r.final_latents = at::cat(mesh.group(plan::Dim::Data).all_gather(latents), 0);
     r.seconds_denoising = since(t1);

@@ -28,7 +28,10 @@ std::string ParallelConfig::flags() const {
   add("--ulysses_degree", ulysses_degree, 1);
   add("--ring_degree", ring_degree, 1);
   add("--pipefusion_parallel_degree", pipefusion_parallel_degree, 1);
-  if (pipefusion_parallel_degree > 1) add("--num_pipeline_patch", num_pipeline_patch, 0);
+  if (pipefusion_parallel_degree > 1) {
+    add("--num_pipeline_patch", num_pipeline_patch, 0);
+    add("--warmup_steps", warmup_steps, 0);
+  }
   if (use_cfg_parallel) s += (s.empty() ? "" : " ") + std::string("--use_cfg_parallel");
   add("--data_parallel_degree", data_parallel_degree, 1);
   return s.empty() ? "(no parallel flags)" : s;
@@ -111,11 +114,6 @@ void check_shape(const ParallelConfig& p, const JobSpec& job, const ModelFolder&
                                                ": the job makes " + std::to_string(videos) +
                                                " video(s), which must divide evenly among the data-parallel groups; "
                                                "set --num_videos_per_prompt to a multiple of it"});
-  if (p.pipefusion_parallel_degree > 1)
-    out.push_back({"pipefusion_parallel_degree", "--pipefusion_parallel_degree " +
-                                                     std::to_string(p.pipefusion_parallel_degree) +
-                                                     ": PipeFusion is not available in this version yet; "
-                                                     "use --ulysses_degree, --ring_degree or --use_cfg_parallel"});
   if (p.pipefusion_parallel_degree > t.num_layers)
     out.push_back({"pipefusion_parallel_degree", "--pipefusion_parallel_degree " +
                                                      std::to_string(p.pipefusion_parallel_degree) + ": the model has " +
@@ -127,9 +125,17 @@ void check_shape(const ParallelConfig& p, const JobSpec& job, const ModelFolder&
                                                ": the latent has " + std::to_string(rows) +
                                                " token rows to split into patches; use at most " +
                                                std::to_string(rows)});
-    if (p.warmup_steps < 0 || p.warmup_steps > job.num_inference_steps)
-      out.push_back({"warmup_steps", "--warmup_steps " + std::to_string(p.warmup_steps) + ": must be 0 to " +
-                                         std::to_string(job.num_inference_steps) + " (the number of steps)"});
+    if (p.warmup_steps < 1 || p.warmup_steps > job.num_inference_steps)
+      out.push_back({"warmup_steps", "--warmup_steps " + std::to_string(p.warmup_steps) + ": must be 1 to " +
+                                         std::to_string(job.num_inference_steps) +
+                                         " (the number of steps; the pipelined steps need one synchronous step "
+                                         "first, and warm-up covering every step gives the one-process result)"});
+    else if (p.sp_degree() > 1 && p.warmup_steps < job.num_inference_steps)
+      out.push_back({"warmup_steps", "--warmup_steps " + std::to_string(p.warmup_steps) +
+                                         ": with ring or Ulysses inside PipeFusion, this version runs every step "
+                                         "synchronously; set --warmup_steps " +
+                                         std::to_string(job.num_inference_steps) +
+                                         " (= --num_inference_steps), or use PipeFusion alone"});
   }
 }
 

@@ -1,0 +1,137 @@
+#include "parallel/pipefusion.h"
+
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
+
+#include "compat/torch_compat.h"
+#include "parallel/sequence.h"
+
+namespace studio::parallel {
+
+using Tokens = models::CogVideoXTransformer::Tokens;
+
+PipeFusionStage::PipeFusionStage(const models::CogVideoXTransformer& model, Mesh& mesh) : model_(model), mesh_(mesh) {
+  stage_ = mesh.coords().pipefusion;
+  stages_ = mesh.config().pipefusion_parallel_degree;
+  // Layers split as evenly as they go, the first stages taking one more when they do not divide.
+  const size_t L = model.num_blocks(), base = L / size_t(stages_), rem = L % size_t(stages_), s = size_t(stage_);
+  first_ = s * base + std::min(s, rem);
+  end_ = first_ + base + (s < rem ? 1 : 0);
+  keys_.resize(end_ - first_);
+  values_.resize(end_ - first_);
+}
+
+at::Tensor PipeFusionStage::forward(int step, const at::Tensor& hidden, const at::Tensor& text,
+                                    const at::Tensor& timestep, const models::Positions& pos) {
+  if (step < mesh_.config().warmup_steps) return synchronous(hidden, text, timestep, pos);
+  return pipelined(hidden, text, timestep, pos);
+}
+
+at::Tensor PipeFusionStage::share_output(at::Tensor out, const std::vector<int64_t>& shape) {
+  Group& pf = mesh_.group(plan::Dim::PipeFusion);
+  if (stage_ != stages_ - 1)
+    out = at::empty(shape, at::TensorOptions().dtype(model_.dtype()).device(model_.device()));
+  out = out.contiguous();
+  pf.broadcast(out, stages_ - 1);
+  return out;
+}
+
+at::Tensor PipeFusionStage::synchronous(const at::Tensor& hidden, const at::Tensor& text, const at::Tensor& timestep,
+                                        const models::Positions& pos) {
+  Group& pf = mesh_.group(plan::Dim::PipeFusion);
+  const int64_t B = hidden.size(0), F = hidden.size(1), H = hidden.size(3), W = hidden.size(4);
+  const auto& cfg = model_.config();
+  const auto grid = model_.token_grid(F, H, W);
+  SequenceParallel sp(mesh_, {text.size(1), grid.tokens(), mesh_.config().sp_degree()});
+  const auto temb = model_.time_embedding(timestep);
+  const auto opts = at::TensorOptions().dtype(model_.dtype()).device(model_.device());
+  Tokens x;
+  if (stage_ == 0) {
+    x = sp.shard(model_.embed(hidden.to(opts), text.to(opts), pos));
+  } else {
+    x.text = at::empty({B, sp.layout().text_chunk(), cfg.inner_dim()}, opts);
+    x.video = at::empty({B, sp.layout().video_chunk(), cfg.inner_dim()}, opts);
+    pf.recv(x.text, stage_ - 1);
+    pf.recv(x.video, stage_ - 1);
+  }
+  const auto [cos, sin] = sp.shard_rope(pos);
+  const bool sequence_parallel = mesh_.config().sp_degree() > 1;
+  for (size_t i = first_; i < end_; ++i) {
+    // With one sequence rank, keep this step's keys and values for the pipelined steps that follow.
+    models::AttentionFn attention = sp.attention();
+    if (!sequence_parallel)
+      attention = [this, i](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+        keys_[i - first_] = k.clone();
+        values_[i - first_] = v.clone();
+        return compat::attention(q, k, v);
+      };
+    model_.run_block(i, x, temb, cos, sin, attention);
+  }
+  at::Tensor out;
+  if (stage_ + 1 < stages_) {
+    pf.send(x.text, stage_ + 1);
+    pf.send(x.video, stage_ + 1);
+  } else {
+    out = model_.unpatchify(sp.gather_video(model_.project_out(x.video, temb)), B, F, H, W);
+  }
+  const int64_t p = cfg.patch_size;
+  return share_output(out, {B, F, cfg.out_channels, grid.rows * p, grid.cols * p});
+}
+
+at::Tensor PipeFusionStage::pipelined(const at::Tensor& hidden, const at::Tensor& text, const at::Tensor& timestep,
+                                      const models::Positions& pos) {
+  Group& pf = mesh_.group(plan::Dim::PipeFusion);
+  const int64_t B = hidden.size(0), F = hidden.size(1), H = hidden.size(3), W = hidden.size(4);
+  const auto& cfg = model_.config();
+  const auto grid = model_.token_grid(F, H, W);
+  const int64_t T = text.size(1), patches = mesh_.config().num_pipeline_patch;
+  const auto temb = model_.time_embedding(timestep);
+  const auto opts = at::TensorOptions().dtype(model_.dtype()).device(model_.device());
+  Tokens full;
+  if (stage_ == 0) full = model_.embed(hidden.to(opts), text.to(opts), pos);
+  at::Tensor out;  // last stage: [B, video tokens, patch features]
+  for (int64_t m = 0; m < patches; ++m) {
+    // Patch m: token rows [r0, r1) of every frame; the text travels with the first patch.
+    const int64_t r0 = m * grid.rows / patches, r1 = (m + 1) * grid.rows / patches;
+    const auto rows = at::arange(r0 * grid.cols, r1 * grid.cols, at::kLong);
+    const auto frames = at::arange(grid.frames, at::kLong) * (int64_t(grid.rows) * grid.cols);
+    const auto idx = (frames.view({-1, 1}) + rows.view({1, -1})).reshape({-1}).to(model_.device());
+    const int64_t n = idx.size(0), t = m == 0 ? T : 0;
+    Tokens x;
+    if (stage_ == 0) {
+      x = {full.video.index_select(1, idx), full.text.narrow(1, 0, t)};
+    } else {
+      x.video = at::empty({B, n, cfg.inner_dim()}, opts);
+      x.text = at::empty({B, t, cfg.inner_dim()}, opts);
+      if (t > 0) pf.recv(x.text, stage_ - 1);
+      pf.recv(x.video, stage_ - 1);
+    }
+    // Where the patch's keys go in the buffer: [text, video] rows of the joint sequence.
+    const auto joint = m == 0 ? at::cat({at::arange(T, idx.options()), idx + T}) : idx + T;
+    at::Tensor cos, sin;
+    if (pos.rope_cos.defined()) cos = pos.rope_cos.index_select(0, idx), sin = pos.rope_sin.index_select(0, idx);
+    for (size_t i = first_; i < end_; ++i) {
+      auto attention = [this, i, &joint](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+        keys_[i - first_].index_copy_(2, joint, k);
+        values_[i - first_].index_copy_(2, joint, v);
+        return compat::attention(q, keys_[i - first_], values_[i - first_]);
+      };
+      model_.run_block(i, x, temb, cos, sin, attention);
+    }
+    if (stage_ + 1 < stages_) {
+      if (t > 0) pf.send(x.text, stage_ + 1);
+      pf.send(x.video, stage_ + 1);
+    } else {
+      auto patch = model_.project_out(x.video, temb);
+      if (!out.defined()) out = at::empty({B, grid.tokens(), patch.size(2)}, patch.options());
+      out.index_copy_(1, idx, patch);
+    }
+  }
+  if (out.defined()) out = model_.unpatchify(out, B, F, H, W);
+  const int64_t p = cfg.patch_size;
+  return share_output(out, {B, F, cfg.out_channels, grid.rows * p, grid.cols * p});
+}
+
+}  // namespace studio::parallel

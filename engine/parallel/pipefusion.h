@@ -1,0 +1,43 @@
+// PipeFusion: the transformer's layers split into stages over the PipeFusion group. Warm-up steps are
+// synchronous: the whole sequence (this rank's sequence shard, with ring x Ulysses inside each stage)
+// passes from stage to stage, so they equal one process. Later steps are pipelined: the latent is cut into
+// num_pipeline_patch patches of token rows that flow through the stages one after another, each layer
+// attending to a buffer of keys and values that is fresh for the patches already done this step and one
+// step old for the rest (the stale activations PipeFusion trades for overlap).
+#pragma once
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "models/cogvideox_transformer.h"
+#include "parallel/mesh.h"
+
+namespace studio::parallel {
+
+class PipeFusionStage {
+ public:
+  PipeFusionStage(const models::CogVideoXTransformer& model, Mesh& mesh);
+
+  // `step` counts the calls from 0; steps below warmup_steps are synchronous. Every rank of the
+  // PipeFusion group returns the whole output.
+  at::Tensor forward(int step, const at::Tensor& hidden, const at::Tensor& text, const at::Tensor& timestep,
+                     const models::Positions& pos);
+
+  size_t first_layer() const { return first_; }
+  size_t end_layer() const { return end_; }
+
+ private:
+  at::Tensor synchronous(const at::Tensor& hidden, const at::Tensor& text, const at::Tensor& timestep,
+                         const models::Positions& pos);
+  at::Tensor pipelined(const at::Tensor& hidden, const at::Tensor& text, const at::Tensor& timestep,
+                       const models::Positions& pos);
+  at::Tensor share_output(at::Tensor out, const std::vector<int64_t>& shape);
+
+  const models::CogVideoXTransformer& model_;
+  Mesh& mesh_;
+  int stage_ = 0, stages_ = 1;
+  size_t first_ = 0, end_ = 0;
+  std::vector<at::Tensor> keys_, values_;  // per layer of this stage: [B, heads, text + video, head_dim]
+};
+
+}  // namespace studio::parallel
