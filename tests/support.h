@@ -5,6 +5,9 @@
 #include <QString>
 #include <QtTest>
 
+#include <sys/resource.h>
+
+#include <csignal>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -68,6 +71,20 @@ bool throws_with(Fn&& fn, std::initializer_list<const char*> parts) {
   }
   qWarning("no exception was thrown");
   return false;
+}
+
+// Runs `fn` with files limited to `bytes` (a full disk, as far as a write can tell: EFBIG), then restores
+// the limit.
+inline void with_file_size_limit(rlim_t bytes, const std::function<void()>& fn) {
+  struct rlimit old {};
+  getrlimit(RLIMIT_FSIZE, &old);
+  auto handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit lim = old;
+  lim.rlim_cur = bytes;
+  setrlimit(RLIMIT_FSIZE, &lim);
+  fn();
+  setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, handler);
 }
 
 }  // namespace studio::test

@@ -2,8 +2,6 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include <sys/resource.h>
-#include <csignal>
 #include <filesystem>
 #include <set>
 
@@ -115,21 +113,15 @@ class TestClipWriter : public QObject {
   }
 
   void full_disk_fails_cleanly() {
-    struct rlimit old {};
-    getrlimit(RLIMIT_FSIZE, &old);
-    auto handler = std::signal(SIGXFSZ, SIG_IGN);
-    struct rlimit lim = old;
-    lim.rlim_cur = 2048;
-    setrlimit(RLIMIT_FSIZE, &lim);
     bool threw = false;
-    try {
-      write(path("full.webm"), 24, 256, 256);
-    } catch (const InputError& e) {
-      threw = true;
-      qInfo("full disk: %s", e.what());
-    }
-    setrlimit(RLIMIT_FSIZE, &old);
-    std::signal(SIGXFSZ, handler);
+    test::with_file_size_limit(2048, [&] {
+      try {
+        write(path("full.webm"), 24, 256, 256);
+      } catch (const InputError& e) {
+        threw = true;
+        qInfo("full disk: %s", e.what());
+      }
+    });
     QVERIFY(threw);
     QVERIFY(!fs::exists(path("full.webm")));
     expect_only({"clip.mp4", "clip.mp4.json", "clip.webm", "clip.webm.json", "clip.gif", "clip.gif.json", "frames"});

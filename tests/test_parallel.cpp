@@ -5,15 +5,11 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <thread>
 
 #include "parallel/parallel_model.h"
 #include "tensor_support.h"
+#include "workers/local_launch.h"
 
 using namespace studio;
 
@@ -38,18 +34,6 @@ std::vector<Mix> mixes() {
           {"ring2", make(1, 2, false)},    {"ring3", make(1, 3, false)},       {"ring4", make(1, 4, false)},
           {"ulysses2_ring2", make(2, 2, false)}, {"cfg2_ulysses2", make(2, 1, true)}, {"cfg2_ring3", make(1, 3, true)},
           {"pipefusion2", make(1, 1, false, 2)}, {"pipefusion2_ulysses2", make(2, 1, false, 2)}};
-}
-
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
 }
 
 void add_rows() {
@@ -81,7 +65,7 @@ class TestParallel : public QObject {
     auto t = io::TensorFile(test::golden_case(n) + "/golden.safetensors", "g").get_int64("step0_timestep");
     auto want = test::golden_tensor(n, "step0_output");
     const auto pos = model->positions(model->token_grid(hidden.size(1), hidden.size(3), hidden.size(4)));
-    const int world = p.world_size(), port = free_port();
+    const int world = p.world_size(), port = workers::free_loopback_port();
     std::vector<double> err(size_t(world), 1e30);
     std::vector<std::string> failure(static_cast<size_t>(world));
     std::vector<std::thread> ranks;

@@ -2,8 +2,6 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include <sys/resource.h>
-#include <csignal>
 #include <cstring>
 #include <filesystem>
 
@@ -104,17 +102,12 @@ class TestSafetensors : public QObject {
   void full_disk_leaves_nothing_behind() {
     // A file-size limit stands in for a full disk: the write fails part-way with EFBIG.
     std::vector<float> big(1 << 16, 1.0f);
-    struct rlimit old {};
-    getrlimit(RLIMIT_FSIZE, &old);
-    auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-    struct rlimit lim = old;
-    lim.rlim_cur = 4096;
-    setrlimit(RLIMIT_FSIZE, &lim);
-    const bool threw = test::throws_with<InputError>(
-        [&] { io::write_safetensors(path("full.safetensors"), {{"a", DType::F32, {int64_t(big.size())}, big.data()}}); },
-        {"full.safetensors", "write failed", "nothing was left behind"});
-    setrlimit(RLIMIT_FSIZE, &old);
-    std::signal(SIGXFSZ, old_handler);
+    bool threw = false;
+    test::with_file_size_limit(4096, [&] {
+      threw = test::throws_with<InputError>(
+          [&] { io::write_safetensors(path("full.safetensors"), {{"a", DType::F32, {int64_t(big.size())}, big.data()}}); },
+          {"full.safetensors", "write failed", "nothing was left behind"});
+    });
     QVERIFY(threw);
     QVERIFY(!std::filesystem::exists(path("full.safetensors")));
     for (auto& e : std::filesystem::directory_iterator(tmp_.path().toStdString()))

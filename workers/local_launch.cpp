@@ -24,8 +24,9 @@ namespace studio::workers {
 
 namespace {
 
-// A port the kernel says is free on loopback now (the rendezvous binds it a moment later).
-int free_port() {
+}  // namespace
+
+int free_loopback_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -39,6 +40,8 @@ int free_port() {
   ::close(fd);
   return ntohs(a.sin_port);
 }
+
+namespace {
 
 std::string describe_status(int status) {
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
@@ -62,7 +65,7 @@ LaunchOutcome launch_local(const plan::JobFile& job, const std::string& worker_e
   const fs::path dir(tmpl);  // mkdtemp makes it 0700
   const std::string job_path = (dir / "job.json").string();
   std::ofstream(job_path) << plan::to_json(job);
-  const std::string port = std::to_string(free_port());
+  const std::string port = std::to_string(free_loopback_port());
 
   std::vector<pid_t> pids;
   pid_t group = 0;

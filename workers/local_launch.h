@@ -15,6 +15,9 @@ struct LaunchOutcome {
   std::string message;  // which rank failed and how, for the user
 };
 
+// A TCP port that is free on loopback now (for a rendezvous a moment later).
+int free_loopback_port();
+
 // `stop` (set by a signal handler) asks every rank to stop.
 LaunchOutcome launch_local(const plan::JobFile& job, const std::string& worker_exe, const std::atomic<bool>& stop);
 
