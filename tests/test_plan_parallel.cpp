@@ -110,6 +110,29 @@ class TestPlanParallel : public QObject {
     QVERIFY(has(plan::validate_parallel(p, job(), model_, 4), "warmup_steps", {"synchronously", "--warmup_steps 50"}));
   }
 
+  void memory_estimate_divides_and_is_checked() {
+    // The real CogVideoX-2b shape: 30 layers of width 1920, 17,776 tokens.
+    auto folder = model_;
+    folder.transformer.num_attention_heads = 30;
+    folder.transformer.attention_head_dim = 64;
+    folder.transformer.num_layers = 30;
+    folder.transformer.time_embed_dim = 512;
+    folder.transformer.text_embed_dim = 4096;
+    folder.transformer.max_text_seq_length = 226;
+    plan::JobSpec j;
+    j.prompt_embeds_file = "e.safetensors";
+    j.height = 480, j.width = 720, j.num_frames = 49;
+    plan::apply_model_defaults(j, folder);
+    const auto one = plan::estimate_memory({}, j, folder, 2);
+    // Weights alone: about 1.7 billion parameters in bf16.
+    QVERIFY2(one.transformer_gib > 3 && one.transformer_gib < 12, qPrintable(QString::number(one.transformer_gib)));
+    const auto four = plan::estimate_memory(cfg(4, 1), j, folder, 2);
+    QVERIFY(four.transformer_gib < one.transformer_gib);
+    QVERIFY(has(plan::validate_parallel({}, j, folder, 1, 2.0, 2), "memory",
+                {"estimated at", "GiB per rank", "more than the 2.0 GiB", "ring/Ulysses"}));
+    QVERIFY(plan::validate_parallel({}, j, folder, 1, 80.0, 2).empty());
+  }
+
   void degrees_below_one() {
     QVERIFY(has(plan::validate_parallel(cfg(0, 1), job(), model_, 1), "ulysses_degree", {"must be 1 or more"}));
   }

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include <ATen/Context.h>
+
 #include "compat/torch_compat.h"
 #include "pipeline/run_job.h"
 #include "plan/error.h"
@@ -52,7 +54,10 @@ int main(int argc, char** argv) {
     }
     plan::apply_model_defaults(args.job, model);
     auto problems = plan::validate(args.job, model);
-    const int processes = args.parallel.world_size();  // CPU ranks: as many as the degrees ask for
+    // One rank per visible GPU (choose them with CUDA_VISIBLE_DEVICES); on the CPU, as many ranks as the
+    // degrees ask for.
+    const bool gpus = args.job.device != "cpu" && at::hasCUDA();
+    const int processes = gpus ? int(at::getNumGPUs()) : args.parallel.world_size();
     auto more = plan::validate_parallel(args.parallel, args.job, model, processes);
     problems.insert(problems.end(), more.begin(), more.end());
     if (!problems.empty()) throw workers::ArgError(problems.front().message);

@@ -1,6 +1,7 @@
 #include "plan/parallel.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 namespace studio::plan {
@@ -180,11 +181,62 @@ std::vector<ParallelConfig> valid_configs(const JobSpec& job, const ModelFolder&
   return out;
 }
 
+double MemoryEstimate::peak_gib() const { return std::max({transformer_gib, text_encoder_gib, vae_gib}); }
+
+MemoryEstimate estimate_memory(const ParallelConfig& p, const JobSpec& job, const ModelFolder& model,
+                               int bytes_per_value) {
+  const auto& t = model.transformer;
+  const double D = t.inner_dim(), E = t.time_embed_dim, b = bytes_per_value, gib = 1024.0 * 1024 * 1024;
+  // Per block: two adaptive norms (6D from E each), q/k/v/out (4 D^2), feed-forward (8 D^2).
+  const double block = 12 * D * E + 12 * D * D;
+  const double other = t.text_embed_dim * D + 2 * D * E + 2 * E * D + D * t.in_channels * t.patch_size * t.patch_size * 2;
+  const int layers_here = (t.num_layers + p.pipefusion_parallel_degree - 1) / p.pipefusion_parallel_degree;
+  MemoryEstimate m;
+  const double weights = (layers_here * block + other) * b;
+  // Activations: the tokens this rank holds, for its share of the batch, through one block at a time
+  // (hidden states, q/k/v, the 4D feed-forward, the attention output: about 16 values per token and
+  // channel), plus the keys and values an attention gathers.
+  double tokens = 0;
+  if (job.height > 0 && job.width > 0 && job.num_frames > 0) {
+    const auto g = latent_geometry(job, model);
+    tokens = double(g.video_tokens + job.max_sequence_length);
+  }
+  const double batch = double(std::max(1, job.num_videos_per_prompt)) / p.data_parallel_degree *
+                       (job.guidance_scale > 1 && !p.use_cfg_parallel ? 2 : 1);
+  const double local = tokens / p.sp_degree();
+  m.transformer_gib = (weights + batch * D * b * (16 * local + 2 * tokens / p.ring_degree)) / gib;
+  if (model.text_encoder) {
+    const auto& c = *model.text_encoder;
+    const double te = double(c.vocab_size) * c.d_model +
+                      double(c.num_layers) * (4.0 * c.d_model * c.num_heads * c.d_kv + 3.0 * c.d_model * c.d_ff);
+    m.text_encoder_gib = te * b / gib;
+  }
+  if (model.vae && job.height > 0) {
+    // One batch of 8 frames at full size through the widest full-size blocks (measured: docs/performance.md).
+    const auto& v = *model.vae;
+    const double top = v.block_out_channels.size() > 1 ? v.block_out_channels[v.block_out_channels.size() - 2] : 128;
+    m.vae_gib = 8.0 * job.height * job.width * (2 * top + 2 * v.block_out_channels.front()) * b / gib + 0.5;
+  }
+  return m;
+}
+
 std::vector<Problem> validate_parallel(const ParallelConfig& p, const JobSpec& job, const ModelFolder& model,
-                                       int processes) {
+                                       int processes, double memory_gib, int bytes_per_value) {
   std::vector<Problem> out;
   check_shape(p, job, model, out);
   if (!out.empty()) return out;
+  if (memory_gib > 0) {
+    const auto m = estimate_memory(p, job, model, bytes_per_value);
+    if (m.peak_gib() > memory_gib) {
+      char msg[400];
+      std::snprintf(msg, sizeof msg,
+                    "%s is estimated at %.1f GiB per rank (transformer %.1f, text encoder %.1f, VAE decode %.1f), "
+                    "more than the %.1f GiB each device has; more ring/Ulysses ranks, PipeFusion stages or CFG "
+                    "parallel divide it",
+                    p.describe().c_str(), m.peak_gib(), m.transformer_gib, m.text_encoder_gib, m.vae_gib, memory_gib);
+      out.push_back({"memory", msg});
+    }
+  }
   if (p.world_size() != processes) {
     std::string msg = p.describe() + " needs " + std::to_string(p.world_size()) + " processes, but " +
                       std::to_string(processes) + (processes == 1 ? " is" : " are") +

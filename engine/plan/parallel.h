@@ -41,11 +41,23 @@ enum class Dim { Data, Cfg, PipeFusion, Ring, Ulysses, Sequence /* Ring x Ulysse
 // The ranks that share every coordinate with `rank` except those of `dim`, in group order.
 std::vector<int> group_of(int rank, Dim dim, const ParallelConfig& p);
 
+// A rough upper estimate of one rank's memory for a job, from the configs alone: the transformer's
+// weights (split by PipeFusion) plus the activations of the tokens it holds (split by ring x Ulysses, CFG
+// and data parallel), the text encoder (released before denoising), and the VAE decode (one rank).
+struct MemoryEstimate {
+  double transformer_gib = 0;   // weights + activations while denoising
+  double text_encoder_gib = 0;  // weights + activations, before denoising
+  double vae_gib = 0;           // weights + one frame batch's activations
+  double peak_gib() const;
+};
+MemoryEstimate estimate_memory(const ParallelConfig& p, const JobSpec& job, const ModelFolder& model,
+                               int bytes_per_value);
+
 // Problems with the configuration for this job on `processes` processes (GPUs, or CPU processes).
 // Each message says why and what would work; when the degrees do not multiply to `processes`, it lists
-// the valid configurations for that count.
+// the valid configurations for that count. `memory_gib` is each device's memory when known (0: unknown).
 std::vector<Problem> validate_parallel(const ParallelConfig& p, const JobSpec& job, const ModelFolder& model,
-                                       int processes);
+                                       int processes, double memory_gib = 0, int bytes_per_value = 4);
 
 // Every configuration that runs this job on exactly `processes` processes, nearest to `near` first.
 std::vector<ParallelConfig> valid_configs(const JobSpec& job, const ModelFolder& model, int processes,
