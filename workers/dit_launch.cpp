@@ -58,7 +58,13 @@ int main(int argc, char** argv) {
     // degrees ask for.
     const bool gpus = args.job.device != "cpu" && at::hasCUDA();
     const int processes = gpus ? int(at::getNumGPUs()) : args.parallel.world_size();
-    auto more = plan::validate_parallel(args.parallel, args.job, model, processes);
+    double memory_gib = 0;  // the smallest GPU's, when known
+    for (int i = 0; gpus && i < processes; ++i)
+      if (auto m = compat::device_memory(at::Device(at::kCUDA, int8_t(i))))
+        memory_gib = memory_gib == 0 ? double(m->total_bytes) / (1 << 30)
+                                     : std::min(memory_gib, double(m->total_bytes) / (1 << 30));
+    auto more = plan::validate_parallel(args.parallel, args.job, model, processes, memory_gib,
+                                        gpus && args.job.dtype != "float32" ? 2 : 4);
     problems.insert(problems.end(), more.begin(), more.end());
     if (!problems.empty()) throw workers::ArgError(problems.front().message);
     if (demo)

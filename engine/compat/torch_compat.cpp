@@ -8,11 +8,14 @@
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/cat.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/softmax.h>
 #if TORCH_VERSION_MAJOR >= 2
 #include <ATen/ops/scaled_dot_product_attention.h>
 #endif
+
+#include <dlfcn.h>
 
 #include <cmath>
 
@@ -37,6 +40,20 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
 }
 
 const char* torch_version() { return TORCH_VERSION; }
+
+std::optional<DeviceMemory> device_memory(const at::Device& device) {
+  if (!device.is_cuda()) return std::nullopt;
+  using MemGetInfo = int (*)(size_t*, size_t*);
+  static const auto mem_get_info = reinterpret_cast<MemGetInfo>(dlsym(RTLD_DEFAULT, "cudaMemGetInfo"));
+  if (!mem_get_info) return std::nullopt;
+  const auto* guard = c10::impl::getDeviceGuardImpl(at::kCUDA);
+  const at::Device previous = guard->exchangeDevice(device);
+  DeviceMemory m;
+  const int status = mem_get_info(&m.free_bytes, &m.total_bytes);
+  guard->setDevice(previous);
+  if (status != 0) return std::nullopt;
+  return m;
+}
 
 c10::intrusive_ptr<CommBackend> make_comm_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                                   const at::Device& device, std::chrono::milliseconds timeout,

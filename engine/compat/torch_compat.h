@@ -2,6 +2,7 @@
 // here; nothing else in the code checks a torch version.
 #pragma once
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include <ATen/core/Tensor.h>
@@ -34,6 +35,13 @@ c10::intrusive_ptr<CommBackend> make_comm_backend(const c10::intrusive_ptr<c10d:
 // 1.13 has no public fused kernel: the math, in blocks of queries so that the score matrix of a
 // real-size video (17,776 tokens) never has to exist whole.
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
+
+// Free and total memory of a CUDA device, from the CUDA runtime that a CUDA LibTorch loads (looked up at
+// run time, so CPU builds compile the same code); nullopt on the CPU or when it cannot be read.
+struct DeviceMemory {
+  size_t free_bytes = 0, total_bytes = 0;
+};
+std::optional<DeviceMemory> device_memory(const at::Device& device);
 
 // "1.13.1" etc., for logs and --version.
 const char* torch_version();
