@@ -156,7 +156,11 @@ struct Resnet {
     const int64_t T = x.size(2);
     at::Tensor h = conv1(norm1.activated(x, zq), T, c);
     h = conv2(norm2.activated(h, zq), T, c);
-    return h.add_(shortcut_w.defined() ? at::conv3d(x, shortcut_w, shortcut_b) : x);
+    if (!shortcut_w.defined()) return h.add_(x);
+    // The 1x1x1 shortcut frame by frame: x is the widest tensor here, so no full-size copy of it is made.
+    for (int64_t t = 0; t < T; ++t)
+      h.narrow(2, t, 1).add_(at::conv3d(x.narrow(2, t, 1), shortcut_w, shortcut_b));
+    return h;
   }
 };
 
