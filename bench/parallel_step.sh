@@ -11,7 +11,7 @@ model=$(mktemp -d /tmp/dit-bench-model-XXXXXX)
 trap 'rm -rf "$model"' EXIT
 "$build/bin/bench-make-model" "$model" --layers "$layers" >/dev/null
 
-configs=("" "--ulysses_degree 2" "--ring_degree 2" "--use_cfg_parallel" "--ulysses_degree 3" "--ring_degree 3"
+configs=("" "--ulysses_degree 2" "--ring_degree 2" "--use_cfg_parallel"
          "--ulysses_degree 2 --ring_degree 2" "--use_cfg_parallel --ulysses_degree 2")
 echo "CogVideoX-2B shape, 480x720x49, $layers layer(s), $steps steps, guidance 6 (CFG batch of 2), float32, CPU ($(nproc) cores)"
 echo
