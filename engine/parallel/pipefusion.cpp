@@ -29,10 +29,17 @@ at::Tensor PipeFusionStage::forward(int step, const at::Tensor& hidden, const at
   return pipelined(hidden, text, timestep, pos);
 }
 
-at::Tensor PipeFusionStage::share_output(at::Tensor out, const std::vector<int64_t>& shape) {
+PipeFusionStage::Step PipeFusionStage::step_of(const at::Tensor& hidden, const at::Tensor& timestep) const {
+  Step s{hidden.size(0), hidden.size(1), hidden.size(3), hidden.size(4), {}, model_.time_embedding(timestep),
+         at::TensorOptions().dtype(model_.dtype()).device(model_.device())};
+  s.grid = model_.token_grid(s.F, s.H, s.W);
+  return s;
+}
+
+// The last stage's output, on every stage.
+at::Tensor PipeFusionStage::share_output(at::Tensor out, const Step& s) {
   Group& pf = mesh_.group(plan::Dim::PipeFusion);
-  if (stage_ != stages_ - 1)
-    out = at::empty(shape, at::TensorOptions().dtype(model_.dtype()).device(model_.device()));
+  if (stage_ != stages_ - 1) out = at::empty({s.B, s.F, model_.config().out_channels, s.H, s.W}, s.opts);
   out = out.contiguous();
   pf.broadcast(out, stages_ - 1);
   return out;
@@ -41,12 +48,10 @@ at::Tensor PipeFusionStage::share_output(at::Tensor out, const std::vector<int64
 at::Tensor PipeFusionStage::synchronous(const at::Tensor& hidden, const at::Tensor& text, const at::Tensor& timestep,
                                         const models::Positions& pos) {
   Group& pf = mesh_.group(plan::Dim::PipeFusion);
-  const int64_t B = hidden.size(0), F = hidden.size(1), H = hidden.size(3), W = hidden.size(4);
+  const Step s = step_of(hidden, timestep);
+  const auto& [B, F, H, W, grid, temb, opts] = s;
   const auto& cfg = model_.config();
-  const auto grid = model_.token_grid(F, H, W);
   SequenceParallel sp(mesh_, {text.size(1), grid.tokens(), mesh_.config().sp_degree()});
-  const auto temb = model_.time_embedding(timestep);
-  const auto opts = at::TensorOptions().dtype(model_.dtype()).device(model_.device());
   Tokens x;
   if (stage_ == 0) {
     x = sp.shard(model_.embed(hidden.to(opts), text.to(opts), pos));
@@ -76,19 +81,16 @@ at::Tensor PipeFusionStage::synchronous(const at::Tensor& hidden, const at::Tens
   } else {
     out = model_.unpatchify(sp.gather_video(model_.project_out(x.video, temb)), B, F, H, W);
   }
-  const int64_t p = cfg.patch_size;
-  return share_output(out, {B, F, cfg.out_channels, grid.rows * p, grid.cols * p});
+  return share_output(out, s);
 }
 
 at::Tensor PipeFusionStage::pipelined(const at::Tensor& hidden, const at::Tensor& text, const at::Tensor& timestep,
                                       const models::Positions& pos) {
   Group& pf = mesh_.group(plan::Dim::PipeFusion);
-  const int64_t B = hidden.size(0), F = hidden.size(1), H = hidden.size(3), W = hidden.size(4);
+  const Step s = step_of(hidden, timestep);
+  const auto& [B, F, H, W, grid, temb, opts] = s;
   const auto& cfg = model_.config();
-  const auto grid = model_.token_grid(F, H, W);
   const int64_t T = text.size(1), patches = mesh_.config().num_pipeline_patch;
-  const auto temb = model_.time_embedding(timestep);
-  const auto opts = at::TensorOptions().dtype(model_.dtype()).device(model_.device());
   Tokens full;
   if (stage_ == 0) full = model_.embed(hidden.to(opts), text.to(opts), pos);
   at::Tensor out;  // last stage: [B, video tokens, patch features]
@@ -130,8 +132,7 @@ at::Tensor PipeFusionStage::pipelined(const at::Tensor& hidden, const at::Tensor
     }
   }
   if (out.defined()) out = model_.unpatchify(out, B, F, H, W);
-  const int64_t p = cfg.patch_size;
-  return share_output(out, {B, F, cfg.out_channels, grid.rows * p, grid.cols * p});
+  return share_output(out, s);
 }
 
 }  // namespace studio::parallel

@@ -31,7 +31,15 @@ class PipeFusionStage {
                          const models::Positions& pos);
   at::Tensor pipelined(const at::Tensor& hidden, const at::Tensor& text, const at::Tensor& timestep,
                        const models::Positions& pos);
-  at::Tensor share_output(at::Tensor out, const std::vector<int64_t>& shape);
+  // What both kinds of step need to know about the call.
+  struct Step {
+    int64_t B, F, H, W;
+    models::TokenGrid grid;
+    at::Tensor temb;
+    at::TensorOptions opts;
+  };
+  Step step_of(const at::Tensor& hidden, const at::Tensor& timestep) const;
+  at::Tensor share_output(at::Tensor out, const Step& s);
 
   const models::CogVideoXTransformer& model_;
   Mesh& mesh_;
