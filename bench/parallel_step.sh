@@ -22,10 +22,11 @@ for c in "${configs[@]}"; do
         --num_inference_steps "$steps" $c 2>&1) || { echo "| ${c:-one process} | failed | | | |"; continue; }
   procs=$(echo "$log" | grep -oP 'starting \K[0-9]+' || echo 1)
   # The last step's line of every rank: time, cumulative MB sent and received.
-  last=$(echo "$log" | grep -P "step $steps/$steps" )
-  secs=$(echo "$last" | grep -oP "step $steps/$steps\s+\K[0-9.]+" | sort -g | tail -1)
-  sent=$(echo "$last" | grep -oP 'sent \K[0-9.]+' | sort -g | tail -1)
-  recv=$(echo "$last" | grep -oP 'received \K[0-9.]+' | sort -g | tail -1)
+  last=$(echo "$log" | grep -P "step $steps/$steps" || true)
+  secs=$(echo "$last" | grep -oP "step $steps/$steps\s+\K[0-9.]+" | sort -g | tail -1 || true)
+  # One process moves nothing: its step line has no traffic figures.
+  sent=$(echo "$last" | grep -oP 'sent \K[0-9.]+' | sort -g | tail -1 || true)
+  recv=$(echo "$last" | grep -oP 'received \K[0-9.]+' | sort -g | tail -1 || true)
   per_step() { awk -v t="${1:-0}" -v s="$steps" 'BEGIN { printf "%.1f", t / s }'; }
   echo "| ${c:-one process} | $procs | $secs | $(per_step "$sent") | $(per_step "$recv") |"
 done
