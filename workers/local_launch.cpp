@@ -71,7 +71,16 @@ LaunchOutcome launch_local(const plan::JobFile& job, const std::string& worker_e
   pid_t group = 0;
   for (int r = 0; r < world; ++r) {
     const pid_t pid = ::fork();
-    if (pid < 0) break;
+    if (pid < 0) {
+      // The ranks already started would wait for the missing one until the rendezvous times out.
+      const std::string why = strerror(errno);
+      if (group) ::kill(-group, SIGKILL);
+      while (group && ::waitpid(-group, nullptr, 0) > 0) {
+      }
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+      throw InputError("cannot start rank " + std::to_string(r) + " of " + std::to_string(world) + ": " + why);
+    }
     if (pid == 0) {
       ::setpgid(0, group);  // rank 0 leads the group the others join
       ::setenv("RANK", std::to_string(r).c_str(), 1);

@@ -185,13 +185,12 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   if (mesh.rank() != 0) return r;  // world rank 0 decodes and writes
 
   tensors.emplace_back("final_latents", r.final_latents);
-  if (!job.output_file.empty() || !job.save_tensors_file.empty()) {
+  // A clip needs the VAE (the plan refuses --output without one); --save_tensors decodes when it can.
+  if (!job.output_file.empty() || (!job.save_tensors_file.empty() && model.vae)) {
     auto t2 = std::chrono::steady_clock::now();
     const std::string vdir = (fs::path(model.dir) / "vae").string();
-    if (!model.vae) throw InputError(model.dir + ": no vae/ folder to decode frames with");
     auto vae = models::CogVideoXVae::load(vdir, *model.vae, dtype, device);
     log("decoding " + std::to_string(vae->output_frames(geo.frames)) + " frames with " + vdir);
-    const int64_t batch = videos;
     std::vector<std::unique_ptr<video::ClipWriter>> clips;
     if (!job.output_file.empty()) {
       video::ClipInfo info;
@@ -199,8 +198,8 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
       info.height = job.height;
       info.fps = job.fps;
       info.metadata = job_metadata(job, model, mesh.config());
-      for (int64_t b = 0; b < batch; ++b)
-        clips.push_back(std::make_unique<video::ClipWriter>(clip_path(job.output_file, b, batch), info));
+      for (int64_t b = 0; b < videos; ++b)
+        clips.push_back(std::make_unique<video::ClipWriter>(clip_path(job.output_file, b, videos), info));
     }
     std::vector<at::Tensor> kept;
     decode_latents(*vae, r.final_latents, geo.pad_frames(), [&](const at::Tensor& frames) {
@@ -209,7 +208,7 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
       if (!job.save_tensors_file.empty()) kept.push_back(frames.cpu());
       if (clips.empty()) return;
       const auto rgb = to_rgb8(frames);  // [B, T, H, W, 3]
-      for (int64_t b = 0; b < batch; ++b)
+      for (int64_t b = 0; b < videos; ++b)
         for (int64_t t = 0; t < rgb.size(1); ++t) clips[size_t(b)]->add_frame(rgb[b][t].data_ptr<uint8_t>());
     });
     for (auto& c : clips) {
