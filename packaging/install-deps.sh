@@ -13,9 +13,13 @@ engine=(
   libsentencepiece-dev    # T5 tokenizer
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev   # clip export (MP4, WebM, GIF)
 )
+tests=(
+  clang libclang-rt-14-dev  # libFuzzer, for the event-protocol fuzz test
+  iproute2                  # ip netns: the two-machine test
+)
 gui=(qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite libqcustomplot-dev libgl-dev xvfb)
 
-want=("${build[@]}" "${engine[@]}")
+want=("${build[@]}" "${engine[@]}" "${tests[@]}")
 [[ "${1:-}" == "--no-gui" ]] || want+=("${gui[@]}")
 
 missing=()

@@ -1,0 +1,89 @@
+// The messages of the event protocol, typed. Each has make() (to a Message) and parse() (from one);
+// parse() throws ProtocolError naming the field that is missing or of the wrong type, so that a
+// launcher never acts on half a message.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "workers/events/protocol.h"
+
+namespace studio::events {
+
+struct Hello {
+  int rank = 0, world_size = 1;
+  std::string host, device, token;
+  int64_t pid = 0;
+  int protocol = kProtocolVersion;
+  Message make() const;
+  static Hello parse(const Message& m);
+};
+
+struct Phase {
+  int rank = 0;
+  std::string phase;  // loading, encoding, denoising, decoding, writing
+  Message make() const;
+  static Phase parse(const Message& m);
+};
+
+// Memory and traffic of a rank at one moment. Device figures are 0 on the CPU.
+struct Resources {
+  uint64_t device_allocated = 0, device_reserved = 0, device_peak = 0;
+  uint64_t host_rss = 0, host_peak = 0;
+  uint64_t bytes_sent = 0, bytes_received = 0;
+};
+
+struct Progress {
+  int rank = 0, step = 0, total = 0;
+  double seconds = 0;  // this step's
+  Resources resources;
+  Message make() const;
+  static Progress parse(const Message& m);
+};
+
+// An RGB8 picture, rows top to bottom: a latent preview or a decoded frame.
+struct Picture {
+  int rank = 0;
+  int step = 0;   // Preview: the step it shows
+  int video = 0;  // Frame: which video of the job, and which frame of it
+  int index = 0;
+  int width = 0, height = 0;
+  std::string rgb;  // width * height * 3 bytes
+  Message make(Kind kind) const;
+  static Picture parse(const Message& m);
+};
+
+struct LogLine {
+  int rank = 0;
+  std::string text;
+  Message make() const;
+  static LogLine parse(const Message& m);
+};
+
+struct Done {
+  int rank = 0;
+  double seconds_loading = 0, seconds_denoising = 0, seconds_decoding = 0;
+  Resources resources;
+  std::vector<std::string> outputs;  // files written
+  Message make() const;
+  static Done parse(const Message& m);
+};
+
+// Why a rank failed, as the user is told.
+enum class ErrorKind { OutOfMemory, Crash, BadInput, Cancelled, LostPeer, Hung, Internal };
+const char* error_kind_name(ErrorKind k);
+
+struct Error {
+  int rank = 0;
+  ErrorKind kind = ErrorKind::Internal;
+  std::string message;
+  Message make() const;
+  static Error parse(const Message& m);
+};
+
+Message heartbeat(int rank);
+Message cancel();
+// The rank a rank's message is about (every rank -> launcher message has one); ProtocolError if absent.
+int rank_of(const Message& m);
+
+}  // namespace studio::events
