@@ -3,8 +3,10 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/version.h>
 #ifdef STUDIO_WITH_NCCL
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
+#include <ATen/Context.h>
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/cat.h>
@@ -53,6 +55,44 @@ std::optional<DeviceMemory> device_memory(const at::Device& device) {
   guard->setDevice(previous);
   if (status != 0) return std::nullopt;
   return m;
+}
+
+std::optional<AllocatorStats> allocator_stats(const at::Device& device) {
+#ifdef STUDIO_WITH_NCCL
+  if (!device.is_cuda()) return std::nullopt;
+  // Index 0 of each stat array is the aggregate over pool kinds (StatType::AGGREGATE in every 2.x).
+  const auto s = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+  AllocatorStats a;
+  a.allocated = size_t(s.allocated_bytes[0].current);
+  a.reserved = size_t(s.reserved_bytes[0].current);
+  a.peak = size_t(s.allocated_bytes[0].peak);
+  return a;
+#else
+  (void)device;
+  return std::nullopt;
+#endif
+}
+
+std::vector<GpuInfo> list_gpus() {
+  std::vector<GpuInfo> out;
+  if (!at::hasCUDA()) return out;
+  // cudaDeviceProp starts with `char name[256]` in every CUDA release; the rest of its layout varies, so
+  // it is read into a buffer larger than any release's struct. CUDA 12 renamed the call (_v2).
+  using GetProps = int (*)(void*, int);
+  auto get = reinterpret_cast<GetProps>(dlsym(RTLD_DEFAULT, "cudaGetDeviceProperties_v2"));
+  if (!get) get = reinterpret_cast<GetProps>(dlsym(RTLD_DEFAULT, "cudaGetDeviceProperties"));
+  for (int i = 0; i < int(at::getNumGPUs()); ++i) {
+    GpuInfo g;
+    g.index = i;
+    std::vector<char> props(16384, 0);
+    g.name = get && get(props.data(), i) == 0 ? std::string(props.data()) : "CUDA device " + std::to_string(i);
+    if (auto m = device_memory(at::Device(at::kCUDA, int8_t(i)))) {
+      g.total_bytes = m->total_bytes;
+      g.free_bytes = m->free_bytes;
+    }
+    out.push_back(g);
+  }
+  return out;
 }
 
 c10::intrusive_ptr<CommBackend> make_comm_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,

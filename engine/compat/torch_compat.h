@@ -4,6 +4,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/intrusive_ptr.h>
@@ -42,6 +43,21 @@ struct DeviceMemory {
   size_t free_bytes = 0, total_bytes = 0;
 };
 std::optional<DeviceMemory> device_memory(const at::Device& device);
+
+// The caching allocator's figures for a CUDA device (bytes in tensors, held from the driver, the peak of
+// the first); nullopt on the CPU and in builds without CUDA.
+struct AllocatorStats {
+  size_t allocated = 0, reserved = 0, peak = 0;
+};
+std::optional<AllocatorStats> allocator_stats(const at::Device& device);
+
+// The visible CUDA devices' names and memory, from the runtime a CUDA LibTorch loads; empty without.
+struct GpuInfo {
+  int index = 0;
+  std::string name;
+  size_t total_bytes = 0, free_bytes = 0;
+};
+std::vector<GpuInfo> list_gpus();
 
 // "1.13.1" etc., for logs and --version.
 const char* torch_version();

@@ -1,5 +1,11 @@
 #include "parallel/mesh.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdlib>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -22,14 +28,46 @@ int env_int(const char* name, int fallback) {
   return int(x);
 }
 
+// The first of `names` that is set: torchrun's, then Slurm's (srun), then Open MPI's (mpirun).
+int env_first(std::initializer_list<const char*> names, int fallback) {
+  for (const char* n : names)
+    if (const char* v = std::getenv(n); v && *v) return env_int(n, fallback);
+  return fallback;
+}
+
+// The address of this machine's interface that reaches `peer` (what Gloo must bind to: the host name
+// may resolve to 127.0.1.1, which no other machine can reach).
+std::string local_address_towards(const std::string& peer, int port) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  if (::getaddrinfo(peer.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || !res) return "";
+  std::string out;
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in self{};
+  socklen_t len = sizeof self;
+  // connect() on a datagram socket sends nothing; it only picks the route and so the local address.
+  if (fd >= 0 && ::connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&self), &len) == 0) {
+    char ip[INET_ADDRSTRLEN] = {0};
+    if (::inet_ntop(AF_INET, &self.sin_addr, ip, sizeof ip)) out = ip;
+  }
+  if (fd >= 0) ::close(fd);
+  ::freeaddrinfo(res);
+  return out;
+}
+
 }  // namespace
 
 DistEnv DistEnv::from_environment() {
   DistEnv e;
-  e.rank = env_int("RANK", 0);
-  e.world_size = env_int("WORLD_SIZE", 1);
-  e.local_rank = env_int("LOCAL_RANK", e.rank);
+  e.rank = env_first({"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"}, 0);
+  e.world_size = env_first({"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE"}, 1);
+  e.local_rank = env_first({"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"}, e.rank);
   if (const char* a = std::getenv("MASTER_ADDR"); a && *a) e.master_addr = a;
+  else if (e.world_size > 1 && (std::getenv("SLURM_PROCID") || std::getenv("OMPI_COMM_WORLD_RANK")))
+    throw InputError("MASTER_ADDR is not set: under srun or mpirun, export MASTER_ADDR (the first machine's address, "
+                     "e.g. $(scontrol show hostnames $SLURM_JOB_NODELIST | head -1)) and MASTER_PORT for every rank");
   e.master_port = env_int("MASTER_PORT", 29500);
   if (e.world_size < 1 || e.rank >= e.world_size)
     throw InputError("RANK " + std::to_string(e.rank) + " is not below WORLD_SIZE " + std::to_string(e.world_size));
@@ -74,7 +112,7 @@ std::shared_ptr<Mesh> Mesh::create(const plan::ParallelConfig& cfg, const DistEn
                      std::to_string(env.master_port) + " (" + e.what() + ")");
   }
   const bool local = env.master_addr == "127.0.0.1" || env.master_addr == "localhost";
-  const std::string host = local ? "127.0.0.1" : "";
+  const std::string host = local ? "127.0.0.1" : local_address_towards(env.master_addr, env.master_port);
   auto make = [&](const std::string& name, const std::vector<int>& members) {
     std::string key = name;
     for (int r : members) key += "_" + std::to_string(r);

@@ -24,7 +24,9 @@ struct DistEnv {
   int local_rank = 0;  // LOCAL_RANK
   std::string master_addr = "127.0.0.1";  // MASTER_ADDR
   int master_port = 29500;                // MASTER_PORT
-  // RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT (torchrun and dit-launch); InputError if malformed.
+  // RANK/WORLD_SIZE/LOCAL_RANK (torchrun, dit-launch), else SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID
+  // (srun), else OMPI_COMM_WORLD_RANK/_SIZE/_LOCAL_RANK (mpirun); MASTER_ADDR/MASTER_PORT in every
+  // case. InputError if malformed.
   static DistEnv from_environment();
 };
 

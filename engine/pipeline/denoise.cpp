@@ -57,7 +57,7 @@ at::Tensor denoise(const models::CogVideoXTransformer& model, const plan::Schedu
   at::Tensor latents = l.to(dev, at::kFloat);
 
   for (int i = 0; i < N; ++i) {
-    if (hooks.cancel && hooks.cancel->load()) throw Cancelled();
+    if (hooks.stop()) throw Cancelled();
     const auto start = std::chrono::steady_clock::now();
     const int64_t t = scheduler.timesteps()[size_t(i)];
     const at::Tensor input = cfg ? at::cat({latents, latents}, 0) : latents;
@@ -70,7 +70,8 @@ at::Tensor denoise(const models::CogVideoXTransformer& model, const plan::Schedu
     }
     latents = scheduler.step(i, pred, latents, noise);
     if (hooks.on_step)
-      hooks.on_step(i + 1, N, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      hooks.on_step(i + 1, N, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                    latents);
   }
   return latents;
 }

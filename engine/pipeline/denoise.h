@@ -1,7 +1,7 @@
 // Embeddings -> final latents: the denoising loop of diffusers' CogVideoXPipeline (v0.32.2), with a
-// per-step callback (step, total, seconds) and a cancel flag checked before every step.
+// per-step callback and a stop request checked before every step.
 #pragma once
-#include <atomic>
+#include <string>
 #include <functional>
 
 #include <ATen/core/Tensor.h>
@@ -21,9 +21,16 @@ struct DenoiseInputs {
   bool use_dynamic_cfg = false;
 };
 
+// What a run tells its caller as it goes (every member may be empty).
 struct Hooks {
-  std::function<void(int step, int total, double seconds)> on_step;  // after each step, 1-based
-  const std::atomic<bool>* cancel = nullptr;                          // throws Cancelled when set
+  std::function<void(const std::string& phase)> on_phase;  // loading, encoding, denoising, decoding, writing
+  // After each step (1-based), with the step's latents [B, F, C, h, w] (float32, on the model's device).
+  std::function<void(int step, int total, double seconds, const at::Tensor& latents)> on_step;
+  // Each decoded batch as RGB8 [B, T, H, W, 3] on the CPU; `first` is the index of its first frame.
+  std::function<void(const at::Tensor& rgb8, int first)> on_frames;
+  // Checked before every step and decoded batch; when true the run throws Cancelled.
+  std::function<bool()> stop_requested;
+  bool stop() const { return stop_requested && stop_requested(); }
 };
 
 // One transformer call over the whole batch (both guidance branches). The default is the model's own

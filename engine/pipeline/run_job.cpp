@@ -6,6 +6,7 @@
 #include <ATen/Context.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
 
 #include "io/tensor_file.h"
 #include "models/cogvideox_vae.h"
@@ -116,6 +117,45 @@ void load_embeddings(const plan::JobSpec& job, const plan::ModelFolder& model, p
   }
 }
 
+// The latents of the last finished step, for --keep_partial.
+struct PartialLatents {
+  at::Tensor latents;
+  int step = 0, total = 0;
+};
+
+// The caller's hooks, plus: the ranks agree on stopping (one stops, all stop at the same step, none is
+// left waiting in a collective), and the last step's latents are remembered.
+Hooks step_hooks(const Hooks& hooks, parallel::Mesh& mesh, const at::Device& device, PartialLatents& partial) {
+  Hooks h = hooks;
+  if (mesh.world_size() > 1)
+    h.stop_requested = [&hooks, &mesh, device] {
+      const at::Tensor mine = at::full({1}, hooks.stop() ? 1.0f : 0.0f, at::TensorOptions(at::kFloat).device(device));
+      for (const auto& t : mesh.world().all_gather(mine))
+        if (t.item<float>() > 0) return true;
+      return false;
+    };
+  h.on_step = [&hooks, &partial](int step, int total, double seconds, const at::Tensor& latents) {
+    partial = {latents, step, total};
+    if (hooks.on_step) hooks.on_step(step, total, seconds, latents);
+  };
+  return h;
+}
+
+// Rank 0's videos at the step reached, beside the output the user named.
+void keep_partial_latents(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh,
+                          const PartialLatents& partial, const std::function<void(const std::string&)>& log) {
+  if (!partial.latents.defined()) return;
+  const std::string base = !job.save_tensors_file.empty() ? job.save_tensors_file : job.output_file;
+  if (base.empty()) return;
+  std::string path = base;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  path += ".partial.safetensors";
+  auto meta = job_metadata(job, model, mesh.config());
+  meta["cancelled_after_step"] = std::to_string(partial.step) + "/" + std::to_string(partial.total);
+  io::save_tensors(path, {{"partial_latents", partial.latents.cpu().contiguous()}}, meta);
+  log("cancelled after step " + meta["cancelled_after_step"] + ": kept the latents in " + path);
+}
+
 }  // namespace
 
 JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh, const Hooks& hooks,
@@ -125,9 +165,13 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   const at::Device device = pick_device(job.device);
   const at::ScalarType dtype = pick_dtype(job.dtype, device);
   const auto geo = plan::latent_geometry(job, model);
+  auto phase = [&](const char* name) {
+    if (hooks.on_phase) hooks.on_phase(name);
+  };
 
   DenoiseInputs in;
   std::vector<std::pair<std::string, at::Tensor>> tensors;  // what --save_tensors writes
+  if (!job.prompt.empty()) phase("encoding");
   load_embeddings(job, model, mesh, dtype, device, in, tensors, log);
   in.num_inference_steps = job.num_inference_steps;
   in.guidance_scale = job.guidance_scale;
@@ -160,11 +204,13 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
         io::TensorFile(job.sampler_noise_file, "--sampler_noise").get("scheduler_noise", 6, "[steps, B, F, C, H, W]"),
         1));
 
+  phase("loading");
   const std::string tdir = (fs::path(model.dir) / "transformer").string();
   log("loading " + tdir + " (" + plan::family_name(model.transformer.family()) + ") as " +
       std::string(c10::toString(dtype)) + " on " + device.str());
   {
     auto transformer = models::CogVideoXTransformer::load(tdir, model.transformer, dtype, device);
+    PartialLatents partial;
     r.seconds_loading = since(t0);
     log("denoising " + shape(latent_shape) + " latents (" + std::to_string(geo.video_tokens) + " video + " +
         std::to_string(in.prompt_embeds.size(1)) + " text tokens), " + std::to_string(job.num_inference_steps) +
@@ -178,7 +224,15 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
       call = [parallel_model](const at::Tensor& h, const at::Tensor& t, const at::Tensor& ts,
                               const models::Positions& p) { return (*parallel_model)(h, t, ts, p); };
     }
-    auto latents = denoise(*transformer, model.scheduler, in, noise, hooks, call).cpu().contiguous();
+    phase("denoising");
+    at::Tensor latents;
+    try {
+      latents = denoise(*transformer, model.scheduler, in, noise, step_hooks(hooks, mesh, device, partial), call);
+    } catch (const Cancelled&) {
+      if (job.keep_partial && mesh.rank() == 0) keep_partial_latents(job, model, mesh, partial, log);
+      throw;
+    }
+    latents = latents.cpu().contiguous();
     r.final_latents = at::cat(mesh.group(plan::Dim::Data).all_gather(latents), 0);
     r.seconds_denoising = since(t1);
   }  // the transformer's weights are released before the VAE loads
@@ -188,6 +242,7 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   // A clip needs the VAE (the plan refuses --output without one); --save_tensors decodes when it can.
   if (!job.output_file.empty() || (!job.save_tensors_file.empty() && model.vae)) {
     auto t2 = std::chrono::steady_clock::now();
+    phase("decoding");
     const std::string vdir = (fs::path(model.dir) / "vae").string();
     auto vae = models::CogVideoXVae::load(vdir, *model.vae, dtype, device);
     log("decoding " + std::to_string(vae->output_frames(geo.frames)) + " frames with " + vdir);
@@ -198,19 +253,34 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
       info.height = job.height;
       info.fps = job.fps;
       info.metadata = job_metadata(job, model, mesh.config());
-      for (int64_t b = 0; b < videos; ++b)
-        clips.push_back(std::make_unique<video::ClipWriter>(clip_path(job.output_file, b, videos), info));
+      for (int64_t b = 0; b < videos; ++b) {
+        r.outputs.push_back(clip_path(job.output_file, b, videos));
+        clips.push_back(std::make_unique<video::ClipWriter>(r.outputs.back(), info));
+      }
     }
     std::vector<at::Tensor> kept;
-    decode_latents(*vae, r.final_latents, geo.pad_frames(), [&](const at::Tensor& frames) {
-      if (hooks.cancel && hooks.cancel->load()) throw Cancelled();
-      r.frames += int(frames.size(2));
-      if (!job.save_tensors_file.empty()) kept.push_back(frames.cpu());
-      if (clips.empty()) return;
-      const auto rgb = to_rgb8(frames);  // [B, T, H, W, 3]
-      for (int64_t b = 0; b < videos; ++b)
-        for (int64_t t = 0; t < rgb.size(1); ++t) clips[size_t(b)]->add_frame(rgb[b][t].data_ptr<uint8_t>());
-    });
+    try {
+      decode_latents(*vae, r.final_latents, geo.pad_frames(), [&](const at::Tensor& frames) {
+        if (hooks.stop()) throw Cancelled();
+        const int first = r.frames;
+        r.frames += int(frames.size(2));
+        if (!job.save_tensors_file.empty()) kept.push_back(frames.cpu());
+        if (clips.empty() && !hooks.on_frames) return;
+        const auto rgb = to_rgb8(frames);  // [B, T, H, W, 3]
+        for (size_t b = 0; b < clips.size(); ++b)
+          for (int64_t t = 0; t < rgb.size(1); ++t) clips[b]->add_frame(rgb[int64_t(b)][t].data_ptr<uint8_t>());
+        if (hooks.on_frames) hooks.on_frames(rgb, first);
+      });
+    } catch (const Cancelled&) {
+      // The frames decoded so far make a shorter clip; without --keep_partial the writers discard theirs.
+      if (job.keep_partial && r.frames > 0)
+        for (size_t b = 0; b < clips.size(); ++b) {
+          clips[b]->finish();
+          log("cancelled: kept the " + std::to_string(r.frames) + " frames decoded so far in " + r.outputs[b]);
+        }
+      throw;
+    }
+    phase("writing");
     for (auto& c : clips) {
       c->finish();
       r.encoder = c->encoder();
@@ -221,6 +291,7 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   }
   if (!job.save_tensors_file.empty()) {
     io::save_tensors(job.save_tensors_file, tensors, job_metadata(job, model, mesh.config()));
+    r.outputs.push_back(job.save_tensors_file);
     log("wrote " + job.save_tensors_file);
   }
   return r;

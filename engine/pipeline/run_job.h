@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -17,6 +18,7 @@ struct JobResult {
   at::Tensor final_latents;  // [B, F, C, H, W] float32, CPU
   int frames = 0;            // decoded video frames per sample (0 when nothing was decoded)
   std::string encoder;       // the clip's encoder, when a clip was written
+  std::vector<std::string> outputs;  // the files written (world rank 0)
   double seconds_loading = 0;
   double seconds_denoising = 0;
   double seconds_decoding = 0;

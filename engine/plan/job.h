@@ -30,6 +30,7 @@ struct JobSpec {
   int fps = 0;                     // 0 = the model's (8 for CogVideoX 1.0, 16 for 1.5)
   std::string device = "auto";     // "auto", "cpu", "cuda", "cuda:N"
   std::string dtype = "auto";      // "auto", "float32", "bfloat16", "float16"
+  bool keep_partial = false;       // on cancel: keep the latents reached, and the frames decoded so far
 };
 
 // The latent grid a job denoises, as the reference pipeline derives it.

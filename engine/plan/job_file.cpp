@@ -31,6 +31,7 @@ std::string to_json(const JobFile& f) {
               {"fps", j.fps},
               {"device", j.device},
               {"dtype", j.dtype},
+              {"keep_partial", j.keep_partial},
               {"ulysses_degree", p.ulysses_degree},
               {"ring_degree", p.ring_degree},
               {"pipefusion_parallel_degree", p.pipefusion_parallel_degree},
@@ -80,6 +81,7 @@ JobFile job_file_from_json(const std::string& text, const std::string& file) {
   get("fps", j.fps);
   get("device", j.device);
   get("dtype", j.dtype);
+  get("keep_partial", j.keep_partial);
   get("ulysses_degree", p.ulysses_degree);
   get("ring_degree", p.ring_degree);
   get("pipefusion_parallel_degree", p.pipefusion_parallel_degree);
