@@ -92,7 +92,8 @@ class TestGoldens : public QObject {
       noise = std::make_unique<sampling::SeededNoise>(0);  // DDIM draws none
     int calls = 0;
     pipeline::Hooks hooks;
-    hooks.on_step = [&](int step, int total, double seconds) {
+    hooks.on_step = [&](int step, int total, double seconds, const at::Tensor& latents) {
+      QCOMPARE(latents.sizes(), in.latents.sizes());
       QCOMPARE(step, ++calls);
       QCOMPARE(total, in.num_inference_steps);
       QVERIFY(seconds >= 0);
@@ -129,11 +130,11 @@ class TestGoldens : public QObject {
     in.negative_prompt_embeds = test::golden_tensor("cogvx2b_tiny", "negative_prompt_embeds");
     in.latents = test::golden_tensor("cogvx2b_tiny", "latents_init");
     in.num_inference_steps = 4;
-    std::atomic<bool> cancel{false};
+    bool cancel = false;
     int steps = 0;
     pipeline::Hooks hooks;
-    hooks.cancel = &cancel;
-    hooks.on_step = [&](int step, int, double) {
+    hooks.stop_requested = [&] { return cancel; };
+    hooks.on_step = [&](int step, int, double, const at::Tensor&) {
       steps = step;
       if (step == 2) cancel = true;
     };

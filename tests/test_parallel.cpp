@@ -5,12 +5,11 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include <csignal>
 #include <thread>
 
 #include "parallel/parallel_model.h"
 #include "tensor_support.h"
-#include "workers/local_launch.h"
+#include "workers/launch/supervisor.h"
 
 using namespace studio;
 
@@ -144,44 +143,6 @@ class TestParallel : public QObject {
     const double e0 = test::max_abs_diff(dp.narrow(0, 0, 1), get(a)), e1 = test::max_abs_diff(dp.narrow(0, 1, 1), get(b));
     qInfo("data parallel: video 0 max error %.3g, video 1 %.3g against their one-process runs", e0, e1);
     QVERIFY(e0 < 1e-5 && e1 < 1e-5);
-  }
-
-  void a_killed_rank_stops_the_job_and_leaves_no_process() {
-    const QString c = QString::fromStdString(test::golden_case("cogvx2b_tiny"));
-    QProcess launcher;
-    launcher.start(QString(STUDIO_BIN_DIR) + "/dit-launch",
-                   {"--model", c, "--prompt_embeds", c + "/golden.safetensors", "--num_inference_steps", "1000",
-                    "--height", "256", "--width", "384", "--ring_degree", "2"});
-    QVERIFY(launcher.waitForStarted());
-    QString err;
-    while (!err.contains("[rank 1] step 2/1000") && launcher.state() == QProcess::Running) {
-      launcher.waitForReadyRead(10000);
-      err += launcher.readAllStandardError();
-    }
-    // The workers are the launcher's children: kill rank 1 (the second one started).
-    QProcess pgrep;
-    pgrep.start("pgrep", {"-P", QString::number(launcher.processId()), "-f", "dit-worker"});
-    pgrep.waitForFinished();
-    const QStringList pids = QString(pgrep.readAllStandardOutput()).split('\n', Qt::SkipEmptyParts);
-    QCOMPARE(pids.size(), 2);
-    QElapsedTimer timer;
-    timer.start();
-    ::kill(pids.last().toInt(), SIGKILL);
-    QVERIFY(launcher.waitForFinished(30000));
-    err += launcher.readAllStandardError();
-    qInfo("the launcher returned %lld ms after the kill", timer.elapsed());
-    QVERIFY(timer.elapsed() < 15000);
-    QCOMPARE(launcher.exitCode(), 128 + SIGKILL);
-    QVERIFY2(err.contains("rank 1 (pid " + pids.last() + ") was killed by signal 9"), qPrintable(err));
-    QVERIFY(err.contains("the other ranks were stopped"));
-    for (const auto& pid : pids) QVERIFY2(::kill(pid.toInt(), 0) != 0, qPrintable("pid " + pid + " still exists"));
-  }
-
-  void no_worker_outlives_the_launcher() {
-    QProcess pgrep;
-    pgrep.start("pgrep", {"-f", "dit-worker --job"});
-    pgrep.waitForFinished();
-    QCOMPARE(QString(pgrep.readAllStandardOutput()).trimmed(), QString());
   }
 };
 

@@ -1,23 +1,24 @@
-// dit-launch: the headless launcher. One process runs the job itself; a parallel configuration is
-// validated here, before anything starts, then run as that many local dit-worker ranks.
+// dit-launch: the headless launcher. Validates the job and its parallel configuration before anything
+// starts, runs it as dit-worker ranks (one machine, or this machine's share of several), shows their
+// progress, forwards Ctrl-C as a cancel, and exits with the job's status. It never loads the model
+// itself and links no LibTorch: the studio drives the same ranks the same way.
 #include <unistd.h>
 
 #include <atomic>
 #include <climits>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
-#include <ATen/Context.h>
-
-#include "compat/torch_compat.h"
-#include "pipeline/run_job.h"
 #include "plan/error.h"
 #include "plan/job_file.h"
 #include "workers/guarded_main.h"
-#include "workers/launch_args.h"
-#include "workers/local_launch.h"
+#include "workers/launch/devices.h"
+#include "workers/launch/launch_args.h"
+#include "workers/launch/progress_view.h"
+#include "workers/launch/supervisor.h"
 
 namespace fs = std::filesystem;
 
@@ -43,7 +44,8 @@ int main(int argc, char** argv) {
   return workers::guarded_main(prefix, [&]() -> int {
     auto args = workers::parse_launch_args(std::vector<std::string>(argv + 1, argv + argc));
     if (args.help) return std::cout << workers::launch_usage(), workers::kOk;
-    if (args.version) return std::cout << "dit-launch 0.1.0 (LibTorch " << compat::torch_version() << ")\n", workers::kOk;
+    if (args.version) return std::cout << "dit-launch 0.1.0\n", workers::kOk;
+    const std::string worker = (bin_dir() / "dit-worker").string();
     const bool demo = args.job.model_dir.empty();
     if (demo) args.job.model_dir = demo_model_dir();
     plan::ModelFolder model;
@@ -54,15 +56,19 @@ int main(int argc, char** argv) {
     }
     plan::apply_model_defaults(args.job, model);
     auto problems = plan::validate(args.job, model);
-    // One rank per visible GPU (choose them with CUDA_VISIBLE_DEVICES); on the CPU, as many ranks as the
-    // degrees ask for.
-    const bool gpus = args.job.device != "cpu" && at::hasCUDA();
-    const int processes = gpus ? int(at::getNumGPUs()) : args.parallel.world_size();
-    double memory_gib = 0;  // the smallest GPU's, when known
-    for (int i = 0; gpus && i < processes; ++i)
-      if (auto m = compat::device_memory(at::Device(at::kCUDA, int8_t(i))))
-        memory_gib = memory_gib == 0 ? double(m->total_bytes) / (1 << 30)
-                                     : std::min(memory_gib, double(m->total_bytes) / (1 << 30));
+
+    // On one machine: one rank per visible GPU (choose them with CUDA_VISIBLE_DEVICES), or on the CPU as
+    // many ranks as the degrees ask for. Several machines: --nproc_per_node ranks on each.
+    workers::Devices devices;
+    if (args.job.device != "cpu") devices = workers::list_devices(worker);
+    const bool gpus = !devices.gpus.empty();
+    const int world = args.parallel.world_size();
+    auto& run = args.run;
+    if (run.nproc_per_node == 0) run.nproc_per_node = run.nnodes > 1 ? std::max(1, world / run.nnodes) : 0;
+    const int processes = run.nnodes > 1 ? run.nnodes * run.nproc_per_node : gpus ? int(devices.gpus.size()) : world;
+    double memory_gib = 0;  // the smallest GPU's
+    for (const auto& g : devices.gpus)
+      memory_gib = memory_gib == 0 ? double(g.memory_bytes) / (1 << 30) : std::min(memory_gib, double(g.memory_bytes) / (1 << 30));
     auto more = plan::validate_parallel(args.parallel, args.job, model, processes, memory_gib,
                                         gpus && args.job.dtype != "float32" ? 2 : 4);
     problems.insert(problems.end(), more.begin(), more.end());
@@ -70,27 +76,55 @@ int main(int argc, char** argv) {
     if (demo)
       std::cerr << prefix << "no --model given: using the built-in demo model (random weights, abstract motion) at "
                 << args.job.model_dir << std::endl;
+
+    workers::LaunchPlan lp;
+    lp.job = {args.job, args.parallel};
+    lp.worker_exe = worker;
+    lp.nnodes = run.nnodes;
+    lp.node_rank = run.node_rank;
+    lp.nproc_per_node = run.nproc_per_node;
+    lp.master_addr = run.master_addr;
+    lp.master_port = run.master_port;
+    lp.heartbeat_timeout_s = run.heartbeat_timeout_s;
+    lp.collective_timeout_s = run.collective_timeout_s;
+    lp.events_log = run.events_log;
+    if (run.nnodes > 1)
+      if (const char* t = std::getenv("DIT_STUDIO_TOKEN")) lp.token = t;
+
+    workers::ProgressView view(stderr, ::isatty(STDERR_FILENO) == 1);
+    workers::Supervisor* self = nullptr;
+    workers::Supervisor sup(
+        lp, [&](const events::Message& m) { view.message(m, self->ranks()); },
+        [&](const std::string& line) { view.note(line, self->ranks()); });
+    self = &sup;
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
-
-    if (processes > 1) {
-      std::cerr << prefix << "starting " << processes << " ranks: " << args.parallel.describe() << std::endl;
-      auto out = workers::launch_local({args.job, args.parallel}, (bin_dir() / "dit-worker").string(), g_cancel);
-      if (out.exit_code != 0) std::cerr << prefix << out.message << std::endl;
+    if (world > 1 || run.nnodes > 1)
+      std::cerr << prefix << "starting " << lp.local_ranks() << " ranks"
+                << (run.nnodes > 1 ? " on machine " + std::to_string(run.node_rank) + " of " + std::to_string(run.nnodes) : "")
+                << ": " << args.parallel.describe() << std::endl;
+    sup.start();
+    bool cancelled = false;
+    while (sup.poll(100)) {
+      if (g_cancel.load() && !cancelled) {
+        cancelled = true;
+        view.note("stopping every rank", sup.ranks());
+        sup.cancel();
+      }
+      view.tick(sup.ranks());
+    }
+    view.finish(sup.ranks());
+    const auto& out = sup.outcome();
+    if (out.exit_code != 0) {
+      std::cerr << prefix << out.message << std::endl;
       return out.exit_code;
     }
-    auto log = [&](const std::string& s) { std::cerr << prefix << s << std::endl; };
-    pipeline::Hooks hooks;
-    hooks.cancel = &g_cancel;
-    hooks.on_step = [](int step, int total, double seconds) {
-      std::fprintf(stderr, "step %d/%d  %.3f s\n", step, total, seconds);
-    };
-    auto mesh = parallel::Mesh::single();
-    auto result = pipeline::run_job(args.job, model, *mesh, hooks, log);
-    char line[160];
-    std::snprintf(line, sizeof line, "done: loading %.2f s, denoising %.2f s, decoding and writing %.2f s",
-                  result.seconds_loading, result.seconds_denoising, result.seconds_decoding);
-    log(line);
+    if (const auto& d = sup.ranks().front().done) {
+      char line[200];
+      std::snprintf(line, sizeof line, "done: loading %.2f s, denoising %.2f s, decoding and writing %.2f s",
+                    d->seconds_loading, d->seconds_denoising, d->seconds_decoding);
+      std::cerr << prefix << line << std::endl;
+    }
     return workers::kOk;
   });
 }

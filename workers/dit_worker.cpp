@@ -1,64 +1,189 @@
-// dit-worker: one rank of a job. Started by dit-launch (or torchrun) with RANK, WORLD_SIZE, LOCAL_RANK,
-// MASTER_ADDR and MASTER_PORT in its environment and the job file as its argument.
-// Usage: dit-worker --job FILE
+// dit-worker: one rank of a job. Started by dit-launch or the studio (or torchrun, srun, mpirun) with the
+// rank's identity in its environment and the job file as its argument; reports over the launcher's event
+// socket when DIT_EVENTS is set, else as plain lines on stderr.
+// Usage: dit-worker --job FILE | --list-devices
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <csignal>
-#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <iostream>
+#include <thread>
 
 #include <ATen/Context.h>
+#include <c10/util/Exception.h>
+#include <nlohmann/json.hpp>
 
+#include "compat/torch_compat.h"
+#include "pipeline/decode.h"
 #include "pipeline/run_job.h"
 #include "plan/error.h"
 #include "plan/job_file.h"
 #include "workers/guarded_main.h"
-#include "workers/launch_args.h"
+#include "workers/launch/launch_args.h"
+#include "workers/rank/reporter.h"
 
 namespace {
 
-std::atomic<bool> g_cancel{false};
-extern "C" void on_signal(int) { g_cancel.store(true); }
+using namespace studio;
+
+std::atomic<bool> g_signalled{false};
+extern "C" void on_signal(int) { g_signalled.store(true); }
+
+int list_devices() {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& g : compat::list_gpus())
+    gpus.push_back({{"index", g.index}, {"name", g.name}, {"memory_bytes", g.total_bytes}, {"free_bytes", g.free_bytes}});
+  const uint64_t memory = uint64_t(::sysconf(_SC_PHYS_PAGES)) * uint64_t(::sysconf(_SC_PAGESIZE));
+  nlohmann::json out = {{"gpus", gpus},
+                        {"cpu", {{"cores", std::thread::hardware_concurrency()}, {"memory_bytes", memory}}},
+                        {"torch", compat::torch_version()}};
+  if (gpus.empty())
+    out["note"] = at::hasCUDA() ? "CUDA is built in but no GPU is visible (check CUDA_VISIBLE_DEVICES and the driver); "
+                                  "jobs run on the CPU"
+                                : "this build has no CUDA (LibTorch " + std::string(compat::torch_version()) +
+                                      " for the CPU); jobs run on the CPU";
+  std::cout << out.dump(2) << std::endl;
+  return workers::kOk;
+}
+
+// Fault injection, for the tests and for trying how a configuration fails: DIT_WORKER_MEMORY_LIMIT_MB=R:MB
+// lets rank R allocate only MB more once denoising starts (RLIMIT_DATA over its data size then: the
+// writable private memory that tensors use). Applied then, not at start, so that what fails is a
+// tensor's allocation rather than the runtime's threads being created.
+void apply_memory_limit(int rank) {
+  const char* v = std::getenv("DIT_WORKER_MEMORY_LIMIT_MB");
+  if (!v) return;
+  int r = -1;
+  long mb = 0;
+  if (std::sscanf(v, "%d:%ld", &r, &mb) != 2 || mb <= 0)
+    throw InputError(std::string("DIT_WORKER_MEMORY_LIMIT_MB='") + v + "': expected RANK:MB, e.g. 1:200");
+  if (r != rank) return;
+  uint64_t data_kib = 0;
+  std::ifstream status("/proc/self/status");
+  for (std::string key; status >> key;) {
+    if (key == "VmData:" && status >> data_kib) break;
+    status.ignore(1 << 12, '\n');
+  }
+  const rlim_t cap = rlim_t(data_kib) * 1024 + rlim_t(mb) * (1 << 20);
+  rlimit lim{cap, cap};
+  ::setrlimit(RLIMIT_DATA, &lim);
+}
+
+events::Resources resources(const at::Device& device, const parallel::Mesh& mesh) {
+  auto r = workers::host_resources();
+  if (auto a = compat::allocator_stats(device)) {
+    r.device_allocated = a->allocated;
+    r.device_reserved = a->reserved;
+    r.device_peak = a->peak;
+  }
+  r.bytes_sent = mesh.traffic().total_sent();
+  r.bytes_received = mesh.traffic().total_received();
+  return r;
+}
+
+events::Picture picture(const at::Tensor& rgb /* [H, W, 3] uint8 CPU contiguous */) {
+  events::Picture p;
+  p.height = int(rgb.size(0));
+  p.width = int(rgb.size(1));
+  p.rgb.assign(reinterpret_cast<const char*>(rgb.data_ptr<uint8_t>()), size_t(rgb.numel()));
+  return p;
+}
+
+// The job itself, reporting as it goes.
+void run_rank(const plan::JobFile& file, const plan::ModelFolder& model, const parallel::DistEnv& env,
+              const at::Device& device, workers::RankReporter& reporter) {
+  reporter.phase("starting");
+  double timeout_s = 600;
+  if (const char* t = std::getenv("DIT_COLLECTIVE_TIMEOUT_S")) timeout_s = std::max(1.0, std::atof(t));
+  auto mesh = parallel::Mesh::create(file.parallel, env, device, std::chrono::milliseconds(int64_t(timeout_s * 1000)));
+
+  pipeline::Hooks hooks;
+  hooks.stop_requested = [&] { return g_signalled.load() || reporter.cancel_requested(); };
+  hooks.on_phase = [&](const std::string& p) {
+    reporter.phase(p);
+    if (p == "denoising") apply_memory_limit(env.rank);
+  };
+  hooks.on_step = [&](int step, int total, double seconds, const at::Tensor& latents) {
+    reporter.progress({env.rank, step, total, seconds, resources(device, *mesh)});
+    if (env.rank == 0 && reporter.connected()) {
+      auto p = picture(pipeline::latent_preview(latents));
+      p.rank = env.rank;
+      p.step = step;
+      reporter.picture(events::Kind::Preview, p);
+    }
+  };
+  hooks.on_frames = [&](const at::Tensor& rgb, int first) {  // [B, T, H, W, 3]
+    if (!reporter.connected()) return;
+    for (int64_t b = 0; b < rgb.size(0); ++b)
+      for (int64_t t = 0; t < rgb.size(1); ++t) {
+        auto p = picture(rgb[b][t]);
+        p.rank = env.rank;
+        p.video = int(b);
+        p.index = first + int(t);
+        reporter.picture(events::Kind::Frame, p);
+      }
+  };
+  auto r = pipeline::run_job(file.job, model, *mesh, hooks, [&](const std::string& s) { reporter.log(s); });
+  events::Done d;
+  d.rank = env.rank;
+  d.seconds_loading = r.seconds_loading;
+  d.seconds_denoising = r.seconds_denoising;
+  d.seconds_decoding = r.seconds_decoding;
+  d.resources = resources(device, *mesh);
+  d.outputs = r.outputs;
+  reporter.done(d);
+}
+
+int run(const std::string& job_path, const parallel::DistEnv& env) {
+  auto file = plan::job_file_from_json(plan::read_text_file(job_path, 1 << 20), job_path);  // a job is a few hundred bytes
+  auto model = plan::read_model_folder(file.job.model_dir);
+  plan::apply_model_defaults(file.job, model);
+  auto problems = plan::validate(file.job, model);
+  auto more = plan::validate_parallel(file.parallel, file.job, model, env.world_size);
+  problems.insert(problems.end(), more.begin(), more.end());
+  if (!problems.empty()) throw workers::ArgError(problems.front().message);
+  at::Device device = at::kCPU;
+  if (file.job.device == "auto" || file.job.device.rfind("cuda", 0) == 0)
+    if (at::hasCUDA()) device = at::Device(at::kCUDA, int8_t(env.local_rank));  // one GPU per local rank
+  if (device.is_cuda()) file.job.device = device.str();
+
+  workers::RankReporter reporter(env.rank, env.world_size, device.str());
+  try {
+    run_rank(file, model, env, device, reporter);
+  } catch (const c10::Error& e) {
+    const std::runtime_error plain(e.what_without_backtrace());  // guarded_main needs no LibTorch
+    const auto f = workers::failure_of(std::make_exception_ptr(plain));
+    reporter.error(f.kind, f.message);
+    throw plain;
+  } catch (...) {
+    const auto f = workers::failure_of(std::current_exception());
+    reporter.error(f.kind, f.message);
+    throw;
+  }
+  return workers::kOk;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  using namespace studio;
-  // No rank outlives the program that started it.
+  // No rank outlives the program that started it (and the events connection closing says the same).
   prctl(PR_SET_PDEATHSIG, SIGTERM);
-  const auto env = parallel::DistEnv::from_environment();
-  const std::string prefix = "[rank " + std::to_string(env.rank) + "] ";
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::string prefix = "dit-worker: ";
   return workers::guarded_main(prefix, [&]() -> int {
-    if (argc != 3 || std::string(argv[1]) != "--job") throw workers::ArgError("usage: dit-worker --job FILE");
-    auto file = plan::job_file_from_json(plan::read_text_file(argv[2]), argv[2]);
-    auto model = plan::read_model_folder(file.job.model_dir);
-    plan::apply_model_defaults(file.job, model);
-    auto problems = plan::validate(file.job, model);
-    auto more = plan::validate_parallel(file.parallel, file.job, model, env.world_size);
-    problems.insert(problems.end(), more.begin(), more.end());
-    if (!problems.empty()) throw workers::ArgError(problems.front().message);
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
-    at::Device device = at::kCPU;
-    if (file.job.device == "auto" || file.job.device.rfind("cuda", 0) == 0)
-      if (at::hasCUDA()) device = at::Device(at::kCUDA, int8_t(env.local_rank));
-    if (device.is_cuda()) file.job.device = device.str();
-    auto mesh = parallel::Mesh::create(file.parallel, env, device, std::chrono::minutes(5));
-    pipeline::Hooks hooks;
-    hooks.cancel = &g_cancel;
-    hooks.on_step = [&](int step, int total, double seconds) {
-      std::fprintf(stderr, "%sstep %d/%d  %.3f s  sent %.1f MB  received %.1f MB\n", prefix.c_str(), step, total,
-                   seconds, double(mesh->traffic().total_sent()) / 1e6, double(mesh->traffic().total_received()) / 1e6);
-    };
-    auto log = [&](const std::string& s) {
-      if (env.rank == 0) std::cerr << prefix << s << std::endl;
-    };
-    auto r = pipeline::run_job(file.job, model, *mesh, hooks, log);
-    char line[200];
-    std::snprintf(line, sizeof line, "done: loading %.2f s, denoising %.2f s, decoding and writing %.2f s", r.seconds_loading,
-                  r.seconds_denoising, r.seconds_decoding);
-    log(line);
-    return workers::kOk;
+    if (argc == 2 && std::string(argv[1]) == "--list-devices") return list_devices();
+    if (argc != 3 || std::string(argv[1]) != "--job") throw workers::ArgError("usage: dit-worker --job FILE | --list-devices");
+    const auto env = parallel::DistEnv::from_environment();
+    prefix = "[rank " + std::to_string(env.rank) + "] ";
+    try {
+      return run(argv[2], env);
+    } catch (const c10::Error& e) {  // before the reporter exists
+      throw std::runtime_error(e.what_without_backtrace());
+    }
   });
 }

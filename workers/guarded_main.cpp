@@ -1,32 +1,58 @@
 #include "workers/guarded_main.h"
 
 #include <iostream>
-
-#include <c10/util/Exception.h>
+#include <new>
 
 #include "plan/error.h"
-#include "workers/launch_args.h"
+#include "workers/launch/launch_args.h"
 
 namespace studio::workers {
+
+namespace {
+
+bool contains_any(const std::string& s, std::initializer_list<const char*> words) {
+  for (const char* w : words)
+    if (s.find(w) != std::string::npos) return true;
+  return false;
+}
+
+// A failure inside LibTorch or c10d, told apart by its message: the allocators and Gloo/NCCL have no
+// exception types of their own that both LibTorch 1.13 and 2.x expose. (dit-worker hands c10::Error
+// over as std::runtime_error without its backtrace, so this file needs no LibTorch.)
+Failure classify_library_error(const std::string& what) {
+  if (contains_any(what, {"out of memory", "can't allocate memory", "Cannot allocate memory", "std::bad_alloc"}))
+    return {events::ErrorKind::OutOfMemory, "out of memory: " + what, kOutOfMemory};
+  if (contains_any(what, {"Connection closed by peer", "Connection reset by peer", "Broken pipe", "Timed out",
+                          "timed out", "Timeout", "NCCL communicator was aborted", "Connection refused"}))
+    return {events::ErrorKind::LostPeer, "lost a peer rank: " + what, kLostPeer};
+  return {events::ErrorKind::Internal, "internal error: " + what, kInternal};
+}
+
+}  // namespace
+
+Failure failure_of(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const ArgError& e) {
+    return {events::ErrorKind::BadInput, e.what(), kBadArgument};
+  } catch (const Cancelled&) {
+    return {events::ErrorKind::Cancelled, "cancelled; nothing was written", kCancelled};
+  } catch (const InputError& e) {
+    return {events::ErrorKind::BadInput, e.what(), kBadInput};
+  } catch (const std::bad_alloc&) {
+    return {events::ErrorKind::OutOfMemory, "out of memory (an allocation failed)", kOutOfMemory};
+  } catch (const std::exception& e) {
+    return classify_library_error(e.what());
+  }
+}
 
 int guarded_main(const std::string& prefix, const std::function<int()>& body) {
   try {
     return body();
-  } catch (const ArgError& e) {
-    std::cerr << prefix << e.what() << std::endl;
-    return kBadArgument;
-  } catch (const Cancelled&) {
-    std::cerr << prefix << "cancelled; nothing was written" << std::endl;
-    return kCancelled;
-  } catch (const InputError& e) {
-    std::cerr << prefix << e.what() << std::endl;
-    return kBadInput;
-  } catch (const c10::Error& e) {
-    std::cerr << prefix << "internal error: " << e.what_without_backtrace() << std::endl;
-    return kInternal;
-  } catch (const std::exception& e) {
-    std::cerr << prefix << "internal error: " << e.what() << std::endl;
-    return kInternal;
+  } catch (...) {
+    const Failure f = failure_of(std::current_exception());
+    std::cerr << prefix << f.message << std::endl;
+    return f.exit_code;
   }
 }
 

@@ -1,4 +1,4 @@
-#include "workers/launch_args.h"
+#include "workers/launch/launch_args.h"
 
 #include <cerrno>
 #include <cmath>
@@ -36,6 +36,11 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
   plan::JobSpec& j = a.job;
   plan::ParallelConfig& p = a.parallel;
   auto degree = [](const std::string& f, const std::string& v) { return int(to_integer(f, v, 1, 1024, "2")); };
+  auto seconds = [](const std::string& f, const std::string& v) {
+    const double s = to_number(f, v, "30");
+    if (s < 1 || s > 86400) throw ArgError(f + " " + v + ": out of range; expected 1 to 86400 seconds");
+    return s;
+  };
   using Setter = std::function<void(const std::string& flag, const std::string& value)>;
   const std::map<std::string, Setter> valued = {
       {"--model", [&](auto&, auto& v) { j.model_dir = v; }},
@@ -62,6 +67,14 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
       {"--warmup_steps", [&](auto& f, auto& v) { p.warmup_steps = int(to_integer(f, v, 0, 100000, "1")); }},
       {"--data_parallel_degree", [&](auto& f, auto& v) { p.data_parallel_degree = degree(f, v); }},
       {"--device", [&](auto&, auto& v) { j.device = v; }},
+      {"--nnodes", [&](auto& f, auto& v) { a.run.nnodes = int(to_integer(f, v, 1, 4096, "2")); }},
+      {"--node_rank", [&](auto& f, auto& v) { a.run.node_rank = int(to_integer(f, v, 0, 4095, "0")); }},
+      {"--nproc_per_node", [&](auto& f, auto& v) { a.run.nproc_per_node = int(to_integer(f, v, 1, 1024, "8")); }},
+      {"--master_addr", [&](auto&, auto& v) { a.run.master_addr = v; }},
+      {"--master_port", [&](auto& f, auto& v) { a.run.master_port = int(to_integer(f, v, 1, 65534, "29500")); }},
+      {"--heartbeat_timeout", [&](auto& f, auto& v) { a.run.heartbeat_timeout_s = seconds(f, v); }},
+      {"--collective_timeout", [&](auto& f, auto& v) { a.run.collective_timeout_s = seconds(f, v); }},
+      {"--events_log", [&](auto&, auto& v) { a.run.events_log = v; }},
       {"--dtype", [&](auto&, auto& v) { j.dtype = v; }},
   };
   for (size_t i = 0; i < argv.size(); ++i) {
@@ -76,9 +89,9 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
       a.help = true;
     } else if (flag == "--version") {
       a.version = true;
-    } else if (flag == "--use_dynamic_cfg" || flag == "--use_cfg_parallel") {
+    } else if (flag == "--use_dynamic_cfg" || flag == "--use_cfg_parallel" || flag == "--keep_partial") {
       if (inline_value) throw ArgError(flag + " takes no value (it is a switch)");
-      (flag == "--use_dynamic_cfg" ? j.use_dynamic_cfg : p.use_cfg_parallel) = true;
+      (flag == "--use_dynamic_cfg" ? j.use_dynamic_cfg : flag == "--keep_partial" ? j.keep_partial : p.use_cfg_parallel) = true;
     } else if (auto it = valued.find(flag); it != valued.end()) {
       if (!inline_value) {
         if (i + 1 >= argv.size() || argv[i + 1].rfind("--", 0) == 0)
@@ -91,6 +104,12 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
       throw ArgError("unknown option '" + argv[i] + "'; see dit-launch --help for the options");
     }
   }
+  if (a.run.node_rank >= a.run.nnodes)
+    throw ArgError("--node_rank " + std::to_string(a.run.node_rank) + ": must be below --nnodes " +
+                   std::to_string(a.run.nnodes) + " (machines are numbered from 0)");
+  if (a.run.nnodes > 1 && (a.run.master_addr.empty() || a.run.master_port == 0))
+    throw ArgError("--nnodes " + std::to_string(a.run.nnodes) + " needs --master_addr and --master_port: the first "
+                   "machine's address and a port every machine can reach it on");
   return a;
 }
 
@@ -128,10 +147,24 @@ dit-worker ranks; each degree 1 is the single-process path):
   --ring_degree N             sequence parallel, K/V blocks passed around a ring
   --use_cfg_parallel          the two guidance branches on two groups of ranks
   --data_parallel_degree N    the videos of --num_videos_per_prompt split among groups
-  --pipefusion_parallel_degree N --num_pipeline_patch N --warmup_steps N   (PipeFusion: not yet)
+  --pipefusion_parallel_degree N  layers split into N pipeline stages
+  --num_pipeline_patch N      PipeFusion's patches of the latent rows (default 1)
+  --warmup_steps N            PipeFusion's synchronous steps before pipelining (default 1)
 
-Exit status: 0 done, 1 internal failure, 2 bad command-line argument, 3 bad input (model folder or
-tensor file), 130 cancelled (SIGINT/SIGTERM). Errors are one line on stderr.
+Running (one machine by default; several with torchrun's flags, one dit-launch per machine, each with
+DIT_STUDIO_TOKEN set to the same secret in its environment):
+  --nnodes N --node_rank I    machines in the job, and which one this is (0 collects the events)
+  --nproc_per_node N          ranks on each machine (default: the job's ranks / nnodes)
+  --master_addr A --master_port P   where the ranks meet; events go to A, port P + 1
+  --heartbeat_timeout S       a rank silent this long is declared hung and the job stopped (default 30)
+  --collective_timeout S      c10d's timeout for one collective (default 600)
+  --events_log FILE           every event of every rank as a line of JSON
+  --keep_partial              on cancel, keep the latents reached (FILE.partial.safetensors beside
+                              --save_tensors or --output) and the frames decoded so far
+
+Exit status: 0 done, 1 internal failure (or a rank hung), 2 bad command-line argument, 3 bad input
+(model folder or tensor file), 4 out of memory, 5 a rank lost its peer, 128+N a rank was killed by
+signal N, 130 cancelled (SIGINT/SIGTERM). A failure names the rank, why, and its last lines.
 )";
 }
 

@@ -10,9 +10,21 @@
 
 namespace studio::workers {
 
+// How the ranks are started and watched (torchrun's names for the machine flags).
+struct RunArgs {
+  int nnodes = 1, node_rank = 0;
+  int nproc_per_node = 0;  // several machines: ranks on each (0: the job's ranks / nnodes)
+  std::string master_addr;
+  int master_port = 0;
+  double heartbeat_timeout_s = 30;
+  double collective_timeout_s = 600;
+  std::string events_log;
+};
+
 struct LaunchArgs {
   plan::JobSpec job;
   plan::ParallelConfig parallel;
+  RunArgs run;
   bool help = false;
   bool version = false;
 };

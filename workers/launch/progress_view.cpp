@@ -1,0 +1,85 @@
+#include "workers/launch/progress_view.h"
+
+namespace studio::workers {
+
+namespace {
+
+std::string human_bytes(uint64_t b) {
+  char s[32];
+  if (b >= (uint64_t(1) << 30)) std::snprintf(s, sizeof s, "%.1f GiB", double(b) / double(1 << 30));
+  else std::snprintf(s, sizeof s, "%.1f MB", double(b) / 1e6);
+  return s;
+}
+
+}  // namespace
+
+std::string rank_status_line(const RankView& r) {
+  char s[320];
+  int n = std::snprintf(s, sizeof s, "rank %d  %-9s", r.rank, r.phase.c_str());
+  if (r.total > 0) {
+    n += std::snprintf(s + n, sizeof s - size_t(n), "  step %d/%d  %.2f s/step", r.step, r.total, r.step_seconds);
+    if (r.step > 0 && r.step < r.total)
+      n += std::snprintf(s + n, sizeof s - size_t(n), "  ETA %.0f s",
+                         r.total_step_seconds / r.step * (r.total - r.step));
+  }
+  const auto& m = r.resources;
+  if (m.device_allocated) n += std::snprintf(s + n, sizeof s - size_t(n), "  GPU %s", human_bytes(m.device_allocated).c_str());
+  if (m.host_rss) n += std::snprintf(s + n, sizeof s - size_t(n), "  RSS %s", human_bytes(m.host_rss).c_str());
+  if (m.bytes_sent || m.bytes_received)
+    std::snprintf(s + n, sizeof s - size_t(n), "  sent %s  received %s", human_bytes(m.bytes_sent).c_str(),
+                  human_bytes(m.bytes_received).c_str());
+  return s;
+}
+
+ProgressView::ProgressView(std::FILE* out, bool live) : out_(out), live_(live) {}
+
+void ProgressView::erase() {
+  for (; drawn_ > 0; --drawn_) std::fputs("\x1b[1A\x1b[2K", out_);  // up one line, clear it
+}
+
+void ProgressView::draw(const std::vector<RankView>& ranks) {
+  erase();
+  for (const auto& r : ranks) std::fprintf(out_, "%s\n", rank_status_line(r).c_str());
+  drawn_ = int(ranks.size());
+  std::fflush(out_);
+  last_draw_ = std::chrono::steady_clock::now();
+}
+
+void ProgressView::print_line(const std::string& line, const std::vector<RankView>& ranks) {
+  if (live_) erase();
+  std::fprintf(out_, "%s\n", line.c_str());
+  if (live_) draw(ranks);
+  std::fflush(out_);
+}
+
+void ProgressView::message(const events::Message& m, const std::vector<RankView>& ranks) {
+  const int rank = m.body.value("rank", -1);
+  const std::string who = "[rank " + std::to_string(rank) + "] ";
+  switch (m.kind) {
+    case events::Kind::Log: {
+      // Rank 0 narrates the job; of the others, what they write to stderr (their errors, warnings).
+      const std::string text = m.body.value("text", "");
+      if (m.body.contains("stream")) print_line(text.rfind("[rank ", 0) == 0 ? text : who + text, ranks);
+      else if (rank == 0) print_line(who + text, ranks);
+      break;
+    }
+    case events::Kind::Progress:
+      if (!live_) print_line("[" + rank_status_line(ranks[size_t(rank)]) + "]", ranks);
+      break;
+    default: break;
+  }
+}
+
+void ProgressView::note(const std::string& line, const std::vector<RankView>& ranks) {
+  print_line("dit-launch: " + line, ranks);
+}
+
+void ProgressView::tick(const std::vector<RankView>& ranks) {
+  if (live_ && std::chrono::steady_clock::now() - last_draw_ > std::chrono::milliseconds(250)) draw(ranks);
+}
+
+void ProgressView::finish(const std::vector<RankView>& ranks) {
+  if (live_) draw(ranks);
+}
+
+}  // namespace studio::workers
