@@ -105,10 +105,17 @@ class TestWorkers : public QObject {
     QFETCH(QStringList, parallel);
     const int world = parallel.contains("--use_cfg_parallel") ? 4 : 2, steps = 3;
     const QString log = path(QString("events%1.jsonl").arg(world)), clip = path(QString("run%1.mp4").arg(world));
+    // The launcher's private folder (job file, socket) goes under TMPDIR, and is gone when it is.
+    const QString private_tmp = path(QString("tmp%1").arg(world));
+    QVERIFY(QDir().mkpath(private_tmp));
     QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("TMPDIR", private_tmp);
+    p.setProcessEnvironment(env);
     p.start(kLaunch, demo_job(steps) + parallel + QStringList{"--output", clip, "--events_log", log});
     const auto r = finish(p);
     QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY(QDir(private_tmp).isEmpty());
     const auto all = read_events(log);
     const auto pids = pids_of(all);
     QCOMPARE(int(pids.size()), world);

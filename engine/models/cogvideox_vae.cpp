@@ -6,6 +6,7 @@
 #include <ATen/ops/conv2d.h>
 #include <ATen/ops/conv3d.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/full_like.h>
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/rsqrt.h>
 #include <ATen/ops/tensor.h>
@@ -24,7 +25,18 @@ namespace studio::models {
 
 namespace {
 
-using Caches = std::vector<at::Tensor>;  // one slot per causal convolution, carried across batches
+// What one decode carries from batch to batch: one cache slot per causal convolution, and the row split
+// when several ranks decode one picture (nullptr: this process has every row).
+struct Context {
+  std::vector<at::Tensor> caches;
+  RowExchange* rows = nullptr;
+  // x with the neighbours' adjacent row (dim `dim`) above and below; zeros at the picture's edges, which
+  // is the zero padding a single process would add there.
+  at::Tensor with_halo(const at::Tensor& x, int64_t dim) const {
+    auto [above, below] = rows->halo(x.narrow(dim, 0, 1), x.narrow(dim, x.size(dim) - 1, 1));
+    return at::cat({above, x, below}, dim);
+  }
+};
 
 // Convolution over time that sees only the past: the first batch pads with copies of its first frame,
 // later batches with the last (kernel - 1) frames of the previous batch's input.
@@ -43,11 +55,18 @@ struct CausalConv {
   // Output frames are computed two at a time into one output tensor, reading only the input frames each
   // needs from `frames(first, count)`: the padded input (cache + frames) never exists whole, and neither
   // does a normalised copy of it (at 480 x 720 one frame of 128 channels is 177 MB).
+  // With a row split, the rows come with one halo row on each side and are not padded again.
   using Frames = std::function<at::Tensor(int64_t first, int64_t count)>;
-  at::Tensor operator()(const Frames& frames, int64_t T, Caches& caches) const {
+  at::Tensor operator()(const Frames& own, int64_t T, Context& ctx) const {
     const int64_t pad = (weight.size(3) - 1) / 2;
-    if (kt == 1) return at::conv3d(frames(0, T), weight, bias, 1, {0, pad, pad});
-    at::Tensor& cache = caches[slot];
+    Frames frames = own;
+    if (ctx.rows && pad > 0) {
+      TORCH_CHECK(pad == 1, "a row split exchanges one halo row; this convolution needs ", pad);
+      frames = [&](int64_t first, int64_t count) { return ctx.with_halo(own(first, count), 3); };
+    }
+    const std::vector<int64_t> padding{0, ctx.rows ? 0 : pad, pad};
+    if (kt == 1) return at::conv3d(frames(0, T), weight, bias, 1, padding);
+    at::Tensor& cache = ctx.caches[slot];
     const at::Tensor past = cache.defined() ? cache : frames(0, 1).expand({-1, -1, kt - 1, -1, -1});
     at::Tensor out;
     const int64_t step = 2;
@@ -59,7 +78,7 @@ struct CausalConv {
       if (from_past > 0) parts.push_back(past.narrow(2, kt - 1 - from_past, from_past));
       const int64_t x_begin = std::max<int64_t>(0, t - (kt - 1));
       parts.push_back(frames(x_begin, t + n - x_begin));
-      auto y = at::conv3d(at::cat(parts, 2), weight, bias, 1, {0, pad, pad});
+      auto y = at::conv3d(at::cat(parts, 2), weight, bias, 1, padding);
       if (!out.defined()) out = at::empty({y.size(0), y.size(1), T, y.size(3), y.size(4)}, y.options());
       out.narrow(2, t, n).copy_(y);
     }
@@ -69,8 +88,8 @@ struct CausalConv {
                       : at::cat({past.narrow(2, past.size(2) - (keep - T), keep - T), frames(0, T)}, 2).clone();
     return out;
   }
-  at::Tensor operator()(const at::Tensor& x, Caches& caches) const {
-    return (*this)([&](int64_t first, int64_t count) { return x.narrow(2, first, count); }, x.size(2), caches);
+  at::Tensor operator()(const at::Tensor& x, Context& ctx) const {
+    return (*this)([&](int64_t first, int64_t count) { return x.narrow(2, first, count); }, x.size(2), ctx);
   }
 };
 
@@ -113,9 +132,19 @@ struct SpatialNorm {
     n.groups = groups;
     return n;
   }
-  CausalConv::Frames activated(const at::Tensor& f, const at::Tensor& zq) const {
+  CausalConv::Frames activated(const at::Tensor& f, const at::Tensor& zq, const Context& ctx) const {
     const int64_t B = f.size(0), C = f.size(1), T = f.size(2), G = groups;
     auto [var, mean] = at::var_mean(f.reshape({B, G, -1}), {2}, /*unbiased=*/false, /*keepdim=*/true);
+    if (ctx.rows) {
+      // Every rank's count, sum and sum of squares (in float64, from its own mean and variance), summed:
+      // the statistics of the whole picture.
+      const double n = double(f.numel() / (B * G));
+      auto m = mean.to(at::kDouble), v = var.to(at::kDouble);
+      auto total = ctx.rows->sum(at::cat({at::full_like(m, n), m * n, (v + m * m) * n}, 2));  // [B, G, 3]
+      auto count = total.narrow(2, 0, 1), global_mean = total.narrow(2, 1, 1) / count;
+      var = (total.narrow(2, 2, 1) / count - global_mean * global_mean).to(f.scalar_type());
+      mean = global_mean.to(f.scalar_type());
+    }
     const auto rstd = at::rsqrt(var + 1e-6).view({B, G, 1, 1, 1, 1});
     const auto mu = mean.view({B, G, 1, 1, 1, 1});
     const auto y = at::conv3d(zq, y_w, y_b), b = at::conv3d(zq, b_w, b_b);  // low resolution
@@ -152,10 +181,10 @@ struct Resnet {
     }
     return r;
   }
-  at::Tensor operator()(const at::Tensor& x, const at::Tensor& zq, Caches& c) const {
+  at::Tensor operator()(const at::Tensor& x, const at::Tensor& zq, Context& c) const {
     const int64_t T = x.size(2);
-    at::Tensor h = conv1(norm1.activated(x, zq), T, c);
-    h = conv2(norm2.activated(h, zq), T, c);
+    at::Tensor h = conv1(norm1.activated(x, zq, c), T, c);
+    h = conv2(norm2.activated(h, zq, c), T, c);
     if (!shortcut_w.defined()) return h.add_(x);
     // The 1x1x1 shortcut frame by frame: x is the widest tensor here, so no full-size copy of it is made.
     for (int64_t t = 0; t < T; ++t)
@@ -171,7 +200,7 @@ struct Upsampler {
   bool compress_time = false;
   // Frame by frame into one output tensor: the upsampled input and its convolution are the largest
   // tensors of the decoder (256 channels at full resolution), so neither exists whole.
-  at::Tensor operator()(const at::Tensor& x) const {
+  at::Tensor operator()(const at::Tensor& x, const Context& ctx) const {
     const int64_t B = x.size(0), T = x.size(2), H = x.size(3), W = x.size(4);
     // Source frame of each output frame: time doubles when compressing it, an odd first frame stays single.
     std::vector<int64_t> src;
@@ -184,8 +213,14 @@ struct Upsampler {
     }
     at::Tensor out = at::empty({B, weight.size(0), int64_t(src.size()), 2 * H, 2 * W}, x.options());
     for (size_t t = 0; t < src.size(); ++t) {
-      auto frame = at::upsample_nearest2d(x.select(2, src[t]), {2 * H, 2 * W});
-      out.select(2, int64_t(t)).copy_(at::conv2d(frame, weight, bias, 1, 1));
+      if (!ctx.rows) {
+        auto frame = at::upsample_nearest2d(x.select(2, src[t]), {2 * H, 2 * W});
+        out.select(2, int64_t(t)).copy_(at::conv2d(frame, weight, bias, 1, 1));
+        continue;
+      }
+      // Row split: one neighbour row each side, upsampled to two, of which the inner one is the halo.
+      auto frame = at::upsample_nearest2d(ctx.with_halo(x.select(2, src[t]), 2), {2 * H + 4, 2 * W});
+      out.select(2, int64_t(t)).copy_(at::conv2d(frame.narrow(2, 1, 2 * H + 2), weight, bias, 1, at::IntArrayRef{0, 1}));
     }
     return out;
   }
@@ -266,26 +301,31 @@ int CogVideoXVae::output_frames(int latent_frames) const {
   return first_frames + (batches - 1) * 2 * r;
 }
 
-void CogVideoXVae::decode_batches(const at::Tensor& z_all,
-                                  const std::function<void(const at::Tensor&)>& on_batch) const {
-  c10::InferenceMode guard;
+void CogVideoXVae::decode_batches(const at::Tensor& z_all, const std::function<void(const at::Tensor&)>& on_batch,
+                                  RowExchange* rows) const {
+  // Not with a row split: c10d's Gloo works on threads of its own, which cannot touch inference tensors.
+  // Nothing requires grad, so no graph is recorded either way.
+  std::optional<c10::InferenceMode> guard;
+  if (!rows) guard.emplace();
   const Impl& m = *impl_;
   if (z_all.dim() != 5 || z_all.size(1) != cfg_.latent_channels)
     throw InputError("VAE input has shape " + io::shape_str(z_all.sizes().vec()) + "; expected [B, " +
                      std::to_string(cfg_.latent_channels) + ", F, h, w]");
   const int64_t F = z_all.size(2);
   const int64_t batches = std::max<int64_t>(F / 2, 1), rem = F % 2;
-  Caches caches(m.slots);
+  Context ctx;
+  ctx.caches.resize(m.slots);
+  ctx.rows = rows;
   for (int64_t i = 0; i < batches; ++i) {
     const int64_t start = 2 * i + (i == 0 ? 0 : rem), end = std::min<int64_t>(2 * (i + 1) + rem, F);
     const at::Tensor z = z_all.narrow(2, start, end - start).to(device_, dtype_);
-    at::Tensor h = m.conv_in(z, caches);
-    for (const auto& r : m.mid) h = r(h, z, caches);
+    at::Tensor h = m.conv_in(z, ctx);
+    for (const auto& r : m.mid) h = r(h, z, ctx);
     for (const auto& blk : m.up_blocks) {
-      for (const auto& r : blk.resnets) h = r(h, z, caches);
-      if (blk.up) h = (*blk.up)(h);
+      for (const auto& r : blk.resnets) h = r(h, z, ctx);
+      if (blk.up) h = (*blk.up)(h, ctx);
     }
-    h = m.conv_out(m.norm_out.activated(h, z), h.size(2), caches).to(at::kFloat);
+    h = m.conv_out(m.norm_out.activated(h, z, ctx), h.size(2), ctx).to(at::kFloat);
     on_batch(h);
   }
 }

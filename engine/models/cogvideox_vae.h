@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -14,6 +15,18 @@
 #include "plan/model_folder.h"
 
 namespace studio::models {
+
+// How several ranks decode one picture, split by rows (parallel/parallel_vae.* provides one over c10d).
+// Every rank makes the same calls in the same order.
+class RowExchange {
+ public:
+  virtual ~RowExchange() = default;
+  // Sends `first` (this rank's first row) to the rank above and `last` to the rank below; returns the
+  // row received from above and from below, zeros where this rank is at the picture's edge.
+  virtual std::pair<at::Tensor, at::Tensor> halo(const at::Tensor& first, const at::Tensor& last) = 0;
+  // The elementwise sum of a small tensor over the ranks.
+  virtual at::Tensor sum(const at::Tensor& t) = 0;
+};
 
 class CogVideoXVae {
  public:
@@ -27,7 +40,9 @@ class CogVideoXVae {
 
   // z [B, C, F, h, w] (already divided by the scaling factor) -> video [B, out_channels, frames, H, W],
   // float32, handed to `on_batch` one batch of frames at a time as they are decoded (model device).
-  void decode_batches(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch) const;
+  // With `rows`, z is this rank's rows of the latents and so is every batch handed out.
+  void decode_batches(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch,
+                      RowExchange* rows = nullptr) const;
   // The same, collected into one tensor.
   at::Tensor decode(const at::Tensor& z) const;
 

@@ -81,6 +81,30 @@ void Group::exchange(const at::Tensor& out, int to, at::Tensor& in, int from) {
   }
 }
 
+void Group::neighbours(const at::Tensor& to_prev, const at::Tensor& to_next, at::Tensor& from_prev,
+                       at::Tensor& from_next) {
+  if (size_ == 1) return;
+  const int tag = tag_++;  // one tag per call on every rank; each pair's two directions are apart anyway
+  std::vector<std::vector<at::Tensor>> buffers;
+  buffers.reserve(4);
+  std::vector<decltype(pg_->send(buffers.emplace_back(), 0, 0))> work;
+  buffers.clear();
+  auto post = [&](bool send, const at::Tensor& t, int peer) {
+    buffers.push_back({send ? t.contiguous() : t});
+    work.push_back(send ? pg_->send(buffers.back(), peer, tag) : pg_->recv(buffers.back(), peer, tag));
+    if (traffic_) (send ? traffic_->sent : traffic_->received)[size_t(CommKind::PointToPoint)] += bytes(t);
+  };
+  if (rank_ > 0) {
+    post(true, to_prev, rank_ - 1);
+    post(false, from_prev, rank_ - 1);
+  }
+  if (rank_ + 1 < size_) {
+    post(true, to_next, rank_ + 1);
+    post(false, from_next, rank_ + 1);
+  }
+  for (auto& w : work) w->wait();
+}
+
 void Group::send(const at::Tensor& t, int to) {
   std::vector<at::Tensor> v{t.contiguous()};
   pg_->send(v, to, p2p_tag_)->wait();

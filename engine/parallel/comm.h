@@ -40,6 +40,10 @@ class Group {
   at::Tensor all_to_all(const at::Tensor& t);
   // Sends `out` to rank `to` while receiving into `in` from rank `from` (both may be in flight at once).
   void exchange(const at::Tensor& out, int to, at::Tensor& in, int from);
+  // Neighbours in group order: sends `to_prev` to rank - 1 and `to_next` to rank + 1 while receiving
+  // `from_prev` and `from_next` from them; the first and last ranks skip the side they lack (and leave
+  // that buffer as it is). Every rank of the group calls it.
+  void neighbours(const at::Tensor& to_prev, const at::Tensor& to_next, at::Tensor& from_prev, at::Tensor& from_next);
   void broadcast(at::Tensor& t, int root);
   // Point to point, matched in order between a pair of ranks.
   void send(const at::Tensor& t, int to);

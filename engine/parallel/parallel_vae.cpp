@@ -1,0 +1,70 @@
+#include "parallel/parallel_vae.h"
+
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros_like.h>
+
+#include "plan/error.h"
+
+namespace studio::parallel {
+
+namespace {
+
+class GroupRows : public models::RowExchange {
+ public:
+  explicit GroupRows(Group& g) : group_(g) {}
+  std::pair<at::Tensor, at::Tensor> halo(const at::Tensor& first, const at::Tensor& last) override {
+    at::Tensor above = at::zeros_like(first), below = at::zeros_like(last);
+    group_.neighbours(first, last, above, below);
+    return {above, below};
+  }
+  at::Tensor sum(const at::Tensor& t) override {
+    at::Tensor total;
+    for (const auto& part : group_.all_gather(t)) total = total.defined() ? total + part : part.clone();
+    return total;
+  }
+
+ private:
+  Group& group_;
+};
+
+}  // namespace
+
+std::pair<int64_t, int64_t> rows_of(int64_t h, int r, int n) {
+  const int64_t base = h / n, extra = h % n;
+  const int64_t begin = r * base + std::min<int64_t>(r, extra);
+  return {begin, begin + base + (r < extra ? 1 : 0)};
+}
+
+void decode_by_rows(const models::CogVideoXVae& vae, Group& group, const at::Tensor& z,
+                    const std::function<void(const at::Tensor&)>& on_batch) {
+  const int n = group.size();
+  if (n == 1) return vae.decode_batches(z, on_batch);
+  const int64_t h = z.size(3);
+  if (h < n)
+    throw InputError("parallel VAE decoding: " + std::to_string(n) + " ranks cannot share " + std::to_string(h) +
+                     " latent rows (" + std::to_string(h * vae.config().spatial_compression) +
+                     " pixels); use at most " + std::to_string(h) + " ranks or a taller video");
+  const auto [begin, end] = rows_of(h, group.rank(), n);
+  GroupRows rows(group);
+  const int64_t scale = vae.config().spatial_compression;
+  vae.decode_batches(
+      z.narrow(3, begin, end - begin).contiguous(),
+      [&](const at::Tensor& mine) {
+        // Rank 0 receives every other rank's rows of this batch, in order; one batch at a time.
+        if (group.rank() != 0) return group.send(mine, 0);
+        std::vector<at::Tensor> parts{mine};
+        for (int r = 1; r < n; ++r) {
+          const auto [b, e] = rows_of(h, r, n);
+          auto sizes = mine.sizes().vec();
+          sizes[3] = (e - b) * scale;
+          parts.push_back(at::empty(sizes, mine.options()));
+          group.recv(parts.back(), r);
+        }
+        on_batch(at::cat(parts, 3));
+      },
+      &rows);
+}
+
+}  // namespace studio::parallel
