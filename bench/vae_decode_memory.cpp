@@ -1,9 +1,12 @@
 // Peak memory and time of decoding a real-size CogVideoX-2B video on this machine: the real VAE config
 // (block_out_channels 128/256/256/512, 3 layers per block, 32 groups, 16 latent channels) with random
 // weights, latents for 480 x 720 and 49 frames (13 x 60 x 90), decoded batch by batch and streamed
-// (each batch's frames are dropped once handed over, as dit-launch --output does).
-// Usage: bench-vae-decode [--latent_frames N] [--height H --width W]
+// (each batch's frames are dropped once handed over, as dit-launch --output does). With --ranks N, N
+// processes decode it split by rows (parallel/parallel_vae.*) over Gloo, and each reports its own peak.
+// Usage: bench-vae-decode [--latent_frames N] [--height H --width W] [--ranks N]
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -12,9 +15,14 @@
 #include <string>
 
 #include <ATen/ops/randn.h>
+#include <ATen/core/Generator.h>
+#include <ATen/Context.h>
 
 #include "io/weights.h"
 #include "models/cogvideox_vae.h"
+#include "parallel/mesh.h"
+#include "parallel/parallel_vae.h"
+#include "workers/launch/supervisor.h"
 
 using namespace studio;
 
@@ -26,34 +34,69 @@ double peak_rss_gib() {
   return double(ru.ru_maxrss) / (1024.0 * 1024.0);  // ru_maxrss is in KiB
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  int frames = 13, height = 480, width = 720;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--latent_frames")) frames = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--height")) height = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--width")) width = std::atoi(argv[i + 1]);
-  }
+// One rank's decode (the whole decode when ranks == 1); rank 0 prints the table.
+void decode(int rank, int ranks, int port, int frames, int height, int width) {
   plan::VaeConfig cfg;  // the defaults are CogVideoX-2b's vae/config.json
   auto weights = io::WeightSet::synthetic(7);
   auto vae = models::CogVideoXVae::load(weights, cfg, at::kFloat, at::kCPU);
   const double after_weights = peak_rss_gib();
+  at::manual_seed(0);
   auto z = at::randn({1, cfg.latent_channels, frames, height / 8, width / 8});
-  std::printf("CogVideoX-2B VAE decode, %dx%d, %d latent frames -> %d frames, float32, CPU\n", width, height, frames,
-              vae->output_frames(frames));
-  std::printf("peak RSS after loading weights: %.2f GiB\n\n", after_weights);
-  std::printf("| batch | frames out | seconds | peak RSS so far (GiB) |\n|---|---|---|---|\n");
+  plan::ParallelConfig p;
+  p.ulysses_degree = ranks;  // the decode uses the world group; the layout does not matter
+  parallel::DistEnv env;
+  env.rank = rank;
+  env.world_size = ranks;
+  env.master_port = port;
+  auto mesh = ranks > 1 ? parallel::Mesh::create(p, env, at::kCPU, std::chrono::hours(2)) : parallel::Mesh::single();
+  if (rank == 0) {
+    std::printf("CogVideoX-2B VAE decode, %dx%d, %d latent frames -> %d frames, float32, CPU, %d rank(s)\n", width,
+                height, frames, vae->output_frames(frames), ranks);
+    std::printf("peak RSS after loading weights: %.2f GiB\n\n", after_weights);
+    std::printf("| batch | frames out | seconds | rank 0 peak RSS so far (GiB) |\n|---|---|---|---|\n");
+  }
   int batch = 0;
-  auto t0 = std::chrono::steady_clock::now();
-  double total = 0;
-  vae->decode_batches(z, [&](const at::Tensor& f) {
+  auto t0 = std::chrono::steady_clock::now(), start = t0;
+  parallel::decode_by_rows(*vae, mesh->world(), z, [&](const at::Tensor& f) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    total += s;
     std::printf("| %d | %ld | %.1f | %.2f |\n", ++batch, long(f.size(2)), s, peak_rss_gib());
     std::fflush(stdout);
     t0 = std::chrono::steady_clock::now();
   });
-  std::printf("\ntotal %.1f s, peak RSS %.2f GiB\n", total, peak_rss_gib());
-  return 0;
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto [b, e] = parallel::rows_of(height / 8, rank, ranks);
+  std::printf("rank %d (latent rows %ld-%ld): total %.1f s, peak RSS %.2f GiB\n", rank, long(b), long(e - 1), total,
+              peak_rss_gib());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int frames = 13, height = 480, width = 720, ranks = 1;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--latent_frames")) frames = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--height")) height = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--width")) width = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--ranks")) ranks = std::max(1, std::atoi(argv[i + 1]));
+  }
+  if (ranks == 1) return decode(0, 1, 0, frames, height, width), 0;
+  const int port = workers::free_loopback_port();
+  std::vector<pid_t> pids;
+  for (int r = 0; r < ranks; ++r) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      decode(r, ranks, port, frames, height, width);
+      std::fflush(stdout);
+      ::_exit(0);
+    }
+    pids.push_back(pid);
+  }
+  int failed = 0;
+  for (pid_t pid : pids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  return failed ? 1 : 0;
 }

@@ -1,6 +1,6 @@
 // Every parallel mix against the reference cases: one transformer call (step0_output, 1e-4) with ranks as
-// threads over real Gloo sockets, and the whole run (final_latents, 1e-3) through dit-launch with ranks as
-// processes. Data parallel: each video equal to its one-process run.
+// threads over real Gloo sockets, and the whole run (final_latents and the video decoded by every rank with
+// --use_parallel_vae, 1e-3) through dit-launch with ranks as processes. Data parallel: each video equal to its one-process run.
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -100,6 +100,7 @@ class TestParallel : public QObject {
     auto g = test::golden_json(n);
     auto p = mixes()[size_t(mix)].p;
     p.warmup_steps = g["num_inference_steps"];  // PipeFusion: warm-up covering every step is exact
+    p.use_parallel_vae = true;                  // and every rank decodes a band of rows
     const QString c = QString::fromStdString(test::golden_case(n)), file = c + "/golden.safetensors";
     const QString out = tmp_.path() + "/" + QString(QTest::currentDataTag()).replace('/', '_') + ".safetensors";
     QStringList args{"--model", c, "--height", QString::number(int(g["height"])), "--width",
@@ -118,8 +119,11 @@ class TestParallel : public QObject {
     QVERIFY(err.contains(QString("starting %1 ranks").arg(p.world_size())));
     const double e = test::max_abs_diff(io::TensorFile(out.toStdString(), "t").get("final_latents", 5, ""),
                                         test::golden_tensor(n, "final_latents"));
-    qInfo("%s: final_latents max error %.3g", qPrintable(QTest::currentDataTag()), e);
+    const double v = test::max_abs_diff(io::TensorFile(out.toStdString(), "t").get("video", 5, ""),
+                                        test::golden_tensor(n, "video"));
+    qInfo("%s: final_latents max error %.3g, video (parallel VAE) %.3g", qPrintable(QTest::currentDataTag()), e, v);
     QVERIFY(e < 1e-3);
+    QVERIFY(v < 1e-3);
   }
 
   void data_parallel_videos_equal_their_one_process_runs() {

@@ -5,8 +5,13 @@
 #include <thread>
 
 #include <ATen/ops/isfinite.h>
+#include <ATen/ops/cat.h>
+
+#include <cmath>
 
 #include "models/cogvideox_vae.h"
+#include "models/vae_tiling.h"
+#include "pipeline/decode.h"
 #include "parallel/mesh.h"
 #include "parallel/parallel_vae.h"
 #include "plan/error.h"
@@ -113,6 +118,58 @@ class TestVae : public QObject {
       });
     for (auto& t : threads) t.join();
     QVERIFY(refused[0] && refused[1]);
+  }
+
+  void tiled_decode_blends_tiles_as_diffusers() {
+    auto folder = plan::read_model_folder(test::golden_case("cogvx2b_tiny"));
+    auto vae = models::CogVideoXVae::load(folder.dir + "/vae", *folder.vae, at::kFloat, at::kCPU);
+    auto z = test::golden_tensor("cogvx2b_tiny", "vae_input");  // 8 x 12 latent rows and columns
+    auto ref = test::golden_tensor("cogvx2b_tiny", "video");
+    // Latents that fit in one tile decode untiled, to the bit.
+    QCOMPARE(test::max_abs_diff(models::decode_tiled(*vae, z), vae->decode(z)), 0.0);
+    // 32 x 48-pixel tiles (4 x 6 latent): three rows and three columns of tiles, blended over 5 and 9 pixels.
+    models::TileOptions small;
+    small.sample_height = 32;
+    small.sample_width = 48;
+    auto tiled = models::decode_tiled(*vae, z, small);
+    QCOMPARE(tiled.sizes(), ref.sizes());
+    const double max_err = test::max_abs_diff(tiled, ref), mean_err = (tiled - ref).abs().mean().item<double>();
+    qInfo("tiled (32 x 48-pixel tiles) against the untiled reference: max %.3g, mean %.3g", max_err, mean_err);
+    QVERIFY(std::isfinite(max_err));
+    // diffusers' layout, checked on the first seam: tiles start every int(4 * 5/6) = 3 latent rows and
+    // int(6 * 4/5) = 4 columns; each keeps 32 - int(32/6) = 27 rows and 48 - int(48/5) = 39 columns; the
+    // first tile is kept as decoded, and the next one's first 9 columns (output columns 39-47) mix in
+    // linearly from the first tile's last 9.
+    auto a = vae->decode(z.narrow(3, 0, 4).narrow(4, 0, 6)), b = vae->decode(z.narrow(3, 0, 4).narrow(4, 4, 6));
+    QCOMPARE(test::max_abs_diff(tiled.narrow(3, 0, 27).narrow(4, 0, 39), a.narrow(3, 0, 27).narrow(4, 0, 39)), 0.0);
+    for (int x = 0; x < 9; ++x) {
+      const double w = x / 9.0;
+      auto want = a.narrow(3, 0, 27).narrow(4, 39 + x, 1) * (1 - w) + b.narrow(3, 0, 27).narrow(4, x, 1) * w;
+      QVERIFY2(test::max_abs_diff(tiled.narrow(3, 0, 27).narrow(4, 39 + x, 1), want) < 1e-6, qPrintable(QString::number(x)));
+    }
+  }
+
+  void slicing_decodes_each_video_alone_to_the_same_result() {
+    auto folder = plan::read_model_folder(test::golden_case("cogvx15_tiny"));
+    auto vae = models::CogVideoXVae::load(folder.dir + "/vae", *folder.vae, at::kFloat, at::kCPU);
+    auto z1 = test::golden_tensor("cogvx15_tiny", "vae_input");
+    auto latents = at::cat({z1, z1 * 0.5}, 0).permute({0, 2, 1, 3, 4}) * folder.vae->scaling_factor;  // [B, F, C, h, w]
+    auto run = [&](bool slicing) {
+      std::vector<std::vector<at::Tensor>> per(2);
+      pipeline::DecodeOptions o;
+      o.slicing = slicing;
+      int calls = 0;
+      pipeline::decode_latents(*vae, latents, 0, [&](const at::Tensor& f, int v, int) {
+        ++calls;
+        for (int64_t b = 0; b < f.size(0); ++b) per[size_t(v + b)].push_back(f.narrow(0, b, 1));
+      }, o);
+      return std::pair{at::cat({at::cat(per[0], 2), at::cat(per[1], 2)}, 0), calls};
+    };
+    auto [whole, batches] = run(false);
+    auto [sliced, calls] = run(true);
+    QCOMPARE(calls, 2 * batches);  // each video's frame batches on their own
+    QVERIFY(test::max_abs_diff(whole.narrow(0, 0, 1), test::golden_tensor("cogvx15_tiny", "video")) < 1e-3);
+    QVERIFY2(test::max_abs_diff(whole, sliced) < 1e-5, qPrintable(QString::number(test::max_abs_diff(whole, sliced))));
   }
 
   void frame_counts_follow_the_reference_batching() {

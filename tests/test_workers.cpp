@@ -9,6 +9,7 @@
 
 #include <csignal>
 
+#include "io/safetensors_file.h"
 #include "support.h"
 #include "workers/events/messages.h"
 
@@ -187,6 +188,31 @@ class TestWorkers : public QObject {
     QCOMPARE(r.code, 4);
     QVERIFY2(r.err.contains("rank 1 (pid") && r.err.contains("failed (out_of_memory): out of memory"), qPrintable(r.err));
     QVERIFY(all_gone(pids_of(read_events(path("oom.jsonl")))));
+  }
+
+  void out_of_memory_while_decoding_retries_in_tiles() {
+    // Rank 0 may allocate 250 MB once denoising starts: enough to denoise and to decode 64 x 96-pixel
+    // tiles, not to decode 192 x 288 frames whole.
+    const QString out = path("retry.safetensors"), log = path("retry.jsonl");
+    qputenv("DIT_WORKER_MEMORY_LIMIT_MB", "0:250");
+    QProcess p;
+    p.start(kLaunch, demo_job(2) + QStringList{"--tile_sample_min_height", "64", "--tile_sample_min_width", "96",
+                                               "--save_tensors", out, "--events_log", log});
+    qunsetenv("DIT_WORKER_MEMORY_LIMIT_MB");
+    const auto r = finish(p);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(r.err.contains("out of memory decoding at full size") &&
+                 r.err.contains("decoding again in tiles of 64 x 96 pixels from the same latents"),
+             qPrintable(r.err));
+    const auto all = read_events(log);
+    QCOMPARE(of_kind(all, "progress", 0).size(), size_t(2));  // denoised once
+    int decoding = 0;
+    for (const auto& e : of_kind(all, "phase", 0)) decoding += e["body"]["phase"] == "decoding";
+    QCOMPARE(decoding, 2);
+    const auto file = io::SafetensorsFile::open(out.toStdString());
+    const auto* video = file->find("video");
+    QVERIFY(video);
+    QCOMPARE(video->shape, (std::vector<int64_t>{1, 3, 9, 192, 288}));
   }
 
   void a_hung_rank_is_found_by_its_silence() {

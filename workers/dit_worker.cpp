@@ -116,14 +116,14 @@ void run_rank(const plan::JobFile& file, const plan::ModelFolder& model, const p
       reporter.picture(events::Kind::Preview, p);
     }
   };
-  hooks.on_frames = [&](const at::Tensor& rgb, int first) {  // [B, T, H, W, 3]
+  hooks.on_frames = [&](const at::Tensor& rgb, int first_video, int first_frame) {  // [b, T, H, W, 3]
     if (!reporter.connected()) return;
     for (int64_t b = 0; b < rgb.size(0); ++b)
       for (int64_t t = 0; t < rgb.size(1); ++t) {
         auto p = picture(rgb[b][t]);
         p.rank = env.rank;
-        p.video = int(b);
-        p.index = first + int(t);
+        p.video = first_video + int(b);
+        p.index = first_frame + int(t);
         reporter.picture(events::Kind::Frame, p);
       }
   };

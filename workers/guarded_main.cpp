@@ -20,7 +20,7 @@ bool contains_any(const std::string& s, std::initializer_list<const char*> words
 // exception types of their own that both LibTorch 1.13 and 2.x expose. (dit-worker hands c10::Error
 // over as std::runtime_error without its backtrace, so this file needs no LibTorch.)
 Failure classify_library_error(const std::string& what) {
-  if (contains_any(what, {"out of memory", "can't allocate memory", "Cannot allocate memory", "std::bad_alloc"}))
+  if (is_out_of_memory(what))
     return {events::ErrorKind::OutOfMemory, "out of memory: " + what, kOutOfMemory};
   if (contains_any(what, {"Connection closed by peer", "Connection reset by peer", "Broken pipe", "Timed out",
                           "timed out", "Timeout", "NCCL communicator was aborted", "Connection refused"}))

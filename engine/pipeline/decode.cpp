@@ -5,12 +5,33 @@
 #include <ATen/ops/mean.h>
 #include <ATen/ops/std.h>
 
+#include "parallel/parallel_vae.h"
+
 namespace studio::pipeline {
 
 void decode_latents(const models::CogVideoXVae& vae, const at::Tensor& latents, int pad_frames,
-                    const std::function<void(const at::Tensor&)>& on_batch) {
-  auto z = latents.narrow(1, pad_frames, latents.size(1) - pad_frames).permute({0, 2, 1, 3, 4});
-  vae.decode_batches(z / vae.config().scaling_factor, on_batch);
+                    const FramesFn& on_frames, const DecodeOptions& o) {
+  auto z = latents.narrow(1, pad_frames, latents.size(1) - pad_frames).permute({0, 2, 1, 3, 4}) /
+           vae.config().scaling_factor;
+  int frame = 0;
+  if (o.rows)
+    return parallel::decode_by_rows(vae, *o.rows, z, [&](const at::Tensor& f) {
+      on_frames(f, 0, frame);
+      frame += int(f.size(2));
+    });
+  const int64_t B = z.size(0), per = o.slicing ? 1 : B;
+  for (int64_t b = 0; b < B; b += per) {
+    const auto part = z.narrow(0, b, std::min(per, B - b));
+    if (o.tiling) {
+      on_frames(models::decode_tiled(vae, part, o.tiles), int(b), 0);
+      continue;
+    }
+    frame = 0;
+    vae.decode_batches(part, [&](const at::Tensor& f) {
+      on_frames(f, int(b), frame);
+      frame += int(f.size(2));
+    });
+  }
 }
 
 at::Tensor to_rgb8(const at::Tensor& video) {

@@ -6,13 +6,25 @@
 #include <ATen/core/Tensor.h>
 
 #include "models/cogvideox_vae.h"
+#include "models/vae_tiling.h"
+#include "parallel/comm.h"
 
 namespace studio::pipeline {
 
-// latents [B, F, C, h, w] -> video [B, 3, frames, H, W] float32 in about [-1, 1], handed to `on_batch`
-// one decoded batch of frames at a time.
+struct DecodeOptions {
+  bool tiling = false;   // overlapping tiles (models/vae_tiling.h)
+  models::TileOptions tiles;
+  bool slicing = false;  // the videos one at a time
+  parallel::Group* rows = nullptr;  // split by rows over this group (parallel VAE); frames reach its rank 0
+};
+
+// Decoded frames [b, 3, T, H, W] of videos first_video .. first_video + b - 1, from frame first_frame.
+using FramesFn = std::function<void(const at::Tensor& frames, int first_video, int first_frame)>;
+
+// latents [B, F, C, h, w] -> video float32 in about [-1, 1], handed to `on_frames` as it is decoded: one
+// batch of frames at a time (a whole video at once when tiled).
 void decode_latents(const models::CogVideoXVae& vae, const at::Tensor& latents, int pad_frames,
-                    const std::function<void(const at::Tensor&)>& on_batch);
+                    const FramesFn& on_frames, const DecodeOptions& options = {});
 
 // [B, 3, T, H, W] in [-1, 1] -> [B, T, H, W, 3] uint8, as the reference's video processor maps it:
 // (x / 2 + 0.5) clamped to [0, 1], times 255, rounded.

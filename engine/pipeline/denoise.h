@@ -26,8 +26,8 @@ struct Hooks {
   std::function<void(const std::string& phase)> on_phase;  // loading, encoding, denoising, decoding, writing
   // After each step (1-based), with the step's latents [B, F, C, h, w] (float32, on the model's device).
   std::function<void(int step, int total, double seconds, const at::Tensor& latents)> on_step;
-  // Each decoded batch as RGB8 [B, T, H, W, 3] on the CPU; `first` is the index of its first frame.
-  std::function<void(const at::Tensor& rgb8, int first)> on_frames;
+  // Each decoded batch as RGB8 [b, T, H, W, 3] on the CPU: videos first_video.., frames first_frame..
+  std::function<void(const at::Tensor& rgb8, int first_video, int first_frame)> on_frames;
   // Checked before every step and decoded batch; when true the run throws Cancelled.
   std::function<bool()> stop_requested;
   bool stop() const { return stop_requested && stop_requested(); }

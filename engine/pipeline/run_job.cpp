@@ -156,6 +156,95 @@ void keep_partial_latents(const plan::JobSpec& job, const plan::ModelFolder& mod
   log("cancelled after step " + meta["cancelled_after_step"] + ": kept the latents in " + path);
 }
 
+// Decodes the final latents (world rank 0, or every rank with parallel VAE decoding) and writes the
+// clips on world rank 0. Returns the decoded video when --save_tensors wants it. Out of memory at full
+// size, it decodes once more in tiles, from the same latents: nothing is denoised again.
+at::Tensor decode_outputs(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh,
+                          const Hooks& hooks, at::ScalarType dtype, const at::Device& device, JobResult& r,
+                          const std::function<void(const std::string&)>& log) {
+  const auto geo = plan::latent_geometry(job, model);
+  const std::string vdir = (fs::path(model.dir) / "vae").string();
+  auto vae = models::CogVideoXVae::load(vdir, *model.vae, dtype, device);
+  const bool writer = mesh.rank() == 0;
+  DecodeOptions opts;
+  opts.tiling = job.vae_tiling;
+  opts.tiles.sample_height = job.tile_sample_min_height;
+  opts.tiles.sample_width = job.tile_sample_min_width;
+  opts.slicing = job.vae_slicing;
+  if (mesh.config().use_parallel_vae && mesh.world_size() > 1) opts.rows = &mesh.world();
+  log("decoding " + std::to_string(vae->output_frames(geo.frames)) + " frames with " + vdir +
+      (opts.rows ? " split by rows over " + std::to_string(mesh.world_size()) + " ranks" : "") +
+      (opts.tiling ? " in tiles" : ""));
+
+  const int64_t videos = r.final_latents.size(0);
+  std::vector<std::unique_ptr<video::ClipWriter>> clips;
+  std::vector<std::vector<at::Tensor>> kept;  // per video, for --save_tensors
+  auto open_outputs = [&] {
+    clips.clear();  // a writer dropped unfinished removes what it wrote
+    r.outputs.clear();
+    kept.assign(size_t(videos), {});
+    r.frames = 0;
+    if (!writer || job.output_file.empty()) return;
+    video::ClipInfo info;
+    info.width = job.width;
+    info.height = job.height;
+    info.fps = job.fps;
+    info.metadata = job_metadata(job, model, mesh.config());
+    for (int64_t b = 0; b < videos; ++b) {
+      r.outputs.push_back(clip_path(job.output_file, b, videos));
+      clips.push_back(std::make_unique<video::ClipWriter>(r.outputs.back(), info));
+    }
+  };
+  auto on_frames = [&](const at::Tensor& frames, int first_video, int first_frame) {
+    if (hooks.stop()) throw Cancelled();
+    r.frames = std::max(r.frames, first_frame + int(frames.size(2)));
+    for (int64_t b = 0; b < frames.size(0) && !job.save_tensors_file.empty(); ++b)
+      kept[size_t(first_video + b)].push_back(frames.narrow(0, b, 1).cpu());
+    if (clips.empty() && !hooks.on_frames) return;
+    const auto rgb = to_rgb8(frames);  // [b, T, H, W, 3]
+    for (int64_t b = 0; b < rgb.size(0) && !clips.empty(); ++b)
+      for (int64_t t = 0; t < rgb.size(1); ++t)
+        clips[size_t(first_video + b)]->add_frame(rgb[b][t].data_ptr<uint8_t>());
+    if (hooks.on_frames) hooks.on_frames(rgb, first_video, first_frame);
+  };
+  open_outputs();
+  try {
+    try {
+      decode_latents(*vae, r.final_latents, geo.pad_frames(), on_frames, opts);
+    } catch (const std::exception& e) {
+      if (opts.tiling || opts.rows || !is_out_of_memory(e.what())) throw;
+      const std::string what = e.what();
+      log("out of memory decoding at full size (" + what.substr(0, what.find('\n')) + "); decoding again in tiles of " +
+          std::to_string(opts.tiles.sample_height) + " x " + std::to_string(opts.tiles.sample_width) +
+          " pixels from the same latents");
+      if (hooks.on_phase) hooks.on_phase("decoding");
+      opts.tiling = true;
+      open_outputs();
+      decode_latents(*vae, r.final_latents, geo.pad_frames(), on_frames, opts);
+    }
+  } catch (const Cancelled&) {
+    // The frames decoded so far make a shorter clip; without --keep_partial the writers discard theirs.
+    if (job.keep_partial && r.frames > 0)
+      for (size_t b = 0; b < clips.size(); ++b) {
+        clips[b]->finish();
+        log("cancelled: kept the " + std::to_string(r.frames) + " frames decoded so far in " + r.outputs[b]);
+      }
+    throw;
+  }
+  if (writer && !clips.empty()) {
+    if (hooks.on_phase) hooks.on_phase("writing");
+    for (auto& c : clips) {
+      c->finish();
+      r.encoder = c->encoder();
+    }
+    log("wrote " + job.output_file + " (" + r.encoder + ", " + std::to_string(r.frames) + " frames)");
+  }
+  if (!writer || job.save_tensors_file.empty()) return {};
+  std::vector<at::Tensor> per_video;
+  for (auto& parts : kept) per_video.push_back(at::cat(parts, 2));
+  return at::cat(per_video, 0);
+}
+
 }  // namespace
 
 JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh, const Hooks& hooks,
@@ -236,60 +325,22 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
     r.final_latents = at::cat(mesh.group(plan::Dim::Data).all_gather(latents), 0);
     r.seconds_denoising = since(t1);
   }  // the transformer's weights are released before the VAE loads
-  if (mesh.rank() != 0) return r;  // world rank 0 decodes and writes
+  const bool parallel_vae = mesh.config().use_parallel_vae && mesh.world_size() > 1;
+  if (mesh.rank() != 0 && !parallel_vae) return r;  // world rank 0 decodes and writes
 
-  tensors.emplace_back("final_latents", r.final_latents);
   // A clip needs the VAE (the plan refuses --output without one); --save_tensors decodes when it can.
+  at::Tensor video;
   if (!job.output_file.empty() || (!job.save_tensors_file.empty() && model.vae)) {
     auto t2 = std::chrono::steady_clock::now();
     phase("decoding");
-    const std::string vdir = (fs::path(model.dir) / "vae").string();
-    auto vae = models::CogVideoXVae::load(vdir, *model.vae, dtype, device);
-    log("decoding " + std::to_string(vae->output_frames(geo.frames)) + " frames with " + vdir);
-    std::vector<std::unique_ptr<video::ClipWriter>> clips;
-    if (!job.output_file.empty()) {
-      video::ClipInfo info;
-      info.width = job.width;
-      info.height = job.height;
-      info.fps = job.fps;
-      info.metadata = job_metadata(job, model, mesh.config());
-      for (int64_t b = 0; b < videos; ++b) {
-        r.outputs.push_back(clip_path(job.output_file, b, videos));
-        clips.push_back(std::make_unique<video::ClipWriter>(r.outputs.back(), info));
-      }
-    }
-    std::vector<at::Tensor> kept;
-    try {
-      decode_latents(*vae, r.final_latents, geo.pad_frames(), [&](const at::Tensor& frames) {
-        if (hooks.stop()) throw Cancelled();
-        const int first = r.frames;
-        r.frames += int(frames.size(2));
-        if (!job.save_tensors_file.empty()) kept.push_back(frames.cpu());
-        if (clips.empty() && !hooks.on_frames) return;
-        const auto rgb = to_rgb8(frames);  // [B, T, H, W, 3]
-        for (size_t b = 0; b < clips.size(); ++b)
-          for (int64_t t = 0; t < rgb.size(1); ++t) clips[b]->add_frame(rgb[int64_t(b)][t].data_ptr<uint8_t>());
-        if (hooks.on_frames) hooks.on_frames(rgb, first);
-      });
-    } catch (const Cancelled&) {
-      // The frames decoded so far make a shorter clip; without --keep_partial the writers discard theirs.
-      if (job.keep_partial && r.frames > 0)
-        for (size_t b = 0; b < clips.size(); ++b) {
-          clips[b]->finish();
-          log("cancelled: kept the " + std::to_string(r.frames) + " frames decoded so far in " + r.outputs[b]);
-        }
-      throw;
-    }
-    phase("writing");
-    for (auto& c : clips) {
-      c->finish();
-      r.encoder = c->encoder();
-    }
-    if (!clips.empty()) log("wrote " + job.output_file + " (" + r.encoder + ", " + std::to_string(r.frames) + " frames)");
-    if (!kept.empty()) tensors.emplace_back("video", at::cat(kept, 2));
+    video = decode_outputs(job, model, mesh, hooks, dtype, device, r, log);
     r.seconds_decoding = since(t2);
   }
+  if (mesh.rank() != 0) return r;
+  tensors.emplace_back("final_latents", r.final_latents);
+  if (video.defined()) tensors.emplace_back("video", video);
   if (!job.save_tensors_file.empty()) {
+    if (job.output_file.empty()) phase("writing");
     io::save_tensors(job.save_tensors_file, tensors, job_metadata(job, model, mesh.config()));
     r.outputs.push_back(job.save_tensors_file);
     log("wrote " + job.save_tensors_file);

@@ -16,4 +16,8 @@ struct Cancelled : std::runtime_error {
   Cancelled() : std::runtime_error("cancelled") {}
 };
 
+// Whether an error's message says an allocation failed (LibTorch has no exception type for it that
+// both 1.13 and 2.x expose).
+bool is_out_of_memory(const std::string& what);
+
 }  // namespace studio

@@ -57,6 +57,15 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
   };
   size_rule("height", job.height);
   size_rule("width", job.width);
+  if (job.vae_tiling)
+    for (auto [field, v] : {std::pair{"tile_sample_min_height", job.tile_sample_min_height},
+                            std::pair{"tile_sample_min_width", job.tile_sample_min_width}})
+      if (v < 2 * model.vae_scale_spatial() || v % model.vae_scale_spatial() != 0)
+        out.push_back({field, std::string("--") + field + " " + std::to_string(v) +
+                                  ": tiles must be a multiple of the VAE's " + std::to_string(model.vae_scale_spatial()) +
+                                  " pixels and at least two latent rows; " +
+                                  nearest_multiples(std::max(v, 2 * model.vae_scale_spatial()), model.vae_scale_spatial()) +
+                                  " would work"});
 
   const int tc = model.vae_scale_temporal();
   if (job.num_frames <= 0 || (job.num_frames - 1) % tc != 0) {

@@ -31,6 +31,9 @@ struct JobSpec {
   std::string device = "auto";     // "auto", "cpu", "cuda", "cuda:N"
   std::string dtype = "auto";      // "auto", "float32", "bfloat16", "float16"
   bool keep_partial = false;       // on cancel: keep the latents reached, and the frames decoded so far
+  bool vae_tiling = false;         // decode in overlapping tiles (diffusers' enable_tiling)
+  int tile_sample_min_height = 240, tile_sample_min_width = 360;  // the tiles, in pixels
+  bool vae_slicing = false;        // decode the videos of a batch one at a time (diffusers' enable_slicing)
 };
 
 // The latent grid a job denoises, as the reference pipeline derives it.

@@ -32,6 +32,11 @@ std::string to_json(const JobFile& f) {
               {"device", j.device},
               {"dtype", j.dtype},
               {"keep_partial", j.keep_partial},
+              {"enable_tiling", j.vae_tiling},
+              {"tile_sample_min_height", j.tile_sample_min_height},
+              {"tile_sample_min_width", j.tile_sample_min_width},
+              {"enable_slicing", j.vae_slicing},
+              {"use_parallel_vae", p.use_parallel_vae},
               {"ulysses_degree", p.ulysses_degree},
               {"ring_degree", p.ring_degree},
               {"pipefusion_parallel_degree", p.pipefusion_parallel_degree},
@@ -82,6 +87,11 @@ JobFile job_file_from_json(const std::string& text, const std::string& file) {
   get("device", j.device);
   get("dtype", j.dtype);
   get("keep_partial", j.keep_partial);
+  get("enable_tiling", j.vae_tiling);
+  get("tile_sample_min_height", j.tile_sample_min_height);
+  get("tile_sample_min_width", j.tile_sample_min_width);
+  get("enable_slicing", j.vae_slicing);
+  get("use_parallel_vae", p.use_parallel_vae);
   get("ulysses_degree", p.ulysses_degree);
   get("ring_degree", p.ring_degree);
   get("pipefusion_parallel_degree", p.pipefusion_parallel_degree);

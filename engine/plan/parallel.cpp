@@ -18,7 +18,9 @@ std::string ParallelConfig::describe() const {
   std::string s;
   for (const auto& p : parts) s += (s.empty() ? "" : " x ") + p;
   if (s.empty()) s = "one process";
-  return s + (world_size() > 1 ? " (" + std::to_string(world_size()) + " processes)" : "");
+  return s + (world_size() > 1 ? " (" + std::to_string(world_size()) + " processes" +
+                                     (use_parallel_vae ? ", parallel VAE" : "") + ")"
+                               : "");
 }
 
 std::string ParallelConfig::flags() const {
@@ -35,6 +37,7 @@ std::string ParallelConfig::flags() const {
   }
   if (use_cfg_parallel) s += (s.empty() ? "" : " ") + std::string("--use_cfg_parallel");
   add("--data_parallel_degree", data_parallel_degree, 1);
+  if (use_parallel_vae) s += (s.empty() ? "" : " ") + std::string("--use_parallel_vae");
   return s.empty() ? "(no parallel flags)" : s;
 }
 
@@ -42,7 +45,7 @@ bool ParallelConfig::operator==(const ParallelConfig& o) const {
   return ulysses_degree == o.ulysses_degree && ring_degree == o.ring_degree &&
          pipefusion_parallel_degree == o.pipefusion_parallel_degree && num_pipeline_patch == o.num_pipeline_patch &&
          warmup_steps == o.warmup_steps && use_cfg_parallel == o.use_cfg_parallel &&
-         data_parallel_degree == o.data_parallel_degree;
+         data_parallel_degree == o.data_parallel_degree && use_parallel_vae == o.use_parallel_vae;
 }
 
 RankCoords coords_of(int rank, const ParallelConfig& p) {
@@ -115,6 +118,14 @@ void check_shape(const ParallelConfig& p, const JobSpec& job, const ModelFolder&
                                                ": the job makes " + std::to_string(videos) +
                                                " video(s), which must divide evenly among the data-parallel groups; "
                                                "set --num_videos_per_prompt to a multiple of it"});
+  if (p.use_parallel_vae && job.height > 0 && p.world_size() > job.height / model.vae_scale_spatial())
+    out.push_back({"use_parallel_vae", "--use_parallel_vae: " + std::to_string(p.world_size()) +
+                                           " ranks cannot share the " + std::to_string(job.height / model.vae_scale_spatial()) +
+                                           " latent rows of a " + std::to_string(job.height) +
+                                           "-pixel-high video; drop --use_parallel_vae or use fewer ranks"});
+  if (p.use_parallel_vae && job.vae_tiling)
+    out.push_back({"use_parallel_vae", "--use_parallel_vae and --enable_tiling both divide the decoding's memory; "
+                                       "choose one (parallel decoding gives the untiled result)"});
   if (p.pipefusion_parallel_degree > t.num_layers)
     out.push_back({"pipefusion_parallel_degree", "--pipefusion_parallel_degree " +
                                                      std::to_string(p.pipefusion_parallel_degree) + ": the model has " +
@@ -216,6 +227,7 @@ MemoryEstimate estimate_memory(const ParallelConfig& p, const JobSpec& job, cons
     const auto& v = *model.vae;
     const double top = v.block_out_channels.size() > 1 ? v.block_out_channels[v.block_out_channels.size() - 2] : 128;
     m.vae_gib = 8.0 * job.height * job.width * (2 * top + 2 * v.block_out_channels.front()) * b / gib + 0.5;
+    if (p.use_parallel_vae) m.vae_gib = (m.vae_gib - 0.5) / p.world_size() + 0.5;
   }
   return m;
 }

@@ -19,6 +19,7 @@ struct ParallelConfig {
   int warmup_steps = 1;
   bool use_cfg_parallel = false;
   int data_parallel_degree = 1;
+  bool use_parallel_vae = false;  // every rank decodes a band of rows (parallel/parallel_vae.*)
 
   int cfg_degree() const { return use_cfg_parallel ? 2 : 1; }
   int sp_degree() const { return ulysses_degree * ring_degree; }

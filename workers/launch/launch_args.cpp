@@ -75,8 +75,14 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
       {"--heartbeat_timeout", [&](auto& f, auto& v) { a.run.heartbeat_timeout_s = seconds(f, v); }},
       {"--collective_timeout", [&](auto& f, auto& v) { a.run.collective_timeout_s = seconds(f, v); }},
       {"--events_log", [&](auto&, auto& v) { a.run.events_log = v; }},
+      {"--tile_sample_min_height", [&](auto& f, auto& v) { j.tile_sample_min_height = int(to_integer(f, v, 16, 1 << 16, "240")); }},
+      {"--tile_sample_min_width", [&](auto& f, auto& v) { j.tile_sample_min_width = int(to_integer(f, v, 16, 1 << 16, "360")); }},
       {"--dtype", [&](auto&, auto& v) { j.dtype = v; }},
   };
+  const std::map<std::string, bool*> switches = {
+      {"--use_dynamic_cfg", &j.use_dynamic_cfg}, {"--use_cfg_parallel", &p.use_cfg_parallel},
+      {"--use_parallel_vae", &p.use_parallel_vae}, {"--keep_partial", &j.keep_partial},
+      {"--enable_tiling", &j.vae_tiling},        {"--enable_slicing", &j.vae_slicing}};
   for (size_t i = 0; i < argv.size(); ++i) {
     std::string flag = argv[i], value;
     bool inline_value = false;
@@ -89,9 +95,9 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
       a.help = true;
     } else if (flag == "--version") {
       a.version = true;
-    } else if (flag == "--use_dynamic_cfg" || flag == "--use_cfg_parallel" || flag == "--keep_partial") {
+    } else if (auto sw = switches.find(flag); sw != switches.end()) {
       if (inline_value) throw ArgError(flag + " takes no value (it is a switch)");
-      (flag == "--use_dynamic_cfg" ? j.use_dynamic_cfg : flag == "--keep_partial" ? j.keep_partial : p.use_cfg_parallel) = true;
+      *sw->second = true;
     } else if (auto it = valued.find(flag); it != valued.end()) {
       if (!inline_value) {
         if (i + 1 >= argv.size() || argv[i + 1].rfind("--", 0) == 0)
@@ -150,6 +156,13 @@ dit-worker ranks; each degree 1 is the single-process path):
   --pipefusion_parallel_degree N  layers split into N pipeline stages
   --num_pipeline_patch N      PipeFusion's patches of the latent rows (default 1)
   --warmup_steps N            PipeFusion's synchronous steps before pipelining (default 1)
+  --use_parallel_vae          every rank decodes a band of rows (exact; memory per rank ~1/N)
+
+Decoding in one process (diffusers' names):
+  --enable_tiling             overlapping 240 x 360 tiles: memory of a tile, seams blended
+  --tile_sample_min_height H --tile_sample_min_width W   the tiles, in pixels
+  --enable_slicing            the videos of a batch one at a time
+  Out of memory while decoding, a job decodes again with tiling, from the same latents.
 
 Running (one machine by default; several with torchrun's flags, one dit-launch per machine, each with
 DIT_STUDIO_TOKEN set to the same secret in its environment):
