@@ -17,7 +17,7 @@ tests=(
   clang libclang-rt-14-dev  # libFuzzer, for the event-protocol fuzz test
   iproute2                  # ip netns: the two-machine test
 )
-gui=(qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite libqcustomplot-dev libgl-dev xvfb)
+gui=(qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite libqcustomplot-dev libqcustomplot2.1-qt6 libgl-dev xvfb)
 
 want=("${build[@]}" "${engine[@]}" "${tests[@]}")
 [[ "${1:-}" == "--no-gui" ]] || want+=("${gui[@]}")

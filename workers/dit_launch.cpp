@@ -5,11 +5,9 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <climits>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 
 #include "plan/error.h"
@@ -17,24 +15,14 @@
 #include "workers/guarded_main.h"
 #include "workers/launch/devices.h"
 #include "workers/launch/launch_args.h"
+#include "workers/launch/paths.h"
 #include "workers/launch/progress_view.h"
 #include "workers/launch/supervisor.h"
-
-namespace fs = std::filesystem;
 
 namespace {
 
 std::atomic<bool> g_cancel{false};
 extern "C" void on_signal(int) { g_cancel.store(true); }
-
-fs::path bin_dir() {
-  char exe[PATH_MAX] = {0};
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  return fs::path(n > 0 ? std::string(exe, size_t(n)) : "dit-launch").parent_path();
-}
-
-// The built-in demo model: share/dit-studio/demo-model beside bin/, in the build tree and installed.
-std::string demo_model_dir() { return (bin_dir().parent_path() / "share" / "dit-studio" / "demo-model").string(); }
 
 }  // namespace
 
@@ -45,9 +33,9 @@ int main(int argc, char** argv) {
     auto args = workers::parse_launch_args(std::vector<std::string>(argv + 1, argv + argc));
     if (args.help) return std::cout << workers::launch_usage(), workers::kOk;
     if (args.version) return std::cout << "dit-launch 0.1.0\n", workers::kOk;
-    const std::string worker = (bin_dir() / "dit-worker").string();
+    const std::string worker = workers::worker_program();
     const bool demo = args.job.model_dir.empty();
-    if (demo) args.job.model_dir = demo_model_dir();
+    if (demo) args.job.model_dir = workers::demo_model_dir();
     plan::ModelFolder model;
     try {
       model = plan::read_model_folder(args.job.model_dir);

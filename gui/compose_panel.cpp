@@ -1,0 +1,188 @@
+#include "gui/compose_panel.h"
+
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QPushButton>
+#include <QRandomGenerator>
+#include <QSettings>
+
+#include "plan/error.h"
+#include "workers/launch/paths.h"
+
+namespace studio::gui {
+
+namespace {
+
+QSpinBox* spin(int lo, int hi, int step = 1) {
+  auto* s = new QSpinBox;
+  s->setRange(lo, hi);
+  s->setSingleStep(step);
+  return s;
+}
+
+}  // namespace
+
+ComposePanel::ComposePanel(QWidget* parent) : QWidget(parent) {
+  auto* form = new QFormLayout(this);
+  model_edit = new QLineEdit;
+  model_edit->setObjectName("model");
+  auto* browse = new QPushButton(tr("Browse…"));
+  auto* demo = new QPushButton(tr("Demo model"));
+  auto* row = new QHBoxLayout;
+  row->addWidget(model_edit, 1);
+  row->addWidget(browse);
+  row->addWidget(demo);
+  form->addRow(tr("Model folder"), row);
+  form->addRow(problems_.make("model"));
+  prompt = new QPlainTextEdit;
+  prompt->setObjectName("prompt");
+  prompt->setPlaceholderText(tr("What to generate, in words"));
+  prompt->setMaximumHeight(90);
+  form->addRow(tr("Prompt"), prompt);
+  form->addRow(problems_.make("prompt"));
+  negative_prompt = new QLineEdit;
+  form->addRow(tr("Negative prompt"), negative_prompt);
+  seed = spin(0, std::numeric_limits<int>::max());
+  seed->setValue(42);
+  seed_mode = new QComboBox;
+  seed_mode->addItems({tr("fixed"), tr("random each run"), tr("+1 each run")});
+  auto* seed_row = new QHBoxLayout;
+  seed_row->addWidget(seed, 1);
+  seed_row->addWidget(seed_mode);
+  form->addRow(tr("Seed"), seed_row);
+  width = spin(16, 4096, 16);
+  height = spin(16, 4096, 16);
+  frames = spin(1, 1024, 4);
+  fps = spin(1, 120);
+  steps = spin(1, 1000);
+  guidance = new QDoubleSpinBox;
+  guidance->setRange(0, 30);
+  guidance->setSingleStep(0.5);
+  dynamic_cfg = new QCheckBox(tr("dynamic guidance (cosine schedule)"));
+  for (auto [name, w] : {std::pair{"width", width}, std::pair{"height", height}, std::pair{"num_frames", frames},
+                         std::pair{"fps", fps}, std::pair{"num_inference_steps", steps}})
+    w->setObjectName(name);
+  form->addRow(tr("Width"), width);
+  form->addRow(problems_.make("width"));
+  form->addRow(tr("Height"), height);
+  form->addRow(problems_.make("height"));
+  form->addRow(tr("Frames"), frames);
+  form->addRow(problems_.make("num_frames"));
+  form->addRow(tr("Frames per second"), fps);
+  form->addRow(tr("Steps"), steps);
+  form->addRow(problems_.make("num_inference_steps"));
+  form->addRow(tr("Guidance"), guidance);
+  form->addRow(problems_.make("guidance_scale"));
+  form->addRow(QString(), dynamic_cfg);
+  auto* defaults = new QPushButton(tr("Model's defaults"));
+  form->addRow(QString(), defaults);
+
+  connect(browse, &QPushButton::clicked, this, [this] {
+    const QString d = QFileDialog::getExistingDirectory(this, tr("A diffusers model folder"), model_edit->text());
+    if (!d.isEmpty()) set_model_dir(d);
+  });
+  connect(demo, &QPushButton::clicked, this,
+          [this] { set_model_dir(QString::fromStdString(workers::demo_model_dir())); });
+  connect(model_edit, &QLineEdit::editingFinished, this, [this] { load_model(); });
+  connect(defaults, &QPushButton::clicked, this, [this] {
+    plan::JobSpec j = job();
+    j.width = j.height = j.num_frames = j.fps = 0;
+    if (model_) plan::apply_model_defaults(j, *model_);
+    set_job(j);
+  });
+  connect(prompt, &QPlainTextEdit::textChanged, this, &ComposePanel::changed);
+  connect(negative_prompt, &QLineEdit::textChanged, this, &ComposePanel::changed);
+  for (QSpinBox* s : {seed, width, height, frames, fps, steps})
+    connect(s, qOverload<int>(&QSpinBox::valueChanged), this, &ComposePanel::changed);
+  connect(guidance, qOverload<double>(&QDoubleSpinBox::valueChanged), this, &ComposePanel::changed);
+  connect(dynamic_cfg, &QCheckBox::toggled, this, &ComposePanel::changed);
+  set_job(plan::JobSpec{});  // the reference pipeline's defaults (50 steps, guidance 6, seed 42)
+  set_model_dir(QString::fromStdString(workers::demo_model_dir()));
+}
+
+void ComposePanel::set_model_dir(const QString& dir) {
+  model_edit->setText(dir);
+  load_model();
+}
+
+void ComposePanel::load_model() {
+  model_.reset();
+  model_error_.clear();
+  try {
+    model_ = plan::read_model_folder(model_edit->text().toStdString());
+    QSettings settings;
+    QStringList recent = settings.value("recentModels").toStringList();
+    recent.removeAll(model_edit->text());
+    recent.prepend(model_edit->text());
+    settings.setValue("recentModels", recent.mid(0, 8));
+  } catch (const std::exception& e) {
+    model_error_ = QString::fromStdString(e.what());
+  }
+  problems_.show(model_error_.isEmpty() ? std::vector<plan::Problem>{}
+                                        : std::vector<plan::Problem>{{"model", model_error_.toStdString()}});
+  apply_model_limits();
+  Q_EMIT changed();
+}
+
+void ComposePanel::apply_model_limits() {
+  if (!model_) return;
+  // Sizes in the steps the model accepts; the model's own defaults on first load.
+  const int pixel = model_->vae_scale_spatial() * model_->transformer.patch_size;
+  width->setSingleStep(pixel);
+  height->setSingleStep(pixel);
+  frames->setSingleStep(model_->vae ? model_->vae->temporal_compression_ratio : 4);
+  if (!first_run_) return;
+  first_run_ = false;
+  plan::JobSpec j = job();
+  j.width = j.height = j.num_frames = j.fps = 0;
+  plan::apply_model_defaults(j, *model_);
+  set_job(j);
+}
+
+plan::JobSpec ComposePanel::job() const {
+  plan::JobSpec j;
+  j.model_dir = model_edit->text().toStdString();
+  j.prompt = prompt->toPlainText().toStdString();
+  j.negative_prompt = negative_prompt->text().toStdString();
+  j.seed = uint64_t(seed->value());
+  j.width = width->value();
+  j.height = height->value();
+  j.num_frames = frames->value();
+  j.fps = fps->value();
+  j.num_inference_steps = steps->value();
+  j.guidance_scale = guidance->value();
+  j.use_dynamic_cfg = dynamic_cfg->isChecked();
+  return j;
+}
+
+void ComposePanel::set_job(const plan::JobSpec& j) {
+  const QSignalBlocker blockers[] = {QSignalBlocker(prompt), QSignalBlocker(negative_prompt), QSignalBlocker(seed),
+                                     QSignalBlocker(width),  QSignalBlocker(height),          QSignalBlocker(frames),
+                                     QSignalBlocker(fps),    QSignalBlocker(steps),           QSignalBlocker(guidance),
+                                     QSignalBlocker(dynamic_cfg)};
+  if (!j.model_dir.empty() && QString::fromStdString(j.model_dir) != model_edit->text()) {
+    model_edit->setText(QString::fromStdString(j.model_dir));
+    load_model();
+  }
+  if (QString::fromStdString(j.prompt) != prompt->toPlainText()) prompt->setPlainText(QString::fromStdString(j.prompt));
+  negative_prompt->setText(QString::fromStdString(j.negative_prompt));
+  seed->setValue(int(j.seed));
+  width->setValue(j.width);
+  height->setValue(j.height);
+  frames->setValue(j.num_frames);
+  fps->setValue(j.fps);
+  steps->setValue(j.num_inference_steps);
+  guidance->setValue(j.guidance_scale);
+  dynamic_cfg->setChecked(j.use_dynamic_cfg);
+  Q_EMIT changed();
+}
+
+uint64_t ComposePanel::next_seed() {
+  if (seed_mode->currentIndex() == 1) seed->setValue(int(QRandomGenerator::global()->bounded(1 << 30)));
+  else if (seed_mode->currentIndex() == 2 && !first_seed_use_) seed->setValue(seed->value() + 1);
+  first_seed_use_ = false;
+  return uint64_t(seed->value());
+}
+
+}  // namespace studio::gui

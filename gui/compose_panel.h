@@ -1,0 +1,57 @@
+// What to generate: the model folder (the built-in demo model always offered, recent folders
+// remembered), the prompt and negative prompt, the seed and how it changes between runs, and the sizes,
+// steps and guidance, with the steps and ranges the model's configs allow.
+#pragma once
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QSpinBox>
+#include <QWidget>
+
+#include <optional>
+
+#include "gui/problem_labels.h"
+#include "plan/job.h"
+
+namespace studio::gui {
+
+class ComposePanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit ComposePanel(QWidget* parent = nullptr);
+
+  // The job as the widgets say (output and device are the caller's).
+  plan::JobSpec job() const;
+  void set_job(const plan::JobSpec& job);
+  // The model folder's configs, or nothing while the folder cannot be read (the reason is shown).
+  const plan::ModelFolder* model() const { return model_ ? &*model_ : nullptr; }
+  QString model_error() const { return model_error_; }
+  void set_model_dir(const QString& dir);
+  // The seed for the next run (random or incremented as the seed mode says), shown in the seed field.
+  uint64_t next_seed();
+  ProblemLabels& problems() { return problems_; }
+
+  QLineEdit* model_edit;
+  QPlainTextEdit* prompt;
+  QLineEdit* negative_prompt;
+  QSpinBox *seed, *width, *height, *frames, *fps, *steps;
+  QComboBox* seed_mode;
+  QDoubleSpinBox* guidance;
+  QCheckBox* dynamic_cfg;
+
+ Q_SIGNALS:
+  void changed();
+
+ private:
+  void load_model();
+  void apply_model_limits();
+  std::optional<plan::ModelFolder> model_;
+  QString model_error_;
+  ProblemLabels problems_;
+  bool first_run_ = true;
+  bool first_seed_use_ = true;  // "+1 each run" starts from the seed shown
+};
+
+}  // namespace studio::gui

@@ -1,0 +1,144 @@
+#include "gui/parallel_panel.h"
+
+#include <QFormLayout>
+#include <QMenu>
+
+namespace studio::gui {
+
+namespace {
+
+QSpinBox* degree(const char* name, int lo = 1) {
+  auto* s = new QSpinBox;
+  s->setRange(lo, 64);
+  s->setObjectName(name);
+  return s;
+}
+
+}  // namespace
+
+ParallelPanel::ParallelPanel(QWidget* parent) : QWidget(parent) {
+  auto* form = new QFormLayout(this);
+  devices = new QListWidget;
+  devices->setObjectName("devices");
+  devices->setMaximumHeight(80);
+  form->addRow(tr("Devices"), devices);
+  ulysses = degree("ulysses_degree");
+  ring = degree("ring_degree");
+  pipefusion = degree("pipefusion_parallel_degree");
+  patches = degree("num_pipeline_patch");
+  warmup = degree("warmup_steps", 0);
+  data = degree("data_parallel_degree");
+  cfg = new QCheckBox(tr("the two guidance branches on two groups"));
+  cfg->setObjectName("use_cfg_parallel");
+  parallel_vae = new QCheckBox(tr("every rank decodes a band of rows"));
+  parallel_vae->setObjectName("use_parallel_vae");
+  const std::pair<const char*, QWidget*> rows[] = {
+      {"Ulysses", ulysses},          {"Ring", ring},        {"PipeFusion stages", pipefusion},
+      {"PipeFusion patches", patches}, {"Warm-up steps", warmup}, {"CFG parallel", cfg},
+      {"Data parallel", data},       {"Parallel VAE", parallel_vae}};
+  for (auto [label, w] : rows) {
+    form->addRow(tr(label), w);
+    form->addRow(problems_.make(w->objectName().toStdString()));
+  }
+  product = new QLabel;
+  product->setObjectName("product");
+  form->addRow(tr("Ranks"), product);
+  form->addRow(problems_.make("world_size"));
+  form->addRow(problems_.make("memory"));
+  suggestions = new QToolButton;
+  suggestions->setText(tr("Valid configurations"));
+  suggestions->setPopupMode(QToolButton::InstantPopup);
+  suggestions->setMenu(new QMenu(suggestions));
+  form->addRow(QString(), suggestions);
+
+  for (QSpinBox* s : {ulysses, ring, pipefusion, patches, warmup, data})
+    connect(s, qOverload<int>(&QSpinBox::valueChanged), this, &ParallelPanel::changed);
+  for (QCheckBox* c : {cfg, parallel_vae}) connect(c, &QCheckBox::toggled, this, &ParallelPanel::changed);
+  connect(devices, &QListWidget::itemChanged, this, &ParallelPanel::changed);
+  set_config(plan::ParallelConfig{});
+  set_devices({});
+}
+
+void ParallelPanel::set_devices(const workers::Devices& d) {
+  devices_ = d;
+  const QSignalBlocker block(devices);
+  devices->clear();
+  for (const auto& g : d.gpus) {
+    auto* item = new QListWidgetItem(QString("GPU %1: %2 (%3 GiB)").arg(g.index).arg(QString::fromStdString(g.name))
+                                         .arg(double(g.memory_bytes) / (1 << 30), 0, 'f', 1));
+    item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
+    item->setCheckState(Qt::Checked);
+    devices->addItem(item);
+  }
+  if (d.gpus.empty()) {
+    auto* cpu = new QListWidgetItem(tr("CPU (%1 cores, %2 GiB)").arg(d.cpu_cores).arg(double(d.cpu_memory_bytes) / (1 << 30), 0, 'f', 0));
+    cpu->setToolTip(d.note.empty() ? tr("no GPU found") : QString::fromStdString(d.note));
+    devices->addItem(cpu);
+  }
+  Q_EMIT changed();
+}
+
+plan::ParallelConfig ParallelPanel::config() const {
+  plan::ParallelConfig p;
+  p.ulysses_degree = ulysses->value();
+  p.ring_degree = ring->value();
+  p.pipefusion_parallel_degree = pipefusion->value();
+  p.num_pipeline_patch = patches->value();
+  p.warmup_steps = warmup->value();
+  p.use_cfg_parallel = cfg->isChecked();
+  p.data_parallel_degree = data->value();
+  p.use_parallel_vae = parallel_vae->isChecked();
+  return p;
+}
+
+void ParallelPanel::set_config(const plan::ParallelConfig& p) {
+  {
+    const QSignalBlocker b1(ulysses), b2(ring), b3(pipefusion), b4(patches), b5(warmup), b6(cfg), b7(data), b8(parallel_vae);
+    ulysses->setValue(p.ulysses_degree);
+    ring->setValue(p.ring_degree);
+    pipefusion->setValue(p.pipefusion_parallel_degree);
+    patches->setValue(p.num_pipeline_patch);
+    warmup->setValue(p.warmup_steps);
+    cfg->setChecked(p.use_cfg_parallel);
+    data->setValue(p.data_parallel_degree);
+    parallel_vae->setChecked(p.use_parallel_vae);
+  }
+  Q_EMIT changed();
+}
+
+int ParallelPanel::processes() const { return on_gpus() ? selected_gpus().size() : config().world_size(); }
+
+QStringList ParallelPanel::selected_gpus() const {
+  QStringList out;
+  for (int i = 0; i < devices->count() && on_gpus(); ++i)
+    if (devices->item(i)->checkState() == Qt::Checked) out << QString::number(devices_.gpus[size_t(i)].index);
+  return out;
+}
+
+double ParallelPanel::memory_gib() const {
+  double m = 0;
+  for (int i = 0; i < devices->count() && on_gpus(); ++i)
+    if (devices->item(i)->checkState() == Qt::Checked) {
+      const double g = double(devices_.gpus[size_t(i)].memory_bytes) / (1 << 30);
+      m = m == 0 ? g : std::min(m, g);
+    }
+  return m;
+}
+
+void ParallelPanel::offer(const std::vector<plan::ParallelConfig>& valid) {
+  QMenu* menu = suggestions->menu();
+  menu->clear();
+  for (const auto& p : valid) {
+    auto* a = menu->addAction(QString::fromStdString(p.describe()));
+    connect(a, &QAction::triggered, this, [this, p] {
+      plan::ParallelConfig keep = p;
+      keep.use_parallel_vae = parallel_vae->isChecked();
+      set_config(keep);
+    });
+  }
+  suggestions->setEnabled(!valid.empty());
+  product->setText(QString::fromStdString(config().describe()) +
+                   (on_gpus() ? tr(" on %1 selected GPU(s)").arg(selected_gpus().size()) : tr(" on the CPU")));
+}
+
+}  // namespace studio::gui

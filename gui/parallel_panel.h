@@ -1,0 +1,50 @@
+// Where and how to run: the GPUs of this machine (from `dit-worker --list-devices`; the CPU when there
+// are none), the degree of each kind of parallelism, and the valid configurations for the selection one
+// click away.
+#pragma once
+#include <QCheckBox>
+#include <QLabel>
+#include <QListWidget>
+#include <QSpinBox>
+#include <QToolButton>
+#include <QWidget>
+
+#include "gui/problem_labels.h"
+#include "plan/parallel.h"
+#include "workers/launch/devices.h"
+
+namespace studio::gui {
+
+class ParallelPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit ParallelPanel(QWidget* parent = nullptr);
+
+  void set_devices(const workers::Devices& d);
+  plan::ParallelConfig config() const;
+  void set_config(const plan::ParallelConfig& p);
+  bool on_gpus() const { return !devices_.gpus.empty(); }
+  // Processes the configuration must fill: the selected GPUs, or on the CPU as many as it asks for.
+  int processes() const;
+  // The smallest selected GPU's memory in GiB; 0 on the CPU.
+  double memory_gib() const;
+  QStringList selected_gpus() const;  // indices, for CUDA_VISIBLE_DEVICES
+  // Offers these under "Valid configurations" (the caller computes them for the current job).
+  void offer(const std::vector<plan::ParallelConfig>& valid);
+  ProblemLabels& problems() { return problems_; }
+
+  QListWidget* devices;
+  QSpinBox *ulysses, *ring, *pipefusion, *patches, *warmup, *data;
+  QCheckBox *cfg, *parallel_vae;
+  QToolButton* suggestions;
+  QLabel* product;
+
+ Q_SIGNALS:
+  void changed();
+
+ private:
+  workers::Devices devices_;
+  ProblemLabels problems_;
+};
+
+}  // namespace studio::gui

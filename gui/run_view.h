@@ -1,0 +1,39 @@
+// A running job, rank by rank: a progress bar with step, time per step, ETA and phase for each rank;
+// plots of step time and memory per rank over the run (the slowest rank drawn thick, its row in bold);
+// the bytes each rank moved; the latest latent preview, then the decoded frames as they arrive.
+#pragma once
+#include <QLabel>
+#include <QProgressBar>
+#include <QWidget>
+
+#include <vector>
+
+#include "workers/events/messages.h"
+#include "workers/launch/supervisor.h"
+
+class QCustomPlot;
+class QGridLayout;
+
+namespace studio::gui {
+
+class RunView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit RunView(QWidget* parent = nullptr);
+  void start(int ranks);
+  void message(const events::Message& m, const std::vector<workers::RankView>& ranks);
+  void finish(const workers::Outcome& outcome);
+
+  std::vector<QProgressBar*> bars;
+  QLabel* preview;
+  QLabel* status;
+  QCustomPlot* step_plot;
+  QCustomPlot* memory_plot;
+
+ private:
+  void update_rank(const workers::RankView& r);
+  QGridLayout* grid_;
+  std::vector<QLabel*> labels_;
+};
+
+}  // namespace studio::gui
