@@ -2,6 +2,8 @@
 
 #include <QFileDialog>
 #include <QFormLayout>
+#include <QMenu>
+#include <QToolButton>
 #include <QHBoxLayout>
 #include <QPushButton>
 #include <QRandomGenerator>
@@ -29,12 +31,26 @@ ComposePanel::ComposePanel(QWidget* parent) : QWidget(parent) {
   model_edit->setObjectName("model");
   auto* browse = new QPushButton(tr("Browse…"));
   auto* demo = new QPushButton(tr("Demo model"));
+  auto* recent = new QToolButton;
+  recent->setText(tr("Recent"));
+  recent->setPopupMode(QToolButton::InstantPopup);
+  recent->setMenu(new QMenu(recent));
+  connect(recent->menu(), &QMenu::aboutToShow, this, [this, recent] {
+    recent->menu()->clear();
+    for (const QString& dir : QSettings().value("recentModels").toStringList())
+      connect(recent->menu()->addAction(dir), &QAction::triggered, this, [this, dir] { set_model_dir(dir); });
+  });
   auto* row = new QHBoxLayout;
   row->addWidget(model_edit, 1);
   row->addWidget(browse);
+  row->addWidget(recent);
   row->addWidget(demo);
   form->addRow(tr("Model folder"), row);
   form->addRow(problems_.make("model"));
+  family = new QLabel;
+  family->setObjectName("family");
+  family->setWordWrap(true);
+  form->addRow(tr("Model"), family);
   prompt = new QPlainTextEdit;
   prompt->setObjectName("prompt");
   prompt->setPlaceholderText(tr("What to generate, in words"));
@@ -122,6 +138,10 @@ void ComposePanel::load_model() {
   problems_.show(model_error_.isEmpty() ? std::vector<plan::Problem>{}
                                         : std::vector<plan::Problem>{{"model", model_error_.toStdString()}});
   apply_model_limits();
+  family->setText(model_ ? tr("%1; sampler %2 (from scheduler/)")
+                               .arg(QString::fromStdString(plan::family_name(model_->transformer.family())))
+                               .arg(QString::fromStdString(plan::sampler_name(model_->scheduler.kind)))
+                         : tr("—"));
   Q_EMIT changed();
 }
 

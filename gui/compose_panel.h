@@ -5,6 +5,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QSpinBox>
@@ -40,6 +41,7 @@ class ComposePanel : public QWidget {
   QComboBox* seed_mode;
   QDoubleSpinBox* guidance;
   QCheckBox* dynamic_cfg;
+  QLabel* family;  // the model family and its sampler, read from the folder
 
  Q_SIGNALS:
   void changed();

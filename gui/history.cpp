@@ -17,6 +17,7 @@ History::History(QWidget* parent) : QWidget(parent) {
   table->setObjectName("history");
   table->setHorizontalHeaderLabels({tr(""), tr("When"), tr("Prompt"), tr("Seed"), tr("Status"), tr("s/step"), tr("Peak GiB")});
   table->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table->setSelectionMode(QAbstractItemView::ExtendedSelection);  // two rows to compare
   table->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table->horizontalHeader()->setStretchLastSection(true);
   table->verticalHeader()->setDefaultSectionSize(52);
@@ -24,14 +25,20 @@ History::History(QWidget* parent) : QWidget(parent) {
   auto* buttons = new QHBoxLayout;
   reopen_button = new QPushButton(tr("Open its settings"));
   rerun_button = new QPushButton(tr("Run again"));
+  compare_button = new QPushButton(tr("Compare two"));
   delete_button = new QPushButton(tr("Delete"));
-  for (auto* b : {reopen_button, rerun_button, delete_button}) buttons->addWidget(b);
+  for (auto* b : {reopen_button, rerun_button, compare_button, delete_button}) buttons->addWidget(b);
   layout->addLayout(buttons);
   connect(reopen_button, &QPushButton::clicked, this, [this] {
     if (auto* r = selected()) Q_EMIT reopen(*r);
   });
   connect(rerun_button, &QPushButton::clicked, this, [this] {
     if (auto* r = selected()) Q_EMIT rerun(*r);
+  });
+  connect(compare_button, &QPushButton::clicked, this, [this] {
+    const auto rows = table->selectionModel()->selectedRows();
+    if (rows.size() == 2)
+      Q_EMIT compare(shown_[size_t(rows[0].row())], shown_[size_t(rows[1].row())]);
   });
   connect(delete_button, &QPushButton::clicked, this, [this] {
     if (auto* r = selected()) remove(r->id);
@@ -53,7 +60,7 @@ bool History::open(const QString& path, QString* error) {
   QSqlQuery q(db);
   if (!q.exec("CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY AUTOINCREMENT, created TEXT, prompt TEXT, "
               "seed INTEGER, settings TEXT, status TEXT, folder TEXT, seconds REAL, mean_step REAL, peak_gib REAL, "
-              "bytes INTEGER, thumbnail BLOB)"))
+              "bytes INTEGER, thumbnail BLOB, steps TEXT)"))
     return *error = tr("cannot create the history table in %1: %2").arg(path, q.lastError().text()), false;
   refresh();
   return true;
@@ -62,13 +69,13 @@ bool History::open(const QString& path, QString* error) {
 qint64 History::add(const RunRecord& r) {
   QSqlQuery q(QSqlDatabase::database(connection_));
   q.prepare("INSERT INTO runs (created, prompt, seed, settings, status, folder, seconds, mean_step, peak_gib, bytes, "
-            "thumbnail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+            "thumbnail, steps) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   QByteArray png;
   QBuffer buf(&png);
   if (!r.thumbnail.isNull()) r.thumbnail.save(&buf, "PNG");
   for (const QVariant& v : {QVariant(r.created), QVariant(r.prompt), QVariant(r.seed), QVariant(r.settings),
                             QVariant(r.status), QVariant(r.folder), QVariant(r.seconds), QVariant(r.mean_step_seconds),
-                            QVariant(r.peak_gib), QVariant(r.bytes_moved), QVariant(png)})
+                            QVariant(r.peak_gib), QVariant(r.bytes_moved), QVariant(png), QVariant(r.steps)})
     q.addBindValue(v);
   if (!q.exec()) return 0;
   const qint64 id = q.lastInsertId().toLongLong();
@@ -79,7 +86,7 @@ qint64 History::add(const RunRecord& r) {
 std::vector<RunRecord> History::runs() const {
   std::vector<RunRecord> out;
   QSqlQuery q("SELECT id, created, prompt, seed, settings, status, folder, seconds, mean_step, peak_gib, bytes, "
-              "thumbnail FROM runs ORDER BY id DESC",
+              "thumbnail, steps FROM runs ORDER BY id DESC",
               QSqlDatabase::database(connection_));
   while (q.next()) {
     RunRecord r;
@@ -95,6 +102,7 @@ std::vector<RunRecord> History::runs() const {
     r.peak_gib = q.value(9).toDouble();
     r.bytes_moved = q.value(10).toLongLong();
     r.thumbnail.loadFromData(q.value(11).toByteArray(), "PNG");
+    r.steps = q.value(12).toString();
     out.push_back(r);
   }
   return out;

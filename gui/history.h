@@ -14,6 +14,7 @@ namespace studio::gui {
 struct RunRecord {
   qint64 id = 0;
   QString created, prompt, settings, status, folder;  // settings: the job file's JSON
+  QString steps;  // per rank, [[step, seconds, memory GiB], ...], as JSON
   qint64 seed = 0;
   double seconds = 0, mean_step_seconds = 0, peak_gib = 0;
   qint64 bytes_moved = 0;
@@ -34,11 +35,12 @@ class History : public QWidget {
   void refresh();
 
   QTableWidget* table;
-  QPushButton *reopen_button, *rerun_button, *delete_button;
+  QPushButton *reopen_button, *rerun_button, *compare_button, *delete_button;
 
  Q_SIGNALS:
   void reopen(const studio::gui::RunRecord& r);
   void rerun(const studio::gui::RunRecord& r);
+  void compare(const studio::gui::RunRecord& a, const studio::gui::RunRecord& b);
 
  private:
   const RunRecord* selected() const;

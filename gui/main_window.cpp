@@ -2,6 +2,8 @@
 
 #include <QCloseEvent>
 #include <QDateTime>
+#include <QJsonArray>
+#include <QJsonDocument>
 #include <QDir>
 #include <QScrollArea>
 #include <QSettings>
@@ -22,6 +24,8 @@ MainWindow::MainWindow(const QString& data_dir)
   parallel = new ParallelPanel;
   generate_button = new QPushButton(tr("Generate"));
   generate_button->setObjectName("generate");
+  sweep_button = new QPushButton(tr("Sweep configurations"));
+  sweep_button->setToolTip(tr("Run this job under every valid parallel configuration and compare them"));
   cancel_button = new QPushButton(tr("Cancel"));
   cancel_button->setEnabled(false);
   reason = new QLabel;
@@ -35,9 +39,36 @@ MainWindow::MainWindow(const QString& data_dir)
   left_layout->addWidget(parallel);
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(generate_button);
+  buttons->addWidget(sweep_button);
   buttons->addWidget(cancel_button);
   left_layout->addLayout(buttons);
   left_layout->addWidget(reason);
+  queue_list = new QListWidget;
+  queue_list->setObjectName("queue");
+  queue_list->setMaximumHeight(90);
+  auto* queue_buttons = new QHBoxLayout;
+  auto* up = new QPushButton(tr("Up"));
+  auto* down = new QPushButton(tr("Down"));
+  auto* remove = new QPushButton(tr("Remove"));
+  for (auto* b : {up, down, remove}) queue_buttons->addWidget(b);
+  left_layout->addWidget(new QLabel(tr("Queue")));
+  left_layout->addWidget(queue_list);
+  left_layout->addLayout(queue_buttons);
+  auto move = [this](int by) {
+    const int i = queue_list->currentRow(), j = i + by;
+    if (i < 0 || j < 0 || j >= int(queue_.size())) return;
+    std::swap(queue_[size_t(i)], queue_[size_t(j)]);
+    show_queue();
+    queue_list->setCurrentRow(j);
+  };
+  connect(up, &QPushButton::clicked, this, [move] { move(-1); });
+  connect(down, &QPushButton::clicked, this, [move] { move(1); });
+  connect(remove, &QPushButton::clicked, this, [this] {
+    const int i = queue_list->currentRow();
+    if (i < 0 || i >= int(queue_.size())) return;
+    queue_.erase(queue_.begin() + i);
+    show_queue();
+  });
   left_layout->addStretch();
   auto* scroll = new QScrollArea;
   scroll->setWidget(left);
@@ -47,10 +78,14 @@ MainWindow::MainWindow(const QString& data_dir)
   run_view = new RunView;
   player = new Player;
   history = new History;
+  compare_view = new CompareView;
+  sweep_view = new SweepView;
   tabs = new QTabWidget;
   tabs->addTab(run_view, tr("Run"));
   tabs->addTab(player, tr("Player"));
   tabs->addTab(history, tr("History"));
+  tabs->addTab(compare_view, tr("Compare"));
+  tabs->addTab(sweep_view, tr("Sweep"));
   auto* split = new QSplitter;
   split->setObjectName("split");
   split->addWidget(scroll);
@@ -63,6 +98,12 @@ MainWindow::MainWindow(const QString& data_dir)
   connect(compose, &ComposePanel::changed, this, [this] { validate(); });
   connect(parallel, &ParallelPanel::changed, this, [this] { validate(); });
   connect(generate_button, &QPushButton::clicked, this, [this] { generate(); });
+  connect(sweep_button, &QPushButton::clicked, this, [this] { sweep(); });
+  connect(sweep_view, &SweepView::adopted, this, [this](const plan::ParallelConfig& p) { parallel->set_config(p); });
+  connect(history, &History::compare, this, [this](const RunRecord& a, const RunRecord& b) {
+    compare_view->compare(a, b);
+    tabs->setCurrentWidget(compare_view);
+  });
   connect(cancel_button, &QPushButton::clicked, this, [this] { cancel(); });
   connect(&runner_, &JobRunner::message, this, &MainWindow::on_message);
   connect(&runner_, &JobRunner::note, this, [this](const QString& line) { run_view->status->setText(line); });
@@ -140,42 +181,94 @@ std::vector<plan::Problem> MainWindow::validate() {
   QString text;
   for (const auto& p : rest) text += (text.isEmpty() ? "" : "\n") + QString::fromStdString(p.message);
   if (!problems.empty() && text.isEmpty()) text = tr("Generate is off until the problems shown above are fixed.");
-  if (runner_.running()) text = tr("A job is running.");
   reason->setText(text);
-  generate_button->setEnabled(problems.empty() && !runner_.running());
+  generate_button->setEnabled(problems.empty());
+  generate_button->setText(runner_.running() ? tr("Add to queue") : tr("Generate"));
+  sweep_button->setEnabled(problems.empty());
   return problems;
 }
 
+std::optional<MainWindow::Queued> MainWindow::make_job(const plan::ParallelConfig& p) {
+  if (!validate().empty()) return std::nullopt;
+  Queued q;
+  q.job.job = compose->job();
+  q.job.job.seed = compose->next_seed();
+  q.job.job.device = parallel->on_gpus() ? "cuda" : "cpu";
+  q.job.parallel = p;
+  return q;
+}
+
 bool MainWindow::generate() {
-  if (!validate().empty() || runner_.running()) return false;
-  plan::JobSpec job = compose->job();
-  job.seed = compose->next_seed();
-  run_folder_ = data_dir_ + "/runs/" + QDateTime::currentDateTime().toString("yyyyMMdd-hhmmss-zzz");
-  QDir().mkpath(run_folder_);
-  job.output_file = (run_folder_ + "/clip.mp4").toStdString();
-  job.device = parallel->on_gpus() ? "cuda" : "cpu";
-  if (parallel->on_gpus()) qputenv("CUDA_VISIBLE_DEVICES", parallel->selected_gpus().join(',').toUtf8());
-  workers::LaunchPlan lp;
-  lp.job = {job, parallel->config()};
-  lp.worker_exe = workers::worker_program();
-  run_settings_ = QString::fromStdString(plan::to_json(lp.job));
-  QString error;
-  if (!runner_.start(lp, &error)) {
-    reason->setText(error);
-    return false;
-  }
-  run_job_ = job;
-  thumbnail_ = {};
-  started_ms_ = QDateTime::currentMSecsSinceEpoch();
-  run_view->start(lp.job.parallel.world_size());
-  player->clear();
-  player->set_fps(job.fps);
-  player->set_metadata({{"prompt", job.prompt}, {"seed", std::to_string(job.seed)}, {"model", job.model_dir},
-                        {"parallel", lp.job.parallel.describe()}, {"generator", "DiT Studio 0.1.0"}});
-  tabs->setCurrentWidget(run_view);
-  cancel_button->setEnabled(true);
-  validate();
+  auto q = make_job(parallel->config());
+  if (!q) return false;
+  enqueue(*q);
   return true;
+}
+
+bool MainWindow::sweep() {
+  auto base = make_job(parallel->config());
+  if (!base || !compose->model()) return false;
+  const auto p = parallel->config();
+  const int processes = parallel->on_gpus() ? parallel->processes() : p.world_size();
+  auto configs = plan::valid_configs(base->job.job, *compose->model(), processes, p);
+  if (configs.empty()) return reason->setText(tr("No valid configuration for %1 processes.").arg(processes)), false;
+  sweep_view->start(configs);
+  for (size_t i = 0; i < configs.size(); ++i) {
+    Queued q = *base;
+    q.job.parallel = configs[i];
+    q.sweep_row = int(i);
+    enqueue(q);
+  }
+  tabs->setCurrentWidget(sweep_view);
+  return true;
+}
+
+void MainWindow::enqueue(const Queued& q) {
+  queue_.push_back(q);
+  show_queue();
+  start_next();
+}
+
+void MainWindow::show_queue() {
+  queue_list->clear();
+  for (const auto& q : queue_)
+    queue_list->addItem(QString("%1 — seed %2 — %3")
+                            .arg(QString::fromStdString(q.job.job.prompt).left(40))
+                            .arg(q.job.job.seed)
+                            .arg(QString::fromStdString(q.job.parallel.describe())));
+}
+
+void MainWindow::start_next() {
+  while (!runner_.running() && !queue_.empty()) {
+    Queued q = queue_.front();
+    queue_.pop_front();
+    show_queue();
+    run_folder_ = data_dir_ + "/runs/" + QDateTime::currentDateTime().toString("yyyyMMdd-hhmmss-zzz");
+    QDir().mkpath(run_folder_ + "/frames");
+    q.job.job.output_file = (run_folder_ + "/clip.mp4").toStdString();
+    if (parallel->on_gpus()) qputenv("CUDA_VISIBLE_DEVICES", parallel->selected_gpus().join(',').toUtf8());
+    workers::LaunchPlan lp;
+    lp.job = q.job;
+    lp.worker_exe = workers::worker_program();
+    QString error;
+    if (!runner_.start(lp, &error)) {
+      reason->setText(error);
+      continue;
+    }
+    current_ = q;
+    steps_.clear();
+    thumbnail_ = {};
+    started_ms_ = QDateTime::currentMSecsSinceEpoch();
+    const auto& job = q.job.job;
+    run_view->start(q.job.parallel.world_size());
+    player->clear();
+    player->set_fps(job.fps);
+    player->set_metadata({{"prompt", job.prompt}, {"seed", std::to_string(job.seed)}, {"model", job.model_dir},
+                          {"parallel", q.job.parallel.describe()}, {"generator", "DiT Studio 0.1.0"}});
+    if (q.sweep_row < 0) tabs->setCurrentWidget(run_view);
+    cancel_button->setEnabled(true);
+  }
+  validate();
 }
 
 void MainWindow::cancel() { runner_.cancel(); }
@@ -187,6 +280,11 @@ pid_t MainWindow::rank_pid(int rank) const {
 
 void MainWindow::on_message(const events::Message& m) {
   run_view->message(m, runner_.ranks());
+  if (m.kind == events::Kind::Progress) {
+    const auto p = events::Progress::parse(m);
+    const auto& res = p.resources;
+    steps_[p.rank].push_back({double(p.step), p.seconds, double(res.device_allocated ? res.device_allocated : res.host_rss) / (1 << 30)});
+  }
   if (m.kind != events::Kind::Frame) return;
   const auto pic = events::Picture::parse(m);
   if (pic.video != 0) return;
@@ -194,6 +292,7 @@ void MainWindow::on_message(const events::Message& m) {
                             QImage::Format_RGB888)
                          .copy();
   player->set_frame(pic.index, img);
+  img.save(QString("%1/frames/%2.png").arg(run_folder_).arg(pic.index, 4, 10, QChar('0')));  // lossless, for comparing
   if (thumbnail_.isNull()) thumbnail_ = img.scaledToHeight(96);
 }
 
@@ -202,28 +301,34 @@ void MainWindow::on_finished(const workers::Outcome& outcome, const std::vector<
   cancel_button->setEnabled(false);
   RunRecord r;
   r.created = QDateTime::currentDateTime().toString(Qt::ISODate);
-  r.prompt = QString::fromStdString(run_job_.prompt);
-  r.seed = qint64(run_job_.seed);
-  r.settings = run_settings_;
+  r.prompt = QString::fromStdString(current_.job.job.prompt);
+  r.seed = qint64(current_.job.job.seed);
+  r.settings = QString::fromStdString(plan::to_json(current_.job));
+  QJsonArray per_rank;
+  for (const auto& [rank, steps] : steps_) {
+    QJsonArray a;
+    for (const auto& s : steps) a.append(QJsonArray{s[0], s[1], s[2]});
+    per_rank.append(a);
+  }
+  r.steps = QString::fromUtf8(QJsonDocument(per_rank).toJson(QJsonDocument::Compact));
   r.status = outcome.exit_code == 0 ? tr("done") : QString::fromStdString(events::error_kind_name(outcome.kind));
   r.folder = run_folder_;
   r.seconds = double(QDateTime::currentMSecsSinceEpoch() - started_ms_) / 1000;
-  int steps = 0;
   for (const auto& rank : ranks) {
     r.mean_step_seconds = std::max(r.mean_step_seconds, rank.step > 0 ? rank.total_step_seconds / rank.step : 0.0);
-    steps = std::max(steps, rank.step);
     const uint64_t peak = rank.resources.device_peak ? rank.resources.device_peak : rank.resources.host_peak;
     r.peak_gib = std::max(r.peak_gib, double(peak) / (1 << 30));
     r.bytes_moved += qint64(rank.resources.bytes_sent);
   }
   r.thumbnail = thumbnail_;
   history->add(r);
-  if (outcome.exit_code == 0 && player->frame_count() > 0) {
+  if (current_.sweep_row >= 0) sweep_view->record(current_.sweep_row, r, outcome.exit_code == 0);
+  if (outcome.exit_code == 0 && player->frame_count() > 0 && current_.sweep_row < 0 && queue_.empty()) {
     tabs->setCurrentWidget(player);
     player->play();
   }
-  validate();
   Q_EMIT run_finished(outcome);
+  start_next();
 }
 
 }  // namespace studio::gui

@@ -10,7 +10,17 @@
 #include <QPushButton>
 #include <QTabWidget>
 
+#include <QListWidget>
+
+#include <array>
+#include <deque>
+#include <optional>
+#include <map>
+
+#include "gui/compare_view.h"
 #include "gui/compose_panel.h"
+#include "gui/sweep_view.h"
+#include "plan/job_file.h"
 #include "gui/history.h"
 #include "gui/job_runner.h"
 #include "gui/parallel_panel.h"
@@ -29,8 +39,13 @@ class MainWindow : public QMainWindow {
   // Validates the current settings, shows each problem by its field, and enables Generate only when
   // there are none. Returns the problems.
   std::vector<plan::Problem> validate();
-  bool generate();  // false (with the reason shown) when the settings cannot run
-  void cancel();
+  // Adds the current settings to the queue (started at once when nothing runs); false (with the reason
+  // shown) when they cannot run.
+  bool generate();
+  // Queues the current job under each valid configuration for the selected devices.
+  bool sweep();
+  void cancel();  // the running job; the queue goes on
+  int queued() const { return int(queue_.size()); }
   bool running() const { return runner_.running(); }
   // The pid a rank reported in its hello (0 until then).
   pid_t rank_pid(int rank) const;
@@ -40,8 +55,11 @@ class MainWindow : public QMainWindow {
   RunView* run_view;
   Player* player;
   History* history;
+  CompareView* compare_view;
+  SweepView* sweep_view;
+  QListWidget* queue_list;
   QTabWidget* tabs;
-  QPushButton *generate_button, *cancel_button;
+  QPushButton *generate_button, *sweep_button, *cancel_button;
   QLabel* reason;
 
  Q_SIGNALS:
@@ -53,11 +71,21 @@ class MainWindow : public QMainWindow {
  private:
   void on_message(const events::Message& m);
   void on_finished(const workers::Outcome& outcome, const std::vector<workers::RankView>& ranks);
+  struct Queued {
+    plan::JobFile job;
+    int sweep_row = -1;  // its row in the sweep table, for a sweep's runs
+  };
+  std::optional<Queued> make_job(const plan::ParallelConfig& p);
+  void enqueue(const Queued& q);
+  void start_next();
+  void show_queue();
+  std::deque<Queued> queue_;
+  Queued current_;
+  std::map<int, std::vector<std::array<double, 3>>> steps_;  // rank -> (step, seconds, memory GiB)
   void restore_settings();
   JobRunner runner_;
   QProcess list_devices_;
-  QString data_dir_, run_folder_, run_settings_;
-  plan::JobSpec run_job_;
+  QString data_dir_, run_folder_;
   QImage thumbnail_;
   qint64 started_ms_ = 0;
 };

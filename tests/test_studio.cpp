@@ -72,6 +72,16 @@ class TestStudio : public QObject {
     actions.first()->trigger();
     QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
     QCOMPARE(w.parallel->problems().text("pipefusion_parallel_degree"), QString());
+    // The family and sampler come from the folder's configs; a folder that is not a model is explained.
+    QVERIFY2(w.compose->family->text().contains("CogVideoX") && w.compose->family->text().contains("DDIM"),
+             qPrintable(w.compose->family->text()));
+    const QString demo = w.compose->model_edit->text();
+    w.compose->set_model_dir(tmp_.path());
+    QVERIFY(!w.generate_button->isEnabled());
+    QVERIFY2(w.compose->problems().text("model").contains("model_index.json"),
+             qPrintable(w.compose->problems().text("model")));
+    w.compose->set_model_dir(demo);
+    QVERIFY(w.generate_button->isEnabled());
     shoot(&w, "compose");
   }
 
@@ -85,17 +95,22 @@ class TestStudio : public QObject {
     w.parallel->ulysses->setValue(2);
     QSignalSpy spy(&w, &MainWindow::run_finished);
     QVERIFY2(w.generate(), qPrintable(w.reason->text()));
-    QVERIFY(!w.generate_button->isEnabled());  // one job at a time
+    QVERIFY(w.running());
+    // While it runs, the same job with ring attention instead goes into the queue.
+    QCOMPARE(w.generate_button->text(), QString("Add to queue"));
+    w.parallel->ulysses->setValue(1);
+    w.parallel->ring->setValue(2);
+    QVERIFY(w.generate());
+    QCOMPARE(w.queued(), 1);
     QTest::qWait(3000);
     shoot(&w, "run");
     const int code = wait_for_run(w, spy, 120000);
     QVERIFY2(code == 0, qPrintable(w.run_view->status->text()));
+    QCOMPARE(wait_for_run(w, spy, 120000), 0);  // the queued one
     QCOMPARE(w.run_view->bars.size(), size_t(2));
     for (auto* bar : w.run_view->bars) QCOMPARE(bar->value(), 100);
     QCOMPARE(w.player->frame_count(), 9);
     QVERIFY(!w.player->screen->pixmap().isNull());
-    QVERIFY(w.player->playing());
-    shoot(&w, "player");
     QString error;
     const QString clip = tmp_.path() + "/exported.webm";
     QVERIFY2(w.player->export_to(clip, &error), qPrintable(error));
@@ -103,19 +118,59 @@ class TestStudio : public QObject {
     QCOMPARE(probe.frames, 9);
     QCOMPARE(probe.width, 288);
     QCOMPARE(probe.metadata.at("prompt"), std::string("a paper boat drifts on a pond"));
+    QVERIFY(w.player->playing());
+    shoot(&w, "player");
     const auto runs = w.history->runs();
-    QCOMPARE(runs.size(), size_t(1));
-    QCOMPARE(runs[0].status, QString("done"));
-    QVERIFY(!runs[0].thumbnail.isNull());
-    QVERIFY(runs[0].mean_step_seconds > 0);
-    QVERIFY(QFile::exists(runs[0].folder + "/clip.mp4"));
+    QCOMPARE(runs.size(), size_t(2));
+    for (const auto& r : runs) {
+      QCOMPARE(r.status, QString("done"));
+      QVERIFY(!r.thumbnail.isNull());
+      QVERIFY(r.mean_step_seconds > 0);
+      QVERIFY(QFile::exists(r.folder + "/clip.mp4"));
+    }
     w.tabs->setCurrentWidget(w.history);
     shoot(&w, "history");
+    // Compare the two: the parallel settings differ, the frames do not (beyond rounding to 8 bits).
+    w.history->table->selectAll();
+    w.history->compare_button->click();
+    QCOMPARE(w.tabs->currentWidget(), static_cast<QWidget*>(w.compare_view));
+    QVERIFY2(w.compare_view->max_difference >= 0 && w.compare_view->max_difference <= 1,
+             qPrintable(w.compare_view->difference->text()));
+    bool highlighted = false;
+    for (int i = 0; i < w.compare_view->settings->rowCount(); ++i)
+      if (w.compare_view->settings->item(i, 0)->text() == "ring_degree")
+        highlighted = w.compare_view->settings->item(i, 1)->background().color() != QColor(Qt::white) &&
+                      w.compare_view->settings->item(i, 1)->background().style() != Qt::NoBrush;
+    QVERIFY(highlighted);
+    qInfo("%s", qPrintable(w.compare_view->difference->text()));
+    shoot(&w, "compare");
     // The history survives the window, and a run can be deleted with its files.
     MainWindow again(tmp_.path() + "/b");
-    QCOMPARE(again.history->runs().size(), size_t(1));
+    QCOMPARE(again.history->runs().size(), size_t(2));
     QVERIFY(again.history->remove(runs[0].id));
     QVERIFY(!QDir(runs[0].folder).exists());
+  }
+
+  void a_sweep_runs_every_valid_configuration_and_adopts_the_fastest() {
+    MainWindow w(tmp_.path() + "/s");
+    w.resize(1280, 860);
+    w.show();
+    w.compose->prompt->setPlainText("a paper boat");
+    w.compose->frames->setValue(9);
+    w.compose->steps->setValue(2);
+    w.parallel->ulysses->setValue(2);
+    QSignalSpy spy(&w, &MainWindow::run_finished);
+    QVERIFY(w.sweep());
+    const int rows = w.sweep_view->table->rowCount();
+    QVERIFY(rows >= 3);  // 2 processes: Ulysses 2, Ring 2, CFG 2, PipeFusion 2
+    for (int i = 0; i < rows; ++i) QCOMPARE(wait_for_run(w, spy, 120000), 0);
+    for (int i = 0; i < rows; ++i) QCOMPARE(w.sweep_view->table->item(i, 1)->text(), QString("done"));
+    const auto best = w.sweep_view->fastest();
+    QVERIFY(best.has_value());
+    shoot(&w, "sweep");
+    w.parallel->set_config(plan::ParallelConfig{});
+    w.sweep_view->adopt->click();
+    QVERIFY(w.parallel->config() == *best);
   }
 
   void a_killed_rank_is_named_and_the_window_lives_on() {
@@ -135,6 +190,7 @@ class TestStudio : public QObject {
     QVERIFY2(w.run_view->status->text().contains(QString("rank 1 (pid %1").arg(victim)), qPrintable(w.run_view->status->text()));
     QVERIFY(w.run_view->status->text().contains("was killed by signal 9"));
     QVERIFY(w.generate_button->isEnabled());  // usable again
+    QCOMPARE(w.generate_button->text(), QString("Generate"));
     QCOMPARE(w.history->runs().front().status, QString("crash"));
   }
 };
