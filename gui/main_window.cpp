@@ -146,9 +146,12 @@ void MainWindow::restore_settings() {
   QSettings s;
   restoreGeometry(s.value("window/geometry").toByteArray());
   if (auto* split = findChild<QSplitter*>("split")) split->restoreState(s.value("window/split").toByteArray());
-  if (s.contains("job/prompt")) {
-    compose->prompt->setPlainText(s.value("job/prompt").toString());
-    compose->seed->setValue(s.value("job/seed", 42).toInt());
+  if (!s.contains("job/last")) return;
+  try {  // the settings of the last session, as a job file
+    const auto f = plan::job_file_from_json(s.value("job/last").toString().toStdString(), "settings");
+    compose->set_job(f.job);
+    parallel->set_config(f.parallel);
+  } catch (const std::exception&) {  // from an older version: start from the defaults
   }
 }
 
@@ -156,8 +159,7 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   QSettings s;
   s.setValue("window/geometry", saveGeometry());
   if (auto* split = findChild<QSplitter*>("split")) s.setValue("window/split", split->saveState());
-  s.setValue("job/prompt", compose->prompt->toPlainText());
-  s.setValue("job/seed", compose->seed->value());
+  s.setValue("job/last", QString::fromStdString(plan::to_json({compose->job(), parallel->config()})));
   runner_.cancel();
   e->accept();
 }

@@ -4,6 +4,7 @@
 // With STUDIO_SCREENSHOTS=DIR it also saves a picture of each view there (docs/screenshots).
 #undef QT_NO_KEYWORDS  // qcustomplot.h, included through the GUI, uses Qt's keywords
 #include <QMenu>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -83,6 +84,21 @@ class TestStudio : public QObject {
     w.compose->set_model_dir(demo);
     QVERIFY(w.generate_button->isEnabled());
     shoot(&w, "compose");
+  }
+
+  void settings_persist_between_sessions() {
+    {
+      MainWindow w(tmp_.path() + "/p");
+      w.compose->prompt->setPlainText("a lighthouse at dusk");
+      w.compose->steps->setValue(7);
+      w.parallel->ring->setValue(2);
+      w.close();
+    }
+    MainWindow again(tmp_.path() + "/p");
+    QCOMPARE(again.compose->prompt->toPlainText(), QString("a lighthouse at dusk"));
+    QCOMPARE(again.compose->steps->value(), 7);
+    QCOMPARE(again.parallel->ring->value(), 2);
+    QSettings().clear();  // the other tests start from the defaults
   }
 
   void a_two_rank_run_is_watched_to_the_end() {
