@@ -5,11 +5,10 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include <thread>
 
 #include "parallel/parallel_model.h"
 #include "tensor_support.h"
-#include "workers/launch/supervisor.h"
+#include "rank_threads.h"
 
 using namespace studio;
 
@@ -65,25 +64,12 @@ class TestParallel : public QObject {
     auto t = io::TensorFile(test::golden_case(n) + "/golden.safetensors", "g").get_int64("step0_timestep");
     auto want = test::golden_tensor(n, "step0_output");
     const auto pos = model->positions(model->token_grid(hidden.size(1), hidden.size(3), hidden.size(4)));
-    const int world = p.world_size(), port = workers::free_loopback_port();
+    const int world = p.world_size();
     std::vector<double> err(size_t(world), 1e30);
-    std::vector<std::string> failure(static_cast<size_t>(world));
-    std::vector<std::thread> ranks;
-    for (int r = 0; r < world; ++r)
-      ranks.emplace_back([&, r] {
-        try {
-          parallel::DistEnv env;
-          env.rank = r;
-          env.world_size = world;
-          env.master_port = port;
-          auto mesh = parallel::Mesh::create(p, env, at::kCPU, std::chrono::seconds(60));
-          parallel::ParallelTransformer call(*model, *mesh);
-          err[size_t(r)] = test::max_abs_diff(call(hidden, text, t, pos), want);
-        } catch (const std::exception& e) {
-          failure[size_t(r)] = e.what();
-        }
-      });
-    for (auto& th : ranks) th.join();
+    const auto failure = test::run_ranks(p, [&](int r, parallel::Mesh& mesh) {
+      parallel::ParallelTransformer call(*model, mesh);
+      err[size_t(r)] = test::max_abs_diff(call(hidden, text, t, pos), want);
+    });
     for (int r = 0; r < world; ++r) {
       QVERIFY2(failure[size_t(r)].empty(), failure[size_t(r)].c_str());
       QVERIFY2(err[size_t(r)] < 1e-4, qPrintable(QString("rank %1: step0_output max error %2").arg(r).arg(err[size_t(r)])));

@@ -2,7 +2,6 @@
 // one process and split by rows over 2, 3 and 4 ranks (threads over real Gloo sockets).
 #include <QtTest>
 
-#include <thread>
 
 #include <ATen/ops/isfinite.h>
 #include <ATen/ops/cat.h>
@@ -17,7 +16,7 @@
 #include "plan/error.h"
 #include "plan/model_folder.h"
 #include "tensor_support.h"
-#include "workers/launch/supervisor.h"
+#include "rank_threads.h"
 
 using namespace studio;
 
@@ -68,27 +67,13 @@ class TestVae : public QObject {
     auto ref = test::golden_tensor(n, "video");
     plan::ParallelConfig p;
     p.ulysses_degree = ranks;  // any layout: the decode uses the world group
-    const int port = workers::free_loopback_port();
-    std::vector<std::string> failure(static_cast<size_t>(ranks));
     at::Tensor video;
-    std::vector<std::thread> threads;
-    for (int r = 0; r < ranks; ++r)
-      threads.emplace_back([&, r] {
-        try {
-          parallel::DistEnv env;
-          env.rank = r;
-          env.world_size = ranks;
-          env.master_port = port;
-          auto mesh = parallel::Mesh::create(p, env, at::kCPU, std::chrono::seconds(60));
-          std::vector<at::Tensor> batches;
-          parallel::decode_by_rows(*vae, mesh->world(), z, [&](const at::Tensor& b) { batches.push_back(b); });
-          if (r == 0) video = at::cat(batches, 2);
-          if (r != 0 && !batches.empty()) failure[size_t(r)] = "a rank other than 0 received frames";
-        } catch (const std::exception& e) {
-          failure[size_t(r)] = e.what();
-        }
-      });
-    for (auto& t : threads) t.join();
+    const auto failure = test::run_ranks(p, [&](int r, parallel::Mesh& mesh) {
+      std::vector<at::Tensor> batches;
+      parallel::decode_by_rows(*vae, mesh.world(), z, [&](const at::Tensor& b) { batches.push_back(b); });
+      if (r == 0) video = at::cat(batches, 2);
+      if (r != 0 && !batches.empty()) throw std::runtime_error("a rank other than 0 received frames");
+    });
     for (const auto& f : failure) QVERIFY2(f.empty(), f.c_str());
     QCOMPARE(video.sizes(), ref.sizes());
     const double err = test::max_abs_diff(video, ref);
@@ -102,21 +87,12 @@ class TestVae : public QObject {
     auto z = test::golden_tensor("cogvx2b_tiny", "vae_input").narrow(3, 0, 1);
     plan::ParallelConfig p;
     p.ulysses_degree = 2;
-    const int port = workers::free_loopback_port();
     std::vector<bool> refused(2, false);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < 2; ++r)
-      threads.emplace_back([&, r] {
-        parallel::DistEnv env;
-        env.rank = r;
-        env.world_size = 2;
-        env.master_port = port;
-        auto mesh = parallel::Mesh::create(p, env, at::kCPU, std::chrono::seconds(60));
-        refused[size_t(r)] = test::throws_with<studio::InputError>(
-            [&] { parallel::decode_by_rows(*vae, mesh->world(), z, [](const at::Tensor&) {}); },
-            {"2 ranks cannot share 1 latent rows (8 pixels); use at most 1 ranks"});
-      });
-    for (auto& t : threads) t.join();
+    test::run_ranks(p, [&](int r, parallel::Mesh& mesh) {
+      refused[size_t(r)] = test::throws_with<studio::InputError>(
+          [&] { parallel::decode_by_rows(*vae, mesh.world(), z, [](const at::Tensor&) {}); },
+          {"2 ranks cannot share 1 latent rows (8 pixels); use at most 1 ranks"});
+    });
     QVERIFY(refused[0] && refused[1]);
   }
 
