@@ -99,6 +99,7 @@ MainWindow::MainWindow(const QString& data_dir)
   connect(parallel, &ParallelPanel::changed, this, [this] { validate(); });
   connect(generate_button, &QPushButton::clicked, this, [this] { generate(); });
   connect(sweep_button, &QPushButton::clicked, this, [this] { sweep(); });
+  connect(sweep_view, &SweepView::run_requested, this, &MainWindow::run_sweep);
   connect(sweep_view, &SweepView::adopted, this, [this](const plan::ParallelConfig& p) { parallel->set_config(p); });
   connect(history, &History::compare, this, [this](const RunRecord& a, const RunRecord& b) {
     compare_view->compare(a, b);
@@ -215,14 +216,20 @@ bool MainWindow::sweep() {
   auto configs = plan::valid_configs(base->job.job, *compose->model(), processes, p);
   if (configs.empty()) return reason->setText(tr("No valid configuration for %1 processes.").arg(processes)), false;
   sweep_view->start(configs);
-  for (size_t i = 0; i < configs.size(); ++i) {
-    Queued q = *base;
-    q.job.parallel = configs[i];
-    q.sweep_row = int(i);
-    enqueue(q);
-  }
+  sweep_base_ = base;
   tabs->setCurrentWidget(sweep_view);
   return true;
+}
+
+void MainWindow::run_sweep() {
+  if (!sweep_base_) return;
+  for (int row : sweep_view->take_checked()) {
+    Queued q = *sweep_base_;
+    q.job.parallel = sweep_view->config(row);
+    q.sweep_row = row;
+    enqueue(q);
+  }
+  sweep_base_.reset();
 }
 
 void MainWindow::enqueue(const Queued& q) {

@@ -42,8 +42,10 @@ class MainWindow : public QMainWindow {
   // Adds the current settings to the queue (started at once when nothing runs); false (with the reason
   // shown) when they cannot run.
   bool generate();
-  // Queues the current job under each valid configuration for the selected devices.
+  // Lists the valid configurations for the selected devices in the Sweep tab, for running the checked
+  // ones with the current job (its "Run" button, or run_sweep()).
   bool sweep();
+  void run_sweep();
   void cancel();  // the running job; the queue goes on
   int queued() const { return int(queue_.size()); }
   bool running() const { return runner_.running(); }
@@ -81,6 +83,7 @@ class MainWindow : public QMainWindow {
   void show_queue();
   std::deque<Queued> queue_;
   Queued current_;
+  std::optional<Queued> sweep_base_;
   std::map<int, std::vector<std::array<double, 3>>> steps_;  // rank -> (step, seconds, memory GiB)
   void restore_settings();
   JobRunner runner_;

@@ -21,6 +21,10 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
   chart->yAxis->setLabel(tr("seconds per step"));
   chart->xAxis->setTickLabelRotation(20);
   layout->addWidget(chart);
+  run = new QPushButton(tr("Run the checked configurations"));
+  run->setEnabled(false);
+  layout->addWidget(run);
+  connect(run, &QPushButton::clicked, this, &SweepView::run_requested);
   adopt = new QPushButton(tr("Use the fastest configuration"));
   adopt->setEnabled(false);
   layout->addWidget(adopt);
@@ -34,13 +38,28 @@ void SweepView::start(const std::vector<plan::ParallelConfig>& configs) {
   step_seconds_.assign(configs.size(), std::nullopt);
   table->setRowCount(int(configs.size()));
   for (int i = 0; i < int(configs.size()); ++i) {
-    table->setItem(i, 0, new QTableWidgetItem(QString::fromStdString(configs[size_t(i)].describe())));
-    table->setItem(i, 1, new QTableWidgetItem(tr("queued")));
+    auto* name = new QTableWidgetItem(QString::fromStdString(configs[size_t(i)].describe()));
+    name->setFlags(name->flags() | Qt::ItemIsUserCheckable);
+    name->setCheckState(Qt::Checked);
+    table->setItem(i, 0, name);
+    table->setItem(i, 1, new QTableWidgetItem(tr("ready")));
     for (int c = 2; c < 6; ++c) table->setItem(i, c, new QTableWidgetItem);
   }
   chart->clearPlottables();
   chart->replot();
   adopt->setEnabled(false);
+  run->setEnabled(!configs.empty());
+}
+
+std::vector<int> SweepView::take_checked() {
+  std::vector<int> rows;
+  for (int i = 0; i < table->rowCount(); ++i) {
+    const bool on = table->item(i, 0)->checkState() == Qt::Checked;
+    table->item(i, 1)->setText(on ? tr("queued") : tr("skipped"));
+    if (on) rows.push_back(i);
+  }
+  run->setEnabled(false);
+  return rows;
 }
 
 void SweepView::record(int row, const RunRecord& r, bool ok) {
