@@ -91,8 +91,9 @@ ComposePanel::ComposePanel(QWidget* parent) : QWidget(parent) {
   form->addRow(tr("Guidance"), guidance);
   form->addRow(problems_.make("guidance_scale"));
   form->addRow(QString(), dynamic_cfg);
-  auto* defaults = new QPushButton(tr("Model's defaults"));
-  form->addRow(QString(), defaults);
+  preset = new QComboBox;
+  preset->setObjectName("preset");
+  form->addRow(tr("Preset"), preset);
 
   connect(browse, &QPushButton::clicked, this, [this] {
     const QString d = QFileDialog::getExistingDirectory(this, tr("A diffusers model folder"), model_edit->text());
@@ -101,11 +102,9 @@ ComposePanel::ComposePanel(QWidget* parent) : QWidget(parent) {
   connect(demo, &QPushButton::clicked, this,
           [this] { set_model_dir(QString::fromStdString(workers::demo_model_dir())); });
   connect(model_edit, &QLineEdit::editingFinished, this, [this] { load_model(); });
-  connect(defaults, &QPushButton::clicked, this, [this] {
-    plan::JobSpec j = job();
-    j.width = j.height = j.num_frames = j.fps = 0;
-    if (model_) plan::apply_model_defaults(j, *model_);
-    set_job(j);
+  connect(preset, qOverload<int>(&QComboBox::activated), this, [this](int i) {
+    const auto all = presets();
+    if (i >= 0 && i < int(all.size())) set_job(all[size_t(i)]);
   });
   connect(prompt, &QPlainTextEdit::textChanged, this, &ComposePanel::changed);
   connect(negative_prompt, &QLineEdit::textChanged, this, &ComposePanel::changed);
@@ -138,6 +137,15 @@ void ComposePanel::load_model() {
   problems_.show(model_error_.isEmpty() ? std::vector<plan::Problem>{}
                                         : std::vector<plan::Problem>{{"model", model_error_.toStdString()}});
   apply_model_limits();
+  const QSignalBlocker block(preset);
+  preset->clear();
+  const auto all = presets();
+  for (size_t i = 0; i < all.size(); ++i)
+    preset->addItem((i == 0 ? tr("Model's defaults: %1 x %2, %3 frames, %4 steps") : tr("Draft: %1 x %2, %3 frames, %4 steps"))
+                         .arg(all[i].width)
+                         .arg(all[i].height)
+                         .arg(all[i].num_frames)
+                         .arg(all[i].num_inference_steps));
   family->setText(model_ ? tr("%1; sampler %2 (from scheduler/)")
                                .arg(QString::fromStdString(plan::family_name(model_->transformer.family())))
                                .arg(QString::fromStdString(plan::sampler_name(model_->scheduler.kind)))
@@ -158,6 +166,23 @@ void ComposePanel::apply_model_limits() {
   j.width = j.height = j.num_frames = j.fps = 0;
   plan::apply_model_defaults(j, *model_);
   set_job(j);
+}
+
+std::vector<plan::JobSpec> ComposePanel::presets() const {
+  if (!model_) return {};
+  plan::JobSpec full = job();
+  full.width = full.height = full.num_frames = full.fps = 0;
+  full.num_inference_steps = plan::JobSpec{}.num_inference_steps;
+  plan::apply_model_defaults(full, *model_);
+  // Half the size (in the model's pixel steps), about half the frames (in its frame steps), 20 steps.
+  plan::JobSpec draft = full;
+  const int pixel = model_->vae_scale_spatial() * model_->transformer.patch_size;
+  const int t = model_->vae ? model_->vae->temporal_compression_ratio : 4;
+  draft.width = std::max(pixel, full.width / 2 / pixel * pixel);
+  draft.height = std::max(pixel, full.height / 2 / pixel * pixel);
+  draft.num_frames = (full.num_frames - 1) / t / 2 * t + 1;
+  draft.num_inference_steps = 20;
+  return {full, draft};
 }
 
 plan::JobSpec ComposePanel::job() const {

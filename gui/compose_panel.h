@@ -42,6 +42,7 @@ class ComposePanel : public QWidget {
   QDoubleSpinBox* guidance;
   QCheckBox* dynamic_cfg;
   QLabel* family;  // the model family and its sampler, read from the folder
+  QComboBox* preset;  // the family's sizes: the model's defaults, or a quick draft of them
 
  Q_SIGNALS:
   void changed();
@@ -49,6 +50,7 @@ class ComposePanel : public QWidget {
  private:
   void load_model();
   void apply_model_limits();
+  std::vector<plan::JobSpec> presets() const;
   std::optional<plan::ModelFolder> model_;
   QString model_error_;
   ProblemLabels problems_;

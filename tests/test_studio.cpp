@@ -73,6 +73,18 @@ class TestStudio : public QObject {
     actions.first()->trigger();
     QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
     QCOMPARE(w.parallel->problems().text("pipefusion_parallel_degree"), QString());
+    // The family's presets: a draft of half the size and frames, then back to the model's defaults.
+    QCOMPARE(w.compose->preset->count(), 2);
+    Q_EMIT w.compose->preset->activated(1);
+    QCOMPARE(w.compose->width->value(), 144);
+    QCOMPARE(w.compose->height->value(), 96);
+    QCOMPARE(w.compose->frames->value(), 13);
+    QCOMPARE(w.compose->steps->value(), 20);
+    QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
+    Q_EMIT w.compose->preset->activated(0);
+    QCOMPARE(w.compose->width->value(), 288);
+    QCOMPARE(w.compose->frames->value(), 25);
+    QCOMPARE(w.compose->steps->value(), 50);
     // The family and sampler come from the folder's configs; a folder that is not a model is explained.
     QVERIFY2(w.compose->family->text().contains("CogVideoX") && w.compose->family->text().contains("DDIM"),
              qPrintable(w.compose->family->text()));
