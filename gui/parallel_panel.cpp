@@ -70,7 +70,9 @@ void ParallelPanel::set_devices(const workers::Devices& d) {
     item->setCheckState(Qt::Checked);
     devices->addItem(item);
   }
-  if (d.gpus.empty()) {
+  if (d.gpus.empty() && d.cpu_cores == 0) {
+    devices->addItem(tr("CPU (asking dit-worker for the GPUs…)"));
+  } else if (d.gpus.empty()) {
     auto* cpu = new QListWidgetItem(tr("CPU (%1 cores, %2 GiB)").arg(d.cpu_cores).arg(double(d.cpu_memory_bytes) / (1 << 30), 0, 'f', 0));
     cpu->setToolTip(d.note.empty() ? tr("no GPU found") : QString::fromStdString(d.note));
     devices->addItem(cpu);

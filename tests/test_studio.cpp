@@ -51,6 +51,10 @@ class TestStudio : public QObject {
 
   void validation_speaks_by_the_field_and_gates_generate() {
     MainWindow w(tmp_.path() + "/a");
+    w.resize(1280, 860);
+    w.show();
+    // The devices come from `dit-worker --list-devices`: on this machine, the CPU and its cores.
+    QTRY_VERIFY_WITH_TIMEOUT(w.parallel->devices->item(0)->text().contains(" cores"), 30000);
     w.compose->prompt->setPlainText("");
     QVERIFY(!w.generate_button->isEnabled());
     QVERIFY(w.compose->problems().text("prompt").contains("write a prompt"));
