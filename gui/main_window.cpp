@@ -269,7 +269,10 @@ void MainWindow::start_next() {
     thumbnail_ = {};
     started_ms_ = QDateTime::currentMSecsSinceEpoch();
     const auto& job = q.job.job;
-    run_view->start(q.job.parallel.world_size());
+    run_view->start(q.job.parallel.world_size(), tr("\"%1\", seed %2, %3")
+                                                     .arg(QString::fromStdString(job.prompt).left(60))
+                                                     .arg(job.seed)
+                                                     .arg(QString::fromStdString(q.job.parallel.describe())));
     player->clear();
     player->set_fps(job.fps);
     player->set_metadata({{"prompt", job.prompt}, {"seed", std::to_string(job.seed)}, {"model", job.model_dir},

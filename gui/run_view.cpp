@@ -43,7 +43,7 @@ RunView::RunView(QWidget* parent) : QWidget(parent) {
   layout->addLayout(plots);
 }
 
-void RunView::start(int ranks) {
+void RunView::start(int ranks, const QString& what) {
   for (auto* w : bars) w->deleteLater();
   for (auto* w : labels_) w->deleteLater();
   bars.clear();
@@ -67,7 +67,7 @@ void RunView::start(int ranks) {
     bars.push_back(bar);
     labels_.push_back(label);
   }
-  status->setText(tr("Running on %1 rank(s)…").arg(ranks));
+  status->setText(tr("Running %1 on %2 rank(s)…").arg(what).arg(ranks));
   preview->clear();
 }
 

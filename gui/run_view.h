@@ -20,7 +20,7 @@ class RunView : public QWidget {
   Q_OBJECT
  public:
   explicit RunView(QWidget* parent = nullptr);
-  void start(int ranks);
+  void start(int ranks, const QString& what);  // `what`: the job in a few words (prompt, seed)
   void message(const events::Message& m, const std::vector<workers::RankView>& ranks);
   void finish(const workers::Outcome& outcome);
 

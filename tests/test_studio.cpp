@@ -128,6 +128,7 @@ class TestStudio : public QObject {
     QSignalSpy spy(&w, &MainWindow::run_finished);
     QVERIFY2(w.generate(), qPrintable(w.reason->text()));
     QVERIFY(w.running());
+    QVERIFY2(w.run_view->status->text().contains("seed 42"), qPrintable(w.run_view->status->text()));
     // While it runs, the same job with ring attention instead goes into the queue.
     QCOMPARE(w.generate_button->text(), QString("Add to queue"));
     w.parallel->ulysses->setValue(1);
