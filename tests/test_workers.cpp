@@ -364,6 +364,35 @@ class TestWorkers : public QObject {
     QVERIFY(all_gone(pids_of(all)));
   }
 
+  void a_rank_lost_on_another_machine_is_named() {
+    // Two launchers over loopback TCP; the rank of the second "machine" is killed mid-run. The first
+    // launcher names that rank (not its partner, which only lost its peer), and both stop.
+    const int port = 21000 + int(QCoreApplication::applicationPid() % 20000);
+    const QStringList machine = demo_job(1000) + QStringList{"--ulysses_degree", "2", "--nnodes", "2", "--master_addr",
+                                                             "127.0.0.1", "--master_port", QString::number(port)};
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("DIT_STUDIO_TOKEN", "00112233445566778899aabbccddeeff");
+    const QString log = path("remote.jsonl");
+    QProcess first, second;
+    first.setProcessEnvironment(env);
+    second.setProcessEnvironment(env);
+    first.start(kLaunch, machine + QStringList{"--node_rank", "0", "--events_log", log});
+    second.start(kLaunch, machine + QStringList{"--node_rank", "1"});
+    QString err;
+    QVERIFY2(wait_for_text(first, err, "step 2/1000"), qPrintable(err));
+    const auto pids = pids_of(read_events(log));
+    QCOMPARE(pids.size(), size_t(2));
+    const int64_t victim = of_kind(read_events(log), "hello", 1)[0]["body"]["pid"];
+    ::kill(pid_t(victim), SIGKILL);
+    const auto r1 = finish(first, err, 30000), r2 = finish(second, {}, 30000);
+    QVERIFY(r1.code != 0 && r2.code != 0);
+    QVERIFY2(r1.err.contains(QString("rank 1 (pid %1").arg(victim)) &&
+                 r1.err.contains("closed its events connection without a result"),
+             qPrintable(r1.err));
+    QVERIFY2(r2.err.contains("was killed by signal 9"), qPrintable(r2.err));
+    QVERIFY(all_gone(pids));
+  }
+
   void two_machines_in_network_namespaces() {
     // Two network namespaces joined by a veth pair stand for two machines with their own addresses.
     const QString a = QString("ditA%1").arg(QCoreApplication::applicationPid()),

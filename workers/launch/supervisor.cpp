@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -335,6 +336,7 @@ void Supervisor::handle(int rank, const events::Message& m) {
     case events::Kind::Error: {
       const auto e = events::Error::parse(m);
       r.phase = "failed";
+      r.finished = true;  // it reported how it ended
       if (e.kind == events::ErrorKind::Cancelled) break;  // a stop we asked for
       fail(rank, e.kind, "failed (" + std::string(events::error_kind_name(e.kind)) + "): " + e.message,
            exit_code_of_kind(e.kind));
@@ -408,10 +410,14 @@ void Supervisor::watch() {
       continue;
     }
     auto& r = ranks_[size_t(p->rank)];
-    if (r.finished || stopping_) continue;
-    if (p->closed_at && now - *p->closed_at > kPeerLossGrace)
-      fail(r.rank, events::ErrorKind::LostPeer, "closed its events connection without a result: the rank or its machine died", 1);
-    else if (!p->closed_at && seconds_since(p->last_heard) > plan_.heartbeat_timeout_s) {
+    // Once a failure is settled, what follows is the stop we caused; until then a rank that vanishes may
+    // be the one that really failed.
+    if (r.finished || (stopping_ && settled_)) continue;
+    const bool local = std::any_of(locals_.begin(), locals_.end(), [&](const Local& l) { return l.rank == r.rank; });
+    // A local rank's exit status says more, and comes within a poll or two; a remote one's never comes.
+    if (p->closed_at && (!local || now - *p->closed_at > kPeerLossGrace))
+      fail(r.rank, events::ErrorKind::Crash, "closed its events connection without a result: the rank or its machine died", 1);
+    else if (!stopping_ && !p->closed_at && seconds_since(p->last_heard) > plan_.heartbeat_timeout_s) {
       fail(r.rank, events::ErrorKind::Hung,
            "sent nothing for " + std::to_string(int(plan_.heartbeat_timeout_s)) +
                " s, not even a heartbeat: it hangs (stopped, deadlocked, or its machine is unreachable)", 1);
