@@ -81,7 +81,6 @@ class Supervisor {
   void cancel();
   const std::vector<RankView>& ranks() const { return ranks_; }
   const Outcome& outcome() const { return outcome_; }
-  std::string events_endpoint() const { return listener_ ? listener_->endpoint().text : ""; }
 
  private:
   struct Local;

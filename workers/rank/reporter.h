@@ -28,7 +28,6 @@ class RankReporter {
   bool connected() const { return conn_ != nullptr; }
   // A Cancel arrived, or the launcher's connection closed.
   bool cancel_requested() const { return cancel_.load(); }
-  void request_cancel() { cancel_.store(true); }
 
   void phase(const std::string& name);
   void progress(const events::Progress& p);
