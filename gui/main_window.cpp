@@ -176,7 +176,8 @@ std::vector<plan::Problem> MainWindow::validate() {
     auto add = [&](const std::vector<plan::Problem>& more) { problems.insert(problems.end(), more.begin(), more.end()); };
     add(plan::validate(job, *model));
     const auto p = parallel->config();
-    add(plan::validate_parallel(p, job, *model, parallel->processes(), parallel->memory_gib(), parallel->on_gpus() ? 2 : 4));
+    add(plan::validate_parallel(p, job, *model, parallel->processes(), parallel->memory_gib(),
+                                plan::bytes_per_value(job, parallel->on_gpus())));
     parallel->offer(plan::valid_configs(job, *model, parallel->on_gpus() ? parallel->processes() : std::max(1, p.world_size()), p));
   }
   auto rest = compose->problems().show(problems);
@@ -294,15 +295,12 @@ void MainWindow::on_message(const events::Message& m) {
   run_view->message(m, runner_.ranks());
   if (m.kind == events::Kind::Progress) {
     const auto p = events::Progress::parse(m);
-    const auto& res = p.resources;
-    steps_[p.rank].push_back({double(p.step), p.seconds, double(res.device_allocated ? res.device_allocated : res.host_rss) / (1 << 30)});
+    steps_[p.rank].push_back({double(p.step), p.seconds, double(p.resources.in_use()) / (1 << 30)});
   }
   if (m.kind != events::Kind::Frame) return;
   const auto pic = events::Picture::parse(m);
   if (pic.video != 0) return;
-  const QImage img = QImage(reinterpret_cast<const uchar*>(pic.rgb.data()), pic.width, pic.height, pic.width * 3,
-                            QImage::Format_RGB888)
-                         .copy();
+  const QImage img = to_image(pic);
   player->set_frame(pic.index, img);
   img.save(QString("%1/frames/%2.png").arg(run_folder_).arg(pic.index, 4, 10, QChar('0')));  // lossless, for comparing
   if (thumbnail_.isNull()) thumbnail_ = img.scaledToHeight(96);
@@ -327,7 +325,7 @@ void MainWindow::on_finished(const workers::Outcome& outcome, const std::vector<
   r.folder = run_folder_;
   r.seconds = double(QDateTime::currentMSecsSinceEpoch() - started_ms_) / 1000;
   for (const auto& rank : ranks) {
-    r.mean_step_seconds = std::max(r.mean_step_seconds, rank.step > 0 ? rank.total_step_seconds / rank.step : 0.0);
+    r.mean_step_seconds = std::max(r.mean_step_seconds, rank.mean_step_seconds());
     const uint64_t peak = rank.resources.device_peak ? rank.resources.device_peak : rank.resources.host_peak;
     r.peak_gib = std::max(r.peak_gib, double(peak) / (1 << 30));
     r.bytes_moved += qint64(rank.resources.bytes_sent);

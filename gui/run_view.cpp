@@ -79,7 +79,7 @@ void RunView::update_rank(const workers::RankView& r) {
   if (r.total > 0) {
     text += tr("  step %1/%2  %3 s/step").arg(r.step).arg(r.total).arg(r.step_seconds, 0, 'f', 2);
     if (r.step > 0 && r.step < r.total)
-      text += tr("  ETA %1 s").arg(r.total_step_seconds / r.step * (r.total - r.step), 0, 'f', 0);
+      text += tr("  ETA %1 s").arg(r.eta_seconds(), 0, 'f', 0);
   }
   if (r.resources.bytes_sent)
     text += tr("  moved %1 MB").arg(double(r.resources.bytes_sent + r.resources.bytes_received) / 1e6, 0, 'f', 1);
@@ -92,8 +92,7 @@ void RunView::message(const events::Message& m, const std::vector<workers::RankV
   if (m.kind == events::Kind::Progress && size_t(rank) < bars.size()) {
     const auto p = events::Progress::parse(m);
     step_plot->graph(rank)->addData(p.step, p.seconds);
-    const auto& res = p.resources;
-    memory_plot->graph(rank)->addData(p.step, double(res.device_allocated ? res.device_allocated : res.host_rss) / (1 << 30));
+    memory_plot->graph(rank)->addData(p.step, double(p.resources.in_use()) / (1 << 30));
     // The slowest rank so far stands out.
     int slowest = 0;
     for (size_t r = 0; r < ranks.size(); ++r)
@@ -110,13 +109,15 @@ void RunView::message(const events::Message& m, const std::vector<workers::RankV
     }
   }
   if (m.kind == events::Kind::Preview || m.kind == events::Kind::Frame) {
-    const auto pic = events::Picture::parse(m);
-    QImage img(reinterpret_cast<const uchar*>(pic.rgb.data()), pic.width, pic.height, pic.width * 3,
-               QImage::Format_RGB888);
-    preview->setPixmap(QPixmap::fromImage(img.copy()).scaled(preview->size(), Qt::KeepAspectRatio,
+    preview->setPixmap(QPixmap::fromImage(to_image(events::Picture::parse(m))).scaled(preview->size(), Qt::KeepAspectRatio,
                                                               m.kind == events::Kind::Preview ? Qt::FastTransformation
                                                                                               : Qt::SmoothTransformation));
   }
+}
+
+QImage to_image(const events::Picture& p) {
+  return QImage(reinterpret_cast<const uchar*>(p.rgb.data()), p.width, p.height, p.width * 3, QImage::Format_RGB888)
+      .copy();  // the QImage above only borrows the message's bytes
 }
 
 void RunView::finish(const workers::Outcome& outcome) {

@@ -2,6 +2,7 @@
 // plots of step time and memory per rank over the run (the slowest rank drawn thick, its row in bold);
 // the bytes each rank moved; the latest latent preview, then the decoded frames as they arrive.
 #pragma once
+#include <QImage>
 #include <QLabel>
 #include <QProgressBar>
 #include <QWidget>
@@ -35,5 +36,8 @@ class RunView : public QWidget {
   QGridLayout* grid_;
   std::vector<QLabel*> labels_;
 };
+
+// An RGB8 picture from the events (a preview or a frame) as an image of its own.
+QImage to_image(const events::Picture& p);
 
 }  // namespace studio::gui

@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
     for (const auto& g : devices.gpus)
       memory_gib = memory_gib == 0 ? double(g.memory_bytes) / (1 << 30) : std::min(memory_gib, double(g.memory_bytes) / (1 << 30));
     auto more = plan::validate_parallel(args.parallel, args.job, model, processes, memory_gib,
-                                        gpus && args.job.dtype != "float32" ? 2 : 4);
+                                        plan::bytes_per_value(args.job, gpus));
     problems.insert(problems.end(), more.begin(), more.end());
     if (!problems.empty()) throw workers::ArgError(problems.front().message);
     if (demo)

@@ -192,6 +192,8 @@ std::vector<ParallelConfig> valid_configs(const JobSpec& job, const ModelFolder&
   return out;
 }
 
+int bytes_per_value(const JobSpec& job, bool on_gpu) { return on_gpu && job.dtype != "float32" ? 2 : 4; }
+
 double MemoryEstimate::peak_gib() const { return std::max({transformer_gib, text_encoder_gib, vae_gib}); }
 
 MemoryEstimate estimate_memory(const ParallelConfig& p, const JobSpec& job, const ModelFolder& model,

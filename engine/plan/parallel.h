@@ -51,6 +51,10 @@ struct MemoryEstimate {
   double vae_gib = 0;           // weights + one frame batch's activations
   double peak_gib() const;
 };
+// Bytes per weight and activation the job will use: 2 on a GPU (bfloat16 unless float32 is asked for),
+// 4 on the CPU (float32), as the engine picks its dtype.
+int bytes_per_value(const JobSpec& job, bool on_gpu);
+
 MemoryEstimate estimate_memory(const ParallelConfig& p, const JobSpec& job, const ModelFolder& model,
                                int bytes_per_value);
 

@@ -31,6 +31,8 @@ struct Resources {
   uint64_t device_allocated = 0, device_reserved = 0, device_peak = 0;
   uint64_t host_rss = 0, host_peak = 0;
   uint64_t bytes_sent = 0, bytes_received = 0;
+  // What the job holds now: the device's allocation on a GPU, the process's resident memory on the CPU.
+  uint64_t in_use() const { return device_allocated ? device_allocated : host_rss; }
 };
 
 struct Progress {

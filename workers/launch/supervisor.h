@@ -53,6 +53,8 @@ struct RankView {
   bool connected = false, finished = false;
   std::optional<events::Done> done;
   std::deque<std::string> log_tail;  // the last lines it logged or wrote to stderr
+  double mean_step_seconds() const { return step > 0 ? total_step_seconds / step : 0; }
+  double eta_seconds() const { return mean_step_seconds() * (total - step); }
 };
 
 struct Outcome {
