@@ -4,6 +4,8 @@
 #include <QDateTime>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QMenuBar>
+#include <QMessageBox>
 #include <QDir>
 #include <QScrollArea>
 #include <QSettings>
@@ -128,12 +130,16 @@ MainWindow::MainWindow(const QString& data_dir)
   // The GPUs, from the worker (this program links no LibTorch); the CPU until it answers.
   connect(&list_devices_, &QProcess::finished, this, [this] {
     try {
-      parallel->set_devices(workers::parse_devices(list_devices_.readAllStandardOutput().toStdString()));
+      const auto devices = workers::parse_devices(list_devices_.readAllStandardOutput().toStdString());
+      worker_build_ = QString::fromStdString(devices.build);
+      parallel->set_devices(devices);
     } catch (const std::exception& e) {
       run_view->status->setText(QString::fromStdString(e.what()));
     }
   });
   list_devices_.start(QString::fromStdString(workers::worker_program()), {"--list-devices"});
+  auto* about = menuBar()->addMenu(tr("&Help"))->addAction(tr("&About DiT Studio"));
+  connect(about, &QAction::triggered, this, [this] { QMessageBox::about(this, tr("About DiT Studio"), about_text()); });
   restore_settings();
   validate();
 }
@@ -277,7 +283,7 @@ void MainWindow::start_next() {
     player->clear();
     player->set_fps(job.fps);
     player->set_metadata({{"prompt", job.prompt}, {"seed", std::to_string(job.seed)}, {"model", job.model_dir},
-                          {"parallel", q.job.parallel.describe()}, {"generator", "DiT Studio 0.1.0"}});
+                          {"parallel", q.job.parallel.describe()}, {"generator", "DiT Studio " STUDIO_VERSION}});
     if (q.sweep_row < 0) tabs->setCurrentWidget(run_view);
     cancel_button->setEnabled(true);
   }
@@ -285,6 +291,11 @@ void MainWindow::start_next() {
 }
 
 void MainWindow::cancel() { runner_.cancel(); }
+
+QString MainWindow::about_text() const {
+  return tr("DiT Studio %1\nGenerates images and video clips with Diffusion Transformers.\n\nWorker: %2")
+      .arg(STUDIO_VERSION, worker_build_.isEmpty() ? tr("asking dit-worker...") : worker_build_);
+}
 
 pid_t MainWindow::rank_pid(int rank) const {
   const auto& ranks = runner_.ranks();

@@ -51,6 +51,8 @@ class MainWindow : public QMainWindow {
   bool running() const { return runner_.running(); }
   // The pid a rank reported in its hello (0 until then).
   pid_t rank_pid(int rank) const;
+  // The About box's text: the studio's version and what the worker was built with (LibTorch, CUDA, NCCL).
+  QString about_text() const;
 
   ComposePanel* compose;
   ParallelPanel* parallel;
@@ -88,6 +90,7 @@ class MainWindow : public QMainWindow {
   void restore_settings();
   JobRunner runner_;
   QProcess list_devices_;
+  QString worker_build_;  // from the device list; empty until the worker answers
   QString data_dir_, run_folder_;
   QImage thumbnail_;
   qint64 started_ms_ = 0;

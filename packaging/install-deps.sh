@@ -1,10 +1,21 @@
 #!/usr/bin/env bash
-# Installs, by name from Debian 12's archive, every package DiT Studio's build and tests need.
-# Idempotent: packages already present are left alone, and nothing runs apt when all are there.
-# Usage: packaging/install-deps.sh [--no-gui]   (--no-gui: engine and workers only)
+# Installs every package DiT Studio's build and tests need: Debian 12's packages by name, and LibTorch 2.x
+# (the pinned version in packaging/torch-version) from PyPI's torch wheel into .deps/ (see below).
+# Idempotent: what is already present is left alone, and nothing runs apt when all is there.
+# Usage: packaging/install-deps.sh [--no-gui] [--system-torch]
+#   --no-gui: engine and workers only; --system-torch: Debian's LibTorch 1.13 only (no download from PyPI).
 set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+gui_wanted=1 wheel_wanted=1
+for a in "$@"; do
+  case "$a" in
+    --no-gui) gui_wanted=0 ;;
+    --system-torch) wheel_wanted=0 ;;
+    *) echo "install-deps: unknown option '$a' (use --no-gui, --system-torch)" >&2; exit 2 ;;
+  esac
+done
 
-build=(cmake ninja-build g++ pkg-config git)
+build=(cmake ninja-build g++ pkg-config git python3)
 engine=(
   libtorch-dev            # LibTorch 1.13 (CPU) with c10d
   libgloo-dev             # Gloo backend for c10d on CPU
@@ -14,13 +25,16 @@ engine=(
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev   # clip export (MP4, WebM, GIF)
 )
 tests=(
+  libgtest-dev              # GoogleTest: the suites
   clang libclang-rt-14-dev  # libFuzzer, for the event-protocol fuzz test
   iproute2                  # ip netns: the two-machine test
 )
 gui=(qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite libqcustomplot-dev libqcustomplot2.1-qt6 libgl-dev xvfb)
 
 want=("${build[@]}" "${engine[@]}" "${tests[@]}")
-[[ "${1:-}" == "--no-gui" ]] || want+=("${gui[@]}")
+((gui_wanted)) && want+=("${gui[@]}")
+# pip fetches the torch wheel (a download only: nothing is installed into any Python).
+((wheel_wanted)) && ! python3 -m pip --version >/dev/null 2>&1 && want+=(python3-pip)
 
 missing=()
 for p in "${want[@]}"; do
@@ -42,4 +56,5 @@ case "$blas" in
      alt=$(update-alternatives --list libblas.so.3-x86_64-linux-gnu | grep openblas | head -1)
      [[ -n "$alt" ]] && $sudo update-alternatives --set libblas.so.3-x86_64-linux-gnu "$alt" ;;
 esac
+((wheel_wanted)) && "$root/packaging/fetch-libtorch.sh"
 echo "install-deps: all dependencies present"

@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   return workers::guarded_main(prefix, [&]() -> int {
     auto args = workers::parse_launch_args(std::vector<std::string>(argv + 1, argv + argc));
     if (args.help) return std::cout << workers::launch_usage(), workers::kOk;
-    if (args.version) return std::cout << "dit-launch 0.1.0\n", workers::kOk;
+    if (args.version) return std::cout << "dit-launch " STUDIO_VERSION "\n", workers::kOk;
     const std::string worker = workers::worker_program();
     const bool demo = args.job.model_dir.empty();
     if (demo) args.job.model_dir = workers::demo_model_dir();

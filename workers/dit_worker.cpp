@@ -1,7 +1,7 @@
 // dit-worker: one rank of a job. Started by dit-launch or the studio (or torchrun, srun, mpirun) with the
 // rank's identity in its environment and the job file as its argument; reports over the launcher's event
 // socket when DIT_EVENTS is set, else as plain lines on stderr.
-// Usage: dit-worker --job FILE | --list-devices
+// Usage: dit-worker --job FILE | --list-devices | --version
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -33,6 +33,8 @@ using namespace studio;
 std::atomic<bool> g_signalled{false};
 extern "C" void on_signal(int) { g_signalled.store(true); }
 
+std::string version_line() { return "dit-worker " STUDIO_VERSION " (" + compat::build_description() + ")"; }
+
 int list_devices() {
   nlohmann::json gpus = nlohmann::json::array();
   for (const auto& g : compat::list_gpus())
@@ -40,9 +42,10 @@ int list_devices() {
   const uint64_t memory = uint64_t(::sysconf(_SC_PHYS_PAGES)) * uint64_t(::sysconf(_SC_PAGESIZE));
   nlohmann::json out = {{"gpus", gpus},
                         {"cpu", {{"cores", std::thread::hardware_concurrency()}, {"memory_bytes", memory}}},
-                        {"torch", compat::torch_version()}};
+                        {"torch", compat::torch_version()},
+                        {"build", version_line()}};
   if (gpus.empty())
-    out["note"] = at::hasCUDA() ? "CUDA is built in but no GPU is visible (check CUDA_VISIBLE_DEVICES and the driver); "
+    out["note"] = compat::has_cuda_runtime() ? "CUDA is built in but no GPU is visible (check CUDA_VISIBLE_DEVICES and the driver); "
                                   "jobs run on the CPU"
                                 : "this build has no CUDA (LibTorch " + std::string(compat::torch_version()) +
                                       " for the CPU); jobs run on the CPU";
@@ -177,7 +180,12 @@ int main(int argc, char** argv) {
   std::string prefix = "dit-worker: ";
   return workers::guarded_main(prefix, [&]() -> int {
     if (argc == 2 && std::string(argv[1]) == "--list-devices") return list_devices();
-    if (argc != 3 || std::string(argv[1]) != "--job") throw workers::ArgError("usage: dit-worker --job FILE | --list-devices");
+    if (argc == 2 && std::string(argv[1]) == "--version") {
+      std::cout << version_line() << std::endl;
+      return workers::kOk;
+    }
+    if (argc != 3 || std::string(argv[1]) != "--job")
+      throw workers::ArgError("usage: dit-worker --job FILE | --list-devices | --version");
     const auto env = parallel::DistEnv::from_environment();
     prefix = "[rank " + std::to_string(env.rank) + "] ";
     try {

@@ -37,6 +37,15 @@ c10::intrusive_ptr<CommBackend> make_comm_backend(const c10::intrusive_ptr<c10d:
 // real-size video (17,776 tokens) never has to exist whole.
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
 
+// The same attention with each query's log-sum-exp of its scaled scores, so that blocks of keys seen one
+// after another merge into exactly one softmax over all of them (Ring attention). out: q's shape and dtype;
+// lse: [B, heads, S] float32. 2.x: the fused kernels that return it (flash on the CPU and for 16-bit CUDA
+// tensors, memory-efficient for float32 CUDA tensors). 1.13: the math in float32, in blocks of queries.
+struct AttentionWithLse {
+  at::Tensor out, lse;
+};
+AttentionWithLse attention_with_lse(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
+
 // Free and total memory of a CUDA device, from the CUDA runtime that a CUDA LibTorch loads (looked up at
 // run time, so CPU builds compile the same code); nullopt on the CPU or when it cannot be read.
 struct DeviceMemory {
@@ -61,5 +70,11 @@ std::vector<GpuInfo> list_gpus();
 
 // "1.13.1" etc., for logs and --version.
 const char* torch_version();
+
+// What this build runs on, for --version and the studio's About box: "LibTorch 2.15.0, CUDA 13.2, NCCL 2.30.7"
+// (the CUDA runtime and NCCL that are loaded, as they report themselves), or "LibTorch 1.13.0, CPU".
+std::string build_description();
+// Whether this build carries CUDA (its runtime is loaded), whether or not a GPU is visible.
+bool has_cuda_runtime();
 
 }  // namespace studio::compat

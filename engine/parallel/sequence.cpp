@@ -8,6 +8,9 @@
 #include <ATen/ops/stack.h>
 #include <ATen/ops/zeros.h>
 
+#include <ATen/ops/index_select.h>
+#include <ATen/ops/nonzero.h>
+
 #include "compat/torch_compat.h"
 #include "parallel/attention.h"
 
@@ -30,9 +33,19 @@ at::Tensor SequenceLayout::row_valid(int part) const {
   return valid;
 }
 
-SequenceParallel::SequenceParallel(Mesh& mesh, const SequenceLayout& layout) : mesh_(mesh), layout_(layout) {
+SequenceParallel::SequenceParallel(Mesh& mesh, const SequenceLayout& layout, const at::Device& device)
+    : mesh_(mesh), layout_(layout) {
   const auto& c = mesh.coords();
-  part_ = c.ring * mesh.config().ulysses_degree + c.ulysses;
+  const int U = mesh.config().ulysses_degree;
+  part_ = c.ring * U + c.ulysses;
+  if (layout.text % layout.parts == 0 && layout.video % layout.parts == 0) return;
+  // Padded keys are left out of attention rather than masked: the rows of each ring position's block
+  // that hold real tokens, made once here on the device.
+  for (int ring_pos = 0; ring_pos < mesh.config().ring_degree; ++ring_pos) {
+    std::vector<at::Tensor> valid;
+    for (int u = 0; u < U; ++u) valid.push_back(layout_.row_valid(ring_pos * U + u));
+    key_rows_.push_back(at::cat(valid, 0).nonzero().flatten().to(device));
+  }
 }
 
 namespace {
@@ -92,23 +105,21 @@ at::Tensor SequenceParallel::attend(const at::Tensor& q, const at::Tensor& k, co
   };
   const auto qh = to_heads(q), kh = to_heads(k), vh = to_heads(v);
 
-  // The rows a Ulysses group holds, for the ring position that holds them.
-  auto valid_of = [&](int64_t ring_pos) {
-    std::vector<at::Tensor> m;
-    for (int64_t u = 0; u < U; ++u) m.push_back(layout_.row_valid(int(ring_pos * U + u)));
-    return at::cat(m, 0).to(q.device());
+  // The keys and values of the block that ring position `src` holds, less its padding rows.
+  auto real = [&](const at::Tensor& x, int64_t src) {
+    return key_rows_.empty() ? x : x.index_select(2, key_rows_[size_t(src)]);
   };
-  const bool padded = layout_.text % layout_.parts != 0 || layout_.video % layout_.parts != 0;
 
   at::Tensor out;
-  if (R == 1 && !padded) {
-    out = compat::attention(qh, kh, vh);
+  if (R == 1) {
+    out = compat::attention(qh, real(kh, 0), real(vh, 0));
   } else {
     Partial acc;
     at::Tensor kv = at::stack({kh, vh});
     int64_t src = ring.rank();
     for (int64_t step = 0; step < R; ++step) {
-      merge(acc, attend_block(qh, kv[0], kv[1], padded ? valid_of(src) : at::Tensor()));
+      if (key_rows_.empty() || key_rows_[size_t(src)].numel() > 0)  // a block may be all padding
+        merge(acc, attend_block(qh, real(kv[0], src), real(kv[1], src)));
       if (step + 1 < R) {
         at::Tensor next = at::empty_like(kv);
         ring.exchange(kv, int((ring.rank() + 1) % R), next, int((ring.rank() + R - 1) % R));

@@ -8,6 +8,8 @@
 // not divide is padded with empty heads), then Ring across the ring group (key/value blocks passed around,
 // partial results merged by log-sum-exp), then all-to-all back. Ulysses alone, Ring alone, or both (USP).
 #pragma once
+#include <vector>
+
 #include <ATen/core/Tensor.h>
 
 #include "models/cogvideox_transformer.h"
@@ -27,7 +29,8 @@ struct SequenceLayout {
 
 class SequenceParallel {
  public:
-  SequenceParallel(Mesh& mesh, const SequenceLayout& layout);
+  // `device`: where the activations are (the padding tables are made there once).
+  SequenceParallel(Mesh& mesh, const SequenceLayout& layout, const at::Device& device);
 
   int part() const { return part_; }
   const SequenceLayout& layout() const { return layout_; }
@@ -47,6 +50,7 @@ class SequenceParallel {
   Mesh& mesh_;
   SequenceLayout layout_;
   int part_ = 0;
+  std::vector<at::Tensor> key_rows_;  // per ring position: its block's real rows; empty when none is padded
 };
 
 }  // namespace studio::parallel

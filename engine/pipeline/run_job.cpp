@@ -61,7 +61,7 @@ std::string clip_path(const std::string& output, int64_t sample, int64_t batch) 
 
 std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const plan::ModelFolder& model,
                                                 const plan::ParallelConfig& par) {
-  return {{"generator", "DiT Studio 0.1.0"},
+  return {{"generator", "DiT Studio " STUDIO_VERSION},
           {"model", model.dir},
           {"model_family", plan::family_name(model.transformer.family())},
           {"sampler", plan::sampler_name(model.scheduler.kind)},

@@ -21,6 +21,7 @@ Devices parse_devices(const std::string& text) {
     d.cpu_cores = j.at("cpu").at("cores").get<int>();
     d.cpu_memory_bytes = j.at("cpu").at("memory_bytes").get<uint64_t>();
     d.note = j.value("note", "");
+    d.build = j.value("build", "");
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("dit-worker --list-devices printed a malformed device list: ") + e.what());
   }

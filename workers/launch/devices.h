@@ -17,7 +17,8 @@ struct Devices {
   std::vector<Gpu> gpus;
   int cpu_cores = 0;
   uint64_t cpu_memory_bytes = 0;
-  std::string note;  // e.g. why there is no GPU
+  std::string note;   // e.g. why there is no GPU
+  std::string build;  // the worker's --version line: what it was built with
 };
 
 // Parses the worker's JSON; std::runtime_error naming what is wrong.
