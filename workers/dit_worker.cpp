@@ -150,9 +150,17 @@ int run(const std::string& job_path, const parallel::DistEnv& env) {
   problems.insert(problems.end(), more.begin(), more.end());
   if (!problems.empty()) throw workers::ArgError(problems.front().message);
   at::Device device = at::kCPU;
-  if (file.job.device == "auto" || file.job.device.rfind("cuda", 0) == 0)
-    if (at::hasCUDA()) device = at::Device(at::kCUDA, int8_t(env.local_rank));  // one GPU per local rank
-  if (device.is_cuda()) file.job.device = device.str();
+  if ((file.job.device == "auto" || file.job.device.rfind("cuda", 0) == 0) && at::hasCUDA()) {
+    // One GPU per local rank, made current before anything touches CUDA, so that no work lands on GPU 0.
+    const int visible = int(at::getNumGPUs());
+    if (env.local_rank >= visible)
+      throw InputError("LOCAL_RANK " + std::to_string(env.local_rank) + " has no GPU: " + std::to_string(visible) +
+                       " are visible on this machine (CUDA_VISIBLE_DEVICES); start at most " +
+                       std::to_string(visible) + " ranks per machine");
+    device = at::Device(at::kCUDA, int8_t(env.local_rank));
+    compat::bind_device(device);
+    file.job.device = device.str();
+  }
 
   workers::RankReporter reporter(env.rank, env.world_size, device.str());
   try {

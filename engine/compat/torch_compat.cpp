@@ -1,6 +1,8 @@
 #include "compat/torch_compat.h"
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupWrapper.hpp>
 #include <torch/version.h>
 #ifdef STUDIO_WITH_NCCL
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -26,6 +28,7 @@
 #include <dlfcn.h>
 
 #include <cmath>
+#include <cstdlib>
 
 namespace studio::compat {
 
@@ -168,22 +171,65 @@ std::vector<GpuInfo> list_gpus() {
   return out;
 }
 
-c10::intrusive_ptr<CommBackend> make_comm_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                                                  const at::Device& device, std::chrono::milliseconds timeout,
-                                                  const std::string& host) {
-#ifdef STUDIO_WITH_NCCL
-  if (device.is_cuda()) {
-    auto opts = c10d::ProcessGroupNCCL::Options::create();
-    opts->timeout = timeout;
-    return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, opts);
-  }
-#else
-  (void)device;
-#endif
+namespace {
+
+c10::intrusive_ptr<c10d::ProcessGroupGloo> make_gloo(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                     std::chrono::milliseconds timeout, const std::string& host) {
   auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
   opts->devices.push_back(host.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
                                        : c10d::ProcessGroupGloo::createDeviceForHostname(host));
   return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, opts);
+}
+
+}  // namespace
+
+bool collective_checks_enabled() {
+  const char* v = std::getenv("TORCH_DISTRIBUTED_DEBUG");
+  return v && std::string(v) == "DETAIL";
+}
+
+c10::intrusive_ptr<CommBackend> make_comm_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                  const at::Device& device, std::chrono::milliseconds timeout,
+                                                  const std::string& host) {
+  c10::intrusive_ptr<CommBackend> backend;
+#ifdef STUDIO_WITH_NCCL
+  if (device.is_cuda()) {
+    auto opts = c10d::ProcessGroupNCCL::Options::create();
+    opts->timeout = timeout;
+    auto nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, opts);
+    nccl->setBoundDeviceId(device);  // one communicator, for this rank's GPU, made now rather than lazily
+    nccl->eagerConnectSingleDevice(device);
+    backend = nccl;
+  }
+#endif
+  if (!backend) backend = make_gloo(store, rank, size, timeout, host);
+  if (!collective_checks_enabled()) return backend;
+  auto checker_store = c10::make_intrusive<c10d::PrefixStore>("checker/", store);
+  return c10::make_intrusive<c10d::ProcessGroupWrapper>(backend, make_gloo(checker_store, rank, size, timeout, host));
+}
+
+PeerWork post_peer_batch(CommBackend& backend, const std::vector<PeerTransfer>& transfers) {
+  PeerWork out;
+  out.buffers.reserve(transfers.size());  // c10d keeps references into these vectors
+#if TORCH_VERSION_MAJOR >= 2
+  const bool coalesce = backend.supportsCoalescing();
+  if (coalesce) backend.startCoalescing();
+#endif
+  // One tag for all: between a pair of ranks, transfers match in the order they are posted.
+  for (const auto& t : transfers) {
+    out.buffers.push_back({t.tensor});
+    auto w = t.send ? backend.send(out.buffers.back(), t.peer, 0) : backend.recv(out.buffers.back(), t.peer, 0);
+    if (w) out.work.push_back(w);
+  }
+#if TORCH_VERSION_MAJOR >= 2
+  if (coalesce)
+    if (auto w = backend.endCoalescing()) out.work.push_back(w);
+#endif
+  return out;
+}
+
+void bind_device(const at::Device& device) {
+  if (device.is_cuda()) c10::impl::getDeviceGuardImpl(at::kCUDA)->setDevice(device);
 }
 
 }  // namespace studio::compat

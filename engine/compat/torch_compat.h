@@ -8,6 +8,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/intrusive_ptr.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
 #include <torch/version.h>
 
 namespace c10d {
@@ -25,11 +26,33 @@ using CommBackend = c10d::Backend;
 using CommBackend = c10d::ProcessGroup;
 #endif
 
-// A process group over `store`: NCCL for CUDA devices (builds against a CUDA LibTorch), Gloo otherwise,
-// bound to `host`'s interface ("" = the default one).
+// A process group over `store`: NCCL for CUDA devices (builds against a CUDA LibTorch; its communicator
+// made at once for `device`), Gloo otherwise, bound to `host`'s interface ("" = the default one).
+// With TORCH_DISTRIBUTED_DEBUG=DETAIL in the environment (c10d's convention), wrapped in c10d's checker,
+// which compares every collective's kind, shapes, dtypes and devices across the ranks (over a Gloo group
+// of its own) before running it: a mismatch throws on every rank instead of hanging.
 c10::intrusive_ptr<CommBackend> make_comm_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                                   const at::Device& device, std::chrono::milliseconds timeout,
                                                   const std::string& host);
+// Whether TORCH_DISTRIBUTED_DEBUG=DETAIL is set.
+bool collective_checks_enabled();
+
+// Sends and receives posted as one batch: one coalesced NCCL group where the backend has them (as torch's
+// batch_isend_irecv), else every one posted before any is waited on. `work` to wait on; `buffers` keeps
+// what c10d was handed alive until then.
+struct PeerWork {
+  std::vector<c10::intrusive_ptr<c10d::Work>> work;
+  std::vector<std::vector<at::Tensor>> buffers;
+};
+struct PeerTransfer {
+  bool send;
+  at::Tensor tensor;
+  int peer;
+};
+PeerWork post_peer_batch(CommBackend& backend, const std::vector<PeerTransfer>& transfers);
+
+// Makes a CUDA device the calling thread's current one (NCCL and the caching allocator follow it).
+void bind_device(const at::Device& device);
 
 // softmax(q k^T / sqrt(head_dim)) v for q, k, v of shape [B, heads, S, head_dim].
 // 2.x: at::scaled_dot_product_attention (flash / memory-efficient kernels where available).

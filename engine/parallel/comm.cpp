@@ -4,6 +4,8 @@
 
 #include <ATen/ops/empty_like.h>
 
+#include <stdexcept>
+
 namespace studio::parallel {
 
 const char* comm_kind_name(CommKind k) {
@@ -29,8 +31,9 @@ uint64_t Traffic::total_received() const {
   return s;
 }
 
-Group::Group(c10::intrusive_ptr<compat::CommBackend> pg, int rank, int size, Traffic* traffic)
-    : pg_(std::move(pg)), rank_(rank), size_(size), traffic_(traffic) {}
+Group::Group(c10::intrusive_ptr<compat::CommBackend> pg, int rank, int size, const at::Device& device,
+             Traffic* traffic)
+    : pg_(std::move(pg)), rank_(rank), size_(size), device_(device), traffic_(traffic) {}
 Group::Group(const Group&) = default;
 Group& Group::operator=(const Group&) = default;
 Group::~Group() = default;
@@ -41,8 +44,15 @@ uint64_t bytes(const at::Tensor& t) { return uint64_t(t.numel()) * t.element_siz
 
 }  // namespace
 
+void Group::check(const at::Tensor& t, const char* call) const {
+  if (t.device() != device_)
+    throw std::logic_error(std::string("internal error: ") + call + " of a tensor on " + t.device().str() +
+                           " in a group of " + device_.str() + " (NCCL takes only tensors on the rank's own GPU)");
+}
+
 std::vector<at::Tensor> Group::all_gather(const at::Tensor& t) {
   if (size_ == 1) return {t};
+  check(t, "all_gather");
   std::vector<at::Tensor> in{t.contiguous()};
   std::vector<std::vector<at::Tensor>> out(1);
   for (int i = 0; i < size_; ++i) out[0].push_back(at::empty_like(in[0]));
@@ -56,6 +66,7 @@ std::vector<at::Tensor> Group::all_gather(const at::Tensor& t) {
 
 at::Tensor Group::all_to_all(const at::Tensor& t) {
   if (size_ == 1) return t;
+  check(t, "all_to_all");
   at::Tensor in = t.contiguous();
   at::Tensor out = at::empty_like(in);
   std::vector<int64_t> counts;  // equal parts
@@ -68,62 +79,49 @@ at::Tensor Group::all_to_all(const at::Tensor& t) {
   return out;
 }
 
-void Group::exchange(const at::Tensor& out, int to, at::Tensor& in, int from) {
-  std::vector<at::Tensor> send{out.contiguous()}, recv{in};
-  const int tag = tag_++;
-  auto s = pg_->send(send, to, tag);
-  auto r = pg_->recv(recv, from, tag);
-  s->wait();
-  r->wait();
-  if (traffic_) {
-    traffic_->sent[size_t(CommKind::PointToPoint)] += bytes(out);
-    traffic_->received[size_t(CommKind::PointToPoint)] += bytes(in);
-  }
-}
-
-void Group::neighbours(const at::Tensor& to_prev, const at::Tensor& to_next, at::Tensor& from_prev,
-                       at::Tensor& from_next) {
-  if (size_ == 1) return;
-  const int tag = tag_++;  // one tag per call on every rank; each pair's two directions are apart anyway
-  std::vector<std::vector<at::Tensor>> buffers;
-  buffers.reserve(4);
-  std::vector<decltype(pg_->send(buffers.emplace_back(), 0, 0))> work;
-  buffers.clear();
-  auto post = [&](bool send, const at::Tensor& t, int peer) {
-    buffers.push_back({send ? t.contiguous() : t});
-    work.push_back(send ? pg_->send(buffers.back(), peer, tag) : pg_->recv(buffers.back(), peer, tag));
-    if (traffic_) (send ? traffic_->sent : traffic_->received)[size_t(CommKind::PointToPoint)] += bytes(t);
-  };
-  if (rank_ > 0) {
-    post(true, to_prev, rank_ - 1);
-    post(false, from_prev, rank_ - 1);
-  }
-  if (rank_ + 1 < size_) {
-    post(true, to_next, rank_ + 1);
-    post(false, from_next, rank_ + 1);
-  }
-  for (auto& w : work) w->wait();
-}
-
-void Group::send(const at::Tensor& t, int to) {
-  std::vector<at::Tensor> v{t.contiguous()};
-  pg_->send(v, to, p2p_tag_)->wait();
-  if (traffic_) traffic_->sent[size_t(CommKind::PointToPoint)] += bytes(t);
-}
-
-void Group::recv(at::Tensor& t, int from) {
-  std::vector<at::Tensor> v{t};
-  pg_->recv(v, from, p2p_tag_)->wait();
-  if (traffic_) traffic_->received[size_t(CommKind::PointToPoint)] += bytes(t);
-}
-
 void Group::broadcast(at::Tensor& t, int root) {
   if (size_ == 1) return;
+  check(t, "broadcast");
   std::vector<at::Tensor> v{t};
   c10d::BroadcastOptions opts;
   opts.rootRank = root;
   pg_->broadcast(v, opts)->wait();
   if (traffic_) (rank_ == root ? traffic_->sent : traffic_->received)[size_t(CommKind::Broadcast)] += bytes(t);
+}
+
+PendingBatch Group::start(std::vector<PeerOp> ops) {
+  std::vector<compat::PeerTransfer> transfers;
+  for (auto& op : ops) {
+    const bool send = op.kind == PeerOp::Send;
+    check(op.tensor, send ? "send" : "recv");
+    if (!op.tensor.is_contiguous()) {
+      if (!send) throw std::logic_error("internal error: recv into a non-contiguous tensor");
+      op.tensor = op.tensor.contiguous();
+    }
+    if (traffic_) (send ? traffic_->sent : traffic_->received)[size_t(CommKind::PointToPoint)] += bytes(op.tensor);
+    transfers.push_back({send, op.tensor, op.peer});
+  }
+  return PendingBatch(compat::post_peer_batch(*pg_, transfers));
+}
+
+void PendingBatch::wait() {
+  for (auto& w : work_.work) w->wait();
+  work_ = {};
+}
+
+void Group::neighbours(const at::Tensor& to_prev, const at::Tensor& to_next, at::Tensor& from_prev,
+                       at::Tensor& from_next) {
+  if (size_ == 1) return;
+  std::vector<PeerOp> ops;
+  if (rank_ > 0) {
+    ops.push_back({PeerOp::Send, to_prev, rank_ - 1});
+    ops.push_back({PeerOp::Recv, from_prev, rank_ - 1});
+  }
+  if (rank_ + 1 < size_) {
+    ops.push_back({PeerOp::Send, to_next, rank_ + 1});
+    ops.push_back({PeerOp::Recv, from_next, rank_ + 1});
+  }
+  run(std::move(ops));
 }
 
 }  // namespace studio::parallel

@@ -113,13 +113,17 @@ std::shared_ptr<Mesh> Mesh::create(const plan::ParallelConfig& cfg, const DistEn
   }
   const bool local = env.master_addr == "127.0.0.1" || env.master_addr == "localhost";
   const std::string host = local ? "127.0.0.1" : local_address_towards(env.master_addr, env.master_port);
+  // One process group per distinct member list: dimensions with the same members (world, sequence and
+  // Ulysses when only Ulysses is set) share it, rather than each holding an NCCL communicator and buffers.
+  std::map<std::vector<int>, Group> made;
   auto make = [&](const std::string& name, const std::vector<int>& members) {
+    if (auto it = made.find(members); it != made.end()) return it->second;
     std::string key = name;
     for (int r : members) key += "_" + std::to_string(r);
     const int index = int(std::find(members.begin(), members.end(), env.rank) - members.begin());
     auto store = c10::make_intrusive<c10d::PrefixStore>(key + "/", m->store_);
-    return Group(compat::make_comm_backend(store, index, int(members.size()), device, timeout, host), index,
-                 int(members.size()), &m->traffic_);
+    return made[members] = Group(compat::make_comm_backend(store, index, int(members.size()), device, timeout, host),
+                                 index, int(members.size()), device, &m->traffic_);
   };
   std::vector<int> all(size_t(env.world_size));
   for (int i = 0; i < env.world_size; ++i) all[size_t(i)] = i;

@@ -53,15 +53,17 @@ void decode_by_rows(const models::CogVideoXVae& vae, Group& group, const at::Ten
       z.narrow(3, begin, end - begin).contiguous(),
       [&](const at::Tensor& mine) {
         // Rank 0 receives every other rank's rows of this batch, in order; one batch at a time.
-        if (group.rank() != 0) return group.send(mine, 0);
+        if (group.rank() != 0) return group.run({{PeerOp::Send, mine, 0}});
         std::vector<at::Tensor> parts{mine};
+        std::vector<PeerOp> receives;
         for (int r = 1; r < n; ++r) {
           const auto [b, e] = rows_of(h, r, n);
           auto sizes = mine.sizes().vec();
           sizes[3] = (e - b) * scale;
           parts.push_back(at::empty(sizes, mine.options()));
-          group.recv(parts.back(), r);
+          receives.push_back({PeerOp::Recv, parts.back(), r});
         }
+        group.run(std::move(receives));
         on_batch(at::cat(parts, 3));
       },
       &rows);

@@ -58,8 +58,7 @@ at::Tensor PipeFusionStage::synchronous(const at::Tensor& hidden, const at::Tens
   } else {
     x.text = at::empty({B, sp.layout().text_chunk(), cfg.inner_dim()}, opts);
     x.video = at::empty({B, sp.layout().video_chunk(), cfg.inner_dim()}, opts);
-    pf.recv(x.text, stage_ - 1);
-    pf.recv(x.video, stage_ - 1);
+    pf.run({{PeerOp::Recv, x.text, stage_ - 1}, {PeerOp::Recv, x.video, stage_ - 1}});
   }
   const auto [cos, sin] = sp.shard_rope(pos);
   const bool sequence_parallel = mesh_.config().sp_degree() > 1;
@@ -76,8 +75,7 @@ at::Tensor PipeFusionStage::synchronous(const at::Tensor& hidden, const at::Tens
   }
   at::Tensor out;
   if (stage_ + 1 < stages_) {
-    pf.send(x.text, stage_ + 1);
-    pf.send(x.video, stage_ + 1);
+    pf.run({{PeerOp::Send, x.text, stage_ + 1}, {PeerOp::Send, x.video, stage_ + 1}});
   } else {
     out = model_.unpatchify(sp.gather_video(model_.project_out(x.video, temb)), B, F, H, W);
   }
@@ -107,8 +105,9 @@ at::Tensor PipeFusionStage::pipelined(const at::Tensor& hidden, const at::Tensor
     } else {
       x.video = at::empty({B, n, cfg.inner_dim()}, opts);
       x.text = at::empty({B, t, cfg.inner_dim()}, opts);
-      if (t > 0) pf.recv(x.text, stage_ - 1);
-      pf.recv(x.video, stage_ - 1);
+      std::vector<PeerOp> ops{{PeerOp::Recv, x.video, stage_ - 1}};
+      if (t > 0) ops.insert(ops.begin(), {PeerOp::Recv, x.text, stage_ - 1});
+      pf.run(std::move(ops));
     }
     // Where the patch's keys go in the buffer: [text, video] rows of the joint sequence.
     const auto joint = m == 0 ? at::cat({at::arange(T, idx.options()), idx + T}) : idx + T;
@@ -123,8 +122,9 @@ at::Tensor PipeFusionStage::pipelined(const at::Tensor& hidden, const at::Tensor
       model_.run_block(i, x, temb, cos, sin, attention);
     }
     if (stage_ + 1 < stages_) {
-      if (t > 0) pf.send(x.text, stage_ + 1);
-      pf.send(x.video, stage_ + 1);
+      std::vector<PeerOp> ops{{PeerOp::Send, x.video, stage_ + 1}};
+      if (t > 0) ops.insert(ops.begin(), {PeerOp::Send, x.text, stage_ + 1});
+      pf.run(std::move(ops));
     } else {
       auto patch = model_.project_out(x.video, temb);
       if (!out.defined()) out = at::empty({B, grid.tokens(), patch.size(2)}, patch.options());

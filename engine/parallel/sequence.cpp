@@ -118,14 +118,19 @@ at::Tensor SequenceParallel::attend(const at::Tensor& q, const at::Tensor& k, co
     at::Tensor kv = at::stack({kh, vh});
     int64_t src = ring.rank();
     for (int64_t step = 0; step < R; ++step) {
+      // The next block travels while this one is attended to.
+      at::Tensor next;
+      PendingBatch transfer;
+      if (step + 1 < R) {
+        next = at::empty_like(kv);
+        transfer = ring.start({{PeerOp::Send, kv, int((ring.rank() + 1) % R)},
+                               {PeerOp::Recv, next, int((ring.rank() + R - 1) % R)}});
+      }
       if (key_rows_.empty() || key_rows_[size_t(src)].numel() > 0)  // a block may be all padding
         merge(acc, attend_block(qh, real(kv[0], src), real(kv[1], src)));
-      if (step + 1 < R) {
-        at::Tensor next = at::empty_like(kv);
-        ring.exchange(kv, int((ring.rank() + 1) % R), next, int((ring.rank() + R - 1) % R));
-        kv = next;
-        src = (src + R - 1) % R;
-      }
+      transfer.wait();
+      kv = next;
+      src = (src + R - 1) % R;
     }
     out = acc.out.to(q.scalar_type());
   }

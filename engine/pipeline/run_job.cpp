@@ -90,11 +90,13 @@ void load_embeddings(const plan::JobSpec& job, const plan::ModelFolder& model, p
   const int64_t videos = job.num_videos_per_prompt;
   if (!job.prompt.empty()) {
     const int64_t L = job.max_sequence_length, D = model.text_encoder->d_model;
-    at::Tensor pos = at::empty({1, L, D}, at::kFloat), neg = at::empty({1, L, D}, at::kFloat);
+    // Broadcast on the rank's device (NCCL takes no host tensor), in float32 on every rank alike.
+    const auto opts = at::TensorOptions(at::kFloat).device(device);
+    at::Tensor pos = at::empty({1, L, D}, opts), neg = at::empty({1, L, D}, opts);
     if (mesh.rank() == 0) {
       auto e = text::encode_prompts(model, job.prompt, job.negative_prompt, int(L), dtype, device, log);
-      pos = e.prompt_embeds.contiguous();
-      neg = e.negative_prompt_embeds.contiguous();
+      pos = e.prompt_embeds.to(opts).contiguous();
+      neg = e.negative_prompt_embeds.to(opts).contiguous();
       tensors = {{"input_ids", e.input_ids}, {"negative_input_ids", e.negative_input_ids}};
     }
     mesh.world().broadcast(pos, 0);
@@ -321,8 +323,7 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
       if (job.keep_partial && mesh.rank() == 0) keep_partial_latents(job, model, mesh, partial, log);
       throw;
     }
-    latents = latents.cpu().contiguous();
-    r.final_latents = at::cat(mesh.group(plan::Dim::Data).all_gather(latents), 0);
+    r.final_latents = at::cat(mesh.group(plan::Dim::Data).all_gather(latents.contiguous()), 0).cpu();
     r.seconds_denoising = since(t1);
   }  // the transformer's weights are released before the VAE loads
   const bool parallel_vae = mesh.config().use_parallel_vae && mesh.world_size() > 1;
