@@ -181,16 +181,9 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo> make_gloo(const c10::intrusive_ptr<c1
   return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, opts);
 }
 
-}  // namespace
-
-bool collective_checks_enabled() {
-  const char* v = std::getenv("TORCH_DISTRIBUTED_DEBUG");
-  return v && std::string(v) == "DETAIL";
-}
-
-c10::intrusive_ptr<CommBackend> make_comm_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                                                  const at::Device& device, std::chrono::milliseconds timeout,
-                                                  const std::string& host) {
+c10::intrusive_ptr<CommBackend> make_plain(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                           const at::Device& device, std::chrono::milliseconds timeout,
+                                           const std::string& host) {
   c10::intrusive_ptr<CommBackend> backend;
 #ifdef STUDIO_WITH_NCCL
   if (device.is_cuda()) {
@@ -203,9 +196,24 @@ c10::intrusive_ptr<CommBackend> make_comm_backend(const c10::intrusive_ptr<c10d:
   }
 #endif
   if (!backend) backend = make_gloo(store, rank, size, timeout, host);
-  if (!collective_checks_enabled()) return backend;
-  auto checker_store = c10::make_intrusive<c10d::PrefixStore>("checker/", store);
-  return c10::make_intrusive<c10d::ProcessGroupWrapper>(backend, make_gloo(checker_store, rank, size, timeout, host));
+  return backend;
+}
+
+}  // namespace
+
+bool collective_checks_enabled() {
+  const char* v = std::getenv("TORCH_DISTRIBUTED_DEBUG");
+  return v && std::string(v) == "DETAIL";
+}
+
+CommBackends make_comm_backends(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                const at::Device& device, std::chrono::milliseconds timeout, const std::string& host) {
+  auto backend = make_plain(store, rank, size, device, timeout, host);
+  if (!collective_checks_enabled()) return {backend, backend};
+  auto prefixed = [&](const char* p) { return c10::make_intrusive<c10d::PrefixStore>(p, store); };
+  auto checker = make_gloo(prefixed("checker/"), rank, size, timeout, host);
+  return {c10::make_intrusive<c10d::ProcessGroupWrapper>(backend, checker),
+          make_plain(prefixed("peers/"), rank, size, device, timeout, host)};
 }
 
 PeerWork post_peer_batch(CommBackend& backend, const std::vector<PeerTransfer>& transfers) {
@@ -226,6 +234,11 @@ PeerWork post_peer_batch(CommBackend& backend, const std::vector<PeerTransfer>& 
     if (auto w = backend.endCoalescing()) out.work.push_back(w);
 #endif
   return out;
+}
+
+void allow_tf32(bool allow) {
+  at::globalContext().setAllowTF32CuBLAS(allow);
+  at::globalContext().setAllowTF32CuDNN(allow);
 }
 
 void bind_device(const at::Device& device) {

@@ -28,12 +28,16 @@ using CommBackend = c10d::ProcessGroup;
 
 // A process group over `store`: NCCL for CUDA devices (builds against a CUDA LibTorch; its communicator
 // made at once for `device`), Gloo otherwise, bound to `host`'s interface ("" = the default one).
-// With TORCH_DISTRIBUTED_DEBUG=DETAIL in the environment (c10d's convention), wrapped in c10d's checker,
-// which compares every collective's kind, shapes, dtypes and devices across the ranks (over a Gloo group
-// of its own) before running it: a mismatch throws on every rank instead of hanging.
-c10::intrusive_ptr<CommBackend> make_comm_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                                                  const at::Device& device, std::chrono::milliseconds timeout,
-                                                  const std::string& host);
+// With TORCH_DISTRIBUTED_DEBUG=DETAIL in the environment (c10d's convention), the collectives' group is
+// wrapped in c10d's checker, which compares every collective's kind, shapes, dtypes and devices across
+// the ranks (over a Gloo group of its own) before running it: a mismatch throws on every rank instead of
+// hanging. Point-to-point transfers then go through a second, plain group: the checker also compares
+// sequence numbers, which count transfers, and neighbours rightly make different numbers of them.
+struct CommBackends {
+  c10::intrusive_ptr<CommBackend> collectives, peers;  // one and the same unless checking
+};
+CommBackends make_comm_backends(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                const at::Device& device, std::chrono::milliseconds timeout, const std::string& host);
 // Whether TORCH_DISTRIBUTED_DEBUG=DETAIL is set.
 bool collective_checks_enabled();
 
@@ -50,6 +54,10 @@ struct PeerTransfer {
   int peer;
 };
 PeerWork post_peer_batch(CommBackend& backend, const std::vector<PeerTransfer>& transfers);
+
+// CUDA: whether float32 matmuls and convolutions may use TF32 tensor cores (LibTorch allows it for
+// convolutions by default; the engine passes the job's --allow_tf32, off unless asked for).
+void allow_tf32(bool allow);
 
 // Makes a CUDA device the calling thread's current one (NCCL and the caching allocator follow it).
 void bind_device(const at::Device& device);

@@ -134,7 +134,8 @@ struct SpatialNorm {
   }
   CausalConv::Frames activated(const at::Tensor& f, const at::Tensor& zq, const Context& ctx) const {
     const int64_t B = f.size(0), C = f.size(1), T = f.size(2), G = groups;
-    auto [var, mean] = at::var_mean(f.reshape({B, G, -1}), {2}, /*unbiased=*/false, /*keepdim=*/true);
+    // Statistics in float32 whatever the model's dtype (a bf16 mean of millions of values is off).
+    auto [var, mean] = at::var_mean(f.reshape({B, G, -1}).to(at::kFloat), {2}, /*unbiased=*/false, /*keepdim=*/true);
     if (ctx.rows) {
       // Every rank's count, sum and sum of squares (in float64, from its own mean and variance), summed:
       // the statistics of the whole picture.
@@ -142,8 +143,8 @@ struct SpatialNorm {
       auto m = mean.to(at::kDouble), v = var.to(at::kDouble);
       auto total = ctx.rows->sum(at::cat({at::full_like(m, n), m * n, (v + m * m) * n}, 2));  // [B, G, 3]
       auto count = total.narrow(2, 0, 1), global_mean = total.narrow(2, 1, 1) / count;
-      var = (total.narrow(2, 2, 1) / count - global_mean * global_mean).to(f.scalar_type());
-      mean = global_mean.to(f.scalar_type());
+      var = (total.narrow(2, 2, 1) / count - global_mean * global_mean).to(at::kFloat);
+      mean = global_mean.to(at::kFloat);
     }
     const auto rstd = at::rsqrt(var + 1e-6).view({B, G, 1, 1, 1, 1});
     const auto mu = mean.view({B, G, 1, 1, 1, 1});
@@ -155,7 +156,7 @@ struct SpatialNorm {
       src[size_t(t)] = (T > 1 && T % 2 == 1) ? (t == 0 ? 0 : 1 + (t - 1) * (Tz - 1) / (T - 1)) : t * Tz / T;
     return [=](int64_t first, int64_t count) {
       auto x = f.narrow(2, first, count);
-      auto h = ((x.reshape({B, G, C / G, count, x.size(3), x.size(4)}) - mu) * rstd).view(x.sizes());
+      auto h = ((x.reshape({B, G, C / G, count, x.size(3), x.size(4)}) - mu) * rstd).view(x.sizes()).to(x.scalar_type());
       h.mul_(norm_w.view({1, C, 1, 1, 1})).add_(norm_b.view({1, C, 1, 1, 1}));
       auto idx = at::tensor(std::vector<int64_t>(src.begin() + first, src.begin() + first + count));
       modulate(h, y.index_select(2, idx.to(y.device())), b.index_select(2, idx.to(b.device())));

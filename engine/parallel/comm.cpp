@@ -31,7 +31,7 @@ uint64_t Traffic::total_received() const {
   return s;
 }
 
-Group::Group(c10::intrusive_ptr<compat::CommBackend> pg, int rank, int size, const at::Device& device,
+Group::Group(compat::CommBackends pg, int rank, int size, const at::Device& device,
              Traffic* traffic)
     : pg_(std::move(pg)), rank_(rank), size_(size), device_(device), traffic_(traffic) {}
 Group::Group(const Group&) = default;
@@ -56,7 +56,7 @@ std::vector<at::Tensor> Group::all_gather(const at::Tensor& t) {
   std::vector<at::Tensor> in{t.contiguous()};
   std::vector<std::vector<at::Tensor>> out(1);
   for (int i = 0; i < size_; ++i) out[0].push_back(at::empty_like(in[0]));
-  pg_->allgather(out, in)->wait();
+  pg_.collectives->allgather(out, in)->wait();
   if (traffic_) {
     traffic_->sent[size_t(CommKind::AllGather)] += bytes(t) * uint64_t(size_ - 1);
     traffic_->received[size_t(CommKind::AllGather)] += bytes(t) * uint64_t(size_ - 1);
@@ -70,7 +70,7 @@ at::Tensor Group::all_to_all(const at::Tensor& t) {
   at::Tensor in = t.contiguous();
   at::Tensor out = at::empty_like(in);
   std::vector<int64_t> counts;  // equal parts
-  pg_->alltoall_base(out, in, counts, counts)->wait();
+  pg_.collectives->alltoall_base(out, in, counts, counts)->wait();
   if (traffic_) {
     const uint64_t part = bytes(t) / uint64_t(size_);
     traffic_->sent[size_t(CommKind::AllToAll)] += part * uint64_t(size_ - 1);
@@ -85,7 +85,7 @@ void Group::broadcast(at::Tensor& t, int root) {
   std::vector<at::Tensor> v{t};
   c10d::BroadcastOptions opts;
   opts.rootRank = root;
-  pg_->broadcast(v, opts)->wait();
+  pg_.collectives->broadcast(v, opts)->wait();
   if (traffic_) (rank_ == root ? traffic_->sent : traffic_->received)[size_t(CommKind::Broadcast)] += bytes(t);
 }
 
@@ -101,7 +101,7 @@ PendingBatch Group::start(std::vector<PeerOp> ops) {
     if (traffic_) (send ? traffic_->sent : traffic_->received)[size_t(CommKind::PointToPoint)] += bytes(op.tensor);
     transfers.push_back({send, op.tensor, op.peer});
   }
-  return PendingBatch(compat::post_peer_batch(*pg_, transfers));
+  return PendingBatch(compat::post_peer_batch(*pg_.peers, transfers));
 }
 
 void PendingBatch::wait() {

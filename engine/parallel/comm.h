@@ -49,7 +49,7 @@ class PendingBatch {
 class Group {
  public:
   Group() = default;  // a group of one: every call is local
-  Group(c10::intrusive_ptr<compat::CommBackend> pg, int rank, int size, const at::Device& device, Traffic* traffic);
+  Group(compat::CommBackends backends, int rank, int size, const at::Device& device, Traffic* traffic);
   // Out of line: the process group's type is complete only in comm.cpp.
   Group(const Group&);
   Group& operator=(const Group&);
@@ -74,7 +74,7 @@ class Group {
  private:
   // Throws (an internal error naming the call) when `t` is not on the group's device.
   void check(const at::Tensor& t, const char* call) const;
-  c10::intrusive_ptr<compat::CommBackend> pg_;
+  compat::CommBackends pg_;
   int rank_ = 0, size_ = 1;
   at::Device device_ = at::kCPU;
   Traffic* traffic_ = nullptr;

@@ -122,7 +122,7 @@ std::shared_ptr<Mesh> Mesh::create(const plan::ParallelConfig& cfg, const DistEn
     for (int r : members) key += "_" + std::to_string(r);
     const int index = int(std::find(members.begin(), members.end(), env.rank) - members.begin());
     auto store = c10::make_intrusive<c10d::PrefixStore>(key + "/", m->store_);
-    return made[members] = Group(compat::make_comm_backend(store, index, int(members.size()), device, timeout, host),
+    return made[members] = Group(compat::make_comm_backends(store, index, int(members.size()), device, timeout, host),
                                  index, int(members.size()), device, &m->traffic_);
   };
   std::vector<int> all(size_t(env.world_size));

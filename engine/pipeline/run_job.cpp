@@ -8,6 +8,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
 
+#include "compat/torch_compat.h"
 #include "io/tensor_file.h"
 #include "models/cogvideox_vae.h"
 #include "pipeline/decode.h"
@@ -255,6 +256,7 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   auto t0 = std::chrono::steady_clock::now();
   const at::Device device = pick_device(job.device);
   const at::ScalarType dtype = pick_dtype(job.dtype, device);
+  compat::allow_tf32(job.allow_tf32);
   const auto geo = plan::latent_geometry(job, model);
   auto phase = [&](const char* name) {
     if (hooks.on_phase) hooks.on_phase(name);

@@ -30,6 +30,7 @@ struct JobSpec {
   int fps = 0;                     // 0 = the model's (8 for CogVideoX 1.0, 16 for 1.5)
   std::string device = "auto";     // "auto", "cpu", "cuda", "cuda:N"
   std::string dtype = "auto";      // "auto", "float32", "bfloat16", "float16"
+  bool allow_tf32 = false;         // CUDA float32: TF32 tensor cores for matmuls and convolutions (faster, ~1e-3)
   bool keep_partial = false;       // on cancel: keep the latents reached, and the frames decoded so far
   bool vae_tiling = false;         // decode in overlapping tiles (diffusers' enable_tiling)
   int tile_sample_min_height = 240, tile_sample_min_width = 360;  // the tiles, in pixels

@@ -32,6 +32,7 @@ std::string to_json(const JobFile& f) {
               {"device", j.device},
               {"dtype", j.dtype},
               {"keep_partial", j.keep_partial},
+              {"allow_tf32", j.allow_tf32},
               {"enable_tiling", j.vae_tiling},
               {"tile_sample_min_height", j.tile_sample_min_height},
               {"tile_sample_min_width", j.tile_sample_min_width},
@@ -87,6 +88,7 @@ JobFile job_file_from_json(const std::string& text, const std::string& file) {
   get("device", j.device);
   get("dtype", j.dtype);
   get("keep_partial", j.keep_partial);
+  get("allow_tf32", j.allow_tf32);
   get("enable_tiling", j.vae_tiling);
   get("tile_sample_min_height", j.tile_sample_min_height);
   get("tile_sample_min_width", j.tile_sample_min_width);

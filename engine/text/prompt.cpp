@@ -46,6 +46,12 @@ PromptEmbeds encode_prompts(const plan::ModelFolder& model, const std::string& p
     device = at::kCPU;
     dtype = at::kFloat;
   }
+  if (dtype == at::kHalf) {
+    // T5's feed-forward outputs exceed float16's range (transformers keeps its `wo` in float32 for that);
+    // bfloat16 has float32's range.
+    log("the text encoder runs in bfloat16: T5 overflows in float16");
+    dtype = at::kBFloat16;
+  }
   log("encoding the prompts with " + (fs::path(model.dir) / "text_encoder").string() + " (T5, " +
       std::to_string(c.num_layers) + " layers) on " + device.str());
   auto encoder = T5Encoder::load((fs::path(model.dir) / "text_encoder").string(), *model.text_encoder, dtype, device);

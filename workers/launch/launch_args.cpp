@@ -82,6 +82,7 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
   const std::map<std::string, bool*> switches = {
       {"--use_dynamic_cfg", &j.use_dynamic_cfg}, {"--use_cfg_parallel", &p.use_cfg_parallel},
       {"--use_parallel_vae", &p.use_parallel_vae}, {"--keep_partial", &j.keep_partial},
+      {"--allow_tf32", &j.allow_tf32},
       {"--enable_tiling", &j.vae_tiling},        {"--enable_slicing", &j.vae_slicing}};
   for (size_t i = 0; i < argv.size(); ++i) {
     std::string flag = argv[i], value;
@@ -145,7 +146,10 @@ Generates a video clip with a CogVideoX diffusers folder (CogVideoX-2b, -5b, 1.5
                               H, W] (float32, before clamping) to a safetensors file
   --num_videos_per_prompt N   videos to make; video i uses seed + i (default 1)
   --device auto|cpu|cuda[:N]  default auto (CUDA when present)
-  --dtype auto|float32|bfloat16|float16   default auto (float32 on CPU, bfloat16 on CUDA)
+  --dtype auto|float32|bfloat16|float16   default auto (float32 on CPU, bfloat16 on CUDA); with
+                              float16 the T5 text encoder runs in bfloat16 (it overflows in float16)
+  --allow_tf32                CUDA float32: let matmuls and convolutions use TF32 (faster; off by
+                              default, so float32 means float32)
 
 Parallel (xDiT's flags; processes = data x CFG x PipeFusion x ring x Ulysses, started here as
 dit-worker ranks; each degree 1 is the single-process path):
