@@ -17,7 +17,7 @@ echo "|---|---|---|---|---|"
 for patches in 2 4; do
   for warm in "$steps" $((steps / 2)) 1; do
     run "pf_${patches}_${warm}" --pipefusion_parallel_degree 2 --num_pipeline_patch "$patches" --warmup_steps "$warm"
-    read -r err psnr < <("$build/bin/bench-compare-runs" "$out/one.safetensors" "$out/pf_${patches}_${warm}.safetensors")
+    read -r err psnr _ < <("$build/bin/bench-compare-runs" "$out/one.safetensors" "$out/pf_${patches}_${warm}.safetensors")
     echo "| 2 stages | $patches | $warm of $steps | $err | $psnr |"
   done
 done

@@ -1,15 +1,21 @@
-// Helpers the test suites share: where the reference cases live, temporary model folders, JSON edits.
+// Helpers the test suites share: where the reference cases live, temporary folders, files, JSON edits,
+// expected exceptions, skips for missing privileges.
 #pragma once
-#include <QDir>
-#include <QFile>
-#include <QString>
-#include <QtTest>
+#include <gtest/gtest.h>
 
+#include <stdlib.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -18,16 +24,61 @@ namespace studio::test {
 
 // ../shared/goldens beside the checkout, or $STUDIO_GOLDENS_DIR.
 inline std::string goldens_dir() {
-  const QByteArray env = qgetenv("STUDIO_GOLDENS_DIR");
-  return env.isEmpty() ? std::string(STUDIO_GOLDENS_DIR) : env.toStdString();
+  const char* env = std::getenv("STUDIO_GOLDENS_DIR");
+  return env && *env ? std::string(env) : std::string(STUDIO_GOLDENS_DIR);
 }
 inline std::string golden_case(const std::string& name) { return goldens_dir() + "/" + name; }
 
-inline nlohmann::json golden_json(const std::string& name) {
-  QFile f(QString::fromStdString(golden_case(name) + "/golden.json"));
-  if (!f.open(QIODevice::ReadOnly)) qFatal("cannot read %s", qPrintable(f.fileName()));
-  return nlohmann::json::parse(f.readAll().toStdString());
+// A program of the build tree (dit-launch, dit-worker).
+inline std::string bin(const std::string& name) { return std::string(STUDIO_BIN_DIR) + "/" + name; }
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot read " + path);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
 }
+
+inline void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f.write(text.data(), std::streamsize(text.size()))) throw std::runtime_error("cannot write " + path);
+}
+
+inline nlohmann::json golden_json(const std::string& name) {
+  return nlohmann::json::parse(read_file(golden_case(name) + "/golden.json"));
+}
+
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+inline std::string trimmed(const std::string& text) {
+  const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  const auto begin = std::find_if_not(text.begin(), text.end(), space);
+  const auto end = std::find_if_not(text.rbegin(), text.rend(), space).base();
+  return begin < end ? std::string(begin, end) : std::string();
+}
+
+// A fresh folder under $TMPDIR (or /tmp), removed with everything in it when the object goes.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/studio-test-XXXXXX";
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp " + tmpl + ": " + std::strerror(errno));
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string path(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
 
 // A writable copy of a folder (the goldens are read-only).
 inline void copy_tree(const std::string& from, const std::string& to) {
@@ -35,18 +86,6 @@ inline void copy_tree(const std::string& from, const std::string& to) {
   for (auto& e : std::filesystem::recursive_directory_iterator(to))
     std::filesystem::permissions(e.path(), std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
   std::filesystem::permissions(to, std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
-}
-
-inline void write_file(const std::string& path, const std::string& text) {
-  QFile f(QString::fromStdString(path));
-  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) qFatal("cannot write %s", path.c_str());
-  f.write(text.data(), qint64(text.size()));
-}
-
-inline std::string read_file(const std::string& path) {
-  QFile f(QString::fromStdString(path));
-  if (!f.open(QIODevice::ReadOnly)) qFatal("cannot read %s", path.c_str());
-  return f.readAll().toStdString();
 }
 
 inline void edit_json(const std::string& path, const std::function<void(nlohmann::json&)>& edit) {
@@ -57,20 +96,16 @@ inline void edit_json(const std::string& path, const std::function<void(nlohmann
 
 // Runs `fn`, expecting an exception of type E whose message contains every one of `parts`.
 template <typename E, typename Fn>
-bool throws_with(Fn&& fn, std::initializer_list<const char*> parts) {
+::testing::AssertionResult throws_with(Fn&& fn, std::initializer_list<const char*> parts) {
   try {
     fn();
   } catch (const E& e) {
     const std::string msg = e.what();
     for (const char* p : parts)
-      if (msg.find(p) == std::string::npos) {
-        qWarning("message lacks '%s': %s", p, msg.c_str());
-        return false;
-      }
-    return true;
+      if (!contains(msg, p)) return ::testing::AssertionFailure() << "message lacks '" << p << "': " << msg;
+    return ::testing::AssertionSuccess();
   }
-  qWarning("no exception was thrown");
-  return false;
+  return ::testing::AssertionFailure() << "no exception was thrown";
 }
 
 // Runs `fn` with files limited to `bytes` (a full disk, as far as a write can tell: EFBIG), then restores
@@ -87,4 +122,17 @@ inline void with_file_size_limit(rlim_t bytes, const std::function<void()>& fn) 
   std::signal(SIGXFSZ, handler);
 }
 
+inline bool in_ci() {
+  const char* ci = std::getenv("CI");
+  return ci && std::string(ci) == "true";
+}
+
 }  // namespace studio::test
+
+// For a test that needs a privilege this environment lacks (namespaces, mounts): a skip with its reason, but
+// a failure where CI=true, since CI runs as root so that these tests always run there.
+#define STUDIO_SKIP_WITHOUT_PRIVILEGE(reason)                                                  \
+  do {                                                                                         \
+    if (::studio::test::in_ci()) FAIL() << "CI=true, yet this test cannot run: " << (reason);  \
+    GTEST_SKIP() << (reason);                                                                  \
+  } while (0)

@@ -1,9 +1,6 @@
 // Export: every format written and read back with libavformat; failures leave nothing behind.
-#include <QTemporaryDir>
-#include <QtTest>
-
 #include <filesystem>
-#include <set>
+#include <cstdio>
 
 #include "plan/error.h"
 #include "support.h"
@@ -42,91 +39,88 @@ void write(const std::string& path, int frames, int w = 96, int h = 64) {
   out.finish();
 }
 
-}  // namespace
-
-class TestClipWriter : public QObject {
-  Q_OBJECT
-  QTemporaryDir tmp_;
-  std::string path(const std::string& name) { return tmp_.path().toStdString() + "/" + name; }
-  // Only the named entries exist in the temporary folder: no partial files.
-  void expect_only(std::initializer_list<std::string> names) {
-    std::set<std::string> want(names), have;
-    for (auto& e : fs::directory_iterator(tmp_.path().toStdString())) have.insert(e.path().filename().string());
-    for (const auto& h : have) QVERIFY2(want.count(h), ("unexpected file left: " + h).c_str());
-  }
-
- private Q_SLOTS:
-  void formats_by_extension() {
-    QCOMPARE(video::format_for("a.mp4"), video::Format::MP4);
-    QCOMPARE(video::format_for("a.WebM"), video::Format::WebM);
-    QCOMPARE(video::format_for("a.gif"), video::Format::GIF);
-    QCOMPARE(video::format_for("frames/"), video::Format::PNG);
-    QVERIFY(test::throws_with<InputError>([] { video::format_for("a.avi"); }, {"a.avi", "'.avi'", ".mp4"}));
-  }
-
-  void each_format_reads_back_data() {
-    QTest::addColumn<QString>("name");
-    QTest::addColumn<QString>("codec");
-    QTest::newRow("mp4") << "clip.mp4" << "h264";
-    QTest::newRow("webm") << "clip.webm" << "vp9";
-    QTest::newRow("gif") << "clip.gif" << "gif";
-    QTest::newRow("png") << "frames/" << "png";
-  }
-  void each_format_reads_back() {
-    QFETCH(QString, name);
-    QFETCH(QString, codec);
-    const std::string p = path(name.toStdString());
-    write(p, 9);
-    auto probe = video::probe_clip(p);
-    QCOMPARE(probe.frames, 9);
-    QCOMPARE(probe.width, 96);
-    QCOMPARE(probe.height, 64);
-    QCOMPARE(QString::fromStdString(probe.codec), codec);
-    if (name != "frames/" && name != "clip.gif") {
-      QVERIFY2(std::abs(probe.duration_s - 9.0 / 8) < 0.01, qPrintable(QString::number(probe.duration_s)));
-      QCOMPARE(probe.metadata["prompt"], std::string("A cat sits on a red mat."));
-      QCOMPARE(probe.metadata["seed"], std::string("42"));
-    }
-    // Every format has the sidecar, the only place a GIF keeps its settings.
-    const std::string side = name == "frames/" ? p + "clip.json" : p + ".json";
-    auto j = nlohmann::json::parse(test::read_file(side));
-    QCOMPARE(j["prompt"].get<std::string>(), std::string("A cat sits on a red mat."));
-    QCOMPARE(j["frames"].get<int>(), 9);
-  }
-
-  void odd_sizes_are_refused() {
-    QVERIFY(test::throws_with<InputError>([&] { write(path("odd.mp4"), 1, 95, 64); }, {"odd.mp4", "95x64", "even"}));
-    expect_only({"clip.mp4", "clip.mp4.json", "clip.webm", "clip.webm.json", "clip.gif", "clip.gif.json", "frames"});
-  }
-
-  void abandoned_writer_leaves_nothing() {
-    {
-      video::ClipWriter out(path("abandoned.mp4"), info(96, 64));
-      out.add_frame(frame(96, 64, 0).data());
-    }  // destroyed without finish(): a cancelled run
-    QVERIFY(!fs::exists(path("abandoned.mp4")));
-    expect_only({"clip.mp4", "clip.mp4.json", "clip.webm", "clip.webm.json", "clip.gif", "clip.gif.json", "frames"});
-  }
-
-  void unwritable_folder_fails_cleanly() {
-    QVERIFY(test::throws_with<InputError>([&] { write(path("no/such/clip.mp4"), 1); }, {"clip.mp4", "cannot write"}));
-  }
-
-  void full_disk_fails_cleanly() {
-    bool threw = false;
-    test::with_file_size_limit(2048, [&] {
-      try {
-        write(path("full.webm"), 24, 256, 256);
-      } catch (const InputError& e) {
-        threw = true;
-        qInfo("full disk: %s", e.what());
-      }
-    });
-    QVERIFY(threw);
-    QVERIFY(!fs::exists(path("full.webm")));
-    expect_only({"clip.mp4", "clip.mp4.json", "clip.webm", "clip.webm.json", "clip.gif", "clip.gif.json", "frames"});
+class ClipWriter : public ::testing::Test {
+ protected:
+  test::TempDir tmp_;
+  std::string path(const std::string& name) { return tmp_.path(name); }
+  // The test's folder is empty: a failed write left no partial file.
+  void expect_empty() {
+    for (auto& e : fs::directory_iterator(tmp_.path())) ADD_FAILURE() << "unexpected file left: " << e.path().filename();
   }
 };
 
-QTEST_APPLESS_MAIN(TestClipWriter)
-#include "test_clip_writer.moc"
+TEST_F(ClipWriter, formats_by_extension) {
+  EXPECT_EQ(video::format_for("a.mp4"), video::Format::MP4);
+  EXPECT_EQ(video::format_for("a.WebM"), video::Format::WebM);
+  EXPECT_EQ(video::format_for("a.gif"), video::Format::GIF);
+  EXPECT_EQ(video::format_for("frames/"), video::Format::PNG);
+  EXPECT_TRUE(test::throws_with<InputError>([] { video::format_for("a.avi"); }, {"a.avi", "'.avi'", ".mp4"}));
+}
+
+struct Format {
+  const char* name;
+  const char* codec;
+};
+
+class EachFormat : public ClipWriter, public ::testing::WithParamInterface<Format> {};
+
+TEST_P(EachFormat, reads_back) {
+  const std::string name = GetParam().name;
+  const std::string p = path(name);
+  write(p, 9);
+  auto probe = video::probe_clip(p);
+  EXPECT_EQ(probe.frames, 9);
+  EXPECT_EQ(probe.width, 96);
+  EXPECT_EQ(probe.height, 64);
+  EXPECT_EQ(probe.codec, std::string(GetParam().codec));
+  if (name != "frames/" && name != "clip.gif") {
+    EXPECT_LT(std::abs(probe.duration_s - 9.0 / 8), 0.01) << probe.duration_s;
+    EXPECT_EQ(probe.metadata["prompt"], std::string("A cat sits on a red mat."));
+    EXPECT_EQ(probe.metadata["seed"], std::string("42"));
+  }
+  // Every format has the sidecar, the only place a GIF keeps its settings.
+  const std::string side = name == "frames/" ? p + "clip.json" : p + ".json";
+  auto j = nlohmann::json::parse(test::read_file(side));
+  EXPECT_EQ(j["prompt"].get<std::string>(), std::string("A cat sits on a red mat."));
+  EXPECT_EQ(j["frames"].get<int>(), 9);
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, EachFormat,
+                         ::testing::Values(Format{"clip.mp4", "h264"}, Format{"clip.webm", "vp9"},
+                                           Format{"clip.gif", "gif"}, Format{"frames/", "png"}),
+                         [](const auto& info) { return std::string(info.param.codec); });
+
+TEST_F(ClipWriter, odd_sizes_are_refused) {
+  EXPECT_TRUE(test::throws_with<InputError>([&] { write(path("odd.mp4"), 1, 95, 64); }, {"odd.mp4", "95x64", "even"}));
+  expect_empty();
+}
+
+TEST_F(ClipWriter, abandoned_writer_leaves_nothing) {
+  {
+    video::ClipWriter out(path("abandoned.mp4"), info(96, 64));
+    out.add_frame(frame(96, 64, 0).data());
+  }  // destroyed without finish(): a cancelled run
+  EXPECT_FALSE(fs::exists(path("abandoned.mp4")));
+  expect_empty();
+}
+
+TEST_F(ClipWriter, unwritable_folder_fails_cleanly) {
+  EXPECT_TRUE(test::throws_with<InputError>([&] { write(path("no/such/clip.mp4"), 1); }, {"clip.mp4", "cannot write"}));
+}
+
+TEST_F(ClipWriter, full_disk_fails_cleanly) {
+  bool threw = false;
+  test::with_file_size_limit(2048, [&] {
+    try {
+      write(path("full.webm"), 24, 256, 256);
+    } catch (const InputError& e) {
+      threw = true;
+      std::printf("full disk: %s\n", e.what());
+    }
+  });
+  EXPECT_TRUE(threw);
+  EXPECT_FALSE(fs::exists(path("full.webm")));
+  expect_empty();
+}
+
+}  // namespace

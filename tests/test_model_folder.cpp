@@ -1,7 +1,4 @@
 // engine/plan: model folders read from their configs, and jobs checked against them (no LibTorch).
-#include <QTemporaryDir>
-#include <QtTest>
-
 #include "plan/error.h"
 #include "plan/job.h"
 #include "plan/model_folder.h"
@@ -10,13 +7,15 @@
 using namespace studio;
 using nlohmann::json;
 
-class TestModelFolder : public QObject {
-  Q_OBJECT
-  QTemporaryDir tmp_;
+namespace {
+
+class ModelFolder : public ::testing::Test {
+ protected:
+  test::TempDir tmp_;
   int n_ = 0;
   // A writable copy of a reference folder, with transformer/config.json edited.
   std::string copy_with(const std::function<void(json&)>& edit_transformer) {
-    const std::string dir = (tmp_.path() + "/m" + QString::number(n_++)).toStdString();
+    const std::string dir = tmp_.path("m" + std::to_string(n_++));
     test::copy_tree(test::golden_case("cogvx2b_tiny"), dir);
     test::edit_json(dir + "/transformer/config.json", edit_transformer);
     return dir;
@@ -27,129 +26,127 @@ class TestModelFolder : public QObject {
               {"time_embed_dim", 512}, {"text_embed_dim", 4096}, {"num_layers", 30}, {"sample_width", 90},
               {"sample_height", 60}, {"sample_frames", 49}, {"max_text_seq_length", 226}});
   }
-
- private Q_SLOTS:
-  void reads_reference_folder() {
-    auto m = plan::read_model_folder(test::golden_case("cogvx5b_tiny"));
-    QCOMPARE(m.transformer.num_attention_heads, 4);
-    QCOMPARE(m.transformer.inner_dim(), 64);
-    QVERIFY(m.transformer.use_rotary_positional_embeddings);
-    QCOMPARE(m.scheduler.kind, plan::SamplerKind::DPM);
-    QCOMPARE(m.scheduler.snr_shift_scale, 1.0);
-    QVERIFY(m.vae);
-    QCOMPARE(m.vae->spatial_compression, 8);
-    QCOMPARE(m.vae->scaling_factor, 1.15258426);
-    QVERIFY(!m.text_encoder);
-    auto t5 = plan::read_model_folder(test::golden_case("cogvx2b_t5_tiny"));
-    QVERIFY(t5.text_encoder && t5.has_tokenizer);
-    QCOMPARE(t5.text_encoder->d_model, 32);
-    QCOMPARE(t5.text_encoder->num_heads, 4);
-  }
-
-  void real_checkpoint_geometry() {
-    // CogVideoX-2b at 480 x 720, 49 frames: 13 latent frames, 17,550 video tokens.
-    auto m = plan::read_model_folder(copy_with(real_2b));
-    QCOMPARE(m.transformer.family(), plan::Family::CogVideoX_2B);
-    plan::JobSpec job;
-    job.prompt_embeds_file = "embeds.safetensors";
-    plan::apply_model_defaults(job, m);
-    QCOMPARE(job.height, 480);
-    QCOMPARE(job.width, 720);
-    QCOMPARE(job.num_frames, 49);
-    QCOMPARE(job.fps, 8);
-    QVERIFY(plan::validate(job, m).empty());
-    auto g = plan::latent_geometry(job, m);
-    QCOMPARE(g.frames, 13);
-    QCOMPARE(g.video_tokens, int64_t(17550));
-    // CogVideoX1.5-5B at 768 x 1360, 81 frames: 21 latent frames padded to 22, 44,880 tokens.
-    auto m15 = plan::read_model_folder(copy_with([](json& j) {
-      real_2b(j);
-      j.update({{"num_attention_heads", 48}, {"num_layers", 42}, {"patch_size_t", 2}, {"patch_bias", false},
-                {"use_rotary_positional_embeddings", true}, {"sample_height", 300}, {"sample_width", 300},
-                {"sample_frames", 81}, {"ofs_embed_dim", nullptr}, {"use_learned_positional_embeddings", false}});
-    }));
-    QCOMPARE(m15.transformer.family(), plan::Family::CogVideoX_15);
-    plan::JobSpec j15;
-    j15.height = 768;
-    j15.width = 1360;
-    j15.num_frames = 81;
-    j15.prompt_embeds_file = "embeds.safetensors";
-    plan::apply_model_defaults(j15, m15);
-    QCOMPARE(j15.fps, 16);
-    QVERIFY(plan::validate(j15, m15).empty());
-    auto g15 = plan::latent_geometry(j15, m15);
-    QCOMPARE(g15.frames, 21);
-    QCOMPARE(g15.padded_frames, 22);
-    QCOMPARE(g15.pad_frames(), 1);
-    QCOMPARE(g15.video_tokens, int64_t(44880));
-  }
-
-  void missing_folder() {
-    QVERIFY(test::throws_with<InputError>([] { plan::read_model_folder("/nonexistent/model"); },
-                                          {"/nonexistent/model", "not a folder", "model_index.json"}));
-  }
-
-  void missing_model_index() {
-    const std::string dir = copy_with([](json&) {});
-    std::filesystem::remove(dir + "/model_index.json");
-    QVERIFY(test::throws_with<InputError>([&] { plan::read_model_folder(dir); }, {"model_index.json", "file not found"}));
-  }
-
-  void unsupported_fields_are_named() {
-    QVERIFY(test::throws_with<InputError>(
-        [&] { plan::read_model_folder(copy_with([](json& j) { j["ofs_embed_dim"] = 512; })); },
-        {"config.json", "'ofs_embed_dim'", "512", "image-to-video"}));
-    QVERIFY(test::throws_with<InputError>(
-        [&] { plan::read_model_folder(copy_with([](json& j) { j["activation_fn"] = "relu"; })); },
-        {"'activation_fn'", "\"relu\"", "gelu-approximate"}));
-    QVERIFY(test::throws_with<InputError>(
-        [&] { plan::read_model_folder(copy_with([](json& j) { j["use_learned_positional_embeddings"] = true; })); },
-        {"'use_learned_positional_embeddings'", "not supported"}));
-  }
-
-  void wrong_types_are_named() {
-    QVERIFY(test::throws_with<InputError>(
-        [&] { plan::read_model_folder(copy_with([](json& j) { j["num_layers"] = "two"; })); },
-        {"transformer/config.json", "'num_layers'", "\"two\"", "an integer"}));
-    QVERIFY(test::throws_with<InputError>(
-        [&] { plan::read_model_folder(copy_with([](json& j) { j["num_attention_heads"] = 0; })); },
-        {"'num_attention_heads'", "positive"}));
-  }
-
-  void unsupported_sampler() {
-    const std::string dir = copy_with([](json&) {});
-    test::edit_json(dir + "/scheduler/scheduler_config.json", [](json& j) { j["prediction_type"] = "epsilon"; });
-    QVERIFY(test::throws_with<InputError>([&] { plan::read_model_folder(dir); },
-                                          {"scheduler_config.json", "'prediction_type'", "v_prediction"}));
-    test::edit_json(dir + "/scheduler/scheduler_config.json", [](json& j) { j["_class_name"] = "EulerScheduler"; });
-    QVERIFY(test::throws_with<InputError>([&] { plan::read_model_folder(dir); },
-                                          {"EulerScheduler", "CogVideoXDDIMScheduler"}));
-  }
-
-  void job_problems_name_flag_value_and_fix() {
-    auto m = plan::read_model_folder(test::golden_case("cogvx2b_tiny"));
-    plan::JobSpec job;
-    plan::apply_model_defaults(job, m);
-    QCOMPARE(plan::validate(job, m).size(), size_t(1));
-    QCOMPARE(plan::validate(job, m)[0].field, std::string("prompt"));
-    job.prompt_embeds_file = "embeds.safetensors";
-    QVERIFY(plan::validate(job, m).empty());
-    job.height = 500;
-    job.num_frames = 10;
-    job.num_inference_steps = 0;
-    job.guidance_scale = -1;
-    auto p = plan::validate(job, m);
-    QCOMPARE(p.size(), size_t(4));
-    QCOMPARE(p[0].field, std::string("height"));
-    QVERIFY(p[0].message.find("--height 500") != std::string::npos);
-    QVERIFY(p[0].message.find("496 or 512 would work") != std::string::npos);
-    QCOMPARE(p[1].field, std::string("num_frames"));
-    QVERIFY(p[1].message.find("4k+1") != std::string::npos);
-    QVERIFY(p[1].message.find("9 or 13 would work") != std::string::npos);
-    QCOMPARE(p[2].field, std::string("num_inference_steps"));
-    QCOMPARE(p[3].field, std::string("guidance_scale"));
-  }
 };
 
-QTEST_APPLESS_MAIN(TestModelFolder)
-#include "test_model_folder.moc"
+TEST_F(ModelFolder, reads_reference_folder) {
+  auto m = plan::read_model_folder(test::golden_case("cogvx5b_tiny"));
+  EXPECT_EQ(m.transformer.num_attention_heads, 4);
+  EXPECT_EQ(m.transformer.inner_dim(), 64);
+  EXPECT_TRUE(m.transformer.use_rotary_positional_embeddings);
+  EXPECT_EQ(m.scheduler.kind, plan::SamplerKind::DPM);
+  EXPECT_EQ(m.scheduler.snr_shift_scale, 1.0);  // values read from the config: the same double as the literal
+  ASSERT_TRUE(m.vae);
+  EXPECT_EQ(m.vae->spatial_compression, 8);
+  EXPECT_EQ(m.vae->scaling_factor, 1.15258426);
+  EXPECT_FALSE(m.text_encoder);
+  auto t5 = plan::read_model_folder(test::golden_case("cogvx2b_t5_tiny"));
+  ASSERT_TRUE(t5.text_encoder && t5.has_tokenizer);
+  EXPECT_EQ(t5.text_encoder->d_model, 32);
+  EXPECT_EQ(t5.text_encoder->num_heads, 4);
+}
+
+TEST_F(ModelFolder, real_checkpoint_geometry) {
+  // CogVideoX-2b at 480 x 720, 49 frames: 13 latent frames, 17,550 video tokens.
+  auto m = plan::read_model_folder(copy_with(real_2b));
+  EXPECT_EQ(m.transformer.family(), plan::Family::CogVideoX_2B);
+  plan::JobSpec job;
+  job.prompt_embeds_file = "embeds.safetensors";
+  plan::apply_model_defaults(job, m);
+  EXPECT_EQ(job.height, 480);
+  EXPECT_EQ(job.width, 720);
+  EXPECT_EQ(job.num_frames, 49);
+  EXPECT_EQ(job.fps, 8);
+  EXPECT_TRUE(plan::validate(job, m).empty());
+  auto g = plan::latent_geometry(job, m);
+  EXPECT_EQ(g.frames, 13);
+  EXPECT_EQ(g.video_tokens, int64_t(17550));
+  // CogVideoX1.5-5B at 768 x 1360, 81 frames: 21 latent frames padded to 22, 44,880 tokens.
+  auto m15 = plan::read_model_folder(copy_with([](json& j) {
+    real_2b(j);
+    j.update({{"num_attention_heads", 48}, {"num_layers", 42}, {"patch_size_t", 2}, {"patch_bias", false},
+              {"use_rotary_positional_embeddings", true}, {"sample_height", 300}, {"sample_width", 300},
+              {"sample_frames", 81}, {"ofs_embed_dim", nullptr}, {"use_learned_positional_embeddings", false}});
+  }));
+  EXPECT_EQ(m15.transformer.family(), plan::Family::CogVideoX_15);
+  plan::JobSpec j15;
+  j15.height = 768;
+  j15.width = 1360;
+  j15.num_frames = 81;
+  j15.prompt_embeds_file = "embeds.safetensors";
+  plan::apply_model_defaults(j15, m15);
+  EXPECT_EQ(j15.fps, 16);
+  EXPECT_TRUE(plan::validate(j15, m15).empty());
+  auto g15 = plan::latent_geometry(j15, m15);
+  EXPECT_EQ(g15.frames, 21);
+  EXPECT_EQ(g15.padded_frames, 22);
+  EXPECT_EQ(g15.pad_frames(), 1);
+  EXPECT_EQ(g15.video_tokens, int64_t(44880));
+}
+
+TEST_F(ModelFolder, missing_folder) {
+  EXPECT_TRUE(test::throws_with<InputError>([] { plan::read_model_folder("/nonexistent/model"); },
+                                            {"/nonexistent/model", "not a folder", "model_index.json"}));
+}
+
+TEST_F(ModelFolder, missing_model_index) {
+  const std::string dir = copy_with([](json&) {});
+  std::filesystem::remove(dir + "/model_index.json");
+  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::read_model_folder(dir); }, {"model_index.json", "file not found"}));
+}
+
+TEST_F(ModelFolder, unsupported_fields_are_named) {
+  EXPECT_TRUE(test::throws_with<InputError>(
+      [&] { plan::read_model_folder(copy_with([](json& j) { j["ofs_embed_dim"] = 512; })); },
+      {"config.json", "'ofs_embed_dim'", "512", "image-to-video"}));
+  EXPECT_TRUE(test::throws_with<InputError>(
+      [&] { plan::read_model_folder(copy_with([](json& j) { j["activation_fn"] = "relu"; })); },
+      {"'activation_fn'", "\"relu\"", "gelu-approximate"}));
+  EXPECT_TRUE(test::throws_with<InputError>(
+      [&] { plan::read_model_folder(copy_with([](json& j) { j["use_learned_positional_embeddings"] = true; })); },
+      {"'use_learned_positional_embeddings'", "not supported"}));
+}
+
+TEST_F(ModelFolder, wrong_types_are_named) {
+  EXPECT_TRUE(test::throws_with<InputError>(
+      [&] { plan::read_model_folder(copy_with([](json& j) { j["num_layers"] = "two"; })); },
+      {"transformer/config.json", "'num_layers'", "\"two\"", "an integer"}));
+  EXPECT_TRUE(test::throws_with<InputError>(
+      [&] { plan::read_model_folder(copy_with([](json& j) { j["num_attention_heads"] = 0; })); },
+      {"'num_attention_heads'", "positive"}));
+}
+
+TEST_F(ModelFolder, unsupported_sampler) {
+  const std::string dir = copy_with([](json&) {});
+  test::edit_json(dir + "/scheduler/scheduler_config.json", [](json& j) { j["prediction_type"] = "epsilon"; });
+  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::read_model_folder(dir); },
+                                            {"scheduler_config.json", "'prediction_type'", "v_prediction"}));
+  test::edit_json(dir + "/scheduler/scheduler_config.json", [](json& j) { j["_class_name"] = "EulerScheduler"; });
+  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::read_model_folder(dir); },
+                                            {"EulerScheduler", "CogVideoXDDIMScheduler"}));
+}
+
+TEST_F(ModelFolder, job_problems_name_flag_value_and_fix) {
+  auto m = plan::read_model_folder(test::golden_case("cogvx2b_tiny"));
+  plan::JobSpec job;
+  plan::apply_model_defaults(job, m);
+  ASSERT_EQ(plan::validate(job, m).size(), size_t(1));
+  EXPECT_EQ(plan::validate(job, m)[0].field, std::string("prompt"));
+  job.prompt_embeds_file = "embeds.safetensors";
+  EXPECT_TRUE(plan::validate(job, m).empty());
+  job.height = 500;
+  job.num_frames = 10;
+  job.num_inference_steps = 0;
+  job.guidance_scale = -1;
+  auto p = plan::validate(job, m);
+  ASSERT_EQ(p.size(), size_t(4));
+  EXPECT_EQ(p[0].field, std::string("height"));
+  EXPECT_TRUE(test::contains(p[0].message, "--height 500")) << p[0].message;
+  EXPECT_TRUE(test::contains(p[0].message, "496 or 512 would work")) << p[0].message;
+  EXPECT_EQ(p[1].field, std::string("num_frames"));
+  EXPECT_TRUE(test::contains(p[1].message, "4k+1")) << p[1].message;
+  EXPECT_TRUE(test::contains(p[1].message, "9 or 13 would work")) << p[1].message;
+  EXPECT_EQ(p[2].field, std::string("num_inference_steps"));
+  EXPECT_EQ(p[3].field, std::string("guidance_scale"));
+}
+
+}  // namespace

@@ -1,7 +1,4 @@
 // The safetensors reader and writer on real files, good and broken.
-#include <QTemporaryDir>
-#include <QtTest>
-
 #include <cstring>
 #include <filesystem>
 
@@ -23,97 +20,94 @@ void raw_file(const std::string& path, const std::string& header, size_t data_by
   test::write_file(path, s);
 }
 
-}  // namespace
-
-class TestSafetensors : public QObject {
-  Q_OBJECT
-  QTemporaryDir tmp_;
-  std::string path(const char* name) { return (tmp_.path() + "/" + name).toStdString(); }
-
- private Q_SLOTS:
-  void round_trip() {
-    const float a[6] = {1, 2, 3, 4, 5, 6};
-    const int64_t b[2] = {-7, 9};
-    io::write_safetensors(path("rt.safetensors"),
-                          {{"a", DType::F32, {2, 3}, a}, {"b.c", DType::I64, {2}, b}}, {{"seed", "42"}});
-    auto f = io::SafetensorsFile::open(path("rt.safetensors"));
-    QCOMPARE(f->tensors().size(), size_t(2));
-    const auto* ta = f->find("a");
-    QVERIFY(ta);
-    QCOMPARE(ta->shape, std::vector<int64_t>({2, 3}));
-    QCOMPARE(std::memcmp(f->data(*ta), a, sizeof a), 0);
-    QCOMPARE(reinterpret_cast<uintptr_t>(f->data(*ta)) % 8, uintptr_t(0));  // aligned data section
-    const auto* tb = f->find("b.c");
-    QCOMPARE(tb->dtype, DType::I64);
-    QCOMPARE(std::memcmp(f->data(*tb), b, sizeof b), 0);
-    QCOMPARE(f->metadata().at("seed"), std::string("42"));
-    QVERIFY(!f->find("missing"));
-    QVERIFY(!std::filesystem::exists(path("rt.safetensors") + ".partial-" + std::to_string(getpid())));
-  }
-
-  void missing_file() {
-    QVERIFY(test::throws_with<InputError>([&] { io::SafetensorsFile::open(path("nope.safetensors")); },
-                                          {"nope.safetensors", "file not found"}));
-  }
-
-  void shorter_than_header_length() {
-    test::write_file(path("tiny.safetensors"), "abc");
-    QVERIFY(test::throws_with<InputError>([&] { io::SafetensorsFile::open(path("tiny.safetensors")); },
-                                          {"tiny.safetensors", "truncated", "3 bytes"}));
-  }
-
-  void header_past_the_end() {
-    raw_file(path("hdr.safetensors"), "{}", 0, 4096);
-    QVERIFY(test::throws_with<InputError>([&] { io::SafetensorsFile::open(path("hdr.safetensors")); },
-                                          {"header runs past the end", "4096"}));
-  }
-
-  void header_not_json() {
-    raw_file(path("json.safetensors"), "{not json", 0);
-    QVERIFY(test::throws_with<InputError>([&] { io::SafetensorsFile::open(path("json.safetensors")); },
-                                          {"not valid JSON"}));
-  }
-
-  void unknown_dtype() {
-    raw_file(path("dt.safetensors"), R"({"w":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[0,2]}})", 2);
-    QVERIFY(test::throws_with<InputError>([&] { io::SafetensorsFile::open(path("dt.safetensors")); },
-                                          {"tensor 'w'", "unknown dtype 'F8_E4M3'"}));
-  }
-
-  void truncated_data() {
-    raw_file(path("trunc.safetensors"), R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8);
-    QVERIFY(test::throws_with<InputError>([&] { io::SafetensorsFile::open(path("trunc.safetensors")); },
-                                          {"tensor 'w'", "truncated data", "holds 8"}));
-  }
-
-  void shape_disagrees_with_offsets() {
-    raw_file(path("size.safetensors"), R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", 16);
-    QVERIFY(test::throws_with<InputError>([&] { io::SafetensorsFile::open(path("size.safetensors")); },
-                                          {"tensor 'w'", "needs 12 bytes", "give 16"}));
-  }
-
-  void write_into_missing_folder_fails_cleanly() {
-    const float a[1] = {1};
-    QVERIFY(test::throws_with<InputError>(
-        [&] { io::write_safetensors(path("no/such/dir/x.safetensors"), {{"a", DType::F32, {1}, a}}); },
-        {"x.safetensors", "cannot write"}));
-  }
-
-  void full_disk_leaves_nothing_behind() {
-    // A file-size limit stands in for a full disk: the write fails part-way with EFBIG.
-    std::vector<float> big(1 << 16, 1.0f);
-    bool threw = false;
-    test::with_file_size_limit(4096, [&] {
-      threw = test::throws_with<InputError>(
-          [&] { io::write_safetensors(path("full.safetensors"), {{"a", DType::F32, {int64_t(big.size())}, big.data()}}); },
-          {"full.safetensors", "write failed", "nothing was left behind"});
-    });
-    QVERIFY(threw);
-    QVERIFY(!std::filesystem::exists(path("full.safetensors")));
-    for (auto& e : std::filesystem::directory_iterator(tmp_.path().toStdString()))
-      QVERIFY2(e.path().filename().string().find("full.safetensors") == std::string::npos, e.path().c_str());
-  }
+class Safetensors : public ::testing::Test {
+ protected:
+  test::TempDir tmp_;
+  std::string path(const char* name) { return tmp_.path(name); }
 };
 
-QTEST_APPLESS_MAIN(TestSafetensors)
-#include "test_safetensors.moc"
+TEST_F(Safetensors, round_trip) {
+  const float a[6] = {1, 2, 3, 4, 5, 6};
+  const int64_t b[2] = {-7, 9};
+  io::write_safetensors(path("rt.safetensors"), {{"a", DType::F32, {2, 3}, a}, {"b.c", DType::I64, {2}, b}},
+                        {{"seed", "42"}});
+  auto f = io::SafetensorsFile::open(path("rt.safetensors"));
+  EXPECT_EQ(f->tensors().size(), size_t(2));
+  const auto* ta = f->find("a");
+  ASSERT_TRUE(ta);
+  EXPECT_EQ(ta->shape, std::vector<int64_t>({2, 3}));
+  EXPECT_EQ(std::memcmp(f->data(*ta), a, sizeof a), 0);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(f->data(*ta)) % 8, uintptr_t(0));  // aligned data section
+  const auto* tb = f->find("b.c");
+  ASSERT_TRUE(tb);
+  EXPECT_EQ(tb->dtype, DType::I64);
+  EXPECT_EQ(std::memcmp(f->data(*tb), b, sizeof b), 0);
+  EXPECT_EQ(f->metadata().at("seed"), std::string("42"));
+  EXPECT_FALSE(f->find("missing"));
+  EXPECT_FALSE(std::filesystem::exists(path("rt.safetensors") + ".partial-" + std::to_string(getpid())));
+}
+
+TEST_F(Safetensors, missing_file) {
+  EXPECT_TRUE(test::throws_with<InputError>([&] { io::SafetensorsFile::open(path("nope.safetensors")); },
+                                            {"nope.safetensors", "file not found"}));
+}
+
+TEST_F(Safetensors, shorter_than_header_length) {
+  test::write_file(path("tiny.safetensors"), "abc");
+  EXPECT_TRUE(test::throws_with<InputError>([&] { io::SafetensorsFile::open(path("tiny.safetensors")); },
+                                            {"tiny.safetensors", "truncated", "3 bytes"}));
+}
+
+TEST_F(Safetensors, header_past_the_end) {
+  raw_file(path("hdr.safetensors"), "{}", 0, 4096);
+  EXPECT_TRUE(test::throws_with<InputError>([&] { io::SafetensorsFile::open(path("hdr.safetensors")); },
+                                            {"header runs past the end", "4096"}));
+}
+
+TEST_F(Safetensors, header_not_json) {
+  raw_file(path("json.safetensors"), "{not json", 0);
+  EXPECT_TRUE(test::throws_with<InputError>([&] { io::SafetensorsFile::open(path("json.safetensors")); },
+                                            {"not valid JSON"}));
+}
+
+TEST_F(Safetensors, unknown_dtype) {
+  raw_file(path("dt.safetensors"), R"({"w":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[0,2]}})", 2);
+  EXPECT_TRUE(test::throws_with<InputError>([&] { io::SafetensorsFile::open(path("dt.safetensors")); },
+                                            {"tensor 'w'", "unknown dtype 'F8_E4M3'"}));
+}
+
+TEST_F(Safetensors, truncated_data) {
+  raw_file(path("trunc.safetensors"), R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8);
+  EXPECT_TRUE(test::throws_with<InputError>([&] { io::SafetensorsFile::open(path("trunc.safetensors")); },
+                                            {"tensor 'w'", "truncated data", "holds 8"}));
+}
+
+TEST_F(Safetensors, shape_disagrees_with_offsets) {
+  raw_file(path("size.safetensors"), R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", 16);
+  EXPECT_TRUE(test::throws_with<InputError>([&] { io::SafetensorsFile::open(path("size.safetensors")); },
+                                            {"tensor 'w'", "needs 12 bytes", "give 16"}));
+}
+
+TEST_F(Safetensors, write_into_missing_folder_fails_cleanly) {
+  const float a[1] = {1};
+  EXPECT_TRUE(test::throws_with<InputError>(
+      [&] { io::write_safetensors(path("no/such/dir/x.safetensors"), {{"a", DType::F32, {1}, a}}); },
+      {"x.safetensors", "cannot write"}));
+}
+
+TEST_F(Safetensors, full_disk_leaves_nothing_behind) {
+  // A file-size limit stands in for a full disk: the write fails part-way with EFBIG.
+  std::vector<float> big(1 << 16, 1.0f);
+  ::testing::AssertionResult threw = ::testing::AssertionFailure();
+  test::with_file_size_limit(4096, [&] {
+    threw = test::throws_with<InputError>(
+        [&] { io::write_safetensors(path("full.safetensors"), {{"a", DType::F32, {int64_t(big.size())}, big.data()}}); },
+        {"full.safetensors", "write failed", "nothing was left behind"});
+  });
+  EXPECT_TRUE(threw);
+  EXPECT_FALSE(std::filesystem::exists(path("full.safetensors")));
+  for (auto& e : std::filesystem::directory_iterator(tmp_.path()))
+    EXPECT_FALSE(test::contains(e.path().filename().string(), "full.safetensors")) << e.path();
+}
+
+}  // namespace

@@ -1,8 +1,5 @@
 // Loading transformer/ weights: a checkpoint that does not fit its config is refused with the file and
 // tensor named; a sharded checkpoint (index + shards, F32 or BF16) loads through the same loader.
-#include <QTemporaryDir>
-#include <QtTest>
-
 #include <filesystem>
 
 #include <ATen/ops/isfinite.h>
@@ -15,12 +12,14 @@
 using namespace studio;
 using nlohmann::json;
 
-class TestWeights : public QObject {
-  Q_OBJECT
-  QTemporaryDir tmp_;
+namespace {
+
+class Weights : public ::testing::Test {
+ protected:
+  test::TempDir tmp_;
   int n_ = 0;
   std::string copy_case(const std::string& name = "cogvx2b_tiny") {
-    const std::string dir = (tmp_.path() + "/c" + QString::number(n_++)).toStdString();
+    const std::string dir = tmp_.path("c" + std::to_string(n_++));
     test::copy_tree(test::golden_case(name), dir);
     return dir;
   }
@@ -60,95 +59,99 @@ class TestWeights : public QObject {
     return m.forward(h, test::golden_tensor(name, "step0_encoder_hidden_states"), f.get_int64("step0_timestep"),
                      m.positions(m.token_grid(h.size(1), h.size(3), h.size(4))));
   }
-
- private Q_SLOTS:
-  void shape_that_does_not_fit_the_config() {
-    const std::string dir = copy_case();
-    test::edit_json(dir + "/transformer/config.json", [](json& j) {
-      j["num_attention_heads"] = 8;  // same width, other head size
-      j["attention_head_dim"] = 8;
-    });
-    QVERIFY(test::throws_with<InputError>([&] { load(dir); },
-                                          {"diffusion_pytorch_model.safetensors", "'transformer_blocks.0.attn1.norm_q.weight'",
-                                           "shape [16]", "config needs [8]"}));
-  }
-
-  void missing_weight() {
-    const std::string dir = copy_case();
-    test::edit_json(dir + "/transformer/config.json", [](json& j) { j["num_layers"] = 3; });
-    QVERIFY(test::throws_with<InputError>([&] { load(dir); },
-                                          {"transformer", "missing weight 'transformer_blocks.2.", "config.json"}));
-  }
-
-  void unexpected_weight() {
-    const std::string dir = copy_case();
-    test::edit_json(dir + "/transformer/config.json", [](json& j) { j["num_layers"] = 1; });
-    QVERIFY(test::throws_with<InputError>([&] { load(dir); },
-                                          {"diffusion_pytorch_model.safetensors", "unexpected weight 'transformer_blocks.1."}));
-  }
-
-  void no_weights_file() {
-    const std::string dir = copy_case();
-    std::filesystem::remove(dir + "/transformer/diffusion_pytorch_model.safetensors");
-    test::write_file(dir + "/transformer/diffusion_pytorch_model.bin", "pickle");
-    QVERIFY(test::throws_with<InputError>(
-        [&] { load(dir); }, {"no diffusion_pytorch_model.safetensors", ".index.json", ".bin pickle checkpoint is never read"}));
-  }
-
-  void truncated_weights_file() {
-    const std::string dir = copy_case();
-    const std::string f = dir + "/transformer/diffusion_pytorch_model.safetensors";
-    std::filesystem::resize_file(f, std::filesystem::file_size(f) / 2);
-    QVERIFY(test::throws_with<InputError>([&] { load(dir); }, {"diffusion_pytorch_model.safetensors", "truncated data"}));
-  }
-
-  void sharded_float32_reproduces_the_reference() {
-    const std::string dir = copy_case();
-    shard(dir, 3, io::DType::F32);
-    QVERIFY(!std::filesystem::exists(dir + "/transformer/diffusion_pytorch_model.safetensors"));
-    auto m = load(dir);
-    const double err = test::max_abs_diff(step0(*m, "cogvx2b_tiny"), test::golden_tensor("cogvx2b_tiny", "step0_output"));
-    QVERIFY2(err < 1e-4, qPrintable(QString::number(err)));
-  }
-
-  void sharded_bfloat16_converts_on_load() {
-    const std::string dir = copy_case("cogvx5b_tiny");
-    shard(dir, 2, io::DType::BF16);
-    auto w = io::WeightSet::open(dir + "/transformer", "diffusion_pytorch_model");
-    auto ref = io::WeightSet::open(test::golden_case("cogvx5b_tiny") + "/transformer", "diffusion_pytorch_model");
-    const std::string name = "transformer_blocks.1.attn1.to_q.weight";
-    auto got = w.take(name, {64, 64}, at::kFloat, at::kCPU);
-    auto want = ref.take(name, {64, 64}, at::kFloat, at::kCPU).to(at::kBFloat16).to(at::kFloat);
-    QCOMPARE(test::max_abs_diff(got, want), 0.0);
-    // The whole model runs from bf16 weights; its output stays near the float32 reference.
-    auto m = load(dir);
-    auto out = step0(*m, "cogvx5b_tiny");
-    QVERIFY(at::isfinite(out).all().item<bool>());
-    const double err = test::max_abs_diff(out, test::golden_tensor("cogvx5b_tiny", "step0_output"));
-    qInfo("bf16 weights: step0_output max error %.3g", err);
-    QVERIFY(err < 0.1);
-  }
-
-  void index_naming_a_tensor_its_shard_lacks() {
-    const std::string dir = copy_case();
-    shard(dir, 2, io::DType::F32);
-    const std::string idx = dir + "/transformer/diffusion_pytorch_model.safetensors.index.json";
-    test::edit_json(idx, [](json& j) { j["weight_map"]["proj_out.weight"] = "diffusion_pytorch_model-00001-of-00002.safetensors"; });
-    const bool in_first = io::SafetensorsFile::open(dir + "/transformer/diffusion_pytorch_model-00001-of-00002.safetensors")
-                              ->find("proj_out.weight");
-    if (in_first)
-      test::edit_json(idx, [](json& j) { j["weight_map"]["proj_out.weight"] = "diffusion_pytorch_model-00002-of-00002.safetensors"; });
-    QVERIFY(test::throws_with<InputError>([&] { load(dir); }, {"index.json", "'proj_out.weight'", "has no such tensor"}));
-  }
-
-  void index_cannot_point_outside_the_folder() {
-    const std::string dir = copy_case();
-    shard(dir, 2, io::DType::F32);
-    test::edit_json(dir + "/transformer/diffusion_pytorch_model.safetensors.index.json",
-                    [](json& j) { j["weight_map"]["proj_out.weight"] = "../../etc/passwd"; });
-    QVERIFY(test::throws_with<InputError>([&] { load(dir); }, {"'../../etc/passwd'", "plain file names"}));
-  }
 };
 
-QTEST_APPLESS_MAIN(TestWeights)
-#include "test_weights.moc"
+TEST_F(Weights, shape_that_does_not_fit_the_config) {
+  const std::string dir = copy_case();
+  test::edit_json(dir + "/transformer/config.json", [](json& j) {
+    j["num_attention_heads"] = 8;  // same width, other head size
+    j["attention_head_dim"] = 8;
+  });
+  EXPECT_TRUE(test::throws_with<InputError>([&] { load(dir); },
+                                            {"diffusion_pytorch_model.safetensors",
+                                             "'transformer_blocks.0.attn1.norm_q.weight'", "shape [16]",
+                                             "config needs [8]"}));
+}
+
+TEST_F(Weights, missing_weight) {
+  const std::string dir = copy_case();
+  test::edit_json(dir + "/transformer/config.json", [](json& j) { j["num_layers"] = 3; });
+  EXPECT_TRUE(test::throws_with<InputError>([&] { load(dir); },
+                                            {"transformer", "missing weight 'transformer_blocks.2.", "config.json"}));
+}
+
+TEST_F(Weights, unexpected_weight) {
+  const std::string dir = copy_case();
+  test::edit_json(dir + "/transformer/config.json", [](json& j) { j["num_layers"] = 1; });
+  EXPECT_TRUE(test::throws_with<InputError>(
+      [&] { load(dir); }, {"diffusion_pytorch_model.safetensors", "unexpected weight 'transformer_blocks.1."}));
+}
+
+TEST_F(Weights, no_weights_file) {
+  const std::string dir = copy_case();
+  std::filesystem::remove(dir + "/transformer/diffusion_pytorch_model.safetensors");
+  test::write_file(dir + "/transformer/diffusion_pytorch_model.bin", "pickle");
+  EXPECT_TRUE(test::throws_with<InputError>(
+      [&] { load(dir); },
+      {"no diffusion_pytorch_model.safetensors", ".index.json", ".bin pickle checkpoint is never read"}));
+}
+
+TEST_F(Weights, truncated_weights_file) {
+  const std::string dir = copy_case();
+  const std::string f = dir + "/transformer/diffusion_pytorch_model.safetensors";
+  std::filesystem::resize_file(f, std::filesystem::file_size(f) / 2);
+  EXPECT_TRUE(test::throws_with<InputError>([&] { load(dir); }, {"diffusion_pytorch_model.safetensors", "truncated data"}));
+}
+
+TEST_F(Weights, sharded_float32_reproduces_the_reference) {
+  const std::string dir = copy_case();
+  shard(dir, 3, io::DType::F32);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/transformer/diffusion_pytorch_model.safetensors"));
+  auto m = load(dir);
+  const double err = test::max_abs_diff(step0(*m, "cogvx2b_tiny"), test::golden_tensor("cogvx2b_tiny", "step0_output"));
+  EXPECT_LT(err, test::kCallTolerance);
+}
+
+TEST_F(Weights, sharded_bfloat16_converts_on_load) {
+  const std::string dir = copy_case("cogvx5b_tiny");
+  shard(dir, 2, io::DType::BF16);
+  auto w = io::WeightSet::open(dir + "/transformer", "diffusion_pytorch_model");
+  auto ref = io::WeightSet::open(test::golden_case("cogvx5b_tiny") + "/transformer", "diffusion_pytorch_model");
+  const std::string name = "transformer_blocks.1.attn1.to_q.weight";
+  auto got = w.take(name, {64, 64}, at::kFloat, at::kCPU);
+  auto want = ref.take(name, {64, 64}, at::kFloat, at::kCPU).to(at::kBFloat16).to(at::kFloat);
+  EXPECT_EQ(test::max_abs_diff(got, want), 0.0);  // the same conversions of the same values: exact
+  // The whole model runs from bf16 weights; its output stays near the float32 reference.
+  auto m = load(dir);
+  auto out = step0(*m, "cogvx5b_tiny");
+  EXPECT_TRUE(at::isfinite(out).all().item<bool>());
+  const double err = test::max_abs_diff(out, test::golden_tensor("cogvx5b_tiny", "step0_output"));
+  std::printf("bf16 weights: step0_output max error %.3g\n", err);
+  EXPECT_LT(err, 0.1);
+}
+
+TEST_F(Weights, index_naming_a_tensor_its_shard_lacks) {
+  const std::string dir = copy_case();
+  shard(dir, 2, io::DType::F32);
+  const std::string idx = dir + "/transformer/diffusion_pytorch_model.safetensors.index.json";
+  test::edit_json(idx, [](json& j) {
+    j["weight_map"]["proj_out.weight"] = "diffusion_pytorch_model-00001-of-00002.safetensors";
+  });
+  const bool in_first = io::SafetensorsFile::open(dir + "/transformer/diffusion_pytorch_model-00001-of-00002.safetensors")
+                            ->find("proj_out.weight");
+  if (in_first)
+    test::edit_json(idx, [](json& j) {
+      j["weight_map"]["proj_out.weight"] = "diffusion_pytorch_model-00002-of-00002.safetensors";
+    });
+  EXPECT_TRUE(test::throws_with<InputError>([&] { load(dir); }, {"index.json", "'proj_out.weight'", "has no such tensor"}));
+}
+
+TEST_F(Weights, index_cannot_point_outside_the_folder) {
+  const std::string dir = copy_case();
+  shard(dir, 2, io::DType::F32);
+  test::edit_json(dir + "/transformer/diffusion_pytorch_model.safetensors.index.json",
+                  [](json& j) { j["weight_map"]["proj_out.weight"] = "../../etc/passwd"; });
+  EXPECT_TRUE(test::throws_with<InputError>([&] { load(dir); }, {"'../../etc/passwd'", "plain file names"}));
+}
+
+}  // namespace

@@ -54,9 +54,10 @@ int list_devices() {
 }
 
 // Fault injection, for the tests and for trying how a configuration fails: DIT_WORKER_MEMORY_LIMIT_MB=R:MB
-// lets rank R allocate only MB more once denoising starts (RLIMIT_DATA over its data size then: the
-// writable private memory that tensors use). Applied then, not at start, so that what fails is a
-// tensor's allocation rather than the runtime's threads being created.
+// lets rank R allocate only MB more once the first denoising step is done (RLIMIT_DATA over its data size
+// then: the writable private memory that tensors use, and thread stacks). Applied then, not at start, so
+// that what fails is a tensor's allocation rather than a thread being created: LibTorch 2.x's OpenMP and
+// Gloo start threads on their first use, during the first step.
 void apply_memory_limit(int rank) {
   const char* v = std::getenv("DIT_WORKER_MEMORY_LIMIT_MB");
   if (!v) return;
@@ -106,11 +107,9 @@ void run_rank(const plan::JobFile& file, const plan::ModelFolder& model, const p
 
   pipeline::Hooks hooks;
   hooks.stop_requested = [&] { return g_signalled.load() || reporter.cancel_requested(); };
-  hooks.on_phase = [&](const std::string& p) {
-    reporter.phase(p);
-    if (p == "denoising") apply_memory_limit(env.rank);
-  };
+  hooks.on_phase = [&](const std::string& p) { reporter.phase(p); };
   hooks.on_step = [&](int step, int total, double seconds, const at::Tensor& latents) {
+    if (step == 1) apply_memory_limit(env.rank);
     reporter.progress({env.rank, step, total, seconds, resources(device, *mesh)});
     if (env.rank == 0 && reporter.connected()) {
       auto p = picture(pipeline::latent_preview(latents));
