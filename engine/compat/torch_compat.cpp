@@ -241,6 +241,11 @@ void allow_tf32(bool allow) {
   at::globalContext().setAllowTF32CuDNN(allow);
 }
 
+at::Tensor to_device_async(const at::Tensor& t, const at::Device& device) {
+  if (!device.is_cuda()) return t.to(device);
+  return t.pin_memory().to(device, /*non_blocking=*/true);
+}
+
 void bind_device(const at::Device& device) {
   if (device.is_cuda()) c10::impl::getDeviceGuardImpl(at::kCUDA)->setDevice(device);
 }

@@ -59,6 +59,10 @@ PeerWork post_peer_batch(CommBackend& backend, const std::vector<PeerTransfer>& 
 // convolutions by default; the engine passes the job's --allow_tf32, off unless asked for).
 void allow_tf32(bool allow);
 
+// A host tensor on `device`: on CUDA through pinned memory and a non-blocking copy, so the host does not
+// wait for the device's queue to drain; on the CPU, `t` itself.
+at::Tensor to_device_async(const at::Tensor& t, const at::Device& device);
+
 // Makes a CUDA device the calling thread's current one (NCCL and the caching allocator follow it).
 void bind_device(const at::Device& device);
 

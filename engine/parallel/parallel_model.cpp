@@ -38,7 +38,8 @@ at::Tensor ParallelTransformer::branch(const at::Tensor& hidden, const at::Tenso
   const int64_t B = hidden.size(0), F = hidden.size(1), H = hidden.size(3), W = hidden.size(4);
   const auto temb = model_.time_embedding(timestep);
   auto full = model_.embed(hidden.to(model_.device(), model_.dtype()), text.to(model_.device(), model_.dtype()), pos);
-  SequenceParallel sp(mesh_, {full.text.size(1), full.video.size(1), mesh_.config().sp_degree()}, full.video.device());
+  auto& sp = SequenceParallel::reuse(sequence_, mesh_, {full.text.size(1), full.video.size(1), mesh_.config().sp_degree()},
+                                     full.video.device());
   auto local = sp.shard(full);
   full = {};
   const auto [cos, sin] = sp.shard_rope(pos);

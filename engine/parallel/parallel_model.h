@@ -13,6 +13,7 @@
 namespace studio::parallel {
 
 class PipeFusionStage;
+class SequenceParallel;
 
 class ParallelTransformer {
  public:
@@ -31,6 +32,7 @@ class ParallelTransformer {
   Mesh& mesh_;
   int calls_ = 0;
   std::unique_ptr<PipeFusionStage> pipefusion_;
+  std::unique_ptr<SequenceParallel> sequence_;
 };
 
 }  // namespace studio::parallel

@@ -51,7 +51,8 @@ at::Tensor PipeFusionStage::synchronous(const at::Tensor& hidden, const at::Tens
   const Step s = step_of(hidden, timestep);
   const auto& [B, F, H, W, grid, temb, opts] = s;
   const auto& cfg = model_.config();
-  SequenceParallel sp(mesh_, {text.size(1), grid.tokens(), mesh_.config().sp_degree()}, opts.device());
+  auto& sp = SequenceParallel::reuse(sequence_, mesh_, {text.size(1), grid.tokens(), mesh_.config().sp_degree()},
+                                     opts.device());
   Tokens x;
   if (stage_ == 0) {
     x = sp.shard(model_.embed(hidden.to(opts), text.to(opts), pos));

@@ -5,12 +5,14 @@
 // attending to a buffer of keys and values that is fresh for the patches already done this step and one
 // step old for the rest (the stale activations PipeFusion trades for overlap).
 #pragma once
+#include <memory>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
 
 #include "models/cogvideox_transformer.h"
 #include "parallel/mesh.h"
+#include "parallel/sequence.h"
 
 namespace studio::parallel {
 
@@ -45,6 +47,7 @@ class PipeFusionStage {
   Mesh& mesh_;
   int stage_ = 0, stages_ = 1;
   size_t first_ = 0, end_ = 0;
+  std::unique_ptr<SequenceParallel> sequence_;  // for the warm-up steps
   std::vector<at::Tensor> keys_, values_;  // per layer of this stage: [B, heads, text + video, head_dim]
 };
 

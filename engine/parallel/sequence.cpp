@@ -48,6 +48,12 @@ SequenceParallel::SequenceParallel(Mesh& mesh, const SequenceLayout& layout, con
   }
 }
 
+SequenceParallel& SequenceParallel::reuse(std::unique_ptr<SequenceParallel>& slot, Mesh& mesh,
+                                          const SequenceLayout& layout, const at::Device& device) {
+  if (!slot || !(slot->layout_ == layout)) slot = std::make_unique<SequenceParallel>(mesh, layout, device);
+  return *slot;
+}
+
 namespace {
 
 // Rows [part * chunk, (part + 1) * chunk) of x's dim 1, zero-padded past its end.

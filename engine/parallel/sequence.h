@@ -8,6 +8,7 @@
 // not divide is padded with empty heads), then Ring across the ring group (key/value blocks passed around,
 // partial results merged by log-sum-exp), then all-to-all back. Ulysses alone, Ring alone, or both (USP).
 #pragma once
+#include <memory>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -25,12 +26,17 @@ struct SequenceLayout {
   int64_t text_valid(int part) const;
   int64_t video_valid(int part) const;
   at::Tensor row_valid(int part) const;  // [text_chunk + video_chunk] bool
+  bool operator==(const SequenceLayout& o) const { return text == o.text && video == o.video && parts == o.parts; }
 };
 
 class SequenceParallel {
  public:
   // `device`: where the activations are (the padding tables are made there once).
   SequenceParallel(Mesh& mesh, const SequenceLayout& layout, const at::Device& device);
+  // The one in `slot`, made anew only when the layout changes: its tables are made once per job, not
+  // copied to the device at every step.
+  static SequenceParallel& reuse(std::unique_ptr<SequenceParallel>& slot, Mesh& mesh, const SequenceLayout& layout,
+                                 const at::Device& device);
 
   int part() const { return part_; }
   const SequenceLayout& layout() const { return layout_; }

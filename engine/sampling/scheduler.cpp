@@ -4,6 +4,8 @@
 
 #include <ATen/TensorOperators.h>
 
+#include "compat/torch_compat.h"
+
 namespace studio::sampling {
 
 Scheduler::Scheduler(const plan::SchedulerConfig& cfg, int steps) : cfg_(cfg), steps_(steps) {
@@ -82,7 +84,10 @@ at::Tensor Scheduler::dpm_step(int i, const at::Tensor& v, const at::Tensor& x, 
     denoised = (1 + 1 / (2 * r)) * x0 - (1 / (2 * r)) * old_x0_;
   }
   // The reference draws once on a first-order step and twice (keeping the second) otherwise.
-  at::Tensor z = noise->step_noise(i, x.sizes().vec(), first_order ? 1 : 2).to(x.device(), x.scalar_type());
+  // Drawn on the CPU while the device still works on this step's transformer call; handed over without
+  // making the host wait (no synchronisation inside a step).
+  at::Tensor z = compat::to_device_async(noise->step_noise(i, x.sizes().vec(), first_order ? 1 : 2), x.device())
+                     .to(x.scalar_type());
   old_x0_ = x0;
   return mult1 * x - mult2 * denoised + mult_noise * z;
 }
