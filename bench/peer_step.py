@@ -1,0 +1,142 @@
+# The Python half of bench/peer_step.sh, run in its venv (torch, diffusers 0.32.2).
+#   peer_step.py latents MODEL OUT          latents_init [1, F/4+1, 16, H/8, W/8] (seed 0) for the model's
+#                                           sample size (transformer/config.json)
+#   peer_step.py compare MODEL WORK STEPS COMMAND LOAD   times diffusers on the same inputs (WORK:
+#                                           latents, ours.safetensors, events.jsonl), prints the table
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+import torch
+from safetensors.torch import load_file, save_file
+
+THREADS = 2
+torch.set_num_threads(THREADS)
+
+
+def sample_size(model):
+    cfg = json.load(open(os.path.join(model, "transformer", "config.json")))
+    return cfg["sample_height"] * 8, cfg["sample_width"] * 8, cfg["sample_frames"]
+
+
+def make_latents(model, out):
+    height, width, frames = sample_size(model)
+    torch.manual_seed(0)
+    save_file({"latents_init": torch.randn(1, (frames - 1) // 4 + 1, 16, height // 8, width // 8)}, out)
+
+
+def step_flops(model, height, width, frames):
+    """Multiply-adds x 2 of one transformer forward on the CFG batch of 2. Per sample, with N = Nv + Nt
+    tokens (Nv = F/4+1 latent frames x (H/16) x (W/16) patches, Nt = 226 text tokens), width D, L layers:
+      per layer: q, k, v, out projections 4 N D^2; feed-forward D -> 4D -> D 8 N D^2;
+                 Q K^T and attention x V over all heads 2 N^2 D
+      once: text projection Nt x 4096 x D; patch embedding and output projection 2 Nv x (16 x 2 x 2) x D
+    The timestep and adaptive-norm linears act on one row per sample (under 0.01%) and are left out."""
+    cfg = json.load(open(os.path.join(model, "transformer", "config.json")))
+    d = cfg["num_attention_heads"] * cfg["attention_head_dim"]
+    p, c = cfg["patch_size"], cfg["in_channels"]
+    nv = ((frames - 1) // 4 + 1) * (height // 8 // p) * (width // 8 // p)
+    nt = cfg["max_text_seq_length"]
+    n = nv + nt
+    macs = cfg["num_layers"] * (12 * n * d * d + 2 * n * n * d) + nt * cfg["text_embed_dim"] * d + 2 * nv * c * p * p * d
+    return 2 * 2 * macs, nv, nt
+
+
+def gemm_peak():
+    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
+    for _ in range(3):
+        a @ b
+    best = float("inf")
+    for _ in range(10):
+        t = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - t)
+    return 2 * 2048**3 / best / 1e9
+
+
+def load_part(cls, model, sub, may_miss=()):
+    m = cls.from_config(cls.load_config(model, subfolder=sub))
+    r = m.load_state_dict(load_file(os.path.join(model, sub, "diffusion_pytorch_model.safetensors")), strict=False)
+    bad = [k for k in r.missing_keys if not k.startswith(may_miss)] + r.unexpected_keys
+    if bad:
+        sys.exit(f"{sub}: the weights do not match diffusers' model: {bad[:5]}")
+    return m.eval()
+
+
+def ours_from_events(path):
+    events = [json.loads(line) for line in open(path)]
+    steps = {e["body"]["step"]: e["body"]["seconds"] for e in events if e["kind"] == "progress"}
+    done = [e["body"] for e in events if e["kind"] == "done"][0]
+    return [steps[k] for k in sorted(steps)], done["seconds_decoding"]
+
+
+def compare(model, work, steps, command, load):
+    from diffusers import AutoencoderKLCogVideoX, CogVideoXDDIMScheduler, CogVideoXPipeline, CogVideoXTransformer3DModel
+    import diffusers
+
+    peak = gemm_peak()
+    height, width, frames = sample_size(model)
+    pipe = CogVideoXPipeline(
+        tokenizer=None, text_encoder=None,
+        vae=load_part(AutoencoderKLCogVideoX, model, "vae", may_miss="encoder."),  # we have no encoder
+        transformer=load_part(CogVideoXTransformer3DModel, model, "transformer"),
+        scheduler=CogVideoXDDIMScheduler.from_pretrained(model, subfolder="scheduler"))
+    pipe.set_progress_bar_config(disable=True)
+    embeds = load_file(os.path.join(model, "embeds.safetensors"))
+    stamps = []
+
+    def on_step(pipe, i, t, kwargs):
+        stamps.append(time.perf_counter())
+        return {}
+
+    start = time.perf_counter()
+    latents = pipe(prompt_embeds=embeds["prompt_embeds"], negative_prompt_embeds=embeds["negative_prompt_embeds"],
+                   latents=load_file(os.path.join(work, "latents.safetensors"))["latents_init"],
+                   height=height, width=width, num_frames=frames, num_inference_steps=steps, guidance_scale=6.0,
+                   use_dynamic_cfg=False, output_type="latent", callback_on_step_end=on_step).frames
+    peer_steps = [b - a for a, b in zip([start] + stamps, stamps)]
+
+    ours = load_file(os.path.join(work, "ours.safetensors"))
+    with torch.no_grad():  # both sides decode our final latents
+        t = time.perf_counter()
+        video = pipe.decode_latents(ours["final_latents"])
+        peer_decode = time.perf_counter() - t
+
+    our_steps, our_decode = ours_from_events(os.path.join(work, "events.jsonl"))
+    flops, nv, nt = step_flops(model, height, width, frames)
+    med = lambda s: statistics.median(s[1:] if len(s) > 1 else s)
+    o, d = med(our_steps), med(peer_steps)
+    row = lambda name, s, dec: f"| {name} | {s:.2f} | {flops / s / 1e9:.1f} | {flops / s / 1e9 / peak:.1%} | {dec:.1f} |"
+    layers = json.load(open(os.path.join(model, "transformer", "config.json")))["num_layers"]
+    cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+
+    print(f"CogVideoX-2B shape (30 heads x 64), {layers} layers, {width}x{height}x{frames} ({nv} video + {nt} text "
+          f"tokens), {steps} DDIM steps, guidance 6 (CFG batch of 2), float32, CPU, {THREADS} threads each; "
+          f"one step = {flops / 1e12:.3f} TFLOP; fp32 GEMM peak (2048^3 matmul, torch {torch.__version__}) "
+          f"{peak:.1f} GFLOP/s")
+    print()
+    print("| side | s/step (median of steps 2..) | GFLOP/s | fraction of GEMM peak | decode s |")
+    print("|---|---|---|---|---|")
+    print(row("DiT Studio (dit-launch)", o, our_decode))
+    print(row(f"diffusers {diffusers.__version__} (torch {torch.__version__})", d, peer_decode))
+    print(f"| ours/diffusers | {o / d:.2f} | | | {our_decode / peer_decode:.2f} |")
+    print()
+    print(f"Same computation: final latents max |ours - diffusers| "
+          f"{(ours['final_latents'] - latents).abs().max().item():.2e}, decoded video "
+          f"{(ours['video'] - video).abs().max().item():.2e}. Per step, ours: "
+          + " ".join(f"{s:.2f}" for s in our_steps) + "; diffusers: " + " ".join(f"{s:.2f}" for s in peer_steps)
+          + f". Decode: {latents.shape[1]} latent frames -> {video.shape[2]} frames of {width}x{height}, the real "
+          "CogVideoX-2b VAE config; ours includes opening the VAE's weights.")
+    print(f"Machine: {cpu} ({torch.backends.cpu.get_cpu_capability()}), {os.cpu_count()} cores, {THREADS} threads "
+          f"per side, {platform.platform()}, load average before the run {load}. "
+          f"Command: {command}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "latents":
+        make_latents(sys.argv[2], sys.argv[3])
+    else:
+        compare(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
