@@ -3,6 +3,7 @@
 #                                           sample size (transformer/config.json)
 #   peer_step.py compare MODEL WORK STEPS COMMAND LOAD   times diffusers on the same inputs (WORK:
 #                                           latents, ours.safetensors, events.jsonl), prints the table
+#   peer_step.py compare-gpu MODEL WORK STEPS COMMAND LOAD   the same on cuda:0 in bfloat16, no decoding
 import json
 import os
 import platform
@@ -13,7 +14,7 @@ import time
 import torch
 from safetensors.torch import load_file, save_file
 
-THREADS = 2
+THREADS = 2  # the CPU mode's threads per side
 torch.set_num_threads(THREADS)
 
 
@@ -135,8 +136,113 @@ def compare(model, work, steps, command, load):
           f"Command: {command}")
 
 
+def gemm_peak_gpu(n=8192):
+    """TFLOP/s of an n^3 bfloat16 matmul on cuda:0, best of 10 after 3 warm-ups, synchronized."""
+    a, b = (torch.randn(n, n, device="cuda:0", dtype=torch.bfloat16) for _ in range(2))
+    best = float("inf")
+    for i in range(13):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        a @ b
+        torch.cuda.synchronize()
+        if i >= 3:
+            best = min(best, time.perf_counter() - t)
+    return 2 * n**3 / best / 1e12
+
+
+def ours_gpu_from_events(path):
+    """Our seconds per step on the GPU, the slowest rank's (a step's time ends with a device sync), and the
+    peak device bytes per rank."""
+    events = [json.loads(line) for line in open(path)]
+    steps, peaks = {}, {}
+    for e in events:
+        if e["kind"] in ("progress", "done"):
+            r = e["body"]["rank"]
+            peaks[r] = max(peaks.get(r, 0), e["body"]["device_peak"])
+        if e["kind"] == "progress":
+            k = e["body"]["step"]
+            steps[k] = max(steps.get(k, 0), e["body"]["seconds"])
+    return [steps[k] for k in sorted(steps)], peaks
+
+
+def compare_gpu(model, work, steps, command, load):
+    from diffusers import CogVideoXDDIMScheduler, CogVideoXPipeline, CogVideoXTransformer3DModel
+    import diffusers
+
+    dev, bf16 = torch.device("cuda:0"), torch.bfloat16
+    torch.set_num_threads(os.cpu_count())  # the CPU only makes diffusers' model (random init, then our weights)
+    peak = gemm_peak_gpu()
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats(dev)  # from here: weights + activations, as ours counts from its start
+    height, width, frames = sample_size(model)
+    transformer = load_part(CogVideoXTransformer3DModel, model, "transformer").to(dev, bf16)
+    processors = ", ".join(sorted({type(p).__name__ for p in transformer.attn_processors.values()}))
+    pipe = CogVideoXPipeline(tokenizer=None, text_encoder=None, vae=None, transformer=transformer,
+                             scheduler=CogVideoXDDIMScheduler.from_pretrained(model, subfolder="scheduler"))
+    pipe.set_progress_bar_config(disable=True)
+    embeds = {k: v.to(dev, bf16) for k, v in load_file(os.path.join(model, "embeds.safetensors")).items()}
+    init = load_file(os.path.join(work, "latents.safetensors"))["latents_init"].to(dev, bf16)
+    stamps = []
+
+    def on_step(pipe, i, t, kwargs):
+        torch.cuda.synchronize(dev)
+        stamps.append(time.perf_counter())
+        return {}
+
+    torch.cuda.synchronize(dev)
+    start = time.perf_counter()
+    latents = pipe(prompt_embeds=embeds["prompt_embeds"], negative_prompt_embeds=embeds["negative_prompt_embeds"],
+                   latents=init, height=height, width=width, num_frames=frames, num_inference_steps=steps,
+                   guidance_scale=6.0, use_dynamic_cfg=False, output_type="latent", callback_on_step_end=on_step).frames
+    peer_steps = [b - a for a, b in zip([start] + stamps, stamps)]
+    peer_mem = torch.cuda.max_memory_allocated(dev)
+
+    ours = load_file(os.path.join(work, "ours.safetensors"))["final_latents"]
+    our_steps, our_peaks = ours_gpu_from_events(os.path.join(work, "events.jsonl"))
+    flops, nv, nt = step_flops(model, height, width, frames)
+    cfg = json.load(open(os.path.join(model, "transformer", "config.json")))
+    layers, heads, head_dim = cfg["num_layers"], cfg["num_attention_heads"], cfg["attention_head_dim"]
+    med = lambda s: statistics.median(s[1:])
+    o, d = med(our_steps), med(peer_steps)
+    tflops = lambda s: flops / s / 1e12
+    gib = lambda b: f"{b / 2**30:.2f}"
+    row = lambda name, s, mem: f"| {name} | {s:.3f} | {tflops(s):.1f} | {tflops(s) / peak:.1%} | {mem} |"
+    gpu = torch.cuda.get_device_name(dev)
+    cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+    times = lambda s: " ".join(f"{x:.3f}" for x in s)
+
+    print(f"## One denoising step at the real CogVideoX-2B shape, against diffusers {diffusers.__version__} "
+          f"(bfloat16, {gpu})")
+    print()
+    print(f"CogVideoX-2B shape ({heads} heads x {head_dim}), {layers} of the real 30 layers, {width}x{height}x{frames} ({nv} video "
+          f"+ {nt} text tokens), {steps} DDIM steps, guidance 6 (CFG batch of 2), bfloat16 on cuda:0; one step = "
+          f"{flops / 1e12:.1f} TFLOP. Seconds and FLOP per step grow about linearly with the layers (30 layers: about "
+          f"{30 / layers:.1f}x these s/step at the same MFU); of the peak memory, the weights grow with the layers, "
+          f"the activations do not. bf16 GEMM peak (8192^3 matmul, best of 10, torch {torch.__version__}, CUDA "
+          f"{torch.version.cuda}) {peak:.1f} TFLOP/s; MFU = FLOP per step / s per step / that peak. No decoding "
+          f"(the model has no VAE: the real one at this size costs more than the steps here).")
+    print()
+    print("| side | s/step (median of steps 2..) | TFLOP/s | MFU | peak GPU memory GiB |")
+    print("|---|---|---|---|---|")
+    print(row("DiT Studio (dit-launch)", o, " / ".join(gib(our_peaks[r]) for r in sorted(our_peaks))))
+    print(row(f"diffusers {diffusers.__version__} (torch {torch.__version__}, SDPA)", d, gib(peer_mem)))
+    print(f"| ours/diffusers | {o / d:.2f} | | | {max(our_peaks.values()) / peer_mem:.2f} |")
+    print()
+    print(f"Goals (issue #14): ours/diffusers per step <= 0.90: {o / d:.2f}, {'met' if o / d <= 0.9 else 'NOT met'}; "
+          f"our MFU >= 60%: {tflops(o) / peak:.1%}, {'met' if tflops(o) / peak >= 0.6 else 'NOT met'}.")
+    print()
+    print(f"Per step, ours (progress events, each step ending with a device sync): {times(our_steps)}; diffusers "
+          f"(torch.cuda.synchronize() at each step's end): {times(peer_steps)}. Peak memory: ours per rank from the "
+          f"events (device_peak), diffusers torch.cuda.max_memory_allocated() from loading on. Diffusers' attention: "
+          f"{processors}. Final latents max |ours - diffusers| {(ours - latents.float().cpu()).abs().max().item():.2e} "
+          f"(both bf16; max |latents| {ours.abs().max().item():.2f}; the reference cases check accuracy).")
+    print(f"Machine: {gpu} ({torch.cuda.get_device_properties(dev).total_memory / 2**30:.0f} GiB), {cpu}, "
+          f"{os.cpu_count()} cores, {platform.platform()}, load average before the run {load}. Command: {command}")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "latents":
         make_latents(sys.argv[2], sys.argv[3])
     else:
-        compare(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
+        (compare_gpu if sys.argv[1] == "compare-gpu" else compare)(
+            sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])

@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
-# Us against the peer, diffusers 0.32.2, in one run: seconds per denoising step, GFLOP/s and fraction of
-# the fp32 GEMM peak (same run, same torch), and VAE decode seconds, on the same weights and inputs: a
-# CogVideoX-2B-shaped model with random weights (real widths, 4 layers, 240 x 352 x 13 frames: 1320 video
-# + 226 text tokens, with the real 2b VAE), guidance 6 (CFG batch of 2), DDIM, float32, 2 threads each.
+# Us against the peer, diffusers 0.32.2, in one run, on the same weights and inputs.
+# CPU (the default): seconds per denoising step, GFLOP/s and fraction of the fp32 GEMM peak (same run, same
+# torch), and VAE decode seconds: a CogVideoX-2B-shaped model with random weights (real widths, 4 layers,
+# 240 x 352 x 13 frames: 1320 video + 226 text tokens, with the real 2b VAE), guidance 6 (CFG batch of 2),
+# DDIM, float32, 2 threads each.
+# --gpu: the real CogVideoX-2B size (480 x 720 x 49 frames: 17550 video + 226 text tokens) with 10 of its 30
+# layers (PEER_GPU_LAYERS), bfloat16 on cuda:0, diffusers with its SDPA attention: seconds per step, TFLOP/s,
+# MFU (of the bf16 GEMM peak measured in the same run) and peak GPU memory; no VAE, no decoding. STEPS >= 2
+# (the first step is not counted). Needs a CUDA build (bench/gpu-check.sh makes one).
 # The Python side runs in BUILD_DIR/bench-venv (made on first use). Prints a markdown table.
-# Usage: bench/peer_step.sh [BUILD_DIR] [STEPS]
+# Usage: bench/peer_step.sh [BUILD_DIR] [STEPS]         (CPU; STEPS default 6)
+#        bench/peer_step.sh BUILD_DIR --gpu [STEPS]     (STEPS default 4)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$(cd "${1:-$root/build}" && pwd)
-steps=${2:-6}
 command="bench/peer_step.sh $*"
+[[ ${1:-} != --gpu ]] || { echo "usage: bench/peer_step.sh BUILD_DIR --gpu [STEPS]" >&2; exit 2; }
+gpu=0
+if [[ ${2:-} == --gpu ]]; then gpu=1; set -- "$1" "${@:3}"; fi
+build=$(cd "${1:-$root/build}" && pwd)
+steps=${2:-$((gpu ? 4 : 6))}
 load=$(cut -d' ' -f1-3 /proc/loadavg)  # anything else running skews every figure
 
 venv="$build/bench-venv"
@@ -28,10 +37,27 @@ fi
 work=$(mktemp -d /tmp/dit-peer-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 model=$work/model
-"$build/bin/bench-make-model" "$model" --layers 4 --height 240 --width 352 --num_frames 13 --vae >&2
+if ((gpu)); then
+  if ! [[ $steps =~ ^[0-9]+$ ]] || ((steps < 2)); then
+    echo "peer_step: --gpu needs STEPS >= 2 (the first is not counted), not '$steps'" >&2
+    exit 2
+  fi
+  "$venv/bin/python" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' ||
+    { echo "peer_step: the torch of $venv sees no CUDA device" >&2; exit 2; }
+  size=(--height 480 --width 720 --num_frames 49)
+  make=(--layers "${PEER_GPU_LAYERS:-10}" "${size[@]}")  # no --vae: neither side decodes
+  ours=(--device cuda:0 --dtype bfloat16)
+  mode=compare-gpu
+else
+  size=(--height 240 --width 352 --num_frames 13)
+  make=(--layers 4 "${size[@]}" --vae)
+  ours=()
+  mode=compare
+fi
+"$build/bin/bench-make-model" "$model" "${make[@]}" >&2
 "$venv/bin/python" "$root/bench/peer_step.py" latents "$model" "$work/latents.safetensors"
 "$build/bin/dit-launch" --model "$model" --prompt_embeds "$model/embeds.safetensors" --latents "$work/latents.safetensors" \
-  --height 240 --width 352 --num_frames 13 --num_inference_steps "$steps" --guidance_scale 6 \
+  "${size[@]}" --num_inference_steps "$steps" --guidance_scale 6 "${ours[@]}" \
   --events_log "$work/events.jsonl" --save_tensors "$work/ours.safetensors" >"$work/launch.log" 2>&1 ||
   { tail -20 "$work/launch.log" >&2; exit 1; }
-"$venv/bin/python" "$root/bench/peer_step.py" compare "$model" "$work" "$steps" "$command" "$load"
+"$venv/bin/python" "$root/bench/peer_step.py" "$mode" "$model" "$work" "$steps" "$command" "$load"

@@ -246,6 +246,10 @@ at::Tensor to_device_async(const at::Tensor& t, const at::Device& device) {
   return t.pin_memory().to(device, /*non_blocking=*/true);
 }
 
+void synchronize(const at::Device& device) {
+  if (device.is_cuda()) c10::impl::getDeviceGuardImpl(at::kCUDA)->getStream(device).synchronize();
+}
+
 void bind_device(const at::Device& device) {
   if (device.is_cuda()) c10::impl::getDeviceGuardImpl(at::kCUDA)->setDevice(device);
 }

@@ -63,6 +63,9 @@ void allow_tf32(bool allow);
 // wait for the device's queue to drain; on the CPU, `t` itself.
 at::Tensor to_device_async(const at::Tensor& t, const at::Device& device);
 
+// Waits until the device has run everything queued on its current stream (nothing on the CPU).
+void synchronize(const at::Device& device);
+
 // Makes a CUDA device the calling thread's current one (NCCL and the caching allocator follow it).
 void bind_device(const at::Device& device);
 

@@ -70,7 +70,7 @@ class CogVideoXTransformer {
   };
   struct Block {
     AdaNormZero norm1, norm2;
-    Linear to_q, to_k, to_v, to_out;
+    Linear to_qkv, to_out;
     LayerNorm norm_q, norm_k;
     Linear ff_in, ff_out;
   };

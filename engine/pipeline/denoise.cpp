@@ -6,6 +6,7 @@
 #include <ATen/ops/cat.h>
 #include <ATen/ops/full.h>
 
+#include "compat/torch_compat.h"
 #include "io/safetensors_file.h"
 #include "plan/error.h"
 #include "sampling/scheduler.h"
@@ -69,6 +70,9 @@ at::Tensor denoise(const models::CogVideoXTransformer& model, const plan::Schedu
       pred = parts[0] + g * (parts[1] - parts[0]);
     }
     latents = scheduler.step(i, pred, latents, noise);
+    // A step's time is the device's: wait for its queue here, at the step's end (the next step's agreed
+    // stop flag waits for it anyway).
+    compat::synchronize(dev);
     if (hooks.on_step)
       hooks.on_step(i + 1, N, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
                     latents);
