@@ -3,13 +3,12 @@
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/constant_pad_nd.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/ops/full.h>
-#include <ATen/ops/ones.h>
-#include <ATen/ops/stack.h>
-#include <ATen/ops/zeros.h>
-
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/nonzero.h>
+#include <ATen/ops/stack.h>
+#include <ATen/ops/zeros.h>
 
 #include "compat/torch_compat.h"
 #include "parallel/attention.h"
