@@ -102,6 +102,13 @@ class TestStudio : public QObject {
     shoot(&w, "compose");
   }
 
+  void about_says_what_the_worker_was_built_with() {
+    MainWindow w(tmp_.path() + "/about");
+    QVERIFY(w.about_text().contains("DiT Studio " STUDIO_VERSION));
+    // The worker's own --version line, from the device list it prints when the window opens.
+    QTRY_VERIFY_WITH_TIMEOUT(w.about_text().contains("dit-worker " STUDIO_VERSION " (LibTorch "), 30000);
+  }
+
   void settings_persist_between_sessions() {
     {
       MainWindow w(tmp_.path() + "/p");
