@@ -1,4 +1,5 @@
 // engine/plan's parallel rules, each with its message and suggestions (no LibTorch, as the GUI uses them).
+#include "plan/job_file.h"
 #include "plan/parallel.h"
 #include "support.h"
 
@@ -141,3 +142,11 @@ TEST_F(PlanParallel, degrees_below_one) {
 }
 
 }  // namespace
+
+TEST(JobFile, allow_tf32_travels_to_the_ranks) {
+  // dit-launch --allow_tf32 reaches each worker through the job file; without it, TF32 stays off.
+  plan::JobFile f;
+  EXPECT_FALSE(plan::job_file_from_json(plan::to_json(f), "job.json").job.allow_tf32);
+  f.job.allow_tf32 = true;
+  EXPECT_TRUE(plan::job_file_from_json(plan::to_json(f), "job.json").job.allow_tf32);
+}
