@@ -2,6 +2,7 @@
 // rank's identity in its environment and the job file as its argument; reports over the launcher's event
 // socket when DIT_EVENTS is set, else as plain lines on stderr.
 // Usage: dit-worker --job FILE | --list-devices | --version
+#include <malloc.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <thread>
 
 #include <ATen/Context.h>
@@ -182,6 +184,15 @@ int run(const std::string& job_path, const parallel::DistEnv& env) {
 int main(int argc, char** argv) {
   // No rank outlives the program that started it (and the events connection closing says the same).
   prctl(PR_SET_PDEATHSIG, SIGTERM);
+  // Large tensors are taken from the heap and given back to it rather than mapped anew: glibc maps every
+  // block over 32 MB afresh, and the kernel zeroes each new page on first touch, which cost 8-10% of a
+  // CPU step and a third of the demo's decode (docs/performance.md). Freed memory stays with the rank.
+  // Not under fault injection: its limit counts new memory, which a heap that keeps what was freed would
+  // not ask for.
+  if (!std::getenv("DIT_WORKER_MEMORY_LIMIT_MB")) {
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+  }
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::string prefix = "dit-worker: ";
