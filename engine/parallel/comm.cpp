@@ -31,8 +31,7 @@ uint64_t Traffic::total_received() const {
   return s;
 }
 
-Group::Group(compat::CommBackends pg, int rank, int size, const at::Device& device,
-             Traffic* traffic)
+Group::Group(compat::CommBackends pg, int rank, int size, const at::Device& device, Traffic* traffic)
     : pg_(std::move(pg)), rank_(rank), size_(size), device_(device), traffic_(traffic) {}
 Group::Group(const Group&) = default;
 Group& Group::operator=(const Group&) = default;

@@ -106,8 +106,9 @@ at::Tensor PipeFusionStage::pipelined(const at::Tensor& hidden, const at::Tensor
     } else {
       x.video = at::empty({B, n, cfg.inner_dim()}, opts);
       x.text = at::empty({B, t, cfg.inner_dim()}, opts);
-      std::vector<PeerOp> ops{{PeerOp::Recv, x.video, stage_ - 1}};
-      if (t > 0) ops.insert(ops.begin(), {PeerOp::Recv, x.text, stage_ - 1});
+      std::vector<PeerOp> ops;
+      if (t > 0) ops.push_back({PeerOp::Recv, x.text, stage_ - 1});
+      ops.push_back({PeerOp::Recv, x.video, stage_ - 1});
       pf.run(std::move(ops));
     }
     // Where the patch's keys go in the buffer: [text, video] rows of the joint sequence.
@@ -123,8 +124,9 @@ at::Tensor PipeFusionStage::pipelined(const at::Tensor& hidden, const at::Tensor
       model_.run_block(i, x, temb, cos, sin, attention);
     }
     if (stage_ + 1 < stages_) {
-      std::vector<PeerOp> ops{{PeerOp::Send, x.video, stage_ + 1}};
-      if (t > 0) ops.insert(ops.begin(), {PeerOp::Send, x.text, stage_ + 1});
+      std::vector<PeerOp> ops;
+      if (t > 0) ops.push_back({PeerOp::Send, x.text, stage_ + 1});
+      ops.push_back({PeerOp::Send, x.video, stage_ + 1});
       pf.run(std::move(ops));
     } else {
       auto patch = model_.project_out(x.video, temb);
