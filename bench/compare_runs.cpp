@@ -1,6 +1,7 @@
-// Compares two --save_tensors outputs: the max abs error of final_latents, and the PSNR of the decoded
-// videos as 8-bit frames would show them (mapped from [-1, 1] to [0, 1] and clamped).
-// Usage: bench-compare-runs A.safetensors B.safetensors   (prints: max_error psnr_db video_max_error)
+// Compares two --save_tensors outputs: the max abs error of final_latents, and, when both hold a decoded
+// video, the PSNR of the videos as 8-bit frames would show them (mapped from [-1, 1] to [0, 1] and clamped).
+// Usage: bench-compare-runs A.safetensors B.safetensors   (prints: max_error psnr_db video_max_error,
+// with "-" for the last two when a run was not decoded)
 #include <cmath>
 #include <cstdio>
 
@@ -9,19 +10,26 @@
 #include <ATen/ops/max.h>
 
 #include "io/tensor_file.h"
+#include "workers/guarded_main.h"
 
 int main(int argc, char** argv) {
   using namespace studio;
   if (argc != 3) {
     std::fprintf(stderr, "usage: bench-compare-runs A.safetensors B.safetensors\n");
-    return 2;
+    return workers::kBadArgument;
   }
-  io::TensorFile a(argv[1], "A"), b(argv[2], "B");
-  const double err = at::max(at::abs(a.get("final_latents", 5, "") - b.get("final_latents", 5, ""))).item<double>();
-  const auto va = a.get("video", 5, ""), vb = b.get("video", 5, "");
-  auto frames = [](const at::Tensor& v) { return (v / 2 + 0.5).clamp(0, 1); };
-  const double mse = (frames(va) - frames(vb)).pow(2).mean().item<double>();
-  const double video_err = at::max(at::abs(va - vb)).item<double>();
-  std::printf("%.3g %.1f %.3g\n", err, mse > 0 ? 10 * std::log10(1.0 / mse) : INFINITY, video_err);
-  return 0;
+  return workers::guarded_main("bench-compare-runs: ", [&] {
+    io::TensorFile a(argv[1], "A"), b(argv[2], "B");
+    const double err = at::max(at::abs(a.get("final_latents", 5, "") - b.get("final_latents", 5, ""))).item<double>();
+    if (!a.has("video") || !b.has("video")) {
+      std::printf("%.3g - -\n", err);
+      return 0;
+    }
+    const auto va = a.get("video", 5, ""), vb = b.get("video", 5, "");
+    auto frames = [](const at::Tensor& v) { return (v / 2 + 0.5).clamp(0, 1); };
+    const double mse = (frames(va) - frames(vb)).pow(2).mean().item<double>();
+    const double video_err = at::max(at::abs(va - vb)).item<double>();
+    std::printf("%.3g %.1f %.3g\n", err, mse > 0 ? 10 * std::log10(1.0 / mse) : INFINITY, video_err);
+    return 0;
+  });
 }

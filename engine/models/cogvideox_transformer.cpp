@@ -4,6 +4,7 @@
 #include <ATen/ops/addcmul.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/conv2d.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/gelu.h>
 #include <ATen/ops/silu.h>
 #include <ATen/ops/stack.h>
@@ -133,11 +134,19 @@ void CogVideoXTransformer::run_block(size_t i, Tokens& x, const at::Tensor& temb
   const int64_t T = x.text.size(1), heads = cfg_.num_attention_heads;
   const auto act = at::silu(temb);
   // Six modulation parts: shift, scale, gate for video, then for text.
+  // Text first, then video, written straight into one joint buffer (no concatenation pass).
   auto modulate = [&](const AdaNormZero& n) {
     auto m = n.linear(act).unsqueeze(1).chunk(6, -1);
-    auto v = at::addcmul(m[0], n.norm(x.video), 1 + m[1]);
-    auto t = at::addcmul(m[3], n.norm(x.text), 1 + m[4]);
-    return std::tuple{at::cat({t, v}, 1), m[2], m[5]};
+    auto joint = at::empty({x.video.size(0), T + x.video.size(1), x.video.size(2)}, x.video.options());
+    auto text = joint.narrow(1, 0, T), video = joint.narrow(1, T, x.video.size(1));
+    at::addcmul_out(text, m[3], n.norm(x.text), 1 + m[4]);
+    at::addcmul_out(video, m[0], n.norm(x.video), 1 + m[1]);
+    return std::tuple{joint, m[2], m[5]};
+  };
+  // Gated residuals in one pass each; new tensors, as x's may be views of a caller's buffers.
+  auto add_gated = [&](const at::Tensor& out, const at::Tensor& gate_t, const at::Tensor& gate_v) {
+    x.text = at::addcmul(x.text, gate_t, out.narrow(1, 0, T));
+    x.video = at::addcmul(x.video, gate_v, out.narrow(1, T, out.size(1) - T));
   };
 
   auto [joint, gate_v, gate_t] = modulate(blk.norm1);
@@ -153,13 +162,11 @@ void CogVideoXTransformer::run_block(size_t i, Tokens& x, const at::Tensor& temb
   auto k = heads_of(1, &blk.norm_k);
   auto v = heads_of(2, nullptr);
   auto attn = blk.to_out(attention(q, k, v).transpose(1, 2).flatten(2));
-  x.text = x.text + gate_t * attn.narrow(1, 0, T);
-  x.video = x.video + gate_v * attn.narrow(1, T, attn.size(1) - T);
+  add_gated(attn, gate_t, gate_v);
 
   auto [joint2, gate_ff_v, gate_ff_t] = modulate(blk.norm2);
   auto ff = blk.ff_out(at::gelu(blk.ff_in(joint2), "tanh"));
-  x.text = x.text + gate_ff_t * ff.narrow(1, 0, T);
-  x.video = x.video + gate_ff_v * ff.narrow(1, T, ff.size(1) - T);
+  add_gated(ff, gate_ff_t, gate_ff_v);
 }
 
 at::Tensor CogVideoXTransformer::project_out(const at::Tensor& video, const at::Tensor& temb) const {
