@@ -7,9 +7,9 @@ namespace studio::gui {
 
 namespace {
 
-QSpinBox* degree(const char* name, int lo = 1) {
+QSpinBox* degree(const char* name, int lo = 1, int hi = plan::kMaxDegree) {
   auto* s = new QSpinBox;
-  s->setRange(lo, 64);
+  s->setRange(lo, hi);
   s->setObjectName(name);
   return s;
 }
@@ -26,7 +26,7 @@ ParallelPanel::ParallelPanel(QWidget* parent) : QWidget(parent) {
   ring = degree("ring_degree");
   pipefusion = degree("pipefusion_parallel_degree");
   patches = degree("num_pipeline_patch");
-  warmup = degree("warmup_steps", 0);
+  warmup = degree("warmup_steps", 0, plan::kMaxWarmupSteps);
   data = degree("data_parallel_degree");
   cfg = new QCheckBox(tr("the two guidance branches on two groups"));
   cfg->setObjectName("use_cfg_parallel");

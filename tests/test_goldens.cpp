@@ -47,7 +47,7 @@ TEST_P(RopeTables, match_the_reference) {
   const std::string n = GetParam();
   auto c = load(n);
   auto lat = test::golden_tensor(n, "latents_init");
-  auto pos = c.model->positions(c.model->token_grid(lat.size(1), lat.size(3), lat.size(4)));
+  auto pos = c.model->positions(c.model->token_grid(lat));
   const double cos_err = test::max_abs_diff(pos.rope_cos, test::golden_tensor(n, "rope_cos"));
   const double sin_err = test::max_abs_diff(pos.rope_sin, test::golden_tensor(n, "rope_sin"));
   std::printf("rope max error: cos %.3g, sin %.3g\n", cos_err, sin_err);
@@ -66,8 +66,7 @@ TEST_P(Reference, step0_output) {
   auto text = test::golden_tensor(n, "step0_encoder_hidden_states");
   io::TensorFile f(test::golden_case(n) + "/golden.safetensors", "golden");
   auto t = f.get_int64("step0_timestep");
-  auto pos = c.model->positions(c.model->token_grid(hidden.size(1), hidden.size(3), hidden.size(4)));
-  auto out = c.model->forward(hidden, text, t, pos);
+  auto out = c.model->forward({hidden, text, t}, c.model->positions(c.model->token_grid(hidden)));
   const double err = test::max_abs_diff(out, test::golden_tensor(n, "step0_output"));
   std::printf("step0_output max error %.3g\n", err);
   EXPECT_LT(err, test::kCallTolerance) << "step0_output max error";

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "models/families.h"
 #include "parallel/parallel_model.h"
 #include "process.h"
 #include "rank_threads.h"
@@ -66,17 +67,17 @@ TEST_P(EveryMix, step0_output) {
   const std::string n = std::get<0>(GetParam());
   const auto p = mixes()[size_t(std::get<1>(GetParam()))].p;
   auto folder = plan::read_model_folder(test::golden_case(n));
-  auto model = models::CogVideoXTransformer::load(folder.dir + "/transformer", folder.transformer, at::kFloat, at::kCPU);
+  auto model = models::load_transformer(folder, at::kFloat, at::kCPU);
   auto hidden = test::golden_tensor(n, "step0_hidden_states");
   auto text = test::golden_tensor(n, "step0_encoder_hidden_states");
   auto t = io::TensorFile(test::golden_case(n) + "/golden.safetensors", "g").get_int64("step0_timestep");
   auto want = test::golden_tensor(n, "step0_output");
-  const auto pos = model->positions(model->token_grid(hidden.size(1), hidden.size(3), hidden.size(4)));
+  const auto pos = model->positions(model->token_grid(hidden));
   const int world = p.world_size();
   std::vector<double> err(size_t(world), 1e30);
   const auto failure = test::run_ranks(p, [&](int r, parallel::Mesh& mesh) {
     parallel::ParallelTransformer call(*model, mesh);
-    err[size_t(r)] = test::max_abs_diff(call(hidden, text, t, pos), want);
+    err[size_t(r)] = test::max_abs_diff(call({hidden, text, t}, pos), want);
   });
   for (int r = 0; r < world; ++r) {
     ASSERT_TRUE(failure[size_t(r)].empty()) << "rank " << r << ": " << failure[size_t(r)];

@@ -56,8 +56,8 @@ class Weights : public ::testing::Test {
   static at::Tensor step0(const models::CogVideoXTransformer& m, const std::string& name) {
     auto h = test::golden_tensor(name, "step0_hidden_states");
     io::TensorFile f(test::golden_case(name) + "/golden.safetensors", "golden");
-    return m.forward(h, test::golden_tensor(name, "step0_encoder_hidden_states"), f.get_int64("step0_timestep"),
-                     m.positions(m.token_grid(h.size(1), h.size(3), h.size(4))));
+    return m.forward({h, test::golden_tensor(name, "step0_encoder_hidden_states"), f.get_int64("step0_timestep")},
+                     m.positions(m.token_grid(h)));
   }
 };
 

@@ -30,6 +30,27 @@ Failure classify_library_error(const std::string& what) {
 
 }  // namespace
 
+events::ErrorKind kind_of_exit(int code) {
+  switch (code) {
+    case kBadArgument:
+    case kBadInput: return events::ErrorKind::BadInput;
+    case kOutOfMemory: return events::ErrorKind::OutOfMemory;
+    case kLostPeer: return events::ErrorKind::LostPeer;
+    case kCancelled: return events::ErrorKind::Cancelled;
+    default: return events::ErrorKind::Internal;
+  }
+}
+
+int exit_code_of(events::ErrorKind kind) {
+  switch (kind) {
+    case events::ErrorKind::BadInput: return kBadInput;
+    case events::ErrorKind::OutOfMemory: return kOutOfMemory;
+    case events::ErrorKind::LostPeer: return kLostPeer;
+    case events::ErrorKind::Cancelled: return kCancelled;
+    default: return kInternal;
+  }
+}
+
 Failure failure_of(std::exception_ptr error) {
   try {
     std::rethrow_exception(error);

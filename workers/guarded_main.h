@@ -19,6 +19,11 @@ struct Failure {
   int exit_code = kInternal;
 };
 
+// The error kind an exit status stands for (2 and 3 are both bad input), and the status that reports a
+// kind; the supervisor reads its ranks' statuses with these.
+events::ErrorKind kind_of_exit(int code);
+int exit_code_of(events::ErrorKind kind);
+
 // What an exception means for the user and the exit status.
 Failure failure_of(std::exception_ptr error);
 

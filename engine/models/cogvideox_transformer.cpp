@@ -9,12 +9,11 @@
 #include <ATen/ops/silu.h>
 #include <ATen/ops/stack.h>
 
-#include "compat/torch_compat.h"
+#include "io/safetensors_file.h"
+#include "models/positions.h"
 #include "plan/error.h"
 
 namespace studio::models {
-
-AttentionFn local_attention() { return &compat::attention; }
 
 namespace {
 
@@ -85,9 +84,27 @@ std::shared_ptr<CogVideoXTransformer> CogVideoXTransformer::load(io::WeightSet& 
   return m;
 }
 
-TokenGrid CogVideoXTransformer::token_grid(int64_t frames, int64_t height, int64_t width) const {
-  const int64_t pt = cfg_.patch_size_t.value_or(1);
-  return {int((frames + pt - 1) / pt), int(height / cfg_.patch_size), int(width / cfg_.patch_size)};
+void CogVideoXTransformer::check_inputs(const at::Tensor& l, const at::Tensor& t, const char* text_name) const {
+  const auto& c = cfg_;
+  auto shape = [](const at::Tensor& x) { return io::shape_str(x.sizes().vec()); };
+  if (l.dim() != 5 || l.size(2) != c.in_channels || l.size(3) % c.patch_size || l.size(4) % c.patch_size ||
+      l.size(1) % c.patch_size_t.value_or(1))
+    throw InputError("latents have shape " + shape(l) + "; the model needs [B, F, " + std::to_string(c.in_channels) +
+                     ", H, W] with H and W multiples of patch_size " + std::to_string(c.patch_size) +
+                     (c.patch_size_t ? " and F a multiple of patch_size_t " + std::to_string(*c.patch_size_t) : ""));
+  if (t.dim() != 3 || t.size(0) != l.size(0) || t.size(2) != c.text_embed_dim)
+    throw InputError(std::string(text_name) + " has shape " + shape(t) + "; the model needs [" + std::to_string(l.size(0)) +
+                     ", T, " + std::to_string(c.text_embed_dim) +
+                     "] (batch of the latents, text_embed_dim of transformer/config.json)");
+  // The 2B model adds one position table over max_text_seq_length text slots + the video tokens.
+  if (!c.use_rotary_positional_embeddings && t.size(1) != c.max_text_seq_length)
+    throw InputError(std::string(text_name) + " has " + std::to_string(t.size(1)) + " text tokens; this model (3D sin-cos " +
+                     "positions) needs exactly max_text_seq_length = " + std::to_string(c.max_text_seq_length));
+}
+
+TokenGrid CogVideoXTransformer::token_grid(const at::Tensor& latents) const {
+  const int64_t pt = cfg_.patch_size_t.value_or(1), p = cfg_.patch_size;
+  return {int((latents.size(1) + pt - 1) / pt), int(latents.size(3) / p), int(latents.size(4) / p)};
 }
 
 Positions CogVideoXTransformer::positions(const TokenGrid& grid) const {
@@ -97,18 +114,24 @@ Positions CogVideoXTransformer::positions(const TokenGrid& grid) const {
     pos.rope_cos = r.cos.to(device_);
     pos.rope_sin = r.sin.to(device_);
   } else {
-    pos.sincos = sincos_3d(cfg_, grid).to(device_, dtype_);
+    pos.additive = sincos_3d(cfg_, grid).to(device_, dtype_);
   }
   return pos;
 }
 
-at::Tensor CogVideoXTransformer::time_embedding(const at::Tensor& timestep) const {
-  auto t = timestep_embedding(timestep.to(device_), cfg_.inner_dim(), cfg_.flip_sin_to_cos, cfg_.freq_shift);
-  return time_2_(at::silu(time_1_(t.to(dtype_))));
+std::vector<int64_t> CogVideoXTransformer::output_shape(const at::Tensor& latents) const {
+  auto s = latents.sizes().vec();
+  s[2] = cfg_.out_channels;
+  return s;
 }
 
-CogVideoXTransformer::Tokens CogVideoXTransformer::embed(const at::Tensor& hidden, const at::Tensor& text,
-                                                         const Positions& pos) const {
+Conditioning CogVideoXTransformer::condition(const StepInputs& in) const {
+  auto t = timestep_embedding(in.timestep.to(device_), cfg_.inner_dim(), cfg_.flip_sin_to_cos, cfg_.freq_shift);
+  return {time_2_(at::silu(time_1_(t.to(dtype_))))};
+}
+
+Tokens CogVideoXTransformer::embed(const StepInputs& in, const Positions& pos) const {
+  const auto hidden = in.latents.to(device_, dtype_);
   const int64_t B = hidden.size(0), F = hidden.size(1), C = hidden.size(2), H = hidden.size(3), W = hidden.size(4);
   const int64_t p = cfg_.patch_size;
   at::Tensor video;
@@ -124,29 +147,29 @@ CogVideoXTransformer::Tokens CogVideoXTransformer::embed(const at::Tensor& hidde
     video = at::conv2d(hidden.reshape({B * F, C, H, W}), patch_proj_.weight, patch_proj_.bias, {p, p});
     video = video.view({B, F, video.size(1), -1}).transpose(2, 3).flatten(1, 2);
   }
-  if (pos.sincos.defined()) video = video + pos.sincos;
-  return {video, text_proj_(text)};
+  if (pos.additive.defined()) video = video + pos.additive;
+  return {video, text_proj_(in.text.to(device_, dtype_))};
 }
 
-void CogVideoXTransformer::run_block(size_t i, Tokens& x, const at::Tensor& temb, const at::Tensor& rope_cos,
+void CogVideoXTransformer::run_block(size_t i, Tokens& x, const Conditioning& c, const at::Tensor& rope_cos,
                                      const at::Tensor& rope_sin, const AttentionFn& attention) const {
   const Block& blk = blocks_[i];
   const int64_t T = x.text.size(1), heads = cfg_.num_attention_heads;
-  const auto act = at::silu(temb);
+  const auto act = at::silu(c.embedding);
   // Six modulation parts: shift, scale, gate for video, then for text.
   // Text first, then video, written straight into one joint buffer (no concatenation pass).
   auto modulate = [&](const AdaNormZero& n) {
     auto m = n.linear(act).unsqueeze(1).chunk(6, -1);
-    auto joint = at::empty({x.video.size(0), T + x.video.size(1), x.video.size(2)}, x.video.options());
-    auto text = joint.narrow(1, 0, T), video = joint.narrow(1, T, x.video.size(1));
+    auto joint = at::empty({x.latent.size(0), T + x.latent.size(1), x.latent.size(2)}, x.latent.options());
+    auto text = joint.narrow(1, 0, T), video = joint.narrow(1, T, x.latent.size(1));
     at::addcmul_out(text, m[3], n.norm(x.text), 1 + m[4]);
-    at::addcmul_out(video, m[0], n.norm(x.video), 1 + m[1]);
+    at::addcmul_out(video, m[0], n.norm(x.latent), 1 + m[1]);
     return std::tuple{joint, m[2], m[5]};
   };
   // Gated residuals in one pass each; new tensors, as x's may be views of a caller's buffers.
   auto add_gated = [&](const at::Tensor& out, const at::Tensor& gate_t, const at::Tensor& gate_v) {
     x.text = at::addcmul(x.text, gate_t, out.narrow(1, 0, T));
-    x.video = at::addcmul(x.video, gate_v, out.narrow(1, T, out.size(1) - T));
+    x.latent = at::addcmul(x.latent, gate_v, out.narrow(1, T, out.size(1) - T));
   };
 
   auto [joint, gate_v, gate_t] = modulate(blk.norm1);
@@ -169,14 +192,15 @@ void CogVideoXTransformer::run_block(size_t i, Tokens& x, const at::Tensor& temb
   add_gated(ff, gate_ff_t, gate_ff_v);
 }
 
-at::Tensor CogVideoXTransformer::project_out(const at::Tensor& video, const at::Tensor& temb) const {
-  auto h = norm_final_(video);
-  auto m = norm_out_linear_(at::silu(temb)).unsqueeze(1).chunk(2, -1);  // shift, then scale
+at::Tensor CogVideoXTransformer::project_out(const at::Tensor& latent, const Conditioning& c) const {
+  auto h = norm_final_(latent);
+  auto m = norm_out_linear_(at::silu(c.embedding)).unsqueeze(1).chunk(2, -1);  // shift, then scale
   h = norm_out_norm_(h) * (1 + m[1]) + m[0];
   return proj_out_(h);
 }
 
-at::Tensor CogVideoXTransformer::unpatchify(const at::Tensor& x, int64_t B, int64_t F, int64_t H, int64_t W) const {
+at::Tensor CogVideoXTransformer::unpatchify(const at::Tensor& x, const at::Tensor& latents) const {
+  const int64_t B = latents.size(0), F = latents.size(1), H = latents.size(3), W = latents.size(4);
   const int64_t p = cfg_.patch_size;
   if (!cfg_.patch_size_t)
     return x.reshape({B, F, H / p, W / p, -1, p, p}).permute({0, 1, 4, 2, 5, 3, 6}).flatten(5, 6).flatten(3, 4);
@@ -186,15 +210,6 @@ at::Tensor CogVideoXTransformer::unpatchify(const at::Tensor& x, int64_t B, int6
       .flatten(6, 7)
       .flatten(4, 5)
       .flatten(1, 2);
-}
-
-at::Tensor CogVideoXTransformer::forward(const at::Tensor& hidden, const at::Tensor& text, const at::Tensor& timestep,
-                                         const Positions& pos, const AttentionFn& attention) const {
-  const int64_t B = hidden.size(0), F = hidden.size(1), H = hidden.size(3), W = hidden.size(4);
-  auto temb = time_embedding(timestep);
-  auto x = embed(hidden.to(device_, dtype_), text.to(device_, dtype_), pos);
-  for (size_t i = 0; i < blocks_.size(); ++i) run_block(i, x, temb, pos.rope_cos, pos.rope_sin, attention);
-  return unpatchify(project_out(x.video, temb), B, F, H, W);
 }
 
 }  // namespace studio::models

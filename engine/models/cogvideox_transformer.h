@@ -2,33 +2,21 @@
 // chosen by config alone: 1.0 with 3D sin-cos positions (2B), 1.0 with 3D RoPE (5B), and 1.5 with
 // temporal patches and RoPE on the 'slice' grid.
 //
-// forward() is the single-process model. Its pieces (embed, run_block, finish) and the attention hook
-// are public so that the parallel strategies wrap this one model instead of forking it.
+// It implements the family seam (models/dit_model.h): latents [B, F, C, H, W], text rows then video rows.
 #pragma once
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
 
+#include "models/dit_model.h"
 #include "models/layers.h"
-#include "models/positions.h"
 #include "plan/model_folder.h"
 
 namespace studio::models {
 
-// softmax(q k^T / sqrt(d)) v over q, k, v [B, heads, S, head_dim] of the tokens this process holds.
-using AttentionFn = std::function<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&)>;
-AttentionFn local_attention();
-
-// Positions for the video tokens of one latent grid (either table may be undefined).
-struct Positions {
-  at::Tensor sincos;             // [video_tokens, inner_dim] (2B)
-  at::Tensor rope_cos, rope_sin; // [video_tokens, head_dim] (5B, 1.5)
-};
-
-class CogVideoXTransformer {
+class CogVideoXTransformer final : public DitModel {
  public:
   // Loads transformer/ of a diffusers folder; every weight is checked against the config.
   static std::shared_ptr<CogVideoXTransformer> load(const std::string& part_dir, const plan::TransformerConfig& cfg,
@@ -37,31 +25,22 @@ class CogVideoXTransformer {
                                                     at::ScalarType dtype, at::Device device);
 
   const plan::TransformerConfig& config() const { return cfg_; }
-  at::ScalarType dtype() const { return dtype_; }
-  at::Device device() const { return device_; }
+  at::ScalarType dtype() const override { return dtype_; }
+  at::Device device() const override { return device_; }
+  int64_t width() const override { return cfg_.inner_dim(); }
+  size_t num_blocks() const override { return blocks_.size(); }
 
-  // Token grid of latents with `frames` x `height` x `width` latent pixels.
-  TokenGrid token_grid(int64_t frames, int64_t height, int64_t width) const;
-  Positions positions(const TokenGrid& grid) const;
+  void check_inputs(const at::Tensor& latents, const at::Tensor& text, const char* text_name) const override;
+  TokenGrid token_grid(const at::Tensor& latents) const override;
+  Positions positions(const TokenGrid& grid) const override;
+  std::vector<int64_t> output_shape(const at::Tensor& latents) const override;
 
-  // hidden [B, F, C, H, W], text [B, T, text_embed_dim], timestep [B] -> [B, F, C_out, H, W].
-  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& text, const at::Tensor& timestep,
-                     const Positions& pos, const AttentionFn& attention = local_attention()) const;
-
-  // --- the pieces forward() runs ---
-  struct Tokens {
-    at::Tensor video;  // [B, N, D]
-    at::Tensor text;   // [B, T, D]
-  };
-  at::Tensor time_embedding(const at::Tensor& timestep) const;  // [B, time_embed_dim]
-  Tokens embed(const at::Tensor& hidden, const at::Tensor& text, const Positions& pos) const;
-  // One block over the tokens held; `rope_cos`/`rope_sin` cover exactly the video tokens held.
-  void run_block(size_t i, Tokens& x, const at::Tensor& temb, const at::Tensor& rope_cos, const at::Tensor& rope_sin,
-                 const AttentionFn& attention) const;
-  // norm_final, the adaptive output norm and the projection: video tokens -> patch features.
-  at::Tensor project_out(const at::Tensor& video, const at::Tensor& temb) const;
-  at::Tensor unpatchify(const at::Tensor& patches, int64_t batch, int64_t frames, int64_t height, int64_t width) const;
-  size_t num_blocks() const { return blocks_.size(); }
+  Conditioning condition(const StepInputs& in) const override;
+  Tokens embed(const StepInputs& in, const Positions& pos) const override;
+  void run_block(size_t i, Tokens& x, const Conditioning& c, const at::Tensor& rope_cos, const at::Tensor& rope_sin,
+                 const AttentionFn& attention) const override;
+  at::Tensor project_out(const at::Tensor& latent, const Conditioning& c) const override;
+  at::Tensor unpatchify(const at::Tensor& patches, const at::Tensor& latents) const override;
 
  private:
   struct AdaNormZero {  // CogVideoXLayerNormZero

@@ -19,6 +19,7 @@
 #include <optional>
 #include <set>
 
+#include "models/vae_tiling.h"
 #include "plan/error.h"
 
 namespace studio::models {
@@ -291,6 +292,14 @@ std::shared_ptr<CogVideoXVae> CogVideoXVae::load(io::WeightSet& weights, const p
   vae->device_ = device;
   vae->impl_ = impl;
   return vae;
+}
+
+at::Tensor CogVideoXVae::prepare(const at::Tensor& latents, int pad_frames) const {
+  return latents.narrow(1, pad_frames, latents.size(1) - pad_frames).permute({0, 2, 1, 3, 4}) / cfg_.scaling_factor;
+}
+
+at::Tensor CogVideoXVae::decode_tiled(const at::Tensor& z, const TileOptions& tiles) const {
+  return models::decode_tiled(*this, z, tiles);
 }
 
 int CogVideoXVae::output_frames(int latent_frames) const {

@@ -12,23 +12,12 @@
 #include <ATen/core/Tensor.h>
 
 #include "models/layers.h"
+#include "models/vae_decoder.h"
 #include "plan/model_folder.h"
 
 namespace studio::models {
 
-// How several ranks decode one picture, split by rows (parallel/parallel_vae.* provides one over c10d).
-// Every rank makes the same calls in the same order.
-class RowExchange {
- public:
-  virtual ~RowExchange() = default;
-  // Sends `first` (this rank's first row) to the rank above and `last` to the rank below; returns the
-  // row received from above and from below, zeros where this rank is at the picture's edge.
-  virtual std::pair<at::Tensor, at::Tensor> halo(const at::Tensor& first, const at::Tensor& last) = 0;
-  // The elementwise sum of a small tensor over the ranks.
-  virtual at::Tensor sum(const at::Tensor& t) = 0;
-};
-
-class CogVideoXVae {
+class CogVideoXVae final : public VaeDecoder {
  public:
   static std::shared_ptr<CogVideoXVae> load(const std::string& part_dir, const plan::VaeConfig& cfg,
                                             at::ScalarType dtype, at::Device device);
@@ -36,14 +25,14 @@ class CogVideoXVae {
                                             at::Device device);
 
   const plan::VaeConfig& config() const { return cfg_; }
-  int output_frames(int latent_frames) const;
-
-  // z [B, C, F, h, w] (already divided by the scaling factor) -> video [B, out_channels, frames, H, W],
-  // float32, handed to `on_batch` one batch of frames at a time as they are decoded (model device).
-  // With `rows`, z is this rank's rows of the latents and so is every batch handed out.
+  // Latents [B, F, C, h, w] -> z [B, C, F - pad_frames, h, w] divided by the scaling factor.
+  at::Tensor prepare(const at::Tensor& final_latents, int pad_frames) const override;
+  int output_frames(int latent_frames) const override;
+  int spatial_compression() const override { return cfg_.spatial_compression; }
   void decode_batches(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch,
-                      RowExchange* rows = nullptr) const;
-  // The same, collected into one tensor.
+                      RowExchange* rows = nullptr) const override;
+  at::Tensor decode_tiled(const at::Tensor& z, const TileOptions& tiles) const override;
+  // decode_batches() collected into one tensor.
   at::Tensor decode(const at::Tensor& z) const;
 
  private:

@@ -2,17 +2,10 @@
 #pragma once
 #include <ATen/core/Tensor.h>
 
+#include "models/dit_model.h"
 #include "plan/model_folder.h"
 
 namespace studio::models {
-
-// Token grid after patching: frames (after temporal patches), rows, columns.
-struct TokenGrid {
-  int frames = 0;
-  int rows = 0;
-  int cols = 0;
-  int64_t tokens() const { return int64_t(frames) * rows * cols; }
-};
 
 // 3D sin-cos table [tokens, inner_dim] (CogVideoX-2B): a quarter temporal, three quarters spatial
 // (columns, then rows), each [sin | cos]; computed in float64 as the reference does, returned float32.

@@ -10,11 +10,6 @@
 
 namespace studio::models {
 
-struct TileOptions {
-  int sample_height = 240, sample_width = 360;  // pixels: half of CogVideoX's 480 x 720, diffusers' default
-  double overlap_height = 1.0 / 6, overlap_width = 1.0 / 5;
-};
-
 // z [B, C, F, h, w] -> video [B, out_channels, frames, H, W] float32. Latents that fit in one tile are
 // decoded untiled, as diffusers does.
 at::Tensor decode_tiled(const CogVideoXVae& vae, const at::Tensor& z, const TileOptions& tiles = {});

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 
+#include <ATen/ops/zeros.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -136,6 +137,10 @@ std::shared_ptr<Mesh> Mesh::create(const plan::ParallelConfig& cfg, const DistEn
     auto members = plan::group_of(env.rank, dim, cfg);
     if (members.size() > 1) m->groups_[dim] = make(name, members);
   }
+  // No rank leaves before every rank has connected every group: a rank that then fails fast (an input
+  // check) would close its side of a connection a peer is still completing, and the peer would report a
+  // lost connection instead of waiting to be told the real error.
+  m->world_.all_gather(at::zeros({1}, at::TensorOptions(at::kFloat).device(device)));
   return m;
 }
 

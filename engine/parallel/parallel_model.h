@@ -7,7 +7,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "models/cogvideox_transformer.h"
+#include "models/dit_model.h"
 #include "parallel/mesh.h"
 
 namespace studio::parallel {
@@ -17,18 +17,16 @@ class SequenceParallel;
 
 class ParallelTransformer {
  public:
-  ParallelTransformer(const models::CogVideoXTransformer& model, Mesh& mesh);
+  ParallelTransformer(const models::DitModel& model, Mesh& mesh);
   ~ParallelTransformer();
 
-  // Same contract as CogVideoXTransformer::forward for the whole batch (both CFG branches); every rank
-  // returns the whole output. Call once per denoising step, in order (PipeFusion counts warm-up steps).
-  at::Tensor operator()(const at::Tensor& hidden, const at::Tensor& text, const at::Tensor& timestep,
-                        const models::Positions& pos);
+  // Same contract as DitModel::forward for the whole batch (both CFG branches); every rank returns the
+  // whole output. Call once per denoising step, in order (PipeFusion counts warm-up steps).
+  at::Tensor operator()(const models::StepInputs& in, const models::Positions& pos);
 
  private:
-  at::Tensor branch(const at::Tensor& hidden, const at::Tensor& text, const at::Tensor& timestep,
-                    const models::Positions& pos);
-  const models::CogVideoXTransformer& model_;
+  at::Tensor branch(const models::StepInputs& in, const models::Positions& pos);
+  const models::DitModel& model_;
   Mesh& mesh_;
   int calls_ = 0;
   std::unique_ptr<PipeFusionStage> pipefusion_;

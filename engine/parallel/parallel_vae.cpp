@@ -37,18 +37,18 @@ std::pair<int64_t, int64_t> rows_of(int64_t h, int r, int n) {
   return {begin, begin + base + (r < extra ? 1 : 0)};
 }
 
-void decode_by_rows(const models::CogVideoXVae& vae, Group& group, const at::Tensor& z,
+void decode_by_rows(const models::VaeDecoder& vae, Group& group, const at::Tensor& z,
                     const std::function<void(const at::Tensor&)>& on_batch) {
   const int n = group.size();
   if (n == 1) return vae.decode_batches(z, on_batch);
   const int64_t h = z.size(3);
   if (h < n)
     throw InputError("parallel VAE decoding: " + std::to_string(n) + " ranks cannot share " + std::to_string(h) +
-                     " latent rows (" + std::to_string(h * vae.config().spatial_compression) +
+                     " latent rows (" + std::to_string(h * vae.spatial_compression()) +
                      " pixels); use at most " + std::to_string(h) + " ranks or a taller video");
   const auto [begin, end] = rows_of(h, group.rank(), n);
   GroupRows rows(group);
-  const int64_t scale = vae.config().spatial_compression;
+  const int64_t scale = vae.spatial_compression();
   vae.decode_batches(
       z.narrow(3, begin, end - begin).contiguous(),
       [&](const at::Tensor& mine) {

@@ -8,7 +8,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "models/cogvideox_vae.h"
+#include "models/vae_decoder.h"
 #include "parallel/comm.h"
 
 namespace studio::parallel {
@@ -17,9 +17,9 @@ namespace studio::parallel {
 std::pair<int64_t, int64_t> rows_of(int64_t h, int r, int n);
 
 // z [B, C, F, h, w], whole, on every rank of `group`. `on_batch` is called on group rank 0 only, with
-// each batch whole ([B, out_channels, frames, H, W], as CogVideoXVae::decode_batches hands them out).
+// each batch whole ([B, out_channels, frames, H, W], as VaeDecoder::decode_batches hands them out).
 // InputError when the group has more ranks than the latents have rows.
-void decode_by_rows(const models::CogVideoXVae& vae, Group& group, const at::Tensor& z,
+void decode_by_rows(const models::VaeDecoder& vae, Group& group, const at::Tensor& z,
                     const std::function<void(const at::Tensor&)>& on_batch);
 
 }  // namespace studio::parallel

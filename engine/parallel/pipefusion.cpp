@@ -10,9 +10,9 @@
 
 namespace studio::parallel {
 
-using Tokens = models::CogVideoXTransformer::Tokens;
+using models::Tokens;
 
-PipeFusionStage::PipeFusionStage(const models::CogVideoXTransformer& model, Mesh& mesh) : model_(model), mesh_(mesh) {
+PipeFusionStage::PipeFusionStage(const models::DitModel& model, Mesh& mesh) : model_(model), mesh_(mesh) {
   stage_ = mesh.coords().pipefusion;
   stages_ = mesh.config().pipefusion_parallel_degree;
   // Layers split as evenly as they go, the first stages taking one more when they do not divide.
@@ -23,43 +23,37 @@ PipeFusionStage::PipeFusionStage(const models::CogVideoXTransformer& model, Mesh
   values_.resize(end_ - first_);
 }
 
-at::Tensor PipeFusionStage::forward(int step, const at::Tensor& hidden, const at::Tensor& text,
-                                    const at::Tensor& timestep, const models::Positions& pos) {
-  if (step < mesh_.config().warmup_steps) return synchronous(hidden, text, timestep, pos);
-  return pipelined(hidden, text, timestep, pos);
+at::Tensor PipeFusionStage::forward(int step, const models::StepInputs& in, const models::Positions& pos) {
+  if (step < mesh_.config().warmup_steps) return synchronous(in, pos);
+  return pipelined(in, pos);
 }
 
-PipeFusionStage::Step PipeFusionStage::step_of(const at::Tensor& hidden, const at::Tensor& timestep) const {
-  Step s{hidden.size(0), hidden.size(1), hidden.size(3), hidden.size(4), {}, model_.time_embedding(timestep),
-         at::TensorOptions().dtype(model_.dtype()).device(model_.device())};
-  s.grid = model_.token_grid(s.F, s.H, s.W);
-  return s;
+PipeFusionStage::Step PipeFusionStage::step_of(const models::StepInputs& in) const {
+  return {in.latents.size(0), in.text.size(1), model_.token_grid(in.latents), model_.condition(in),
+          at::TensorOptions().dtype(model_.dtype()).device(model_.device())};
 }
 
 // The last stage's output, on every stage.
-at::Tensor PipeFusionStage::share_output(at::Tensor out, const Step& s) {
+at::Tensor PipeFusionStage::share_output(at::Tensor out, const models::StepInputs& in, const Step& s) {
   Group& pf = mesh_.group(plan::Dim::PipeFusion);
-  if (stage_ != stages_ - 1) out = at::empty({s.B, s.F, model_.config().out_channels, s.H, s.W}, s.opts);
+  if (stage_ != stages_ - 1) out = at::empty(model_.output_shape(in.latents), s.opts);
   out = out.contiguous();
   pf.broadcast(out, stages_ - 1);
   return out;
 }
 
-at::Tensor PipeFusionStage::synchronous(const at::Tensor& hidden, const at::Tensor& text, const at::Tensor& timestep,
-                                        const models::Positions& pos) {
+at::Tensor PipeFusionStage::synchronous(const models::StepInputs& in, const models::Positions& pos) {
   Group& pf = mesh_.group(plan::Dim::PipeFusion);
-  const Step s = step_of(hidden, timestep);
-  const auto& [B, F, H, W, grid, temb, opts] = s;
-  const auto& cfg = model_.config();
-  auto& sp = SequenceParallel::reuse(sequence_, mesh_, {text.size(1), grid.tokens(), mesh_.config().sp_degree()},
-                                     opts.device());
+  const Step s = step_of(in);
+  const auto& [B, T, grid, cond, opts] = s;
+  auto& sp = SequenceParallel::reuse(sequence_, mesh_, {T, grid.tokens(), mesh_.config().sp_degree()}, opts.device());
   Tokens x;
   if (stage_ == 0) {
-    x = sp.shard(model_.embed(hidden.to(opts), text.to(opts), pos));
+    x = sp.shard(model_.embed(in, pos));
   } else {
-    x.text = at::empty({B, sp.layout().text_chunk(), cfg.inner_dim()}, opts);
-    x.video = at::empty({B, sp.layout().video_chunk(), cfg.inner_dim()}, opts);
-    pf.run({{PeerOp::Recv, x.text, stage_ - 1}, {PeerOp::Recv, x.video, stage_ - 1}});
+    x.text = at::empty({B, sp.layout().text_chunk(), model_.width()}, opts);
+    x.latent = at::empty({B, sp.layout().latent_chunk(), model_.width()}, opts);
+    pf.run({{PeerOp::Recv, x.text, stage_ - 1}, {PeerOp::Recv, x.latent, stage_ - 1}});
   }
   const auto [cos, sin] = sp.shard_rope(pos);
   const bool sequence_parallel = mesh_.config().sp_degree() > 1;
@@ -72,27 +66,25 @@ at::Tensor PipeFusionStage::synchronous(const at::Tensor& hidden, const at::Tens
         values_[i - first_] = v.clone();
         return compat::attention(q, k, v);
       };
-    model_.run_block(i, x, temb, cos, sin, attention);
+    model_.run_block(i, x, cond, cos, sin, attention);
   }
   at::Tensor out;
   if (stage_ + 1 < stages_) {
-    pf.run({{PeerOp::Send, x.text, stage_ + 1}, {PeerOp::Send, x.video, stage_ + 1}});
+    pf.run({{PeerOp::Send, x.text, stage_ + 1}, {PeerOp::Send, x.latent, stage_ + 1}});
   } else {
-    out = model_.unpatchify(sp.gather_video(model_.project_out(x.video, temb)), B, F, H, W);
+    out = model_.unpatchify(sp.gather_latent(model_.project_out(x.latent, cond)), in.latents);
   }
-  return share_output(out, s);
+  return share_output(out, in, s);
 }
 
-at::Tensor PipeFusionStage::pipelined(const at::Tensor& hidden, const at::Tensor& text, const at::Tensor& timestep,
-                                      const models::Positions& pos) {
+at::Tensor PipeFusionStage::pipelined(const models::StepInputs& in, const models::Positions& pos) {
   Group& pf = mesh_.group(plan::Dim::PipeFusion);
-  const Step s = step_of(hidden, timestep);
-  const auto& [B, F, H, W, grid, temb, opts] = s;
-  const auto& cfg = model_.config();
-  const int64_t T = text.size(1), patches = mesh_.config().num_pipeline_patch;
+  const Step s = step_of(in);
+  const auto& [B, T, grid, cond, opts] = s;
+  const int64_t patches = mesh_.config().num_pipeline_patch;
   Tokens full;
-  if (stage_ == 0) full = model_.embed(hidden.to(opts), text.to(opts), pos);
-  at::Tensor out;  // last stage: [B, video tokens, patch features]
+  if (stage_ == 0) full = model_.embed(in, pos);
+  at::Tensor out;  // last stage: [B, latent tokens, patch features]
   for (int64_t m = 0; m < patches; ++m) {
     // Patch m: token rows [r0, r1) of every frame; the text travels with the first patch.
     const int64_t r0 = m * grid.rows / patches, r1 = (m + 1) * grid.rows / patches;
@@ -102,16 +94,16 @@ at::Tensor PipeFusionStage::pipelined(const at::Tensor& hidden, const at::Tensor
     const int64_t n = idx.size(0), t = m == 0 ? T : 0;
     Tokens x;
     if (stage_ == 0) {
-      x = {full.video.index_select(1, idx), full.text.narrow(1, 0, t)};
+      x = {full.latent.index_select(1, idx), full.text.narrow(1, 0, t)};
     } else {
-      x.video = at::empty({B, n, cfg.inner_dim()}, opts);
-      x.text = at::empty({B, t, cfg.inner_dim()}, opts);
+      x.latent = at::empty({B, n, model_.width()}, opts);
+      x.text = at::empty({B, t, model_.width()}, opts);
       std::vector<PeerOp> ops;
       if (t > 0) ops.push_back({PeerOp::Recv, x.text, stage_ - 1});
-      ops.push_back({PeerOp::Recv, x.video, stage_ - 1});
+      ops.push_back({PeerOp::Recv, x.latent, stage_ - 1});
       pf.run(std::move(ops));
     }
-    // Where the patch's keys go in the buffer: [text, video] rows of the joint sequence.
+    // Where the patch's keys go in the buffer: [text, latent] rows of the joint sequence.
     const auto joint = m == 0 ? at::cat({at::arange(T, idx.options()), idx + T}) : idx + T;
     at::Tensor cos, sin;
     if (pos.rope_cos.defined()) cos = pos.rope_cos.index_select(0, idx), sin = pos.rope_sin.index_select(0, idx);
@@ -121,21 +113,21 @@ at::Tensor PipeFusionStage::pipelined(const at::Tensor& hidden, const at::Tensor
         values_[i - first_].index_copy_(2, joint, v);
         return compat::attention(q, keys_[i - first_], values_[i - first_]);
       };
-      model_.run_block(i, x, temb, cos, sin, attention);
+      model_.run_block(i, x, cond, cos, sin, attention);
     }
     if (stage_ + 1 < stages_) {
       std::vector<PeerOp> ops;
       if (t > 0) ops.push_back({PeerOp::Send, x.text, stage_ + 1});
-      ops.push_back({PeerOp::Send, x.video, stage_ + 1});
+      ops.push_back({PeerOp::Send, x.latent, stage_ + 1});
       pf.run(std::move(ops));
     } else {
-      auto patch = model_.project_out(x.video, temb);
+      auto patch = model_.project_out(x.latent, cond);
       if (!out.defined()) out = at::empty({B, grid.tokens(), patch.size(2)}, patch.options());
       out.index_copy_(1, idx, patch);
     }
   }
-  if (out.defined()) out = model_.unpatchify(out, B, F, H, W);
-  return share_output(out, s);
+  if (out.defined()) out = model_.unpatchify(out, in.latents);
+  return share_output(out, in, s);
 }
 
 }  // namespace studio::parallel

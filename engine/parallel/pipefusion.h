@@ -10,7 +10,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "models/cogvideox_transformer.h"
+#include "models/dit_model.h"
 #include "parallel/mesh.h"
 #include "parallel/sequence.h"
 
@@ -18,37 +18,34 @@ namespace studio::parallel {
 
 class PipeFusionStage {
  public:
-  PipeFusionStage(const models::CogVideoXTransformer& model, Mesh& mesh);
+  PipeFusionStage(const models::DitModel& model, Mesh& mesh);
 
   // `step` counts the calls from 0; steps below warmup_steps are synchronous. Every rank of the
   // PipeFusion group returns the whole output.
-  at::Tensor forward(int step, const at::Tensor& hidden, const at::Tensor& text, const at::Tensor& timestep,
-                     const models::Positions& pos);
+  at::Tensor forward(int step, const models::StepInputs& in, const models::Positions& pos);
 
   size_t first_layer() const { return first_; }
   size_t end_layer() const { return end_; }
 
  private:
-  at::Tensor synchronous(const at::Tensor& hidden, const at::Tensor& text, const at::Tensor& timestep,
-                         const models::Positions& pos);
-  at::Tensor pipelined(const at::Tensor& hidden, const at::Tensor& text, const at::Tensor& timestep,
-                       const models::Positions& pos);
+  at::Tensor synchronous(const models::StepInputs& in, const models::Positions& pos);
+  at::Tensor pipelined(const models::StepInputs& in, const models::Positions& pos);
   // What both kinds of step need to know about the call.
   struct Step {
-    int64_t B, F, H, W;
+    int64_t B, T;  // samples, text tokens
     models::TokenGrid grid;
-    at::Tensor temb;
+    models::Conditioning cond;
     at::TensorOptions opts;
   };
-  Step step_of(const at::Tensor& hidden, const at::Tensor& timestep) const;
-  at::Tensor share_output(at::Tensor out, const Step& s);
+  Step step_of(const models::StepInputs& in) const;
+  at::Tensor share_output(at::Tensor out, const models::StepInputs& in, const Step& s);
 
-  const models::CogVideoXTransformer& model_;
+  const models::DitModel& model_;
   Mesh& mesh_;
   int stage_ = 0, stages_ = 1;
   size_t first_ = 0, end_ = 0;
   std::unique_ptr<SequenceParallel> sequence_;  // for the warm-up steps
-  std::vector<at::Tensor> keys_, values_;  // per layer of this stage: [B, heads, text + video, head_dim]
+  std::vector<at::Tensor> keys_, values_;  // per layer of this stage: [B, heads, text + latent, head_dim]
 };
 
 }  // namespace studio::parallel

@@ -15,20 +15,20 @@
 
 namespace studio::parallel {
 
-using Tokens = models::CogVideoXTransformer::Tokens;
+using Tokens = models::Tokens;
 
 int64_t SequenceLayout::text_valid(int part) const {
   return std::clamp<int64_t>(text - int64_t(part) * text_chunk(), 0, text_chunk());
 }
 
-int64_t SequenceLayout::video_valid(int part) const {
-  return std::clamp<int64_t>(video - int64_t(part) * video_chunk(), 0, video_chunk());
+int64_t SequenceLayout::latent_valid(int part) const {
+  return std::clamp<int64_t>(latent - int64_t(part) * latent_chunk(), 0, latent_chunk());
 }
 
 at::Tensor SequenceLayout::row_valid(int part) const {
-  auto valid = at::zeros({text_chunk() + video_chunk()}, at::kBool);
+  auto valid = at::zeros({text_chunk() + latent_chunk()}, at::kBool);
   valid.narrow(0, 0, text_valid(part)).fill_(true);
-  valid.narrow(0, text_chunk(), video_valid(part)).fill_(true);
+  valid.narrow(0, text_chunk(), latent_valid(part)).fill_(true);
   return valid;
 }
 
@@ -37,7 +37,7 @@ SequenceParallel::SequenceParallel(Mesh& mesh, const SequenceLayout& layout, con
   const auto& c = mesh.coords();
   const int U = mesh.config().ulysses_degree;
   part_ = c.ring * U + c.ulysses;
-  if (layout.text % layout.parts == 0 && layout.video % layout.parts == 0) return;
+  if (layout.text % layout.parts == 0 && layout.latent % layout.parts == 0) return;
   // Padded keys are left out of attention rather than masked: the rows of each ring position's block
   // that hold real tokens, made once here on the device.
   for (int ring_pos = 0; ring_pos < mesh.config().ring_degree; ++ring_pos) {
@@ -68,26 +68,26 @@ at::Tensor chunk_of(const at::Tensor& x, int64_t chunk, int parts, int part) {
 }  // namespace
 
 Tokens SequenceParallel::shard(const Tokens& full) const {
-  return {chunk_of(full.video, layout_.video_chunk(), layout_.parts, part_),
+  return {chunk_of(full.latent, layout_.latent_chunk(), layout_.parts, part_),
           chunk_of(full.text, layout_.text_chunk(), layout_.parts, part_)};
 }
 
-at::Tensor SequenceParallel::shard_video_table(const at::Tensor& table, double pad) const {
-  const int64_t total = layout_.video_chunk() * layout_.parts;
+at::Tensor SequenceParallel::shard_latent_table(const at::Tensor& table, double pad) const {
+  const int64_t total = layout_.latent_chunk() * layout_.parts;
   auto padded = total > table.size(0)
                     ? at::cat({table, at::full({total - table.size(0), table.size(1)}, pad, table.options())}, 0)
                     : table;
-  return padded.narrow(0, int64_t(part_) * layout_.video_chunk(), layout_.video_chunk());
+  return padded.narrow(0, int64_t(part_) * layout_.latent_chunk(), layout_.latent_chunk());
 }
 
 std::pair<at::Tensor, at::Tensor> SequenceParallel::shard_rope(const models::Positions& pos) const {
   if (!pos.rope_cos.defined()) return {};
-  return {shard_video_table(pos.rope_cos, 1.0), shard_video_table(pos.rope_sin, 0.0)};
+  return {shard_latent_table(pos.rope_cos, 1.0), shard_latent_table(pos.rope_sin, 0.0)};
 }
 
-at::Tensor SequenceParallel::gather_video(const at::Tensor& local) const {
+at::Tensor SequenceParallel::gather_latent(const at::Tensor& local) const {
   auto parts = mesh_.group(plan::Dim::Sequence).all_gather(local);
-  return at::cat(parts, 1).narrow(1, 0, layout_.video);
+  return at::cat(parts, 1).narrow(1, 0, layout_.latent);
 }
 
 models::AttentionFn SequenceParallel::attention() const {

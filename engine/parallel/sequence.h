@@ -1,6 +1,6 @@
-// Sequence parallelism over the joint sequence CogVideoX attends over (text tokens, then video tokens).
-// Text and video are each cut into P equal chunks (the last ones padded), so that every rank of the
-// sequence group holds [text chunk, video chunk] of one length and attention sees the same tokens as in
+// Sequence parallelism over the joint sequence a family attends over (text tokens, then latent tokens:
+// video or image patches). Text and latent rows are each cut into P equal chunks (the last ones padded), so
+// that every rank of the sequence group holds [text chunk, latent chunk] of one length and attention sees the same tokens as in
 // one process (field note 5); padded keys are masked in every attention and padded rows dropped when
 // gathering, so any token count works (field notes 1 and 3).
 //
@@ -13,20 +13,20 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "models/cogvideox_transformer.h"
+#include "models/dit_model.h"
 #include "parallel/mesh.h"
 
 namespace studio::parallel {
 
 struct SequenceLayout {
-  int64_t text = 0, video = 0;
+  int64_t text = 0, latent = 0;
   int parts = 1;
   int64_t text_chunk() const { return (text + parts - 1) / parts; }
-  int64_t video_chunk() const { return (video + parts - 1) / parts; }
+  int64_t latent_chunk() const { return (latent + parts - 1) / parts; }
   int64_t text_valid(int part) const;
-  int64_t video_valid(int part) const;
-  at::Tensor row_valid(int part) const;  // [text_chunk + video_chunk] bool
-  bool operator==(const SequenceLayout& o) const { return text == o.text && video == o.video && parts == o.parts; }
+  int64_t latent_valid(int part) const;
+  at::Tensor row_valid(int part) const;  // [text_chunk + latent_chunk] bool
+  bool operator==(const SequenceLayout& o) const { return text == o.text && latent == o.latent && parts == o.parts; }
 };
 
 class SequenceParallel {
@@ -40,14 +40,14 @@ class SequenceParallel {
 
   int part() const { return part_; }
   const SequenceLayout& layout() const { return layout_; }
-  // This rank's text and video rows, zero-padded to the chunk sizes.
-  models::CogVideoXTransformer::Tokens shard(const models::CogVideoXTransformer::Tokens& full) const;
-  // Rows of a per-video-token table (RoPE cos/sin) for this rank; padding rows are `pad`.
-  at::Tensor shard_video_table(const at::Tensor& table, double pad) const;
+  // This rank's text and latent rows, zero-padded to the chunk sizes.
+  models::Tokens shard(const models::Tokens& full) const;
+  // Rows of a per-latent-token table (RoPE cos/sin) for this rank; padding rows are `pad`.
+  at::Tensor shard_latent_table(const at::Tensor& table, double pad) const;
   // This rank's RoPE rows (padding rotates by nothing); undefined when the model has no RoPE.
   std::pair<at::Tensor, at::Tensor> shard_rope(const models::Positions& pos) const;
-  // Every rank's video rows [B, video_chunk, F] -> [B, video, F], padding dropped.
-  at::Tensor gather_video(const at::Tensor& local) const;
+  // Every rank's latent rows [B, latent_chunk, F] -> [B, latent, F], padding dropped.
+  at::Tensor gather_latent(const at::Tensor& local) const;
   // The attention over the whole sequence group, for run_block.
   models::AttentionFn attention() const;
 

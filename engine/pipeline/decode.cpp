@@ -9,10 +9,9 @@
 
 namespace studio::pipeline {
 
-void decode_latents(const models::CogVideoXVae& vae, const at::Tensor& latents, int pad_frames,
+void decode_latents(const models::VaeDecoder& vae, const at::Tensor& latents, int pad_frames,
                     const FramesFn& on_frames, const DecodeOptions& o) {
-  auto z = latents.narrow(1, pad_frames, latents.size(1) - pad_frames).permute({0, 2, 1, 3, 4}) /
-           vae.config().scaling_factor;
+  const auto z = vae.prepare(latents, pad_frames);
   int frame = 0;
   if (o.rows)
     return parallel::decode_by_rows(vae, *o.rows, z, [&](const at::Tensor& f) {
@@ -23,7 +22,7 @@ void decode_latents(const models::CogVideoXVae& vae, const at::Tensor& latents, 
   for (int64_t b = 0; b < B; b += per) {
     const auto part = z.narrow(0, b, std::min(per, B - b));
     if (o.tiling) {
-      on_frames(models::decode_tiled(vae, part, o.tiles), int(b), 0);
+      on_frames(vae.decode_tiled(part, o.tiles), int(b), 0);
       continue;
     }
     frame = 0;

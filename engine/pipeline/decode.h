@@ -1,18 +1,17 @@
-// Final latents -> video frames, as the reference pipeline decodes them: CogVideoX 1.5's padding frames
-// dropped, the scaling factor undone, then the VAE batch by batch.
+// Final latents -> video frames, as the reference pipeline decodes them: the family's preparation (CogVideoX
+// 1.5's padding frames dropped, the scaling factor undone), then the VAE batch by batch.
 #pragma once
 #include <functional>
 
 #include <ATen/core/Tensor.h>
 
-#include "models/cogvideox_vae.h"
-#include "models/vae_tiling.h"
+#include "models/vae_decoder.h"
 #include "parallel/comm.h"
 
 namespace studio::pipeline {
 
 struct DecodeOptions {
-  bool tiling = false;   // overlapping tiles (models/vae_tiling.h)
+  bool tiling = false;   // overlapping tiles
   models::TileOptions tiles;
   bool slicing = false;  // the videos one at a time
   parallel::Group* rows = nullptr;  // split by rows over this group (parallel VAE); frames reach its rank 0
@@ -23,7 +22,7 @@ using FramesFn = std::function<void(const at::Tensor& frames, int first_video, i
 
 // latents [B, F, C, h, w] -> video float32 in about [-1, 1], handed to `on_frames` as it is decoded: one
 // batch of frames at a time (a whole video at once when tiled).
-void decode_latents(const models::CogVideoXVae& vae, const at::Tensor& latents, int pad_frames,
+void decode_latents(const models::VaeDecoder& vae, const at::Tensor& latents, int pad_frames,
                     const FramesFn& on_frames, const DecodeOptions& options = {});
 
 // [B, 3, T, H, W] in [-1, 1] -> [B, T, H, W, 3] uint8, as the reference's video processor maps it:

@@ -6,7 +6,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "models/cogvideox_transformer.h"
+#include "models/dit_model.h"
 #include "plan/model_folder.h"
 #include "sampling/noise.h"
 
@@ -35,14 +35,13 @@ struct Hooks {
 
 // One transformer call over the whole batch (both guidance branches). The default is the model's own
 // forward(); a parallel rank passes its wrapper (parallel/parallel_model.h).
-using ModelCall = std::function<at::Tensor(const at::Tensor& hidden, const at::Tensor& text,
-                                           const at::Tensor& timestep, const models::Positions& pos)>;
+using ModelCall = std::function<at::Tensor(const models::StepInputs& in, const models::Positions& pos)>;
 
 // Checks the inputs' shapes against the model; InputError names the tensor and what would fit.
-void check_inputs(const models::CogVideoXTransformer& model, const DenoiseInputs& in);
+void check_inputs(const models::DitModel& model, const DenoiseInputs& in);
 
 // Returns the final latents [B, F, C, H, W] as float32 on the model's device.
-at::Tensor denoise(const models::CogVideoXTransformer& model, const plan::SchedulerConfig& sampler,
+at::Tensor denoise(const models::DitModel& model, const plan::SchedulerConfig& sampler,
                    const DenoiseInputs& in, sampling::NoiseSource* noise, const Hooks& hooks = {},
                    const ModelCall& call = {});
 

@@ -10,7 +10,7 @@
 
 #include "compat/torch_compat.h"
 #include "io/tensor_file.h"
-#include "models/cogvideox_vae.h"
+#include "models/families.h"
 #include "pipeline/decode.h"
 #include "plan/error.h"
 #include "parallel/parallel_model.h"
@@ -167,7 +167,7 @@ at::Tensor decode_outputs(const plan::JobSpec& job, const plan::ModelFolder& mod
                           const std::function<void(const std::string&)>& log) {
   const auto geo = plan::latent_geometry(job, model);
   const std::string vdir = (fs::path(model.dir) / "vae").string();
-  auto vae = models::CogVideoXVae::load(vdir, *model.vae, dtype, device);
+  auto vae = models::load_vae(model, dtype, device);
   const bool writer = mesh.rank() == 0;
   DecodeOptions opts;
   opts.tiling = job.vae_tiling;
@@ -302,7 +302,7 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   log("loading " + tdir + " (" + plan::family_name(model.transformer.family()) + ") as " +
       std::string(c10::toString(dtype)) + " on " + device.str());
   {
-    auto transformer = models::CogVideoXTransformer::load(tdir, model.transformer, dtype, device);
+    auto transformer = models::load_transformer(model, dtype, device);
     PartialLatents partial;
     r.seconds_loading = since(t0);
     log("denoising " + shape(latent_shape) + " latents (" + std::to_string(geo.video_tokens) + " video + " +
@@ -314,8 +314,9 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
     std::shared_ptr<parallel::ParallelTransformer> parallel_model;
     if (mesh.world_size() > 1) {
       parallel_model = std::make_shared<parallel::ParallelTransformer>(*transformer, mesh);
-      call = [parallel_model](const at::Tensor& h, const at::Tensor& t, const at::Tensor& ts,
-                              const models::Positions& p) { return (*parallel_model)(h, t, ts, p); };
+      call = [parallel_model](const models::StepInputs& in, const models::Positions& p) {
+        return (*parallel_model)(in, p);
+      };
     }
     phase("denoising");
     at::Tensor latents;

@@ -11,6 +11,11 @@
 
 namespace studio::plan {
 
+// What every interface accepts for a degree or PipeFusion's patch count, and for the warm-up steps
+// (whether a configuration fits a job and a machine is validate_parallel's to say).
+constexpr int kMaxDegree = 1024;
+constexpr int kMaxWarmupSteps = 100000;
+
 struct ParallelConfig {
   int ulysses_degree = 1;
   int ring_degree = 1;

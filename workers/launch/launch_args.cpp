@@ -35,7 +35,7 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
   LaunchArgs a;
   plan::JobSpec& j = a.job;
   plan::ParallelConfig& p = a.parallel;
-  auto degree = [](const std::string& f, const std::string& v) { return int(to_integer(f, v, 1, 1024, "2")); };
+  auto degree = [](const std::string& f, const std::string& v) { return int(to_integer(f, v, 1, plan::kMaxDegree, "2")); };
   auto seconds = [](const std::string& f, const std::string& v) {
     const double s = to_number(f, v, "30");
     if (s < 1 || s > 86400) throw ArgError(f + " " + v + ": out of range; expected 1 to 86400 seconds");
@@ -64,7 +64,7 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
       {"--ring_degree", [&](auto& f, auto& v) { p.ring_degree = degree(f, v); }},
       {"--pipefusion_parallel_degree", [&](auto& f, auto& v) { p.pipefusion_parallel_degree = degree(f, v); }},
       {"--num_pipeline_patch", [&](auto& f, auto& v) { p.num_pipeline_patch = degree(f, v); }},
-      {"--warmup_steps", [&](auto& f, auto& v) { p.warmup_steps = int(to_integer(f, v, 0, 100000, "1")); }},
+      {"--warmup_steps", [&](auto& f, auto& v) { p.warmup_steps = int(to_integer(f, v, 0, plan::kMaxWarmupSteps, "1")); }},
       {"--data_parallel_degree", [&](auto& f, auto& v) { p.data_parallel_degree = degree(f, v); }},
       {"--device", [&](auto&, auto& v) { j.device = v; }},
       {"--nnodes", [&](auto& f, auto& v) { a.run.nnodes = int(to_integer(f, v, 1, 4096, "2")); }},

@@ -16,6 +16,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "workers/guarded_main.h"
+
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
@@ -37,33 +39,14 @@ std::string describe_status(int status) {
   return "stopped";
 }
 
-int exit_code_of(int status) {
+int exit_status_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;
 }
 
-// The exit statuses of guarded_main.h, read back.
 events::ErrorKind kind_of_status(int status) {
-  if (WIFSIGNALED(status)) return events::ErrorKind::Crash;
-  switch (WEXITSTATUS(status)) {
-    case 2:
-    case 3: return events::ErrorKind::BadInput;
-    case 4: return events::ErrorKind::OutOfMemory;
-    case 5: return events::ErrorKind::LostPeer;
-    case 130: return events::ErrorKind::Cancelled;
-    default: return events::ErrorKind::Internal;
-  }
-}
-
-int exit_code_of_kind(events::ErrorKind k) {
-  switch (k) {
-    case events::ErrorKind::BadInput: return 3;
-    case events::ErrorKind::OutOfMemory: return 4;
-    case events::ErrorKind::LostPeer: return 5;
-    case events::ErrorKind::Cancelled: return 130;
-    default: return 1;
-  }
+  return WIFSIGNALED(status) ? events::ErrorKind::Crash : kind_of_exit(WEXITSTATUS(status));
 }
 
 bool same_secret(const std::string& a, const std::string& b) {
@@ -339,7 +322,7 @@ void Supervisor::handle(int rank, const events::Message& m) {
       r.finished = true;  // it reported how it ended
       if (e.kind == events::ErrorKind::Cancelled) break;  // a stop we asked for
       fail(rank, e.kind, "failed (" + std::string(events::error_kind_name(e.kind)) + "): " + e.message,
-           exit_code_of_kind(e.kind));
+           exit_code_of(e.kind));
       break;
     }
     case events::Kind::Hello:
@@ -390,10 +373,10 @@ void Supervisor::reap() {
       auto& r = ranks_[size_t(l.rank)];
       r.finished = true;
       if (!r.pid) r.pid = pid;
-      if (exit_code_of(status) == 0) break;
+      if (exit_status_of(status) == 0) break;
       if (r.phase != "failed") r.phase = WIFSIGNALED(status) ? "killed" : "failed";
       if (!stopping_ || outcome_.kind == events::ErrorKind::LostPeer)
-        fail(l.rank, kind_of_status(status), describe_status(status), exit_code_of(status));
+        fail(l.rank, kind_of_status(status), describe_status(status), exit_status_of(status));
     }
   }
 }

@@ -1,0 +1,24 @@
+#include "models/dit_model.h"
+
+#include "compat/torch_compat.h"
+
+namespace studio::models {
+
+AttentionFn local_attention() { return &compat::attention; }
+
+StepInputs StepInputs::rows(int64_t first, int64_t count) const {
+  StepInputs part;
+  for (auto [from, to] : {std::pair{&latents, &part.latents}, std::pair{&text, &part.text},
+                          std::pair{&timestep, &part.timestep}})
+    if (from->defined()) *to = from->narrow(0, first, count);
+  return part;
+}
+
+at::Tensor DitModel::forward(const StepInputs& in, const Positions& pos, const AttentionFn& attention) const {
+  const auto c = condition(in);
+  auto x = embed(in, pos);
+  for (size_t i = 0; i < num_blocks(); ++i) run_block(i, x, c, pos.rope_cos, pos.rope_sin, attention);
+  return unpatchify(project_out(x.latent, c), in.latents);
+}
+
+}  // namespace studio::models

@@ -1,0 +1,88 @@
+// The seam between a Diffusion Transformer family and everything above models/: parallel/ wraps these
+// pieces and pipeline/ calls them, never a family's own type. Each family implements DitModel in its own
+// files (cogvideox_transformer.* today). forward() runs the pieces in one process; every parallel strategy
+// runs the same pieces over its share of the tokens and must equal it.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace studio::models {
+
+// softmax(q k^T / sqrt(d)) v over q, k, v [B, heads, S, head_dim] of the tokens this process holds; the
+// hook sequence parallelism and PipeFusion replace.
+using AttentionFn = std::function<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&)>;
+AttentionFn local_attention();
+
+// The latent tokens' grid after patching: frames (1 for an image), rows, columns. Token n is
+// (frame, row, col) in that order, so a band of rows of every frame is a PipeFusion patch.
+struct TokenGrid {
+  int frames = 0;
+  int rows = 0;
+  int cols = 0;
+  int64_t tokens() const { return int64_t(frames) * rows * cols; }
+};
+
+// The tokens between blocks: the text rows and the latent rows (video or image patches), each [B, n, width].
+// Attention sees one joint sequence, text rows first (CogVideoX, FLUX): sequence parallelism and PipeFusion
+// shard it so. A family whose text is reached by cross-attention instead (Wan) widens this seam.
+struct Tokens {
+  at::Tensor latent;
+  at::Tensor text;
+};
+
+// Position tables for one latent grid; either may be undefined.
+struct Positions {
+  at::Tensor additive;            // [latent tokens, width], added to the latent tokens by embed()
+  at::Tensor rope_cos, rope_sin;  // [latent tokens, head_dim]: rotary tables of the latent rows
+};
+
+// One model call's inputs, for the whole batch (both guidance branches).
+struct StepInputs {
+  at::Tensor latents;   // in the family's latent layout, batch first
+  at::Tensor text;      // [B, T, text_embed_dim]
+  at::Tensor timestep;  // [B]
+  // Samples [first, first + count) of every member (a CFG rank's half).
+  StepInputs rows(int64_t first, int64_t count) const;
+};
+
+// What the blocks are conditioned on in one call, made once per call.
+struct Conditioning {
+  at::Tensor embedding;  // [B, embedding dim]: the timestep's (and the family's other global inputs')
+};
+
+class DitModel {
+ public:
+  virtual ~DitModel() = default;
+
+  virtual at::ScalarType dtype() const = 0;
+  virtual at::Device device() const = 0;
+  virtual int64_t width() const = 0;  // the tokens' features between blocks
+  virtual size_t num_blocks() const = 0;
+
+  // InputError naming the tensor (the text one as `text_name`) and the shape that would fit.
+  virtual void check_inputs(const at::Tensor& latents, const at::Tensor& text, const char* text_name) const = 0;
+  virtual TokenGrid token_grid(const at::Tensor& latents) const = 0;
+  virtual Positions positions(const TokenGrid& grid) const = 0;  // on the model's device
+  virtual std::vector<int64_t> output_shape(const at::Tensor& latents) const = 0;
+
+  // --- the pieces forward() runs, in this order ---
+  virtual Conditioning condition(const StepInputs& in) const = 0;
+  // Every text and latent token, on the model's device and dtype.
+  virtual Tokens embed(const StepInputs& in, const Positions& pos) const = 0;
+  // Block i over the tokens held; `rope_cos`/`rope_sin` cover exactly the latent rows held.
+  virtual void run_block(size_t i, Tokens& x, const Conditioning& c, const at::Tensor& rope_cos,
+                         const at::Tensor& rope_sin, const AttentionFn& attention) const = 0;
+  // Latent rows [B, n, width] -> patch features [B, n, f].
+  virtual at::Tensor project_out(const at::Tensor& latent, const Conditioning& c) const = 0;
+  // Patch features of every latent token [B, N, f] -> the output, in the layout of `latents`.
+  virtual at::Tensor unpatchify(const at::Tensor& patches, const at::Tensor& latents) const = 0;
+
+  // The single-process model: the output for the whole batch.
+  at::Tensor forward(const StepInputs& in, const Positions& pos, const AttentionFn& attention = local_attention()) const;
+};
+
+}  // namespace studio::models

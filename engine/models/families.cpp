@@ -1,0 +1,19 @@
+#include "models/families.h"
+
+#include <filesystem>
+
+#include "models/cogvideox_transformer.h"
+#include "models/cogvideox_vae.h"
+
+namespace studio::models {
+
+std::shared_ptr<DitModel> load_transformer(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device) {
+  const std::string dir = (std::filesystem::path(folder.dir) / "transformer").string();
+  return CogVideoXTransformer::load(dir, folder.transformer, dtype, device);
+}
+
+std::shared_ptr<VaeDecoder> load_vae(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device) {
+  return CogVideoXVae::load((std::filesystem::path(folder.dir) / "vae").string(), *folder.vae, dtype, device);
+}
+
+}  // namespace studio::models

@@ -1,0 +1,47 @@
+// The seam for a family's VAE decoder: pipeline/ and parallel/ decode through it, never a family's type.
+// Decoded output is always video-shaped, [B, out_channels, frames, H, W] float32 (an image is one frame).
+#pragma once
+#include <functional>
+#include <utility>
+
+#include <ATen/core/Tensor.h>
+
+namespace studio::models {
+
+// How several ranks decode one picture, split by rows (parallel/parallel_vae.* provides one over c10d).
+// Every rank makes the same calls in the same order.
+class RowExchange {
+ public:
+  virtual ~RowExchange() = default;
+  // Sends `first` (this rank's first row) to the rank above and `last` to the rank below; returns the
+  // row received from above and from below, zeros where this rank is at the picture's edge.
+  virtual std::pair<at::Tensor, at::Tensor> halo(const at::Tensor& first, const at::Tensor& last) = 0;
+  // The elementwise sum of a small tensor over the ranks.
+  virtual at::Tensor sum(const at::Tensor& t) = 0;
+};
+
+// Overlapping tiles, in output pixels, as diffusers' enable_tiling() makes them.
+struct TileOptions {
+  int sample_height = 240, sample_width = 360;  // half of CogVideoX's 480 x 720, diffusers' default
+  double overlap_height = 1.0 / 6, overlap_width = 1.0 / 5;
+};
+
+class VaeDecoder {
+ public:
+  virtual ~VaeDecoder() = default;
+
+  // The transformer's final latents -> the decoder's input z [B, C, f, h, w]: the family's layout, its
+  // padding frames (`pad_frames`, at the front) dropped, its scaling undone.
+  virtual at::Tensor prepare(const at::Tensor& final_latents, int pad_frames) const = 0;
+  virtual int output_frames(int latent_frames) const = 0;
+  virtual int spatial_compression() const = 0;  // output pixels per latent pixel
+
+  // z -> the decoded output, handed to `on_batch` one batch of frames at a time as it is decoded (on the
+  // model's device). With `rows`, z is this rank's rows (dim 3) of the latents and so is every batch.
+  virtual void decode_batches(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch,
+                              RowExchange* rows = nullptr) const = 0;
+  // The same in overlapping tiles, whole: memory follows the tile, not the picture.
+  virtual at::Tensor decode_tiled(const at::Tensor& z, const TileOptions& tiles) const = 0;
+};
+
+}  // namespace studio::models
