@@ -2,7 +2,6 @@
 // --save_tensors). dit-launch runs it directly; the workers will run it per rank.
 #pragma once
 #include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -23,10 +22,6 @@ struct JobResult {
   double seconds_denoising = 0;
   double seconds_decoding = 0;
 };
-
-// What a clip and its sidecar record about the job that made it.
-std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const plan::ModelFolder& model,
-                                                const plan::ParallelConfig& par);
 
 // `job` must already have the model's defaults applied and have passed plan::validate() (and, on a mesh
 // of several ranks, plan::validate_parallel()). Every rank of the mesh calls it; the videos are split

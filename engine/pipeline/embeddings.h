@@ -1,0 +1,27 @@
+// The job's first stage: the prompt embeddings of every sample, from words (encoded on the encoding rank and
+// shared with the others) or from a --prompt_embeds file.
+#pragma once
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "parallel/mesh.h"
+#include "plan/job.h"
+
+namespace studio::pipeline {
+
+struct Embeddings {
+  at::Tensor prompt, negative;  // [samples, T, D]; negative undefined without guidance from a file
+  // What --save_tensors records of this stage: the embeddings and, from words, the token ids.
+  std::vector<std::pair<std::string, at::Tensor>> record;
+};
+
+// A file's single row is repeated for every sample, as num_videos_per_prompt does.
+Embeddings prompt_embeddings(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh,
+                             at::ScalarType dtype, const at::Device& device,
+                             const std::function<void(const std::string&)>& log);
+
+}  // namespace studio::pipeline

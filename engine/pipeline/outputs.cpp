@@ -1,0 +1,137 @@
+#include "pipeline/outputs.h"
+
+#include <filesystem>
+
+#include <ATen/ops/cat.h>
+
+#include "models/families.h"
+#include "parallel/job_ranks.h"
+#include "pipeline/decode.h"
+#include "plan/error.h"
+#include "video/clip_writer.h"
+
+namespace fs = std::filesystem;
+
+namespace studio::pipeline {
+
+namespace {
+
+// One clip per sample of the batch: NAME.ext, or NAME_1.ext, NAME_2.ext ... for a batch.
+std::string clip_path(const std::string& output, int64_t sample, int64_t batch) {
+  if (batch == 1) return output;
+  std::string base = output;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  const fs::path p(base);
+  return (p.parent_path() / (p.stem().string() + "_" + std::to_string(sample + 1) + p.extension().string())).string() +
+         (output.back() == '/' ? "/" : "");
+}
+
+}  // namespace
+
+std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const plan::ModelFolder& model,
+                                                const plan::ParallelConfig& par) {
+  return {{"generator", "DiT Studio " STUDIO_VERSION},
+          {"model", model.dir},
+          {"model_family", plan::family_name(model.transformer.family())},
+          {"sampler", plan::sampler_name(model.scheduler.kind)},
+          {"seed", std::to_string(job.seed)},
+          {"height", std::to_string(job.height)},
+          {"width", std::to_string(job.width)},
+          {"num_frames", std::to_string(job.num_frames)},
+          {"num_inference_steps", std::to_string(job.num_inference_steps)},
+          {"guidance_scale", std::to_string(job.guidance_scale)},
+          {"use_dynamic_cfg", job.use_dynamic_cfg ? "true" : "false"},
+          {"prompt", job.prompt},
+          {"negative_prompt", job.negative_prompt},
+          {"prompt_embeds", job.prompt_embeds_file},
+          {"num_videos_per_prompt", std::to_string(job.num_videos_per_prompt)},
+          {"parallel", par.describe()}};
+}
+
+at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh,
+                            const Hooks& hooks, at::ScalarType dtype, const at::Device& device, JobResult& r,
+                            const std::function<void(const std::string&)>& log) {
+  const auto geo = plan::latent_geometry(job, model);
+  const std::string vdir = (fs::path(model.dir) / "vae").string();
+  auto vae = models::load_vae(model, dtype, device);
+  const bool writer = parallel::writes(mesh);
+  DecodeOptions opts;
+  opts.tiling = job.vae_tiling;
+  opts.tiles.sample_height = job.tile_sample_min_height;
+  opts.tiles.sample_width = job.tile_sample_min_width;
+  opts.slicing = job.vae_slicing;
+  opts.rows = parallel::decode_rows(mesh);
+  log("decoding " + std::to_string(vae->output_frames(geo.frames)) + " frames with " + vdir +
+      (opts.rows ? " split by rows over " + std::to_string(mesh.world_size()) + " ranks" : "") +
+      (opts.tiling ? " in tiles" : ""));
+
+  const int64_t videos = r.final_latents.size(0);
+  std::vector<std::unique_ptr<video::ClipWriter>> clips;
+  std::vector<std::vector<at::Tensor>> kept;  // per video, for --save_tensors
+  auto open_outputs = [&] {
+    clips.clear();  // a writer dropped unfinished removes what it wrote
+    r.outputs.clear();
+    kept.assign(size_t(videos), {});
+    r.frames = 0;
+    if (!writer || job.output_file.empty()) return;
+    video::ClipInfo info;
+    info.width = job.width;
+    info.height = job.height;
+    info.fps = job.fps;
+    info.metadata = job_metadata(job, model, mesh.config());
+    for (int64_t b = 0; b < videos; ++b) {
+      r.outputs.push_back(clip_path(job.output_file, b, videos));
+      clips.push_back(std::make_unique<video::ClipWriter>(r.outputs.back(), info));
+    }
+  };
+  auto on_frames = [&](const at::Tensor& frames, int first_video, int first_frame) {
+    if (hooks.stop()) throw Cancelled();
+    r.frames = std::max(r.frames, first_frame + int(frames.size(2)));
+    for (int64_t b = 0; b < frames.size(0) && !job.save_tensors_file.empty(); ++b)
+      kept[size_t(first_video + b)].push_back(frames.narrow(0, b, 1).cpu());
+    if (clips.empty() && !hooks.on_frames) return;
+    const auto rgb = to_rgb8(frames);  // [b, T, H, W, 3]
+    for (int64_t b = 0; b < rgb.size(0) && !clips.empty(); ++b)
+      for (int64_t t = 0; t < rgb.size(1); ++t)
+        clips[size_t(first_video + b)]->add_frame(rgb[b][t].data_ptr<uint8_t>());
+    if (hooks.on_frames) hooks.on_frames(rgb, first_video, first_frame);
+  };
+  open_outputs();
+  try {
+    try {
+      decode_latents(*vae, r.final_latents, geo.pad_frames(), on_frames, opts);
+    } catch (const std::exception& e) {
+      if (opts.tiling || opts.rows || !is_out_of_memory(e.what())) throw;
+      const std::string what = e.what();
+      log("out of memory decoding at full size (" + what.substr(0, what.find('\n')) + "); decoding again in tiles of " +
+          std::to_string(opts.tiles.sample_height) + " x " + std::to_string(opts.tiles.sample_width) +
+          " pixels from the same latents");
+      if (hooks.on_phase) hooks.on_phase("decoding");
+      opts.tiling = true;
+      open_outputs();
+      decode_latents(*vae, r.final_latents, geo.pad_frames(), on_frames, opts);
+    }
+  } catch (const Cancelled&) {
+    // The frames decoded so far make a shorter clip; without --keep_partial the writers discard theirs.
+    if (job.keep_partial && r.frames > 0)
+      for (size_t b = 0; b < clips.size(); ++b) {
+        clips[b]->finish();
+        log("cancelled: kept the " + std::to_string(r.frames) + " frames decoded so far in " + r.outputs[b]);
+      }
+    throw;
+  }
+  if (writer && !clips.empty()) {
+    if (hooks.on_phase) hooks.on_phase("writing");
+    for (auto& c : clips) {
+      c->finish();
+      r.encoder = c->encoder();
+    }
+    log("wrote " + job.output_file + " (" + r.encoder + ", " + std::to_string(r.frames) + " frames)");
+  }
+  if (!writer || job.save_tensors_file.empty()) return {};
+  std::vector<at::Tensor> per_video;
+  for (auto& parts : kept) per_video.push_back(at::cat(parts, 2));
+  return at::cat(per_video, 0);
+}
+
+}  // namespace studio::pipeline

@@ -1,0 +1,26 @@
+// The job's last stages: the final latents decoded (on the decoding ranks) and written as clips (on the
+// writing rank), and what a clip and its sidecar record about the job.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+
+#include <ATen/core/Tensor.h>
+
+#include "parallel/mesh.h"
+#include "pipeline/run_job.h"
+
+namespace studio::pipeline {
+
+// What a clip and its sidecar record about the job that made it.
+std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const plan::ModelFolder& model,
+                                                const plan::ParallelConfig& par);
+
+// Decodes r.final_latents and writes the clips --output names, filling r's frames, outputs and encoder.
+// Returns the decoded video [B, 3, T, H, W] on the writing rank when --save_tensors wants it. Out of
+// memory at full size, it decodes once more in tiles, from the same latents: nothing is denoised again.
+at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh,
+                            const Hooks& hooks, at::ScalarType dtype, const at::Device& device, JobResult& r,
+                            const std::function<void(const std::string&)>& log);
+
+}  // namespace studio::pipeline

@@ -1,0 +1,43 @@
+#include "pipeline/reproduction.h"
+
+#include "io/safetensors_file.h"
+#include "io/tensor_file.h"
+#include "plan/error.h"
+
+namespace studio::pipeline {
+
+at::Tensor initial_latents(const plan::JobSpec& job, const std::vector<int64_t>& shape,
+                           const parallel::SampleSlice& slice, sampling::SeededNoise& seeded) {
+  if (job.latents_file.empty()) {
+    std::vector<int64_t> mine = shape;
+    mine[0] = slice.count;
+    return seeded.draw(mine);
+  }
+  auto all = io::TensorFile(job.latents_file, "--latents").get("latents_init", 5, "[B, F, C, H, W]");
+  if (all.sizes().vec() != shape)
+    throw InputError("--latents " + job.latents_file + ": latents_init has shape " + io::shape_str(all.sizes().vec()) +
+                     " but --height " + std::to_string(job.height) + " --width " + std::to_string(job.width) +
+                     " --num_frames " + std::to_string(job.num_frames) + " need " + io::shape_str(shape));
+  return slice.of(all);
+}
+
+std::unique_ptr<sampling::NoiseSource> recorded_noise(const plan::JobSpec& job, const parallel::SampleSlice& slice) {
+  if (job.sampler_noise_file.empty()) return nullptr;
+  io::TensorFile file(job.sampler_noise_file, "--sampler_noise");
+  return std::make_unique<sampling::RecordedNoise>(slice.of(file.get("scheduler_noise", 6, "[steps, B, F, C, H, W]"), 1));
+}
+
+void keep_partial_latents(const plan::JobSpec& job, Metadata meta, const PartialLatents& partial,
+                          const std::function<void(const std::string&)>& log) {
+  if (!partial.latents.defined()) return;
+  const std::string base = !job.save_tensors_file.empty() ? job.save_tensors_file : job.output_file;
+  if (base.empty()) return;
+  std::string path = base;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  path += ".partial.safetensors";
+  meta["cancelled_after_step"] = std::to_string(partial.step) + "/" + std::to_string(partial.total);
+  io::save_tensors(path, {{"partial_latents", partial.latents.cpu().contiguous()}}, meta);
+  log("cancelled after step " + meta["cancelled_after_step"] + ": kept the latents in " + path);
+}
+
+}  // namespace studio::pipeline

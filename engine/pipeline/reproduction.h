@@ -1,0 +1,39 @@
+// The switches that replay or keep a run, beside the main path: --latents (the initial noise),
+// --sampler_noise (the noise a stochastic sampler adds at each step), --save_tensors (what the run
+// computed) and --keep_partial (the latents a cancelled run had reached).
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "parallel/job_ranks.h"
+#include "plan/job.h"
+#include "sampling/noise.h"
+
+namespace studio::pipeline {
+
+using Metadata = std::map<std::string, std::string>;
+using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+// The slice's initial noise: its rows of --latents' latents_init when the job names a file (InputError
+// unless the file's shape is `shape`, the whole job's), else drawn from `seeded`.
+at::Tensor initial_latents(const plan::JobSpec& job, const std::vector<int64_t>& shape,
+                           const parallel::SampleSlice& slice, sampling::SeededNoise& seeded);
+
+// The slice's rows of --sampler_noise; nullptr when the job names no file.
+std::unique_ptr<sampling::NoiseSource> recorded_noise(const plan::JobSpec& job, const parallel::SampleSlice& slice);
+
+// The latents of the last finished step, for --keep_partial.
+struct PartialLatents {
+  at::Tensor latents;
+  int step = 0, total = 0;
+};
+// Writes them beside the output the user named (NAME.partial.safetensors), when there is one.
+void keep_partial_latents(const plan::JobSpec& job, Metadata meta, const PartialLatents& partial,
+                          const std::function<void(const std::string&)>& log);
+
+}  // namespace studio::pipeline
