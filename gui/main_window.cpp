@@ -14,6 +14,7 @@
 #include <QStandardPaths>
 #include <QVBoxLayout>
 
+#include "plan/job_check.h"
 #include "plan/job_file.h"
 #include "workers/launch/paths.h"
 
@@ -177,13 +178,10 @@ std::vector<plan::Problem> MainWindow::validate() {
   if (!model) problems.push_back({"model", compose->model_error().toStdString()});
   plan::JobSpec job = compose->job();
   if (model) {
-    plan::apply_model_defaults(job, *model);  // what the widgets leave open (text length)
     if (job.prompt.empty()) problems.push_back({"prompt", "write a prompt: what the clip should show"});
-    auto add = [&](const std::vector<plan::Problem>& more) { problems.insert(problems.end(), more.begin(), more.end()); };
-    add(plan::validate(job, *model));
     const auto p = parallel->config();
-    add(plan::validate_parallel(p, job, *model, parallel->processes(), parallel->memory_gib(),
-                                plan::bytes_per_value(job, parallel->on_gpus())));
+    const auto more = plan::check_job(job, p, *model, {parallel->processes(), parallel->memory_gib(), parallel->on_gpus()});
+    problems.insert(problems.end(), more.begin(), more.end());
     parallel->offer(plan::valid_configs(job, *model, parallel->on_gpus() ? parallel->processes() : std::max(1, p.world_size()), p));
   }
   auto rest = compose->problems().show(problems);

@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "plan/error.h"
+#include "plan/job_check.h"
 #include "plan/job_file.h"
 #include "workers/guarded_main.h"
 #include "workers/launch/devices.h"
@@ -42,8 +43,6 @@ int main(int argc, char** argv) {
     } catch (const InputError& e) {
       throw InputError(std::string("--model ") + e.what());
     }
-    plan::apply_model_defaults(args.job, model);
-    auto problems = plan::validate(args.job, model);
 
     // On one machine: one rank per visible GPU (choose them with CUDA_VISIBLE_DEVICES), or on the CPU as
     // many ranks as the degrees ask for. Several machines: --nproc_per_node ranks on each.
@@ -57,9 +56,7 @@ int main(int argc, char** argv) {
     double memory_gib = 0;  // the smallest GPU's
     for (const auto& g : devices.gpus)
       memory_gib = memory_gib == 0 ? double(g.memory_bytes) / (1 << 30) : std::min(memory_gib, double(g.memory_bytes) / (1 << 30));
-    auto more = plan::validate_parallel(args.parallel, args.job, model, processes, memory_gib,
-                                        plan::bytes_per_value(args.job, gpus));
-    problems.insert(problems.end(), more.begin(), more.end());
+    const auto problems = plan::check_job(args.job, args.parallel, model, {processes, memory_gib, gpus});
     if (!problems.empty()) throw workers::ArgError(problems.front().message);
     if (demo)
       std::cerr << prefix << "no --model given: using the built-in demo model (random weights, abstract motion) at "
@@ -68,14 +65,7 @@ int main(int argc, char** argv) {
     workers::LaunchPlan lp;
     lp.job = {args.job, args.parallel};
     lp.worker_exe = worker;
-    lp.nnodes = run.nnodes;
-    lp.node_rank = run.node_rank;
-    lp.nproc_per_node = run.nproc_per_node;
-    lp.master_addr = run.master_addr;
-    lp.master_port = run.master_port;
-    lp.heartbeat_timeout_s = run.heartbeat_timeout_s;
-    lp.collective_timeout_s = run.collective_timeout_s;
-    lp.events_log = run.events_log;
+    lp.run = run;
     if (run.nnodes > 1)
       if (const char* t = std::getenv("DIT_STUDIO_TOKEN")) lp.token = t;
 

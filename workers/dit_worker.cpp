@@ -23,6 +23,7 @@
 #include "pipeline/decode.h"
 #include "pipeline/run_job.h"
 #include "plan/error.h"
+#include "plan/job_check.h"
 #include "plan/job_file.h"
 #include "workers/guarded_main.h"
 #include "workers/launch/launch_args.h"
@@ -145,10 +146,7 @@ void run_rank(const plan::JobFile& file, const plan::ModelFolder& model, const p
 int run(const std::string& job_path, const parallel::DistEnv& env) {
   auto file = plan::job_file_from_json(plan::read_text_file(job_path, 1 << 20), job_path);  // a job is a few hundred bytes
   auto model = plan::read_model_folder(file.job.model_dir);
-  plan::apply_model_defaults(file.job, model);
-  auto problems = plan::validate(file.job, model);
-  auto more = plan::validate_parallel(file.parallel, file.job, model, env.world_size);
-  problems.insert(problems.end(), more.begin(), more.end());
+  const auto problems = plan::check_job(file.job, file.parallel, model, {env.world_size});
   if (!problems.empty()) throw workers::ArgError(problems.front().message);
   at::Device device = at::kCPU;
   if ((file.job.device == "auto" || file.job.device.rfind("cuda", 0) == 0) && at::hasCUDA()) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/error.h"
+#include "plan/json_fields.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -45,77 +46,6 @@ std::string read_text_file(const std::string& path, size_t max_bytes) {
   if (!in && !in.eof()) throw InputError(path + ": read failed");
   return ss.str();
 }
-
-namespace {
-
-// Reads JSON fields with their types checked; every message names the file and the field.
-class Fields {
- public:
-  Fields(const std::string& text, std::string file) : file_(std::move(file)) {
-    try {
-      j_ = json::parse(text);
-    } catch (const json::parse_error& e) {
-      throw InputError(file_ + ": not valid JSON (" + e.what() + ")");
-    }
-    if (!j_.is_object()) throw InputError(file_ + ": expected a JSON object at the top level");
-  }
-
-  bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
-
-  template <typename T>
-  T get(const char* key, T fallback) const {
-    if (!has(key)) return fallback;
-    const json& v = j_[key];
-    try {
-      if constexpr (std::is_same_v<T, bool>) {
-        if (!v.is_boolean()) throw std::invalid_argument("");
-      } else if constexpr (std::is_integral_v<T>) {
-        if (!v.is_number_integer()) throw std::invalid_argument("");
-      } else if constexpr (std::is_floating_point_v<T>) {
-        if (!v.is_number()) throw std::invalid_argument("");
-      } else {
-        if (!v.is_string()) throw std::invalid_argument("");
-      }
-      return v.get<T>();
-    } catch (const std::exception&) {
-      throw InputError(file_ + ": field '" + key + "' has value " + v.dump() + ", expected " + kind<T>());
-    }
-  }
-
-  int positive(const char* key, int fallback) const {
-    int v = get<int>(key, fallback);
-    if (v <= 0) fail(key, std::to_string(v), "must be a positive integer");
-    return v;
-  }
-
-  [[noreturn]] void fail(const char* key, const std::string& value, const std::string& why) const {
-    throw InputError(file_ + ": field '" + key + "' = " + value + " " + why);
-  }
-
-  const json& raw() const { return j_; }
-
- private:
-  template <typename T>
-  static const char* kind() {
-    if constexpr (std::is_same_v<T, bool>) return "true or false";
-    else if constexpr (std::is_integral_v<T>) return "an integer";
-    else if constexpr (std::is_floating_point_v<T>) return "a number";
-    else return "a string";
-  }
-  json j_;
-  std::string file_;
-};
-
-void expect_class(const Fields& f, const char* file, std::initializer_list<const char*> accepted) {
-  std::string cls = f.get<std::string>("_class_name", "");
-  for (const char* a : accepted)
-    if (cls == a) return;
-  std::string list;
-  for (const char* a : accepted) list += (list.empty() ? "" : " or ") + std::string(a);
-  throw InputError(std::string(file) + ": _class_name is '" + cls + "'; this version supports " + list);
-}
-
-}  // namespace
 
 TransformerConfig parse_transformer_config(const std::string& text, const std::string& file) {
   Fields f(text, file);
@@ -230,6 +160,11 @@ VaeConfig parse_vae_config(const std::string& text, const std::string& file) {
   auto act = f.get<std::string>("act_fn", "silu");
   if (act != "silu") f.fail("act_fn", "\"" + act + "\"", "is not supported; CogVideoX uses \"silu\"");
   return v;
+}
+
+double T5Config::parameters() const {
+  // The embedding table, then per layer the four attention projections and the gated feed-forward's three.
+  return double(vocab_size) * d_model + double(num_layers) * (4.0 * d_model * num_heads * d_kv + 3.0 * d_model * d_ff);
 }
 
 T5Config parse_t5_config(const std::string& text, const std::string& file) {

@@ -81,6 +81,8 @@ struct T5Config {
   int relative_attention_max_distance = 128;
   double layer_norm_epsilon = 1e-6;
   int vocab_size = 32128;
+
+  double parameters() const;  // the weights' count: 4.7B for T5 v1.1 XXL's encoder
 };
 
 struct ModelFolder {

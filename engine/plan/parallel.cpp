@@ -219,10 +219,7 @@ MemoryEstimate estimate_memory(const ParallelConfig& p, const JobSpec& job, cons
   const double local = tokens / p.sp_degree();
   m.transformer_gib = (weights + batch * D * b * (16 * local + 2 * tokens / p.ring_degree)) / gib;
   if (model.text_encoder) {
-    const auto& c = *model.text_encoder;
-    const double te = double(c.vocab_size) * c.d_model +
-                      double(c.num_layers) * (4.0 * c.d_model * c.num_heads * c.d_kv + 3.0 * c.d_model * c.d_ff);
-    m.text_encoder_gib = te * b / gib;
+    m.text_encoder_gib = model.text_encoder->parameters() * b / gib;
   }
   if (model.vae && job.height > 0) {
     // One batch of 8 frames at full size through the widest full-size blocks (measured: docs/performance.md).

@@ -34,10 +34,7 @@ PromptEmbeds encode_prompts(const plan::ModelFolder& model, const std::string& p
   out.input_ids = ids_of(prompt, "the prompt");
   out.negative_input_ids = ids_of(negative_prompt, "the negative prompt");
   // The encoder (4.7B parameters in the real models) goes to the CPU when the GPU cannot hold it.
-  const auto& c = *model.text_encoder;
-  const double need = (double(c.vocab_size) * c.d_model +
-                       double(c.num_layers) * (4.0 * c.d_model * c.num_heads * c.d_kv + 3.0 * c.d_model * c.d_ff)) *
-                      double(c10::elementSize(dtype)) * 1.2;
+  const double need = model.text_encoder->parameters() * double(c10::elementSize(dtype)) * 1.2;
   if (auto mem = compat::device_memory(device); mem && double(mem->free_bytes) < need) {
     char line[200];
     std::snprintf(line, sizeof line, "%s has %.1f GiB free and the text encoder needs about %.1f GiB: encoding on the CPU",
@@ -53,7 +50,7 @@ PromptEmbeds encode_prompts(const plan::ModelFolder& model, const std::string& p
     dtype = at::kBFloat16;
   }
   log("encoding the prompts with " + (fs::path(model.dir) / "text_encoder").string() + " (T5, " +
-      std::to_string(c.num_layers) + " layers) on " + device.str());
+      std::to_string(model.text_encoder->num_layers) + " layers) on " + device.str());
   auto encoder = T5Encoder::load((fs::path(model.dir) / "text_encoder").string(), *model.text_encoder, dtype, device);
   out.prompt_embeds = encoder->forward(out.input_ids).to(at::kCPU, at::kFloat);
   out.negative_prompt_embeds = encoder->forward(out.negative_input_ids).to(at::kCPU, at::kFloat);

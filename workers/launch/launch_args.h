@@ -10,21 +10,22 @@
 
 namespace studio::workers {
 
-// How the ranks are started and watched (torchrun's names for the machine flags).
-struct RunArgs {
+// How the ranks are started and watched (torchrun's names for the machine flags): what dit-launch's
+// flags set, handed to the supervisor as it is (LaunchPlan::run).
+struct RunSettings {
   int nnodes = 1, node_rank = 0;
-  int nproc_per_node = 0;  // several machines: ranks on each (0: the job's ranks / nnodes)
-  std::string master_addr;
-  int master_port = 0;
-  double heartbeat_timeout_s = 30;
-  double collective_timeout_s = 600;
-  std::string events_log;
+  int nproc_per_node = 0;  // ranks on this machine; 0: the job's whole world on one machine
+  std::string master_addr;  // the first machine's address; "" on one machine (loopback)
+  int master_port = 0;      // the ranks' rendezvous; 0 on one machine: a free port
+  double heartbeat_timeout_s = 30;    // a connected rank silent this long is declared hung
+  double collective_timeout_s = 600;  // c10d's timeout in the ranks
+  std::string events_log;             // optional: every event as a JSON line
 };
 
 struct LaunchArgs {
   plan::JobSpec job;
   plan::ParallelConfig parallel;
-  RunArgs run;
+  RunSettings run;
   bool help = false;
   bool version = false;
 };

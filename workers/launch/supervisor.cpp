@@ -108,19 +108,19 @@ Supervisor::~Supervisor() {
 void Supervisor::start() {
   started_ = Clock::now();
   const int world = plan_.job.parallel.world_size();
-  if (plan_.nnodes * plan_.local_ranks() != world)
-    throw std::runtime_error(std::to_string(plan_.nnodes) + " machines x " + std::to_string(plan_.local_ranks()) +
+  if (plan_.run.nnodes * plan_.local_ranks() != world)
+    throw std::runtime_error(std::to_string(plan_.run.nnodes) + " machines x " + std::to_string(plan_.local_ranks()) +
                              " ranks each is not the " + std::to_string(world) + " ranks of " +
                              plan_.job.parallel.describe());
   for (int r = 0; r < world; ++r) ranks_.push_back(RankView{r});
-  const bool several = plan_.nnodes > 1;
+  const bool several = plan_.run.nnodes > 1;
   if (several && plan_.token.empty())
     throw std::runtime_error("a job on several machines needs a shared secret: set DIT_STUDIO_TOKEN to the same random "
                              "value on every machine (e.g. export DIT_STUDIO_TOKEN=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \\n'))");
   if (plan_.token.empty()) plan_.token = events::random_token();
-  if (plan_.master_addr.empty()) plan_.master_addr = "127.0.0.1";
-  if (plan_.master_port == 0) plan_.master_port = free_loopback_port();
-  if (plan_.events_port == 0) plan_.events_port = plan_.master_port + 1;
+  if (plan_.run.master_addr.empty()) plan_.run.master_addr = "127.0.0.1";
+  if (plan_.run.master_port == 0) plan_.run.master_port = free_loopback_port();
+  if (plan_.events_port == 0) plan_.events_port = plan_.run.master_port + 1;
 
   const char* tmp = std::getenv("TMPDIR");
   std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/dit-launch-XXXXXX";
@@ -134,19 +134,19 @@ void Supervisor::start() {
   }
   std::string endpoint;
   if (plan_.hub()) {
-    listener_ = several ? events::Listener::tcp(plan_.master_addr, plan_.events_port)
+    listener_ = several ? events::Listener::tcp(plan_.run.master_addr, plan_.events_port)
                         : events::Listener::unix_socket(folder_ + "/events.sock");
     endpoint = listener_->endpoint().text;
   } else {
-    endpoint = "tcp:" + plan_.master_addr + ":" + std::to_string(plan_.events_port);
+    endpoint = "tcp:" + plan_.run.master_addr + ":" + std::to_string(plan_.events_port);
   }
-  if (!plan_.events_log.empty()) {
-    events_log_.reset(std::fopen(plan_.events_log.c_str(), "w"));
-    if (!events_log_) throw std::runtime_error("cannot write the events log " + plan_.events_log + ": " + strerror(errno));
+  if (!plan_.run.events_log.empty()) {
+    events_log_.reset(std::fopen(plan_.run.events_log.c_str(), "w"));
+    if (!events_log_) throw std::runtime_error("cannot write the events log " + plan_.run.events_log + ": " + strerror(errno));
   }
 
   for (int i = 0; i < plan_.local_ranks(); ++i) {
-    const int rank = plan_.node_rank * plan_.local_ranks() + i;
+    const int rank = plan_.run.node_rank * plan_.local_ranks() + i;
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) {
       stop_all();
@@ -167,11 +167,11 @@ void Supervisor::start() {
       ::setenv("RANK", std::to_string(rank).c_str(), 1);
       ::setenv("LOCAL_RANK", std::to_string(i).c_str(), 1);
       ::setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
-      ::setenv("MASTER_ADDR", plan_.master_addr.c_str(), 1);
-      ::setenv("MASTER_PORT", std::to_string(plan_.master_port).c_str(), 1);
+      ::setenv("MASTER_ADDR", plan_.run.master_addr.c_str(), 1);
+      ::setenv("MASTER_PORT", std::to_string(plan_.run.master_port).c_str(), 1);
       ::setenv("DIT_EVENTS", endpoint.c_str(), 1);
       ::setenv("DIT_EVENTS_TOKEN", plan_.token.c_str(), 1);  // the environment, not argv: ps shows argv to all
-      ::setenv("DIT_COLLECTIVE_TIMEOUT_S", std::to_string(plan_.collective_timeout_s).c_str(), 1);
+      ::setenv("DIT_COLLECTIVE_TIMEOUT_S", std::to_string(plan_.run.collective_timeout_s).c_str(), 1);
       ::execl(plan_.worker_exe.c_str(), "dit-worker", "--job", job_path.c_str(), static_cast<char*>(nullptr));
       std::fprintf(stderr, "cannot start %s: %s\n", plan_.worker_exe.c_str(), strerror(errno));
       ::_exit(1);
@@ -400,9 +400,9 @@ void Supervisor::watch() {
     // A local rank's exit status says more, and comes within a poll or two; a remote one's never comes.
     if (p->closed_at && (!local || now - *p->closed_at > kPeerLossGrace))
       fail(r.rank, events::ErrorKind::Crash, "closed its events connection without a result: the rank or its machine died", 1);
-    else if (!stopping_ && !p->closed_at && seconds_since(p->last_heard) > plan_.heartbeat_timeout_s) {
+    else if (!stopping_ && !p->closed_at && seconds_since(p->last_heard) > plan_.run.heartbeat_timeout_s) {
       fail(r.rank, events::ErrorKind::Hung,
-           "sent nothing for " + std::to_string(int(plan_.heartbeat_timeout_s)) +
+           "sent nothing for " + std::to_string(int(plan_.run.heartbeat_timeout_s)) +
                " s, not even a heartbeat: it hangs (stopped, deadlocked, or its machine is unreachable)", 1);
       for (auto& l : locals_)
         if (l.rank == r.rank && !l.exited) ::kill(l.pid, SIGKILL);  // it answers no polite request

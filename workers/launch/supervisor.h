@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "plan/job_file.h"
+#include "workers/launch/launch_args.h"
 #include "workers/events/channel.h"
 #include "workers/events/messages.h"
 
@@ -27,19 +28,13 @@ namespace studio::workers {
 struct LaunchPlan {
   plan::JobFile job;
   std::string worker_exe;
-  int nnodes = 1, node_rank = 0;
-  int nproc_per_node = 0;       // ranks on this machine; 0: the job's whole world (one machine)
-  std::string master_addr;      // the first machine's address; "" on one machine (loopback)
-  int master_port = 0;          // the ranks' rendezvous; 0 on one machine: a free port
-  int events_port = 0;          // several machines: where the first listens for events (0: master_port + 1)
-  std::string token;            // several machines: the job's shared secret; one machine: made here
-  double heartbeat_timeout_s = 30;   // a connected rank silent this long is declared hung
-  double start_timeout_s = 120;      // a rank must say hello within this
-  double collective_timeout_s = 600; // c10d's timeout in the ranks
-  double stop_grace_s = 10;          // asked to stop, a rank gets this long before SIGKILL
-  std::string events_log;            // optional: every event as a JSON line
-  bool hub() const { return node_rank == 0; }
-  int local_ranks() const { return nproc_per_node > 0 ? nproc_per_node : job.parallel.world_size(); }
+  RunSettings run;
+  int events_port = 0;           // several machines: where the first listens for events (0: master_port + 1)
+  std::string token;             // several machines: the job's shared secret; one machine: made here
+  double start_timeout_s = 120;  // a rank must say hello within this
+  double stop_grace_s = 10;      // asked to stop, a rank gets this long before SIGKILL
+  bool hub() const { return run.node_rank == 0; }
+  int local_ranks() const { return run.nproc_per_node > 0 ? run.nproc_per_node : job.parallel.world_size(); }
 };
 
 // What the launcher knows of one rank of the job.
