@@ -80,7 +80,6 @@ double final_latents_error(const std::string& n, at::ScalarType dtype) {
   in.prompt_embeds = test::golden_tensor(n, "prompt_embeds");
   in.negative_prompt_embeds = test::golden_tensor(n, "negative_prompt_embeds");
   in.latents = test::golden_tensor(n, "latents_init");
-  in.num_inference_steps = g["num_inference_steps"];
   in.guidance_scale = g["guidance_scale"];
   in.use_dynamic_cfg = g["use_dynamic_cfg"];
   std::unique_ptr<sampling::NoiseSource> noise;
@@ -94,11 +93,12 @@ double final_latents_error(const std::string& n, at::ScalarType dtype) {
   hooks.on_step = [&](int step, int total, double seconds, const at::Tensor& latents) {
     EXPECT_EQ(latents.sizes(), in.latents.sizes());
     EXPECT_EQ(step, ++calls);
-    EXPECT_EQ(total, in.num_inference_steps);
+    EXPECT_EQ(total, int(g["num_inference_steps"]));
     EXPECT_GE(seconds, 0);
   };
-  auto out = pipeline::denoise(*c.model, c.folder.scheduler, in, noise.get(), hooks);
-  EXPECT_EQ(calls, in.num_inference_steps);
+  sampling::Scheduler sampler(c.folder.scheduler, g["num_inference_steps"]);
+  auto out = pipeline::denoise(*c.model, sampler, in, noise.get(), hooks);
+  EXPECT_EQ(calls, int(g["num_inference_steps"]));
   const double err = test::max_abs_diff(out, test::golden_tensor(n, "final_latents"));
   std::printf("final_latents max error %.3g (%s)\n", err, c10::toString(dtype));
   return err;
@@ -149,7 +149,7 @@ TEST(Goldens, cancel_stops_before_the_next_step) {
   in.prompt_embeds = test::golden_tensor("cogvx2b_tiny", "prompt_embeds");
   in.negative_prompt_embeds = test::golden_tensor("cogvx2b_tiny", "negative_prompt_embeds");
   in.latents = test::golden_tensor("cogvx2b_tiny", "latents_init");
-  in.num_inference_steps = 4;
+  sampling::Scheduler sampler(c.folder.scheduler, 4);
   bool cancel = false;
   int steps = 0;
   pipeline::Hooks hooks;
@@ -159,7 +159,7 @@ TEST(Goldens, cancel_stops_before_the_next_step) {
     if (step == 2) cancel = true;
   };
   sampling::SeededNoise noise(0);
-  EXPECT_THROW(pipeline::denoise(*c.model, c.folder.scheduler, in, &noise, hooks), studio::Cancelled);
+  EXPECT_THROW(pipeline::denoise(*c.model, sampler, in, &noise, hooks), studio::Cancelled);
   EXPECT_EQ(steps, 2);
 }
 

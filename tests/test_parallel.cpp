@@ -8,6 +8,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "mixes.h"
 #include "models/families.h"
 #include "parallel/parallel_model.h"
 #include "process.h"
@@ -21,26 +22,7 @@ namespace {
 
 const std::string kLaunch = test::bin("dit-launch");
 
-struct Mix {
-  const char* name;
-  plan::ParallelConfig p;
-};
-
-std::vector<Mix> mixes() {
-  auto make = [](int u, int r, bool cfg, int pf = 1) {
-    plan::ParallelConfig p;
-    p.ulysses_degree = u;
-    p.ring_degree = r;
-    p.use_cfg_parallel = cfg;
-    p.pipefusion_parallel_degree = pf;
-    p.num_pipeline_patch = pf > 1 ? 2 : 1;
-    return p;
-  };
-  return {{"ulysses2", make(2, 1, false)}, {"ulysses3", make(3, 1, false)},    {"ulysses4", make(4, 1, false)},
-          {"ring2", make(1, 2, false)},    {"ring3", make(1, 3, false)},       {"ring4", make(1, 4, false)},
-          {"ulysses2_ring2", make(2, 2, false)}, {"cfg2_ulysses2", make(2, 1, true)}, {"cfg2_ring3", make(1, 3, true)},
-          {"pipefusion2", make(1, 1, false, 2)}, {"pipefusion2_ulysses2", make(2, 1, false, 2)}};
-}
+using test::mixes;
 
 Args split(const std::string& flags) {
   Args out;

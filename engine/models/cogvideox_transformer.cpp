@@ -7,24 +7,12 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/gelu.h>
 #include <ATen/ops/silu.h>
-#include <ATen/ops/stack.h>
 
 #include "io/safetensors_file.h"
 #include "models/positions.h"
 #include "plan/error.h"
 
 namespace studio::models {
-
-namespace {
-
-// x [B, H, N, hd] rotated by interleaved pairs: x * cos + (-x_odd, x_even) * sin, in float32.
-at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-  auto pairs = x.unflatten(-1, {x.size(-1) / 2, 2});
-  auto rotated = at::stack({-pairs.select(-1, 1), pairs.select(-1, 0)}, -1).flatten(-2);
-  return (x.to(at::kFloat) * cos + rotated.to(at::kFloat) * sin).to(x.scalar_type());
-}
-
-}  // namespace
 
 std::shared_ptr<CogVideoXTransformer> CogVideoXTransformer::load(const std::string& part_dir,
                                                                  const plan::TransformerConfig& cfg,

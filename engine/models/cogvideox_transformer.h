@@ -27,6 +27,7 @@ class CogVideoXTransformer final : public DitModel {
   const plan::TransformerConfig& config() const { return cfg_; }
   at::ScalarType dtype() const override { return dtype_; }
   at::Device device() const override { return device_; }
+  Guidance guidance() const override { return Guidance::ClassifierFree; }
   int64_t width() const override { return cfg_.inner_dim(); }
   size_t num_blocks() const override { return blocks_.size(); }
 

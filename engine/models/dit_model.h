@@ -44,7 +44,9 @@ struct Positions {
 struct StepInputs {
   at::Tensor latents;   // in the family's latent layout, batch first
   at::Tensor text;      // [B, T, text_embed_dim]
-  at::Tensor timestep;  // [B]
+  at::Tensor timestep;  // [B], what the family's sampler gives the model
+  at::Tensor pooled;    // [B, pooled dim]: a pooled text vector (FLUX's CLIP), or undefined
+  at::Tensor guidance;  // [B]: the guidance scale, for a family that embeds it (FLUX.1-dev), or undefined
   // Samples [first, first + count) of every member (a CFG rank's half).
   StepInputs rows(int64_t first, int64_t count) const;
 };
@@ -54,12 +56,17 @@ struct Conditioning {
   at::Tensor embedding;  // [B, embedding dim]: the timestep's (and the family's other global inputs')
 };
 
+// How a family is guided: classifier-free (a second, unconditional branch in the batch), by a guidance
+// embedding (one branch, the scale an input), or not at all.
+enum class Guidance { ClassifierFree, Embedded, None };
+
 class DitModel {
  public:
   virtual ~DitModel() = default;
 
   virtual at::ScalarType dtype() const = 0;
   virtual at::Device device() const = 0;
+  virtual Guidance guidance() const = 0;
   virtual int64_t width() const = 0;  // the tokens' features between blocks
   virtual size_t num_blocks() const = 0;
 

@@ -4,6 +4,7 @@
 
 #include "models/cogvideox_transformer.h"
 #include "models/cogvideox_vae.h"
+#include "sampling/scheduler.h"
 
 namespace studio::models {
 
@@ -14,6 +15,10 @@ std::shared_ptr<DitModel> load_transformer(const plan::ModelFolder& folder, at::
 
 std::shared_ptr<VaeDecoder> load_vae(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device) {
   return CogVideoXVae::load((std::filesystem::path(folder.dir) / "vae").string(), *folder.vae, dtype, device);
+}
+
+std::unique_ptr<sampling::Sampler> make_sampler(const plan::ModelFolder& folder, int steps, int64_t) {
+  return std::make_unique<sampling::Scheduler>(folder.scheduler, steps);
 }
 
 }  // namespace studio::models

@@ -2,6 +2,10 @@
 
 #include <ATen/ops/layer_norm.h>
 #include <ATen/ops/linear.h>
+#include <ATen/ops/mean.h>
+#include <ATen/ops/rsqrt.h>
+#include <ATen/ops/stack.h>
+#include <ATen/TensorOperators.h>
 
 namespace studio::models {
 
@@ -26,5 +30,20 @@ LayerNorm LayerNorm::load(const WeightSource& w, const std::string& prefix, int6
 }
 
 at::Tensor LayerNorm::operator()(const at::Tensor& x) const { return at::layer_norm(x, {dim}, weight, bias, eps); }
+
+at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  auto pairs = x.unflatten(-1, {x.size(-1) / 2, 2});
+  auto rotated = at::stack({-pairs.select(-1, 1), pairs.select(-1, 0)}, -1).flatten(-2);
+  return (x.to(at::kFloat) * cos + rotated.to(at::kFloat) * sin).to(x.scalar_type());
+}
+
+RmsNorm RmsNorm::load(const WeightSource& w, const std::string& prefix, int64_t dim, double eps) {
+  return {w.take(prefix + ".weight", {dim}), eps};
+}
+
+at::Tensor RmsNorm::operator()(const at::Tensor& x) const {
+  const auto f = x.to(at::kFloat);
+  return (f * at::rsqrt(f.pow(2).mean(-1, true) + eps)).to(weight.scalar_type()) * weight;
+}
 
 }  // namespace studio::models

@@ -1,4 +1,4 @@
-// The few layers CogVideoX is made of, as plain ATen calls over weights taken from a WeightSet.
+// The few layers the families are made of, as plain ATen calls over weights taken from a WeightSet.
 #pragma once
 #include <string>
 
@@ -29,6 +29,18 @@ struct LayerNorm {
   int64_t dim = 0;
   double eps = 1e-5;
   static LayerNorm load(const WeightSource& w, const std::string& prefix, int64_t dim, double eps, bool affine);
+  at::Tensor operator()(const at::Tensor& x) const;
+};
+
+// x [B, H, N, hd] rotated by the tables cos, sin [N, hd] in interleaved pairs (2k, 2k + 1), in float32:
+// x * cos + (-x_odd, x_even) * sin, as diffusers' apply_rotary_emb.
+at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+
+// Root-mean-square norm over the last dimension, computed in float32 (diffusers' RMSNorm), then scaled.
+struct RmsNorm {
+  at::Tensor weight;
+  double eps = 1e-6;
+  static RmsNorm load(const WeightSource& w, const std::string& prefix, int64_t dim, double eps);
   at::Tensor operator()(const at::Tensor& x) const;
 };
 

@@ -3,12 +3,19 @@
 #include <ATen/ops/cat.h>
 
 #include "parallel/pipefusion.h"
+#include "plan/error.h"
 #include "parallel/sequence.h"
 
 namespace studio::parallel {
 
 ParallelTransformer::ParallelTransformer(const models::DitModel& model, Mesh& mesh)
     : model_(model), mesh_(mesh) {
+  if (mesh.config().use_cfg_parallel && model.guidance() != models::Guidance::ClassifierFree)
+    throw InputError("--use_cfg_parallel: this model has no classifier-free guidance (" +
+                     std::string(model.guidance() == models::Guidance::Embedded ? "it embeds the guidance scale"
+                                                                                 : "it takes no guidance") +
+                     "), so there is no second branch to run; split the work with --ulysses_degree, --ring_degree, "
+                     "--pipefusion_parallel_degree or --data_parallel_degree instead");
   if (mesh.config().pipefusion_parallel_degree > 1) pipefusion_ = std::make_unique<PipeFusionStage>(model, mesh);
 }
 

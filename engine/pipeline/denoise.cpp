@@ -9,12 +9,20 @@
 #include "compat/torch_compat.h"
 #include "io/safetensors_file.h"
 #include "plan/error.h"
-#include "sampling/scheduler.h"
+#include "sampling/scheduler.h"  // guidance_at
 
 namespace studio::pipeline {
 
+namespace {
+
+bool classifier_free(const models::DitModel& model, const DenoiseInputs& in) {
+  return model.guidance() == models::Guidance::ClassifierFree && in.guidance_scale > 1;
+}
+
+}  // namespace
+
 void check_inputs(const models::DitModel& model, const DenoiseInputs& in) {
-  const bool cfg = in.guidance_scale > 1;
+  const bool cfg = classifier_free(model, in);
   model.check_inputs(in.latents, in.prompt_embeds, "prompt_embeds");
   if (!cfg) return;
   model.check_inputs(in.latents, in.negative_prompt_embeds, "negative_prompt_embeds");
@@ -24,36 +32,37 @@ void check_inputs(const models::DitModel& model, const DenoiseInputs& in) {
                      " must have the same number of text tokens");
 }
 
-at::Tensor denoise(const models::DitModel& model, const plan::SchedulerConfig& sampler,
-                   const DenoiseInputs& in, sampling::NoiseSource* noise, const Hooks& hooks, const ModelCall& call) {
+at::Tensor denoise(const models::DitModel& model, sampling::Sampler& sampler, const DenoiseInputs& in,
+                   sampling::NoiseSource* noise, const Hooks& hooks, const ModelCall& call) {
   // No InferenceMode here: c10d's Gloo works on its own threads and cannot write into inference tensors.
   // Nothing requires grad, so no graph is recorded either way.
   check_inputs(model, in);
-  const int N = in.num_inference_steps;
-  sampling::Scheduler scheduler(sampler, N);
-  const bool cfg = in.guidance_scale > 1;
+  const int N = sampler.steps();
+  const bool cfg = classifier_free(model, in);
   const auto dev = model.device();
-  // Classifier-free guidance runs both branches as one batch, unconditional first.
   const at::Tensor text = cfg ? at::cat({in.negative_prompt_embeds, in.prompt_embeds}, 0).to(dev)
                               : in.prompt_embeds.to(dev);
   const auto& l = in.latents;
   const auto pos = model.positions(model.token_grid(l));
   at::Tensor latents = l.to(dev, at::kFloat);
+  const int64_t batch = cfg ? 2 * l.size(0) : l.size(0);
+  at::Tensor pooled, guidance;
+  if (in.pooled_prompt_embeds.defined()) pooled = in.pooled_prompt_embeds.to(dev);
+  if (model.guidance() == models::Guidance::Embedded)
+    guidance = at::full({batch}, in.guidance_scale, at::TensorOptions(at::kFloat).device(dev));
 
   for (int i = 0; i < N; ++i) {
     if (hooks.stop()) throw Cancelled();
     const auto start = std::chrono::steady_clock::now();
-    const int64_t t = scheduler.timesteps()[size_t(i)];
-    const at::Tensor input = cfg ? at::cat({latents, latents}, 0) : latents;
-    const at::Tensor timestep = at::full({input.size(0)}, t, at::TensorOptions().dtype(at::kLong).device(dev));
-    const models::StepInputs step{input, text, timestep};
+    const models::StepInputs step{cfg ? at::cat({latents, latents}, 0) : latents, text,
+                                  sampler.model_timestep(i, batch, dev), pooled, guidance};
     at::Tensor pred = (call ? call(step, pos) : model.forward(step, pos)).to(at::kFloat);
     if (cfg) {
       auto parts = pred.chunk(2, 0);
-      const double g = sampling::guidance_at(in.guidance_scale, in.use_dynamic_cfg, t, N);
+      const double g = sampling::guidance_at(in.guidance_scale, in.use_dynamic_cfg, int64_t(sampler.timestep(i)), N);
       pred = parts[0] + g * (parts[1] - parts[0]);
     }
-    latents = scheduler.step(i, pred, latents, noise);
+    latents = sampler.step(i, pred, latents, noise);
     // A step's time is the device's: wait for its queue here, at the step's end (the next step's agreed
     // stop flag waits for it anyway).
     compat::synchronize(dev);

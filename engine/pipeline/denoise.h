@@ -1,5 +1,6 @@
-// Embeddings -> final latents: the denoising loop of diffusers' CogVideoXPipeline (v0.32.2), with a
-// per-step callback and a stop request checked before every step.
+// Embeddings -> final latents: the denoising loop of diffusers' pipelines (v0.32.2: CogVideoXPipeline,
+// FluxPipeline) for any family and sampler, with a per-step callback and a stop request checked before
+// every step. Classifier-free guidance runs both branches as one batch, unconditional first.
 #pragma once
 #include <string>
 #include <functional>
@@ -9,15 +10,16 @@
 #include "models/dit_model.h"
 #include "plan/model_folder.h"
 #include "sampling/noise.h"
+#include "sampling/sampler.h"
 
 namespace studio::pipeline {
 
 struct DenoiseInputs {
   at::Tensor prompt_embeds;           // [B, T, text_embed_dim]
-  at::Tensor negative_prompt_embeds;  // [B, T, text_embed_dim]; used when guidance_scale > 1
-  at::Tensor latents;                 // [B, F, C, H, W] initial noise, F already padded for 1.5
-  int num_inference_steps = 50;
-  double guidance_scale = 6.0;
+  at::Tensor negative_prompt_embeds;  // [B, T, text_embed_dim]; used with classifier-free guidance
+  at::Tensor pooled_prompt_embeds;    // [B, pooled dim], for a family that takes a pooled text vector (FLUX)
+  at::Tensor latents;                 // the initial noise in the model's latent layout (CogVideoX 1.5: F padded)
+  double guidance_scale = 6.0;  // classifier-free, or the input of a guidance embedding
   bool use_dynamic_cfg = false;
 };
 
@@ -40,8 +42,8 @@ using ModelCall = std::function<at::Tensor(const models::StepInputs& in, const m
 // Checks the inputs' shapes against the model; InputError names the tensor and what would fit.
 void check_inputs(const models::DitModel& model, const DenoiseInputs& in);
 
-// Returns the final latents [B, F, C, H, W] as float32 on the model's device.
-at::Tensor denoise(const models::DitModel& model, const plan::SchedulerConfig& sampler,
+// Returns the final latents as float32 on the model's device, in the model's latent layout.
+at::Tensor denoise(const models::DitModel& model, sampling::Sampler& sampler,
                    const DenoiseInputs& in, sampling::NoiseSource* noise, const Hooks& hooks = {},
                    const ModelCall& call = {});
 

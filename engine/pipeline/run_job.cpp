@@ -79,7 +79,8 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
   PartialLatents partial;
   at::Tensor latents;
   try {
-    latents = denoise(*transformer, model.scheduler, in, noise, step_hooks(hooks, mesh, device, partial), call);
+    const auto sampler = models::make_sampler(model, job.num_inference_steps, geo.video_tokens);
+    latents = denoise(*transformer, *sampler, in, noise, step_hooks(hooks, mesh, device, partial), call);
   } catch (const Cancelled&) {
     if (job.keep_partial && parallel::writes(mesh))
       keep_partial_latents(job, job_metadata(job, model, mesh.config()), partial, log);
@@ -113,7 +114,6 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   const int64_t samples = job.num_videos_per_prompt;
   const auto slice = parallel::data_slice(mesh, samples);
   DenoiseInputs in;
-  in.num_inference_steps = job.num_inference_steps;
   in.guidance_scale = job.guidance_scale;
   in.use_dynamic_cfg = job.use_dynamic_cfg;
   in.prompt_embeds = slice.of(embeds.prompt);

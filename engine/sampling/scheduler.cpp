@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include <ATen/TensorOperators.h>
+#include <ATen/ops/full.h>
 
 #include "compat/torch_compat.h"
 
@@ -52,6 +53,10 @@ double Scheduler::alpha_prev(int i) const {
   const int64_t prev = timesteps_[size_t(i)] - cfg_.num_train_timesteps / steps_;
   if (prev >= 0) return alphas_cumprod_[size_t(prev)];
   return cfg_.set_alpha_to_one ? 1.0 : alphas_cumprod_.front();
+}
+
+at::Tensor Scheduler::model_timestep(int i, int64_t batch, const at::Device& device) const {
+  return at::full({batch}, timesteps_[size_t(i)], at::TensorOptions(at::kLong).device(device));
 }
 
 at::Tensor Scheduler::step(int i, const at::Tensor& model_output, const at::Tensor& sample, NoiseSource* noise) {

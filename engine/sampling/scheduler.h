@@ -8,18 +8,21 @@
 
 #include "plan/model_folder.h"
 #include "sampling/noise.h"
+#include "sampling/sampler.h"
 
 namespace studio::sampling {
 
-class Scheduler {
+class Scheduler final : public Sampler {
  public:
   Scheduler(const plan::SchedulerConfig& cfg, int num_inference_steps);
 
   const std::vector<int64_t>& timesteps() const { return timesteps_; }
   double alpha_cumprod(int64_t t) const { return alphas_cumprod_[size_t(t)]; }
 
-  // One update of `sample` (float32) given the guided model output at step index `i`.
-  at::Tensor step(int i, const at::Tensor& model_output, const at::Tensor& sample, NoiseSource* noise);
+  int steps() const override { return steps_; }
+  double timestep(int i) const override { return double(timesteps_[size_t(i)]); }
+  at::Tensor model_timestep(int i, int64_t batch, const at::Device& device) const override;  // int64
+  at::Tensor step(int i, const at::Tensor& model_output, const at::Tensor& sample, NoiseSource* noise) override;
 
  private:
   double alpha_prev(int i) const;  // alphas_cumprod at the next (smaller) timestep, 1 past the end

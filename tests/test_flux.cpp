@@ -1,0 +1,193 @@
+// FLUX.1 against the flux_tiny reference (diffusers 0.32.2's FluxPipeline): its configs, the 2x2 packing,
+// the RoPE tables, the sampler's sigmas, one transformer call and the whole loop, in one process and in every
+// parallel mix that applies (ranks as threads over real Gloo sockets). FLUX.1-dev has no classifier-free
+// guidance, so CFG parallelism is refused for it.
+#include <ATen/ops/cat.h>
+#include <ATen/ops/equal.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/zeros.h>
+
+#include "mixes.h"
+#include "models/flux_transformer.h"
+#include "parallel/parallel_model.h"
+#include "pipeline/denoise.h"
+#include "plan/error.h"
+#include "plan/model_folder.h"
+#include "rank_threads.h"
+#include "sampling/flow_match.h"
+#include "tensor_support.h"
+
+using namespace studio;
+
+namespace {
+
+const std::string kCase = "flux_tiny";
+
+at::Tensor golden(const std::string& name) { return test::golden_tensor(kCase, name); }
+
+struct Flux {
+  plan::FluxTransformerConfig transformer;
+  plan::FlowMatchConfig scheduler;
+  std::shared_ptr<models::FluxTransformer> model;
+};
+
+Flux load() {
+  const std::string dir = test::golden_case(kCase);
+  auto read = [&](const std::string& part) { return plan::read_text_file(dir + "/" + part); };
+  Flux f;
+  f.transformer = plan::parse_flux_transformer_config(read("transformer/config.json"), "transformer/config.json");
+  f.scheduler = plan::parse_flow_match_config(read("scheduler/scheduler_config.json"), "scheduler_config.json");
+  f.model = models::FluxTransformer::load(dir + "/transformer", f.transformer, at::kFloat, at::kCPU);
+  return f;
+}
+
+int64_t latent_height() { return test::golden_json(kCase)["latent_height"]; }
+int64_t latent_width() { return test::golden_json(kCase)["latent_width"]; }
+at::Tensor unpacked(const at::Tensor& packed) { return models::unpack_latents(packed, latent_height(), latent_width()); }
+
+models::StepInputs step0() {
+  return {unpacked(golden("step0_hidden_states")), golden("step0_encoder_hidden_states"), golden("step0_timestep"),
+          golden("step0_pooled_projections"), golden("step0_guidance")};
+}
+
+pipeline::DenoiseInputs run_inputs() {
+  pipeline::DenoiseInputs in;
+  in.prompt_embeds = golden("prompt_embeds");
+  in.pooled_prompt_embeds = golden("pooled_prompt_embeds");
+  in.latents = golden("latents_init_unpacked");
+  in.guidance_scale = test::golden_json(kCase)["guidance_scale"];
+  return in;
+}
+
+// The whole loop with `call` (the model's own forward() when empty); checks every step's latents.
+at::Tensor run(const Flux& f, const pipeline::ModelCall& call = {}) {
+  const int steps = test::golden_json(kCase)["num_inference_steps"];
+  const auto in = run_inputs();
+  sampling::FlowMatchEuler sampler(f.scheduler, steps, models::pack_latents(in.latents).size(1));
+  sampling::SeededNoise unused(0);
+  const auto want = golden("step_latents");
+  pipeline::Hooks hooks;
+  hooks.on_step = [&](int step, int, double, const at::Tensor& latents) {
+    EXPECT_LT(test::max_abs_diff(models::pack_latents(latents), want[step - 1]), test::kRunTolerance)
+        << "latents after step " << step;
+  };
+  return models::pack_latents(pipeline::denoise(*f.model, sampler, in, &unused, hooks, call));
+}
+
+}  // namespace
+
+TEST(Flux, packing_is_the_pipelines) {
+  const auto packed = models::pack_latents(golden("latents_init_unpacked"));
+  EXPECT_TRUE(at::equal(packed, golden("latents_init")));
+  EXPECT_TRUE(at::equal(unpacked(packed), golden("latents_init_unpacked")));
+}
+
+TEST(Flux, rope_tables_match_the_reference) {
+  const auto f = load();
+  const auto pos = f.model->positions(f.model->token_grid(golden("latents_init_unpacked")));
+  const auto cos = golden("rope_cos"), sin = golden("rope_sin");
+  const int64_t T = test::golden_json(kCase)["text_seq_len"];
+  // The text rows (ids zero) rotate by nothing, which is why the engine leaves them out of the tables.
+  EXPECT_TRUE(at::equal(cos.narrow(0, 0, T), at::ones_like(cos.narrow(0, 0, T))));
+  EXPECT_TRUE(at::equal(sin.narrow(0, 0, T), at::zeros_like(sin.narrow(0, 0, T))));
+  EXPECT_LT(test::max_abs_diff(pos.rope_cos, cos.narrow(0, T, cos.size(0) - T)), test::kCallTolerance);
+  EXPECT_LT(test::max_abs_diff(pos.rope_sin, sin.narrow(0, T, sin.size(0) - T)), test::kCallTolerance);
+}
+
+TEST(Flux, sigmas_and_timesteps_match_the_reference) {
+  const auto f = load();
+  const auto g = test::golden_json(kCase);
+  EXPECT_NEAR(sampling::flux_mu(f.scheduler, g["image_seq_len"]), double(g["mu"]), 1e-12);
+  sampling::FlowMatchEuler sampler(f.scheduler, g["num_inference_steps"], g["image_seq_len"]);
+  const auto sigmas = golden("sigmas"), timesteps = golden("timesteps");
+  ASSERT_EQ(int64_t(sampler.sigmas().size()), sigmas.size(0));
+  for (int i = 0; i < int(sigmas.size(0)); ++i) EXPECT_NEAR(sampler.sigmas()[size_t(i)], sigmas[i].item<double>(), 1e-4);
+  for (int i = 0; i < sampler.steps(); ++i) EXPECT_NEAR(sampler.timestep(i), timesteps[i].item<double>(), 1e-3);
+}
+
+TEST(Flux, step0_output) {
+  const auto f = load();
+  const auto in = step0();
+  const auto out = f.model->forward(in, f.model->positions(f.model->token_grid(in.latents)));
+  const double err = test::max_abs_diff(models::pack_latents(out), golden("step0_output"));
+  std::printf("flux step0_output max error %.3g\n", err);
+  EXPECT_LT(err, test::kCallTolerance);
+}
+
+TEST(Flux, final_latents) {
+  const double err = test::max_abs_diff(run(load()), golden("final_latents"));
+  std::printf("flux final_latents max error %.3g\n", err);
+  EXPECT_LT(err, test::kRunTolerance);
+}
+
+TEST(Flux, wrong_inputs_are_named) {
+  const auto f = load();
+  sampling::FlowMatchEuler sampler(f.scheduler, 1, 24);
+  sampling::SeededNoise unused(0);
+  auto in = run_inputs();
+  in.prompt_embeds = at::zeros({1, 8, 31});
+  EXPECT_TRUE(test::throws_with<InputError>([&] { pipeline::denoise(*f.model, sampler, in, &unused); },
+                                            {"prompt_embeds has shape [1, 8, 31]", "[1, T, 32]", "joint_attention_dim"}));
+  in = run_inputs();
+  in.pooled_prompt_embeds = at::Tensor();
+  EXPECT_TRUE(test::throws_with<InputError>([&] { pipeline::denoise(*f.model, sampler, in, &unused); },
+                                            {"pooled_prompt_embeds [B, 24]"}));
+  in = run_inputs();
+  in.latents = at::zeros({1, 16, 7, 12});
+  EXPECT_TRUE(test::throws_with<InputError>([&] { pipeline::denoise(*f.model, sampler, in, &unused); },
+                                            {"latents have shape [1, 16, 7, 12]", "h and w even"}));
+}
+
+class FluxMix : public ::testing::TestWithParam<int> {};
+
+// Every mix without CFG parallelism (there is no unconditional branch to split off).
+std::vector<int> flux_mixes() {
+  std::vector<int> out;
+  for (int i = 0; i < int(test::mixes().size()); ++i)
+    if (!test::mixes()[size_t(i)].p.use_cfg_parallel) out.push_back(i);
+  return out;
+}
+
+TEST_P(FluxMix, step0_output_and_final_latents) {
+  auto p = test::mixes()[size_t(GetParam())].p;
+  p.warmup_steps = test::golden_json(kCase)["num_inference_steps"];  // PipeFusion: synchronous steps are exact
+  const auto f = load();
+  const int world = p.world_size();
+  std::vector<double> call_err(size_t(world), 1e30), run_err(size_t(world), 1e30);
+  const auto failure = test::run_ranks(p, [&](int r, parallel::Mesh& mesh) {
+    {
+      parallel::ParallelTransformer call(*f.model, mesh);
+      const auto in = step0();
+      const auto out = call(in, f.model->positions(f.model->token_grid(in.latents)));
+      call_err[size_t(r)] = test::max_abs_diff(models::pack_latents(out), golden("step0_output"));
+    }
+    auto call = std::make_shared<parallel::ParallelTransformer>(*f.model, mesh);
+    run_err[size_t(r)] = test::max_abs_diff(
+        run(f, [call](const models::StepInputs& in, const models::Positions& pos) { return (*call)(in, pos); }),
+        golden("final_latents"));
+  });
+  for (int r = 0; r < world; ++r) {
+    ASSERT_TRUE(failure[size_t(r)].empty()) << "rank " << r << ": " << failure[size_t(r)];
+    EXPECT_LT(call_err[size_t(r)], test::kCallTolerance) << "rank " << r << ": step0_output";
+    EXPECT_LT(run_err[size_t(r)], test::kRunTolerance) << "rank " << r << ": final_latents";
+  }
+  std::printf("%s: step0_output %.3g, final_latents %.3g on %d ranks\n", test::mixes()[size_t(GetParam())].name,
+              *std::max_element(call_err.begin(), call_err.end()), *std::max_element(run_err.begin(), run_err.end()),
+              world);
+}
+
+INSTANTIATE_TEST_SUITE_P(Mixes, FluxMix, ::testing::ValuesIn(flux_mixes()),
+                         [](const ::testing::TestParamInfo<int>& info) { return std::string(test::mixes()[size_t(info.param)].name); });
+
+TEST(Flux, cfg_parallel_is_refused_with_the_alternatives) {
+  const auto f = load();
+  plan::ParallelConfig p;
+  p.use_cfg_parallel = true;
+  std::vector<::testing::AssertionResult> refused(2, ::testing::AssertionFailure() << "did not run");
+  test::run_ranks(p, [&](int r, parallel::Mesh& mesh) {
+    refused[size_t(r)] = test::throws_with<InputError>([&] { parallel::ParallelTransformer call(*f.model, mesh); },
+                                                       {"--use_cfg_parallel", "embeds the guidance scale", "--ulysses_degree"});
+  });
+  EXPECT_TRUE(refused[0]);
+  EXPECT_TRUE(refused[1]);
+}
