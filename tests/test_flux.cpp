@@ -8,6 +8,7 @@
 #include <ATen/ops/zeros.h>
 
 #include "mixes.h"
+#include "models/autoencoder_kl.h"
 #include "models/flux_transformer.h"
 #include "parallel/parallel_model.h"
 #include "pipeline/denoise.h"
@@ -117,6 +118,20 @@ TEST(Flux, step0_output) {
 TEST(Flux, final_latents) {
   const double err = test::max_abs_diff(run(load()), golden("final_latents"));
   std::printf("flux final_latents max error %.3g\n", err);
+  EXPECT_LT(err, test::kRunTolerance);
+}
+
+TEST(Flux, image_decodes_as_the_reference) {
+  const std::string dir = test::golden_case(kCase) + "/vae";
+  const auto cfg = plan::parse_autoencoder_kl_config(plan::read_text_file(dir + "/config.json"), "vae/config.json");
+  const auto vae = models::AutoencoderKL::load(dir, cfg, at::kFloat, at::kCPU);
+  const auto z = vae->prepare(golden("final_latents_unpacked"), 0);
+  EXPECT_LT(test::max_abs_diff(z.squeeze(2), golden("vae_input")), 1e-6) << "vae_input";
+  std::vector<at::Tensor> batches;
+  vae->decode_batches(z, [&](const at::Tensor& b) { batches.push_back(b); });
+  ASSERT_EQ(batches.size(), 1u);
+  const double err = test::max_abs_diff(batches[0].squeeze(2), golden("image"));
+  std::printf("flux image max error %.3g\n", err);
   EXPECT_LT(err, test::kRunTolerance);
 }
 
