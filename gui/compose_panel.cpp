@@ -10,6 +10,7 @@
 #include <QSettings>
 
 #include "plan/error.h"
+#include "plan/family.h"
 #include "workers/launch/paths.h"
 
 namespace studio::gui {
@@ -147,8 +148,8 @@ void ComposePanel::load_model() {
                          .arg(all[i].num_frames)
                          .arg(all[i].num_inference_steps));
   family->setText(model_ ? tr("%1; sampler %2 (from scheduler/)")
-                               .arg(QString::fromStdString(plan::family_name(model_->transformer.family())))
-                               .arg(QString::fromStdString(plan::sampler_name(model_->scheduler.kind)))
+                               .arg(QString::fromStdString(plan::family_name(model_->family)))
+                               .arg(QString::fromStdString(plan::rules_of(*model_).sampler_name(*model_)))
                          : tr("—"));
   Q_EMIT changed();
 }
@@ -156,10 +157,10 @@ void ComposePanel::load_model() {
 void ComposePanel::apply_model_limits() {
   if (!model_) return;
   // Sizes in the steps the model accepts; the model's own defaults on first load.
-  const int pixel = model_->vae_scale_spatial() * model_->transformer.patch_size;
+  const int pixel = plan::rules_of(*model_).pixel_step(*model_);
   width->setSingleStep(pixel);
   height->setSingleStep(pixel);
-  frames->setSingleStep(model_->vae ? model_->vae->temporal_compression_ratio : 4);
+  frames->setSingleStep(model_->vae_scale_temporal());
   if (!first_run_) return;
   first_run_ = false;
   plan::JobSpec j = job();
@@ -176,8 +177,8 @@ std::vector<plan::JobSpec> ComposePanel::presets() const {
   plan::apply_model_defaults(full, *model_);
   // Half the size (in the model's pixel steps), about half the frames (in its frame steps), 20 steps.
   plan::JobSpec draft = full;
-  const int pixel = model_->vae_scale_spatial() * model_->transformer.patch_size;
-  const int t = model_->vae ? model_->vae->temporal_compression_ratio : 4;
+  const int pixel = plan::rules_of(*model_).pixel_step(*model_);
+  const int t = model_->vae_scale_temporal();
   draft.width = std::max(pixel, full.width / 2 / pixel * pixel);
   draft.height = std::max(pixel, full.height / 2 / pixel * pixel);
   draft.num_frames = (full.num_frames - 1) / t / 2 * t + 1;

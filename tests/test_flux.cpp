@@ -7,6 +7,10 @@
 #include <ATen/ops/ones.h>
 #include <ATen/ops/zeros.h>
 
+#include <cctype>
+#include <sstream>
+
+#include "io/tensor_file.h"
 #include "mixes.h"
 #include "models/autoencoder_kl.h"
 #include "models/flux_transformer.h"
@@ -14,6 +18,7 @@
 #include "pipeline/denoise.h"
 #include "plan/error.h"
 #include "plan/model_folder.h"
+#include "process.h"
 #include "rank_threads.h"
 #include "sampling/flow_match.h"
 #include "tensor_support.h"
@@ -237,4 +242,56 @@ TEST(Flux, cfg_parallel_is_refused_with_the_alternatives) {
   });
   EXPECT_TRUE(refused[0]);
   EXPECT_TRUE(refused[1]);
+}
+
+// The whole job through dit-launch from the folder, as a user runs it: ranks as processes, the family read
+// from model_index.json, the packed latents in, final_latents (packed) and the decoded image out.
+class FluxThroughDitLaunch : public ::testing::TestWithParam<const char*> {
+ protected:
+  test::TempDir tmp_;
+};
+
+TEST_P(FluxThroughDitLaunch, final_latents_and_image) {
+  const auto g = test::golden_json(kCase);
+  const std::string c = test::golden_case(kCase), file = c + "/golden.safetensors", out = tmp_.path("run.safetensors");
+  test::Args args{"--model", c, "--height", std::to_string(int(g["height"])), "--width", std::to_string(int(g["width"])),
+                  "--num_inference_steps", std::to_string(int(g["num_inference_steps"])), "--guidance_scale",
+                  std::to_string(double(g["guidance_scale"])), "--prompt_embeds", file, "--latents", file,
+                  "--save_tensors", out};
+  std::istringstream flags(GetParam());
+  for (std::string w; flags >> w;) args.push_back(w);
+  const auto r = test::run(test::bin("dit-launch"), args, 180000);
+  ASSERT_EQ(r.code, 0) << r.err;
+  io::TensorFile f(out, "run");
+  const double latents = test::max_abs_diff(f.get("final_latents", 3, ""), golden("final_latents"));
+  const double image = test::max_abs_diff(f.get("image", 4, ""), golden("image"));
+  std::printf("dit-launch %s: final_latents %.3g, image %.3g\n", GetParam(), latents, image);
+  EXPECT_LT(latents, test::kRunTolerance);
+  EXPECT_LT(image, test::kRunTolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(Mixes, FluxThroughDitLaunch,
+                         ::testing::Values("", "--ulysses_degree 2", "--ring_degree 3",
+                                           "--pipefusion_parallel_degree 2 --num_pipeline_patch 3 --warmup_steps 4",
+                                           "--ulysses_degree 2 --ring_degree 2"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           std::string name;
+                           for (const char* ch = info.param; *ch; ++ch)
+                             if (std::isalnum(static_cast<unsigned char>(*ch)) || *ch == '_') name += *ch;
+                             else if (*ch == ' ') name += '_';
+                           return name.empty() ? std::string("one_process") : name;
+                         });
+
+TEST(FluxThroughDitLaunchRefusals, say_what_would_work) {
+  const std::string c = test::golden_case(kCase), file = c + "/golden.safetensors";
+  auto refused = [&](const test::Args& extra, std::initializer_list<const char*> parts) {
+    const auto r = test::run(test::bin("dit-launch"), test::Args{"--model", c, "--width", "96", "--prompt_embeds", file} + extra,
+                             60000);
+    EXPECT_EQ(r.code, 2) << r.err;
+    for (const char* p : parts) EXPECT_NE(r.err.find(p), std::string::npos) << "missing '" << p << "' in: " << r.err;
+  };
+  refused({"--height", "64", "--use_cfg_parallel"}, {"--use_cfg_parallel", "no classifier-free guidance", "--ulysses_degree"});
+  refused({"--height", "72"}, {"--height 72", "multiple of 16", "64 or 80"});
+  refused({"--height", "64", "--num_frames", "9"}, {"--num_frames 9", "FLUX.1 makes images"});
+  refused({"--height", "64", "--output", "/tmp/x.mp4"}, {"--output", "--save_tensors"});
 }

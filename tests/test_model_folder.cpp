@@ -59,7 +59,7 @@ TEST_F(ModelFolder, real_checkpoint_geometry) {
   EXPECT_TRUE(plan::validate(job, m).empty());
   auto g = plan::latent_geometry(job, m);
   EXPECT_EQ(g.frames, 13);
-  EXPECT_EQ(g.video_tokens, int64_t(17550));
+  EXPECT_EQ(g.latent_tokens, int64_t(17550));
   // CogVideoX1.5-5B at 768 x 1360, 81 frames: 21 latent frames padded to 22, 44,880 tokens.
   auto m15 = plan::read_model_folder(copy_with([](json& j) {
     real_2b(j);
@@ -80,7 +80,7 @@ TEST_F(ModelFolder, real_checkpoint_geometry) {
   EXPECT_EQ(g15.frames, 21);
   EXPECT_EQ(g15.padded_frames, 22);
   EXPECT_EQ(g15.pad_frames(), 1);
-  EXPECT_EQ(g15.video_tokens, int64_t(44880));
+  EXPECT_EQ(g15.latent_tokens, int64_t(44880));
 }
 
 TEST_F(ModelFolder, missing_folder) {
@@ -150,3 +150,50 @@ TEST_F(ModelFolder, job_problems_name_flag_value_and_fix) {
 }
 
 }  // namespace
+
+TEST_F(ModelFolder, reads_a_flux_folder_and_its_defaults) {
+  auto m = plan::read_model_folder(test::golden_case("flux_tiny"));
+  EXPECT_EQ(m.family, plan::Family::Flux_Dev);
+  ASSERT_TRUE(m.flux && m.flux->vae);
+  EXPECT_EQ(m.flux->transformer.num_layers, 1);
+  EXPECT_EQ(m.flux->transformer.num_single_layers, 2);
+  EXPECT_EQ(m.flux->transformer.axes_dims_rope, (std::vector<int>{4, 6, 6}));
+  EXPECT_TRUE(m.flux->scheduler.use_dynamic_shifting);
+  EXPECT_EQ(m.flux->vae->shift_factor, 0.1159);
+  EXPECT_EQ(m.vae_scale_spatial(), 8);
+  plan::JobSpec job;
+  plan::apply_model_defaults(job, m);  // FluxPipeline's: 1024 x 1024, 28 steps, guidance 3.5, 512 text tokens
+  EXPECT_EQ(job.height, 1024);
+  EXPECT_EQ(job.width, 1024);
+  EXPECT_EQ(job.num_inference_steps, 28);
+  EXPECT_EQ(job.guidance_scale, 3.5);
+  EXPECT_EQ(job.max_sequence_length, 512);
+  job.height = 64, job.width = 96;
+  const auto g = plan::latent_geometry(job, m);
+  EXPECT_FALSE(g.has_frames);
+  EXPECT_EQ(g.shape(1), (std::vector<int64_t>{1, 16, 8, 12}));
+  EXPECT_EQ(g.latent_tokens, 24);
+  // schnell: no guidance embedding, 4 steps, guidance 0.
+  const std::string dir = tmp_.path("schnell");
+  test::copy_tree(test::golden_case("flux_tiny"), dir);
+  test::edit_json(dir + "/transformer/config.json", [](json& j) { j["guidance_embeds"] = false; });
+  auto s = plan::read_model_folder(dir);
+  EXPECT_EQ(s.family, plan::Family::Flux_Schnell);
+  plan::JobSpec quick;
+  plan::apply_model_defaults(quick, s);
+  EXPECT_EQ(quick.num_inference_steps, 4);
+  EXPECT_EQ(quick.guidance_scale, 0.0);
+}
+
+TEST_F(ModelFolder, flux_configs_that_cannot_run_are_named) {
+  const std::string dir = tmp_.path("flux");
+  test::copy_tree(test::golden_case("flux_tiny"), dir);
+  test::edit_json(dir + "/transformer/config.json", [](json& j) { j["axes_dims_rope"] = {4, 6, 8}; });
+  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::read_model_folder(dir); },
+                                            {"transformer/config.json", "'axes_dims_rope'", "[4,6,8]",
+                                             "attention_head_dim 16"}));
+  test::edit_json(dir + "/transformer/config.json", [](json& j) { j["axes_dims_rope"] = {4, 6, 6}; });
+  test::edit_json(dir + "/vae/config.json", [](json& j) { j["latent_channels"] = 8; });
+  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::read_model_folder(dir); },
+                                            {"latent_channels 8", "in_channels 64", "2x2 packing"}));
+}

@@ -150,3 +150,24 @@ TEST(JobFile, allow_tf32_travels_to_the_ranks) {
   f.job.allow_tf32 = true;
   EXPECT_TRUE(plan::job_file_from_json(plan::to_json(f), "job.json").job.allow_tf32);
 }
+
+TEST(PlanFlux, cfg_parallel_and_parallel_vae_are_refused_and_never_offered) {
+  auto model = plan::read_model_folder(test::golden_case("flux_tiny"));
+  plan::JobSpec job;
+  job.prompt_embeds_file = "x";
+  job.height = 64, job.width = 96;
+  plan::apply_model_defaults(job, model);
+  plan::ParallelConfig p;
+  p.use_cfg_parallel = true;
+  const auto problems = plan::validate_parallel(p, job, model, 2);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_EQ(problems.front().field, "use_cfg_parallel");
+  EXPECT_NE(problems.front().message.find("no classifier-free guidance"), std::string::npos) << problems.front().message;
+  for (const auto& c : plan::valid_configs(job, model, 4)) EXPECT_FALSE(c.use_cfg_parallel) << c.flags();
+  plan::ParallelConfig rows;
+  rows.ulysses_degree = 2;
+  rows.use_parallel_vae = true;
+  const auto vae = plan::validate_parallel(rows, job, model, 2);
+  ASSERT_FALSE(vae.empty());
+  EXPECT_EQ(vae.front().field, "use_parallel_vae");
+}

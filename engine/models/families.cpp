@@ -3,21 +3,34 @@
 #include <filesystem>
 
 #include "models/cogvideox_transformer.h"
+#include "models/autoencoder_kl.h"
 #include "models/cogvideox_vae.h"
+#include "models/flux_transformer.h"
+#include "sampling/flow_match.h"
 #include "sampling/scheduler.h"
 
 namespace studio::models {
 
+namespace {
+
+std::string part(const plan::ModelFolder& folder, const char* name) {
+  return (std::filesystem::path(folder.dir) / name).string();
+}
+
+}  // namespace
+
 std::shared_ptr<DitModel> load_transformer(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device) {
-  const std::string dir = (std::filesystem::path(folder.dir) / "transformer").string();
-  return CogVideoXTransformer::load(dir, folder.transformer, dtype, device);
+  if (folder.flux) return FluxTransformer::load(part(folder, "transformer"), folder.flux->transformer, dtype, device);
+  return CogVideoXTransformer::load(part(folder, "transformer"), folder.transformer, dtype, device);
 }
 
 std::shared_ptr<VaeDecoder> load_vae(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device) {
-  return CogVideoXVae::load((std::filesystem::path(folder.dir) / "vae").string(), *folder.vae, dtype, device);
+  if (folder.flux) return AutoencoderKL::load(part(folder, "vae"), *folder.flux->vae, dtype, device);
+  return CogVideoXVae::load(part(folder, "vae"), *folder.vae, dtype, device);
 }
 
-std::unique_ptr<sampling::Sampler> make_sampler(const plan::ModelFolder& folder, int steps, int64_t) {
+std::unique_ptr<sampling::Sampler> make_sampler(const plan::ModelFolder& folder, int steps, int64_t image_tokens) {
+  if (folder.flux) return std::make_unique<sampling::FlowMatchEuler>(folder.flux->scheduler, steps, image_tokens);
   return std::make_unique<sampling::Scheduler>(folder.scheduler, steps);
 }
 

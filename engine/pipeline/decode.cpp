@@ -39,7 +39,9 @@ at::Tensor to_rgb8(const at::Tensor& video) {
 }
 
 at::Tensor latent_preview(const at::Tensor& latents) {
-  auto x = latents[0][latents.size(1) / 2].narrow(0, 0, 3).to(at::kFloat).cpu();  // [3, h, w]
+  // A video's middle latent frame [C, h, w], or an image's latents.
+  const auto frame = latents.dim() == 5 ? latents[0][latents.size(1) / 2] : latents[0];
+  auto x = frame.narrow(0, 0, 3).to(at::kFloat).cpu();  // [3, h, w]
   auto mean = x.mean({1, 2}, true), spread = x.std({1, 2}, true, true) * 2 + 1e-6;
   auto y = ((x - mean) / spread * 0.5 + 0.5).clamp(0, 1) * 255;
   return at::round(y).to(at::kByte).permute({1, 2, 0}).contiguous();

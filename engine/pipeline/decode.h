@@ -29,7 +29,8 @@ void decode_latents(const models::VaeDecoder& vae, const at::Tensor& latents, in
 // (x / 2 + 0.5) clamped to [0, 1], times 255, rounded.
 at::Tensor to_rgb8(const at::Tensor& video);
 
-// A cheap look at latents [B, F, C, h, w] while denoising: the middle latent frame of the first video,
+// A cheap look at latents [B, F, C, h, w] (or an image's [B, C, h, w]) while denoising: the middle latent
+// frame of the first video,
 // channels 0-2 each stretched over mean +- 2 standard deviations, as RGB8 [h, w, 3] on the CPU. It shows
 // where structure forms; its colours mean nothing.
 at::Tensor latent_preview(const at::Tensor& latents);

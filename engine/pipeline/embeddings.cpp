@@ -5,6 +5,7 @@
 #include "io/tensor_file.h"
 #include "parallel/job_ranks.h"
 #include "plan/error.h"
+#include "plan/family.h"
 #include "text/prompt.h"
 
 namespace studio::pipeline {
@@ -30,11 +31,14 @@ Embeddings from_words(const plan::JobSpec& job, const plan::ModelFolder& model, 
   return e;
 }
 
-Embeddings from_file(const plan::JobSpec& job) {
+Embeddings from_file(const plan::JobSpec& job, const plan::ModelFolder& model) {
+  const auto& rules = plan::rules_of(model);
   io::TensorFile file(job.prompt_embeds_file, "--prompt_embeds");
   Embeddings e;
   e.prompt = file.get("prompt_embeds", 3, "[B, T, D]");
-  if (job.guidance_scale > 1) e.negative = file.get("negative_prompt_embeds", 3, "[B, T, D]");
+  if (rules.classifier_free() && job.guidance_scale > 1)
+    e.negative = file.get("negative_prompt_embeds", 3, "[B, T, D]");
+  if (rules.takes_pooled_text()) e.pooled = file.get("pooled_prompt_embeds", 2, "[B, P]");
   return e;
 }
 
@@ -43,15 +47,17 @@ Embeddings from_file(const plan::JobSpec& job) {
 Embeddings prompt_embeddings(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh,
                              at::ScalarType dtype, const at::Device& device,
                              const std::function<void(const std::string&)>& log) {
-  Embeddings e = job.prompt.empty() ? from_file(job) : from_words(job, model, mesh, dtype, device, log);
+  Embeddings e = job.prompt.empty() ? from_file(job, model) : from_words(job, model, mesh, dtype, device, log);
   const int64_t samples = job.num_videos_per_prompt;
-  for (at::Tensor* t : {&e.prompt, &e.negative}) {
+  for (at::Tensor* t : {&e.prompt, &e.negative, &e.pooled}) {
     if (!t->defined() || t->size(0) == samples) continue;
     if (t->size(0) != 1)
       throw InputError("--prompt_embeds holds " + std::to_string(t->size(0)) + " prompts but the job makes " +
                        std::to_string(samples) + " videos (--num_videos_per_prompt); give 1 or " +
                        std::to_string(samples) + " rows");
-    *t = t->expand({samples, -1, -1}).contiguous();
+    auto sizes = t->sizes().vec();
+    sizes[0] = samples;
+    *t = t->expand(sizes).contiguous();
   }
   return e;
 }

@@ -14,7 +14,8 @@
 namespace studio::pipeline {
 
 struct Embeddings {
-  at::Tensor prompt, negative;  // [samples, T, D]; negative undefined without guidance from a file
+  at::Tensor prompt, negative;  // [samples, T, D]; negative undefined without classifier-free guidance
+  at::Tensor pooled;            // [samples, P], for a family that takes a pooled text vector (FLUX)
   // What --save_tensors records of this stage: the embeddings and, from words, the token ids.
   std::vector<std::pair<std::string, at::Tensor>> record;
 };

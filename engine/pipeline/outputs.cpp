@@ -8,6 +8,7 @@
 #include "parallel/job_ranks.h"
 #include "pipeline/decode.h"
 #include "plan/error.h"
+#include "plan/family.h"
 #include "video/clip_writer.h"
 
 namespace fs = std::filesystem;
@@ -32,8 +33,8 @@ std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const 
                                                 const plan::ParallelConfig& par) {
   return {{"generator", "DiT Studio " STUDIO_VERSION},
           {"model", model.dir},
-          {"model_family", plan::family_name(model.transformer.family())},
-          {"sampler", plan::sampler_name(model.scheduler.kind)},
+          {"model_family", plan::family_name(model.family)},
+          {"sampler", plan::rules_of(model).sampler_name(model)},
           {"seed", std::to_string(job.seed)},
           {"height", std::to_string(job.height)},
           {"width", std::to_string(job.width)},

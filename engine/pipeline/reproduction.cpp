@@ -2,22 +2,30 @@
 
 #include "io/safetensors_file.h"
 #include "io/tensor_file.h"
+#include "models/flux_transformer.h"
 #include "plan/error.h"
 
 namespace studio::pipeline {
 
-at::Tensor initial_latents(const plan::JobSpec& job, const std::vector<int64_t>& shape,
+at::Tensor initial_latents(const plan::JobSpec& job, const plan::LatentGeometry& geo,
                            const parallel::SampleSlice& slice, sampling::SeededNoise& seeded) {
+  const auto shape = geo.shape(job.num_videos_per_prompt);
   if (job.latents_file.empty()) {
     std::vector<int64_t> mine = shape;
     mine[0] = slice.count;
     return seeded.draw(mine);
   }
-  auto all = io::TensorFile(job.latents_file, "--latents").get("latents_init", 5, "[B, F, C, H, W]");
-  if (all.sizes().vec() != shape)
+  // An image's latents travel packed 2x2, as FluxPipeline keeps them.
+  const std::vector<int64_t> want =
+      geo.has_frames ? shape : std::vector<int64_t>{shape[0], geo.latent_tokens, 4 * geo.channels};
+  auto all = io::TensorFile(job.latents_file, "--latents")
+                 .get("latents_init", int64_t(want.size()), geo.has_frames ? "[B, F, C, H, W]" : "[B, N, 4C] (packed)");
+  if (all.sizes().vec() != want)
     throw InputError("--latents " + job.latents_file + ": latents_init has shape " + io::shape_str(all.sizes().vec()) +
                      " but --height " + std::to_string(job.height) + " --width " + std::to_string(job.width) +
-                     " --num_frames " + std::to_string(job.num_frames) + " need " + io::shape_str(shape));
+                     (geo.has_frames ? " --num_frames " + std::to_string(job.num_frames) : std::string()) + " need " +
+                     io::shape_str(want));
+  if (!geo.has_frames) all = models::unpack_latents(all, geo.height, geo.width);
   return slice.of(all);
 }
 

@@ -19,9 +19,10 @@ namespace studio::pipeline {
 using Metadata = std::map<std::string, std::string>;
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 
-// The slice's initial noise: its rows of --latents' latents_init when the job names a file (InputError
-// unless the file's shape is `shape`, the whole job's), else drawn from `seeded`.
-at::Tensor initial_latents(const plan::JobSpec& job, const std::vector<int64_t>& shape,
+// The slice's initial noise in the model's latent layout: its rows of --latents' latents_init when the
+// job names a file (FLUX's packed [B, N, 4C], unpacked here; InputError unless it has the job's shape),
+// else drawn from `seeded` (as the reference draws it: unpacked).
+at::Tensor initial_latents(const plan::JobSpec& job, const plan::LatentGeometry& geo,
                            const parallel::SampleSlice& slice, sampling::SeededNoise& seeded);
 
 // The slice's rows of --sampler_noise; nullptr when the job names no file.

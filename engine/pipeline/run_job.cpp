@@ -9,12 +9,14 @@
 #include "io/safetensors_file.h"
 #include "io/tensor_file.h"
 #include "models/families.h"
+#include "models/flux_transformer.h"
 #include "parallel/job_ranks.h"
 #include "parallel/parallel_model.h"
 #include "pipeline/embeddings.h"
 #include "pipeline/outputs.h"
 #include "pipeline/reproduction.h"
 #include "plan/error.h"
+#include "plan/family.h"
 
 namespace studio::pipeline {
 
@@ -62,10 +64,10 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
   auto transformer = models::load_transformer(model, dtype, device);
   r.seconds_loading = since(t0);
   const auto geo = plan::latent_geometry(job, model);
-  const std::vector<int64_t> shape{job.num_videos_per_prompt, geo.padded_frames, geo.channels, geo.height, geo.width};
-  log("denoising " + io::shape_str(shape) + " latents (" + std::to_string(geo.video_tokens) +
-      " video + " + std::to_string(in.prompt_embeds.size(1)) + " text tokens), " +
-      std::to_string(job.num_inference_steps) + " steps of " + plan::sampler_name(model.scheduler.kind) + ", " +
+  log("denoising " + io::shape_str(geo.shape(job.num_videos_per_prompt)) + " latents (" +
+      std::to_string(geo.latent_tokens) + (geo.has_frames ? " video + " : " image + ") +
+      std::to_string(in.prompt_embeds.size(1)) + " text tokens), " +
+      std::to_string(job.num_inference_steps) + " steps of " + plan::rules_of(model).sampler_name(model) + ", " +
       mesh.config().describe());
   const auto t1 = std::chrono::steady_clock::now();
   ModelCall call;  // the model's own forward() in one process
@@ -79,7 +81,7 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
   PartialLatents partial;
   at::Tensor latents;
   try {
-    const auto sampler = models::make_sampler(model, job.num_inference_steps, geo.video_tokens);
+    const auto sampler = models::make_sampler(model, job.num_inference_steps, geo.latent_tokens);
     latents = denoise(*transformer, *sampler, in, noise, step_hooks(hooks, mesh, device, partial), call);
   } catch (const Cancelled&) {
     if (job.keep_partial && parallel::writes(mesh))
@@ -118,11 +120,12 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   in.use_dynamic_cfg = job.use_dynamic_cfg;
   in.prompt_embeds = slice.of(embeds.prompt);
   if (embeds.negative.defined()) in.negative_prompt_embeds = slice.of(embeds.negative);
+  if (embeds.pooled.defined()) in.pooled_prompt_embeds = slice.of(embeds.pooled);
   sampling::SeededNoise seeded(job.seed + uint64_t(slice.first), int(slice.count));
-  in.latents = initial_latents(job, {samples, geo.padded_frames, geo.channels, geo.height, geo.width}, slice, seeded);
+  in.latents = initial_latents(job, geo, slice, seeded);
   const auto recorded = recorded_noise(job, slice);
   phase("loading");
-  log("loading " + (std::filesystem::path(model.dir) / "transformer").string() + " (" + plan::family_name(model.transformer.family()) + ") as " +
+  log("loading " + (std::filesystem::path(model.dir) / "transformer").string() + " (" + plan::family_name(model.family) + ") as " +
       std::string(c10::toString(dtype)) + " on " + device.str());
   r.final_latents = denoise_stage(job, model, mesh, hooks, dtype, device, std::move(in),
                                   recorded ? recorded.get() : &seeded, r, log, t0);
@@ -131,15 +134,21 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   // Decode and write. A clip needs the VAE (the plan refuses --output without one); --save_tensors
   // decodes when it can.
   at::Tensor video;
-  if (!job.output_file.empty() || (!job.save_tensors_file.empty() && model.vae)) {
+  if (!job.output_file.empty() || (!job.save_tensors_file.empty() && model.has_vae())) {
     const auto t2 = std::chrono::steady_clock::now();
     phase("decoding");
     video = decode_and_write(job, model, mesh, hooks, dtype, device, r, log);
     r.seconds_decoding = since(t2);
   }
   if (!parallel::writes(mesh) || job.save_tensors_file.empty()) return r;
-  record.emplace_back("final_latents", r.final_latents);
-  if (video.defined()) record.emplace_back("video", video);
+  // As the reference keeps them: a video's latents [B, F, C, h, w] and frames; an image's latents packed.
+  if (geo.has_frames) {
+    record.emplace_back("final_latents", r.final_latents);
+    if (video.defined()) record.emplace_back("video", video);
+  } else {
+    record.emplace_back("final_latents", models::pack_latents(r.final_latents));
+    if (video.defined()) record.emplace_back("image", video.squeeze(2));
+  }
   if (job.output_file.empty()) phase("writing");
   io::save_tensors(job.save_tensors_file, record, job_metadata(job, model, mesh.config()));
   r.outputs.push_back(job.save_tensors_file);

@@ -2,6 +2,7 @@
 // Field names are xDiT's flag names without the dashes, so a problem names the flag a user typed.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -13,9 +14,9 @@ struct JobSpec {
   std::string model_dir;
   int height = 0;      // pixels; 0 = the model's default
   int width = 0;       // pixels; 0 = the model's default
-  int num_frames = 0;  // video frames; 0 = the model's default
-  int num_inference_steps = 50;
-  double guidance_scale = 6.0;
+  int num_frames = 0;  // video frames; 0 = the model's default (images: 1)
+  int num_inference_steps = 0;  // 0 = the model's default (CogVideoX 50, FLUX.1-dev 28, schnell 4)
+  double guidance_scale = std::numeric_limits<double>::quiet_NaN();  // NaN = the model's default
   bool use_dynamic_cfg = false;
   uint64_t seed = 42;              // video i of the job uses seed + i
   int num_videos_per_prompt = 1;
@@ -23,7 +24,7 @@ struct JobSpec {
   std::string negative_prompt;      // "" by default, as the reference pipeline
   int max_sequence_length = 0;      // text tokens; 0 = the transformer's max_text_seq_length (226)
   std::string prompt_embeds_file;  // safetensors: prompt_embeds, negative_prompt_embeds [B, T, D]
-  std::string latents_file;        // safetensors: latents_init [B, F, C, H, W]
+  std::string latents_file;        // safetensors: latents_init (CogVideoX [B, F, C, H, W]; FLUX packed [B, N, 64])
   std::string sampler_noise_file;  // safetensors: scheduler_noise [steps, B, F, C, H, W]
   std::string save_tensors_file;   // safetensors written at the end
   std::string output_file;         // a clip: .mp4, .webm, .gif or a folder of PNGs
@@ -39,14 +40,19 @@ struct JobSpec {
 
 // The latent grid a job denoises, as the reference pipeline derives it.
 struct LatentGeometry {
-  int frames = 0;         // latent frames that are decoded: (num_frames - 1) / temporal + 1
-  int padded_frames = 0;  // latent frames that are denoised (CogVideoX 1.5 pads to patch_size_t)
+  int frames = 1;         // latent frames that are decoded: (num_frames - 1) / temporal + 1; 1 for an image
+  int padded_frames = 1;  // latent frames that are denoised (CogVideoX 1.5 pads to patch_size_t)
   int channels = 0;
   int height = 0;  // latent pixels
   int width = 0;
-  int64_t video_tokens = 0;  // per sample, after patching
+  bool has_frames = true;     // the latents have a frame axis ([B, F, C, h, w]); an image's are [B, C, h, w]
+  int64_t latent_tokens = 0;  // per sample, after patching (FLUX: after 2x2 packing)
   int text_tokens = 0;
   int pad_frames() const { return padded_frames - frames; }
+  std::vector<int64_t> shape(int64_t batch) const {
+    if (has_frames) return {batch, padded_frames, channels, height, width};
+    return {batch, channels, height, width};
+  }
 };
 
 struct Problem {
@@ -54,7 +60,8 @@ struct Problem {
   std::string message;  // a whole sentence: value, why, what would work
 };
 
-// Fills 0-valued sizes from the model's config, as the reference pipeline does.
+// Fills 0-valued sizes and steps and an unset guidance scale from the model's family and config, as the
+// reference pipeline does.
 void apply_model_defaults(JobSpec& job, const ModelFolder& model);
 
 // Every problem with the job for this model; empty when it can run.

@@ -1,5 +1,7 @@
 #include "plan/job_file.h"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "plan/error.h"
@@ -19,7 +21,6 @@ std::string to_json(const JobFile& f) {
               {"width", j.width},
               {"num_frames", j.num_frames},
               {"num_inference_steps", j.num_inference_steps},
-              {"guidance_scale", j.guidance_scale},
               {"use_dynamic_cfg", j.use_dynamic_cfg},
               {"seed", j.seed},
               {"num_videos_per_prompt", j.num_videos_per_prompt},
@@ -45,6 +46,7 @@ std::string to_json(const JobFile& f) {
               {"warmup_steps", p.warmup_steps},
               {"use_cfg_parallel", p.use_cfg_parallel},
               {"data_parallel_degree", p.data_parallel_degree}};
+  if (!std::isnan(j.guidance_scale)) out["guidance_scale"] = j.guidance_scale;  // unset: the model's default
   return out.dump(2);
 }
 

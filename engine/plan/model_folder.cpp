@@ -19,6 +19,8 @@ const char* family_name(Family f) {
     case Family::CogVideoX_2B: return "CogVideoX (1.0, 3D sin-cos positions, e.g. CogVideoX-2b)";
     case Family::CogVideoX_5B: return "CogVideoX (1.0, 3D RoPE, e.g. CogVideoX-5b)";
     case Family::CogVideoX_15: return "CogVideoX 1.5 (temporal patches, e.g. CogVideoX1.5-5B)";
+    case Family::Flux_Dev: return "FLUX.1 with guidance embedding (e.g. FLUX.1-dev)";
+    case Family::Flux_Schnell: return "FLUX.1 without guidance embedding (e.g. FLUX.1-schnell)";
   }
   return "?";
 }
@@ -200,18 +202,32 @@ ModelFolder read_model_folder(const std::string& dir) {
   const std::string index = (root / "model_index.json").string();
   Fields idx(read_text_file(index), index);
   auto cls = idx.get<std::string>("_class_name", "");
-  if (cls != "CogVideoXPipeline")
-    throw InputError(index + ": _class_name is '" + cls + "'; this version runs CogVideoXPipeline folders");
+  if (cls != "CogVideoXPipeline" && cls != "FluxPipeline")
+    throw InputError(index + ": _class_name is '" + cls + "'; this version runs CogVideoXPipeline and FluxPipeline folders");
   for (const char* part : {"transformer", "scheduler"})
-    if (!idx.has(part)) throw InputError(index + ": no '" + part + "' entry; a CogVideoX folder needs one");
-
-  const std::string tcfg = (root / "transformer" / "config.json").string();
+    if (!idx.has(part)) throw InputError(index + ": no '" + part + "' entry; a " + cls + " folder needs one");
+  auto config = [&](const char* part, const char* file) { return (root / part / file).string(); };
+  const std::string tcfg = config("transformer", "config.json"), scfg = config("scheduler", "scheduler_config.json");
+  const std::string vcfg = config("vae", "config.json");
+  if (cls == "FluxPipeline") {
+    FluxParts f{parse_flux_transformer_config(read_text_file(tcfg), tcfg),
+                parse_flow_match_config(read_text_file(scfg), scfg), std::nullopt};
+    if (fs::exists(vcfg)) f.vae = parse_autoencoder_kl_config(read_text_file(vcfg), vcfg);
+    if (f.vae && f.vae->latent_channels * 4 != f.transformer.in_channels)
+      throw InputError(vcfg + ": latent_channels " + std::to_string(f.vae->latent_channels) +
+                       " does not match the transformer's in_channels " + std::to_string(f.transformer.in_channels) +
+                       " (4 x the latent channels: 2x2 packing)");
+    m.family = f.transformer.guidance_embeds ? Family::Flux_Dev : Family::Flux_Schnell;
+    m.flux = f;
+    const std::string ecfg = config("text_encoder_2", "config.json");
+    if (fs::exists(ecfg)) m.text_encoder = parse_t5_config(read_text_file(ecfg), ecfg);
+    return m;
+  }
   m.transformer = parse_transformer_config(read_text_file(tcfg), tcfg);
-  const std::string scfg = (root / "scheduler" / "scheduler_config.json").string();
+  m.family = m.transformer.family();
   m.scheduler = parse_scheduler_config(read_text_file(scfg), scfg);
-  const std::string vcfg = (root / "vae" / "config.json").string();
   if (fs::exists(vcfg)) m.vae = parse_vae_config(read_text_file(vcfg), vcfg);
-  const std::string ecfg = (root / "text_encoder" / "config.json").string();
+  const std::string ecfg = config("text_encoder", "config.json");
   if (fs::exists(ecfg)) m.text_encoder = parse_t5_config(read_text_file(ecfg), ecfg);
   m.has_tokenizer = fs::exists(root / "tokenizer" / "spiece.model");
   return m;

@@ -5,9 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "plan/flux_config.h"
+
 namespace studio::plan {
 
-enum class Family { CogVideoX_2B, CogVideoX_5B, CogVideoX_15 };
+enum class Family { CogVideoX_2B, CogVideoX_5B, CogVideoX_15, Flux_Dev, Flux_Schnell };
 const char* family_name(Family f);
 
 // transformer/config.json of a CogVideoXTransformer3DModel.
@@ -85,15 +87,30 @@ struct T5Config {
   double parameters() const;  // the weights' count: 4.7B for T5 v1.1 XXL's encoder
 };
 
+// The parts of a FLUX.1 folder (FluxPipeline) the engine runs.
+struct FluxParts {
+  FluxTransformerConfig transformer;
+  FlowMatchConfig scheduler;
+  std::optional<AutoencoderKLConfig> vae;
+};
+
 struct ModelFolder {
   std::string dir;
+  Family family = Family::CogVideoX_2B;
+  // A CogVideoX folder (CogVideoXPipeline): these three.
   TransformerConfig transformer;
   SchedulerConfig scheduler;
   std::optional<VaeConfig> vae;
-  std::optional<T5Config> text_encoder;  // text_encoder/config.json, when the folder has one
+  // A FLUX.1 folder (FluxPipeline): this.
+  std::optional<FluxParts> flux;
+  std::optional<T5Config> text_encoder;  // the T5 encoder's config (CogVideoX's text_encoder/), when present
   bool has_tokenizer = false;             // tokenizer/spiece.model
 
-  int vae_scale_spatial() const { return vae ? vae->spatial_compression : 8; }
+  bool has_vae() const { return flux ? flux->vae.has_value() : vae.has_value(); }
+  int vae_scale_spatial() const {
+    if (flux) return flux->vae ? flux->vae->spatial_compression() : 8;
+    return vae ? vae->spatial_compression : 8;
+  }
   int vae_scale_temporal() const { return vae ? vae->temporal_compression_ratio : 4; }
 };
 

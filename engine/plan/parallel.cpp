@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "plan/family.h"
+
 namespace studio::plan {
 
 std::string ParallelConfig::describe() const {
@@ -95,7 +97,8 @@ namespace {
 
 // The rules that do not depend on the process count.
 void check_shape(const ParallelConfig& p, const JobSpec& job, const ModelFolder& model, std::vector<Problem>& out) {
-  const auto& t = model.transformer;
+  const auto& rules = rules_of(model);
+  const int heads = rules.attention_heads(model), blocks = rules.blocks(model);
   auto positive = [&](const char* field, int v) {
     if (v < 1) out.push_back({field, std::string("--") + field + " " + std::to_string(v) + ": must be 1 or more"});
     return v >= 1;
@@ -104,12 +107,16 @@ void check_shape(const ParallelConfig& p, const JobSpec& job, const ModelFolder&
       !positive("pipefusion_parallel_degree", p.pipefusion_parallel_degree) ||
       !positive("data_parallel_degree", p.data_parallel_degree) || !positive("num_pipeline_patch", p.num_pipeline_patch))
     return;
-  if (p.ulysses_degree > t.num_attention_heads)
+  if (p.ulysses_degree > heads)
     out.push_back({"ulysses_degree", "--ulysses_degree " + std::to_string(p.ulysses_degree) + ": the model has " +
-                                         std::to_string(t.num_attention_heads) +
-                                         " attention heads, so some ranks would hold none; use at most " +
-                                         std::to_string(t.num_attention_heads) + " (uneven splits are fine)"});
-  if (p.use_cfg_parallel && job.guidance_scale <= 1)
+                                         std::to_string(heads) + " attention heads, so some ranks would hold none; "
+                                         "use at most " + std::to_string(heads) + " (uneven splits are fine)"});
+  if (p.use_cfg_parallel && !rules.classifier_free())
+    out.push_back({"use_cfg_parallel", "--use_cfg_parallel: " + std::string(family_name(model.family)) +
+                                           " has no classifier-free guidance (one branch per step), so there is "
+                                           "nothing to split; use --ulysses_degree, --ring_degree, "
+                                           "--pipefusion_parallel_degree or --data_parallel_degree instead"});
+  else if (p.use_cfg_parallel && job.guidance_scale <= 1)
     out.push_back({"use_cfg_parallel", "--use_cfg_parallel: --guidance_scale " + std::to_string(job.guidance_scale) +
                                            " turns guidance off, so there is no second branch to run in parallel"});
   const int videos = std::max(1, job.num_videos_per_prompt);
@@ -123,15 +130,19 @@ void check_shape(const ParallelConfig& p, const JobSpec& job, const ModelFolder&
                                            " ranks cannot share the " + std::to_string(job.height / model.vae_scale_spatial()) +
                                            " latent rows of a " + std::to_string(job.height) +
                                            "-pixel-high video; drop --use_parallel_vae or use fewer ranks"});
+  if (p.use_parallel_vae && !rules.makes_video())
+    out.push_back({"use_parallel_vae", "--use_parallel_vae: decoding split by rows is not available for " +
+                                           std::string(family_name(model.family)) +
+                                           " yet; decode on one rank (leave --use_parallel_vae off)"});
   if (p.use_parallel_vae && job.vae_tiling)
     out.push_back({"use_parallel_vae", "--use_parallel_vae and --enable_tiling both divide the decoding's memory; "
                                        "choose one (parallel decoding gives the untiled result)"});
-  if (p.pipefusion_parallel_degree > t.num_layers)
+  if (p.pipefusion_parallel_degree > blocks)
     out.push_back({"pipefusion_parallel_degree", "--pipefusion_parallel_degree " +
                                                      std::to_string(p.pipefusion_parallel_degree) + ": the model has " +
-                                                     std::to_string(t.num_layers) + " layers to split into stages"});
+                                                     std::to_string(blocks) + " layers to split into stages"});
   if (p.pipefusion_parallel_degree > 1 && job.height > 0) {
-    const int rows = job.height / model.vae_scale_spatial() / t.patch_size;  // token rows of the latent grid
+    const int rows = job.height / rules.pixel_step(model);  // token rows of the latent grid
     if (p.num_pipeline_patch > rows)
       out.push_back({"num_pipeline_patch", "--num_pipeline_patch " + std::to_string(p.num_pipeline_patch) +
                                                ": the latent has " + std::to_string(rows) +
@@ -196,38 +207,24 @@ int bytes_per_value(const JobSpec& job, bool on_gpu) { return on_gpu && job.dtyp
 
 double MemoryEstimate::peak_gib() const { return std::max({transformer_gib, text_encoder_gib, vae_gib}); }
 
+double transformer_gib(const ParallelConfig& p, const JobSpec& job, const ModelFolder& m, double block_params,
+                       double other_params, double width, int b) {
+  const int blocks = rules_of(m).blocks(m);
+  const int blocks_here = (blocks + p.pipefusion_parallel_degree - 1) / p.pipefusion_parallel_degree;
+  const double weights = (blocks_here * block_params + other_params) * b;
+  double tokens = 0;
+  if (job.height > 0 && job.width > 0 && job.num_frames > 0)
+    tokens = double(latent_geometry(job, m).latent_tokens + job.max_sequence_length);
+  const double batch = double(std::max(1, job.num_videos_per_prompt)) / p.data_parallel_degree *
+                       (rules_of(m).classifier_free() && job.guidance_scale > 1 && !p.use_cfg_parallel ? 2 : 1);
+  const double local = tokens / p.sp_degree();
+  return (weights + batch * width * b * (16 * local + 2 * tokens / p.ring_degree)) / kGiB;
+}
+
 MemoryEstimate estimate_memory(const ParallelConfig& p, const JobSpec& job, const ModelFolder& model,
                                int bytes_per_value) {
-  const auto& t = model.transformer;
-  const double D = t.inner_dim(), E = t.time_embed_dim, b = bytes_per_value, gib = 1024.0 * 1024 * 1024;
-  // Per block: two adaptive norms (6D from E each), q/k/v/out (4 D^2), feed-forward (8 D^2).
-  const double block = 12 * D * E + 12 * D * D;
-  const double other = t.text_embed_dim * D + 2 * D * E + 2 * E * D + D * t.in_channels * t.patch_size * t.patch_size * 2;
-  const int layers_here = (t.num_layers + p.pipefusion_parallel_degree - 1) / p.pipefusion_parallel_degree;
-  MemoryEstimate m;
-  const double weights = (layers_here * block + other) * b;
-  // Activations: the tokens this rank holds, for its share of the batch, through one block at a time
-  // (hidden states, q/k/v, the 4D feed-forward, the attention output: about 16 values per token and
-  // channel), plus the keys and values an attention gathers.
-  double tokens = 0;
-  if (job.height > 0 && job.width > 0 && job.num_frames > 0) {
-    const auto g = latent_geometry(job, model);
-    tokens = double(g.video_tokens + job.max_sequence_length);
-  }
-  const double batch = double(std::max(1, job.num_videos_per_prompt)) / p.data_parallel_degree *
-                       (job.guidance_scale > 1 && !p.use_cfg_parallel ? 2 : 1);
-  const double local = tokens / p.sp_degree();
-  m.transformer_gib = (weights + batch * D * b * (16 * local + 2 * tokens / p.ring_degree)) / gib;
-  if (model.text_encoder) {
-    m.text_encoder_gib = model.text_encoder->parameters() * b / gib;
-  }
-  if (model.vae && job.height > 0) {
-    // One batch of 8 frames at full size through the widest full-size blocks (measured: docs/performance.md).
-    const auto& v = *model.vae;
-    const double top = v.block_out_channels.size() > 1 ? v.block_out_channels[v.block_out_channels.size() - 2] : 128;
-    m.vae_gib = 8.0 * job.height * job.width * (2 * top + 2 * v.block_out_channels.front()) * b / gib + 0.5;
-    if (p.use_parallel_vae) m.vae_gib = (m.vae_gib - 0.5) / p.world_size() + 0.5;
-  }
+  auto m = rules_of(model).memory(p, job, model, bytes_per_value);
+  if (model.text_encoder) m.text_encoder_gib = model.text_encoder->parameters() * bytes_per_value / kGiB;
   return m;
 }
 

@@ -131,16 +131,19 @@ Generates a video clip with a CogVideoX diffusers folder (CogVideoX-2b, -5b, 1.5
   --negative_prompt TEXT      what to steer away from (default: "")
   --max_sequence_length N     text tokens (default: the model's max_text_seq_length, 226)
   --prompt_embeds FILE        instead of --prompt: safetensors with prompt_embeds and
-                              negative_prompt_embeds [B, T, D] (skips the text encoder)
+                              negative_prompt_embeds [B, T, D] (skips the text encoder); FLUX.1:
+                              prompt_embeds [B, T, D] and pooled_prompt_embeds [B, P]
   --output FILE               the clip: .mp4 (H.264), .webm (VP9), .gif, or a folder (numbered PNGs)
   --fps N                     default: the model's (8 for CogVideoX 1.0, 16 for 1.5)
   --height H --width W        pixels, multiples of 16 (default: the model's sample size)
   --num_frames F              4k+1 frames (default: the model's, 49 for CogVideoX 1.0)
-  --num_inference_steps S     default 50
-  --guidance_scale G          default 6; 1 or less turns classifier-free guidance off
+  --num_inference_steps S     default: the model's (50 for CogVideoX, 28 for FLUX.1-dev, 4 for schnell)
+  --guidance_scale G          default: the model's (6 for CogVideoX, where 1 or less turns classifier-free
+                              guidance off; 3.5 for FLUX.1-dev, an input of its guidance embedding)
   --use_dynamic_cfg           CogVideoX's cosine guidance schedule
   --seed N                    default 42; noise as torch.Generator("cpu").manual_seed(N) draws it
-  --latents FILE              safetensors with latents_init [B, F, C, H, W] (replaces the seeded noise)
+  --latents FILE              safetensors with latents_init [B, F, C, H, W] (FLUX.1: packed [B, N, 64])
+                              (replaces the seeded noise)
   --sampler_noise FILE        safetensors with scheduler_noise [steps, B, F, C, H, W] (DPM's per-step noise)
   --save_tensors FILE         write final_latents [B, F, C, H, W] and the decoded video [B, 3, frames,
                               H, W] (float32, before clamping) to a safetensors file

@@ -1,0 +1,52 @@
+// A model family as the launcher, the studio and the workers see it, torch-free: its names, sizes,
+// defaults, geometry, the rules its jobs follow and its memory. Each family answers in its own file
+// (plan/cogvideox_family.cpp, plan/flux_family.cpp); plan/job.cpp and plan/parallel.cpp hold the rules
+// that are the same for every family and ask the family for the rest.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "plan/job.h"
+
+namespace studio::plan {
+
+struct ParallelConfig;
+struct MemoryEstimate;
+
+class FamilyRules {
+ public:
+  virtual ~FamilyRules() = default;
+
+  virtual std::string sampler_name(const ModelFolder& m) const = 0;
+  virtual bool makes_video() const = 0;         // frames and fps apply
+  virtual bool classifier_free() const = 0;     // guidance runs a second branch (CFG parallelism applies)
+  virtual bool takes_pooled_text() const = 0;   // --prompt_embeds holds pooled_prompt_embeds too
+  virtual int pixel_step(const ModelFolder& m) const = 0;  // height and width are multiples of it
+  virtual int attention_heads(const ModelFolder& m) const = 0;
+  virtual int blocks(const ModelFolder& m) const = 0;      // what PipeFusion divides into stages
+
+  // Fills the job's 0-valued sizes and steps and an unset guidance scale, as the reference pipeline does.
+  virtual void apply_defaults(JobSpec& job, const ModelFolder& m) const = 0;
+  // The family's own problems with a job (its sizes, frames, text length, what it cannot do yet).
+  virtual void validate(const JobSpec& job, const ModelFolder& m, std::vector<Problem>& out) const = 0;
+  virtual LatentGeometry geometry(const JobSpec& job, const ModelFolder& m) const = 0;
+  virtual MemoryEstimate memory(const ParallelConfig& p, const JobSpec& job, const ModelFolder& m,
+                                int bytes_per_value) const = 0;
+};
+
+const FamilyRules& rules_of(const ModelFolder& m);
+const FamilyRules& cogvideox_rules();
+const FamilyRules& flux_rules();
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+// A rank's transformer memory: the weights (`block_params` per block, PipeFusion dividing the blocks,
+// `other_params` once) and the activations of the tokens it holds for its share of the batch through one
+// block at a time (about 16 values per token and channel of `width`), plus the keys and values an
+// attention gathers.
+double transformer_gib(const ParallelConfig& p, const JobSpec& job, const ModelFolder& m, double block_params,
+                       double other_params, double width, int bytes_per_value);
+
+// "height", 100, 16 -> "--height 100: must be a positive multiple of 16 (...); 96 or 112 would work"
+void check_multiple(const char* field, int value, int step, const std::string& why, std::vector<Problem>& out);
+
+}  // namespace studio::plan

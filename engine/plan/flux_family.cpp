@@ -1,0 +1,104 @@
+// FLUX.1 (dev, with a guidance embedding; schnell, without): the rules of its jobs, as FluxPipeline of
+// diffusers v0.32.2 runs it. Images: one frame, no fps, no classifier-free guidance.
+#include <cmath>
+
+#include "plan/family.h"
+#include "plan/parallel.h"
+
+namespace studio::plan {
+
+namespace {
+
+class FluxRules final : public FamilyRules {
+ public:
+  std::string sampler_name(const ModelFolder&) const override { return "FlowMatchEulerDiscreteScheduler"; }
+  bool makes_video() const override { return false; }
+  bool classifier_free() const override { return false; }
+  bool takes_pooled_text() const override { return true; }
+  // The VAE's 8x, times the 2x2 packing.
+  int pixel_step(const ModelFolder& m) const override { return m.vae_scale_spatial() * 2; }
+  int attention_heads(const ModelFolder& m) const override { return m.flux->transformer.num_attention_heads; }
+  int blocks(const ModelFolder& m) const override {
+    return m.flux->transformer.num_layers + m.flux->transformer.num_single_layers;
+  }
+
+  void apply_defaults(JobSpec& job, const ModelFolder& m) const override {
+    const bool dev = m.family == Family::Flux_Dev;
+    if (job.height == 0) job.height = 1024;  // FluxPipeline: default_sample_size 128 x the VAE's 8
+    if (job.width == 0) job.width = 1024;
+    if (job.num_frames == 0) job.num_frames = 1;
+    if (job.fps == 0) job.fps = 1;
+    if (job.max_sequence_length == 0) job.max_sequence_length = 512;
+    if (job.num_inference_steps == 0) job.num_inference_steps = dev ? 28 : 4;
+    if (std::isnan(job.guidance_scale)) job.guidance_scale = dev ? 3.5 : 0.0;
+  }
+
+  void validate(const JobSpec& job, const ModelFolder& m, std::vector<Problem>& out) const override {
+    const std::string why = "the VAE's " + std::to_string(m.vae_scale_spatial()) + "x times FLUX's 2x2 packing";
+    check_multiple("height", job.height, pixel_step(m), why, out);
+    check_multiple("width", job.width, pixel_step(m), why, out);
+    if (job.num_frames != 1)
+      out.push_back({"num_frames", "--num_frames " + std::to_string(job.num_frames) +
+                                       ": FLUX.1 makes images; leave --num_frames out (or give 1)"});
+    if (!job.prompt.empty() && job.prompt_embeds_file.empty())  // both given: the common rule says so
+      out.push_back({"prompt", "--prompt: FLUX.1 from words needs its CLIP text encoder, which this version does not "
+                               "have yet; pass --prompt_embeds FILE holding prompt_embeds [B, T, " +
+                                   std::to_string(m.flux->transformer.joint_attention_dim) +
+                                   "] and pooled_prompt_embeds [B, " +
+                                   std::to_string(m.flux->transformer.pooled_projection_dim) + "]"});
+    if (!job.negative_prompt.empty())
+      out.push_back({"negative_prompt", "--negative_prompt: FLUX.1 has no classifier-free guidance, so no negative "
+                                        "prompt; leave it out"});
+    if (job.use_dynamic_cfg)
+      out.push_back({"use_dynamic_cfg", "--use_dynamic_cfg: CogVideoX's guidance rule; FLUX.1 has no "
+                                        "classifier-free guidance; leave it out"});
+    if (job.max_sequence_length < 1 || job.max_sequence_length > 512)
+      out.push_back({"max_sequence_length", "--max_sequence_length " + std::to_string(job.max_sequence_length) +
+                                                ": must be between 1 and 512 (FLUX.1's T5 length)"});
+    if (!job.output_file.empty())
+      out.push_back({"output", "--output " + job.output_file + ": writing FLUX.1's images to files is not built "
+                               "yet; use --save_tensors FILE, which holds the decoded image as 'image' [B, 3, H, W]"});
+    if (job.vae_tiling)
+      out.push_back({"enable_tiling", "--enable_tiling: tiled decoding is not available for FLUX.1's VAE yet; "
+                                      "leave it out (the whole image is decoded at once)"});
+  }
+
+  LatentGeometry geometry(const JobSpec& job, const ModelFolder& m) const override {
+    LatentGeometry g;
+    g.has_frames = false;
+    g.channels = m.flux->transformer.in_channels / 4;
+    g.height = job.height / m.vae_scale_spatial();
+    g.width = job.width / m.vae_scale_spatial();
+    g.latent_tokens = int64_t(g.height / 2) * (g.width / 2);
+    g.text_tokens = job.max_sequence_length;
+    return g;
+  }
+
+  MemoryEstimate memory(const ParallelConfig& p, const JobSpec& job, const ModelFolder& m, int b) const override {
+    const auto& t = m.flux->transformer;
+    const double D = t.inner_dim();
+    // Double-stream blocks: two streams of modulation (6 D^2), q/k/v/out (4 D^2) and feed-forward (8 D^2);
+    // single-stream blocks: modulation (3 D^2), q/k/v (3 D^2), the MLP in (4 D^2) and the joint out (5 D^2).
+    const double doubles = 36 * D * D * t.num_layers, singles = 15 * D * D * t.num_single_layers;
+    const double block = (doubles + singles) / std::max(1, blocks(m));
+    const double other = t.in_channels * D + t.joint_attention_dim * D + 2 * 256 * D + t.pooled_projection_dim * D +
+                         6 * D * D + 2 * D * D + D * t.out_channels;
+    MemoryEstimate e;
+    e.transformer_gib = transformer_gib(p, job, m, block, other, D, b);
+    if (m.flux->vae && job.height > 0) {
+      // The widest full-size block's activations, a few copies, for the one image.
+      const auto& v = *m.flux->vae;
+      e.vae_gib = 6.0 * job.height * job.width * v.block_out_channels.front() * 2 * b / kGiB + 0.3;
+    }
+    return e;
+  }
+};
+
+}  // namespace
+
+const FamilyRules& flux_rules() {
+  static const FluxRules rules;
+  return rules;
+}
+
+}  // namespace studio::plan
