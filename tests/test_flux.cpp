@@ -22,6 +22,7 @@
 #include "rank_threads.h"
 #include "sampling/flow_match.h"
 #include "tensor_support.h"
+#include "video/image_writer.h"
 
 using namespace studio;
 
@@ -293,5 +294,48 @@ TEST(FluxThroughDitLaunchRefusals, say_what_would_work) {
   refused({"--height", "64", "--use_cfg_parallel"}, {"--use_cfg_parallel", "no classifier-free guidance", "--ulysses_degree"});
   refused({"--height", "72"}, {"--height 72", "multiple of 16", "64 or 80"});
   refused({"--height", "64", "--num_frames", "9"}, {"--num_frames 9", "FLUX.1 makes images"});
-  refused({"--height", "64", "--output", "/tmp/x.mp4"}, {"--output", "--save_tensors"});
+  refused({"--height", "64", "--output", "/tmp/x.mp4"}, {"--output /tmp/x.mp4", "makes images", ".png, .jpg or .webp"});
+  const auto cog = test::run(test::bin("dit-launch"), {"--model", test::golden_case("cogvx2b_tiny"), "--prompt_embeds",
+                                                       test::golden_case("cogvx2b_tiny") + "/golden.safetensors",
+                                                       "--output", "/tmp/x.png"}, 60000);
+  EXPECT_EQ(cog.code, 2);
+  EXPECT_NE(cog.err.find("makes clips, not single images"), std::string::npos) << cog.err;
+}
+
+// --output as a user asks for it: a PNG with the settings in its "parameters" text and a sidecar, a JPEG,
+// a WebP; a batch of two makes NAME_1 and NAME_2, each with its own seed.
+class FluxImages : public ::testing::Test {
+ protected:
+  test::TempDir tmp_;
+};
+
+TEST_F(FluxImages, written_with_their_settings) {
+  const std::string c = test::golden_case(kCase);
+  const test::Args base{"--model", c, "--height", "64", "--width", "96", "--num_inference_steps", "2", "--prompt_embeds",
+                        c + "/golden.safetensors", "--seed", "7"};
+  for (const char* name : {"a.png", "b.jpg", "c.webp"}) {
+    const std::string out = tmp_.path(name);
+    const auto r = test::run(test::bin("dit-launch"), base + test::Args{"--output", out}, 120000);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto probe = video::probe_image(out);
+    EXPECT_EQ(probe.width, 96) << name;
+    EXPECT_EQ(probe.height, 64) << name;
+    const auto side = nlohmann::json::parse(test::read_file(out + ".json"));
+    EXPECT_EQ(side["num_inference_steps"], "2");
+    EXPECT_EQ(side["sampler"], "FlowMatchEulerDiscreteScheduler");
+    if (std::string(name) == "a.png") {
+      EXPECT_EQ(probe.codec, "png");
+      for (const char* part : {"Steps: 2", "Sampler: FlowMatchEulerDiscreteScheduler", "Guidance: 3.5", "Seed: 7",
+                               "Size: 96x64"})
+        EXPECT_NE(probe.parameters.find(part), std::string::npos) << "'" << part << "' not in: " << probe.parameters;
+    }
+  }
+  EXPECT_EQ(video::probe_image(tmp_.path("b.jpg")).codec, "mjpeg");
+  EXPECT_EQ(video::probe_image(tmp_.path("c.webp")).codec, "webp");
+  const auto two = test::run(test::bin("dit-launch"),
+                             base + test::Args{"--num_videos_per_prompt", "2", "--output", tmp_.path("pair.png")}, 120000);
+  ASSERT_EQ(two.code, 0) << two.err;
+  EXPECT_NE(video::probe_image(tmp_.path("pair_1.png")).parameters.find("Seed: 7"), std::string::npos);
+  EXPECT_NE(video::probe_image(tmp_.path("pair_2.png")).parameters.find("Seed: 8"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(tmp_.path("pair.png")));
 }

@@ -1,5 +1,7 @@
 #include "pipeline/outputs.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include <ATen/ops/cat.h>
@@ -9,7 +11,9 @@
 #include "pipeline/decode.h"
 #include "plan/error.h"
 #include "plan/family.h"
+#include "plan/output_format.h"
 #include "video/clip_writer.h"
+#include "video/image_writer.h"
 
 namespace fs = std::filesystem;
 
@@ -27,6 +31,18 @@ std::string clip_path(const std::string& output, int64_t sample, int64_t batch) 
          (output.back() == '/' ? "/" : "");
 }
 
+// 3.5 as "3.5", not "3.500000".
+std::string shortest(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  for (int digits = 1; digits <= 17; ++digits) {
+    char s[32];
+    std::snprintf(s, sizeof s, "%.*g", digits, v);
+    if (std::strtod(s, nullptr) == v) return s;
+  }
+  return buf;
+}
+
 }  // namespace
 
 std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const plan::ModelFolder& model,
@@ -40,7 +56,7 @@ std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const 
           {"width", std::to_string(job.width)},
           {"num_frames", std::to_string(job.num_frames)},
           {"num_inference_steps", std::to_string(job.num_inference_steps)},
-          {"guidance_scale", std::to_string(job.guidance_scale)},
+          {"guidance_scale", shortest(job.guidance_scale)},
           {"use_dynamic_cfg", job.use_dynamic_cfg ? "true" : "false"},
           {"prompt", job.prompt},
           {"negative_prompt", job.negative_prompt},
@@ -67,14 +83,22 @@ at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& m
       (opts.tiling ? " in tiles" : ""));
 
   const int64_t videos = r.final_latents.size(0);
+  // An image is written whole once decoded; a clip frame by frame as its batches come.
+  const bool image = !job.output_file.empty() && plan::is_image(plan::format_for(job.output_file));
   std::vector<std::unique_ptr<video::ClipWriter>> clips;
+  std::vector<at::Tensor> images;             // per sample, RGB8 [H, W, 3]
   std::vector<std::vector<at::Tensor>> kept;  // per video, for --save_tensors
   auto open_outputs = [&] {
     clips.clear();  // a writer dropped unfinished removes what it wrote
     r.outputs.clear();
     kept.assign(size_t(videos), {});
+    images.assign(size_t(videos), {});
     r.frames = 0;
     if (!writer || job.output_file.empty()) return;
+    if (image) {
+      for (int64_t b = 0; b < videos; ++b) r.outputs.push_back(clip_path(job.output_file, b, videos));
+      return;
+    }
     video::ClipInfo info;
     info.width = job.width;
     info.height = job.height;
@@ -90,8 +114,9 @@ at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& m
     r.frames = std::max(r.frames, first_frame + int(frames.size(2)));
     for (int64_t b = 0; b < frames.size(0) && !job.save_tensors_file.empty(); ++b)
       kept[size_t(first_video + b)].push_back(frames.narrow(0, b, 1).cpu());
-    if (clips.empty() && !hooks.on_frames) return;
+    if (clips.empty() && !image && !hooks.on_frames) return;
     const auto rgb = to_rgb8(frames);  // [b, T, H, W, 3]
+    for (int64_t b = 0; b < rgb.size(0) && image && writer; ++b) images[size_t(first_video + b)] = rgb[b][0];
     for (int64_t b = 0; b < rgb.size(0) && !clips.empty(); ++b)
       for (int64_t t = 0; t < rgb.size(1); ++t)
         clips[size_t(first_video + b)]->add_frame(rgb[b][t].data_ptr<uint8_t>());
@@ -128,6 +153,18 @@ at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& m
       r.encoder = c->encoder();
     }
     log("wrote " + job.output_file + " (" + r.encoder + ", " + std::to_string(r.frames) + " frames)");
+  }
+  if (writer && image) {
+    if (hooks.on_phase) hooks.on_phase("writing");
+    video::ImageInfo info;
+    info.width = job.width;
+    info.height = job.height;
+    info.metadata = job_metadata(job, model, mesh.config());
+    for (size_t b = 0; b < images.size(); ++b) {
+      info.metadata["seed"] = std::to_string(job.seed + b);  // image b's own generator
+      r.encoder = video::write_image(r.outputs[b], images[b].contiguous().data_ptr<uint8_t>(), info);
+    }
+    log("wrote " + job.output_file + " (" + r.encoder + ")");
   }
   if (!writer || job.save_tensors_file.empty()) return {};
   std::vector<at::Tensor> per_video;

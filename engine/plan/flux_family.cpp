@@ -55,9 +55,6 @@ class FluxRules final : public FamilyRules {
     if (job.max_sequence_length < 1 || job.max_sequence_length > 512)
       out.push_back({"max_sequence_length", "--max_sequence_length " + std::to_string(job.max_sequence_length) +
                                                 ": must be between 1 and 512 (FLUX.1's T5 length)"});
-    if (!job.output_file.empty())
-      out.push_back({"output", "--output " + job.output_file + ": writing FLUX.1's images to files is not built "
-                               "yet; use --save_tensors FILE, which holds the decoded image as 'image' [B, 3, H, W]"});
     if (job.vae_tiling)
       out.push_back({"enable_tiling", "--enable_tiling: tiled decoding is not available for FLUX.1's VAE yet; "
                                       "leave it out (the whole image is decoded at once)"});

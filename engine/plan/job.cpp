@@ -66,7 +66,12 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
   check_output_folder("output", job.output_file, out);
   if (!job.output_file.empty()) {
     try {
-      format_for(job.output_file);
+      const bool image = is_image(format_for(job.output_file));
+      if (image && rules.makes_video())
+        out.push_back({"output", "--output " + job.output_file + ": this model makes clips, not single images; use "
+                                 ".mp4, .webm, .gif or a folder name (numbered PNGs)"});
+      if (!image && !rules.makes_video())
+        out.push_back({"output", "--output " + job.output_file + ": this model makes images; use .png, .jpg or .webp"});
     } catch (const InputError& e) {
       out.push_back({"output", e.what()});
     }

@@ -15,8 +15,14 @@ Format format_for(const std::string& path) {
   if (ext == ".webm") return Format::WebM;
   if (ext == ".gif") return Format::GIF;
   if (ext.empty()) return Format::PNG;
+  if (ext == ".png") return Format::ImagePNG;
+  if (ext == ".jpg" || ext == ".jpeg") return Format::ImageJPEG;
+  if (ext == ".webp") return Format::ImageWebP;
   throw InputError("--output " + path + ": unknown extension '" + ext +
-                   "'; use .mp4, .webm, .gif, or a folder name (numbered PNGs)");
+                   "'; use .mp4, .webm, .gif or a folder name (numbered PNGs) for clips, .png, .jpg or .webp "
+                   "for images");
 }
+
+bool is_image(Format f) { return f == Format::ImagePNG || f == Format::ImageJPEG || f == Format::ImageWebP; }
 
 }  // namespace studio::plan

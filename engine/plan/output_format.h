@@ -4,10 +4,12 @@
 
 namespace studio::plan {
 
-enum class Format { MP4, WebM, GIF, PNG };
+// Clips: MP4, WebM, GIF, a folder of numbered PNGs. Images: one PNG, JPEG or WebP file.
+enum class Format { MP4, WebM, GIF, PNG, ImagePNG, ImageJPEG, ImageWebP };
+bool is_image(Format f);
 
-// By extension: .mp4, .webm, .gif; a path ending in '/' or with no extension is a folder of PNGs.
-// Throws InputError naming the path and the extensions that work.
+// By extension: .mp4, .webm, .gif; .png, .jpg/.jpeg, .webp; a path ending in '/' or with no extension is
+// a folder of PNGs. Throws InputError naming the path and the extensions that work.
 Format format_for(const std::string& path);
 
 }  // namespace studio::plan

@@ -46,8 +46,8 @@ FormatSpec spec(Format f) {
     case Format::WebM: return {"webm", {"libvpx-vp9", "libvpx"}, AV_PIX_FMT_YUV420P};
     case Format::GIF: return {"gif", {"gif"}, AV_PIX_FMT_RGB8};
     case Format::PNG: return {nullptr, {"png"}, AV_PIX_FMT_RGB24};
+    default: return {};  // single images: video/image_writer.h
   }
-  return {};
 }
 
 std::string sidecar_path(const std::string& path, Format f) {
@@ -120,6 +120,8 @@ ClipWriter::ClipWriter(const std::string& path, const ClipInfo& info) : impl_(st
   m.path = path;
   m.info = info;
   m.format = format_for(path);
+  if (plan::is_image(m.format))
+    throw InputError("--output " + path + ": a single image, not a clip; use .mp4, .webm, .gif or a folder name");
   if (info.width % 2 || info.height % 2 || info.width <= 0 || info.height <= 0)
     throw InputError(path + ": frames of " + std::to_string(info.width) + "x" + std::to_string(info.height) +
                      " cannot be encoded; width and height must be even");
