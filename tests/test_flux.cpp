@@ -15,6 +15,7 @@
 #include "models/autoencoder_kl.h"
 #include "models/flux_transformer.h"
 #include "parallel/parallel_model.h"
+#include "parallel/parallel_vae.h"
 #include "pipeline/denoise.h"
 #include "plan/error.h"
 #include "plan/model_folder.h"
@@ -139,6 +140,30 @@ TEST(Flux, image_decodes_as_the_reference) {
   const double err = test::max_abs_diff(batches[0].squeeze(2), golden("image"));
   std::printf("flux image max error %.3g\n", err);
   EXPECT_LT(err, test::kRunTolerance);
+}
+
+// Split by rows over 2 and 3 ranks (8 latent rows: 4 + 4, 3 + 3 + 2): halos, whole-picture group norms and
+// the mid-block attention over every rank's keys; rank 0 gets the whole image.
+TEST(Flux, image_decodes_split_by_rows) {
+  const std::string dir = test::golden_case(kCase) + "/vae";
+  const auto cfg = plan::parse_autoencoder_kl_config(plan::read_text_file(dir + "/config.json"), "vae/config.json");
+  const auto vae = models::AutoencoderKL::load(dir, cfg, at::kFloat, at::kCPU);
+  const auto z = vae->prepare(golden("final_latents_unpacked"), 0);
+  for (int ranks : {2, 3}) {
+    plan::ParallelConfig p;
+    p.ulysses_degree = ranks;
+    at::Tensor image;
+    const auto failure = test::run_ranks(p, [&](int r, parallel::Mesh& mesh) {
+      parallel::decode_by_rows(*vae, mesh.world(), z, [&](const at::Tensor& b) {
+        if (r == 0) image = b;
+      });
+    });
+    for (int r = 0; r < ranks; ++r) ASSERT_TRUE(failure[size_t(r)].empty()) << "rank " << r << ": " << failure[size_t(r)];
+    ASSERT_TRUE(image.defined());
+    const double err = test::max_abs_diff(image.squeeze(2), golden("image"));
+    std::printf("flux image split by rows over %d ranks: max error %.3g\n", ranks, err);
+    EXPECT_LT(err, test::kRunTolerance);
+  }
 }
 
 TEST(Flux, wrong_inputs_are_named) {
@@ -272,7 +297,7 @@ TEST_P(FluxThroughDitLaunch, final_latents_and_image) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Mixes, FluxThroughDitLaunch,
-                         ::testing::Values("", "--ulysses_degree 2", "--ring_degree 3",
+                         ::testing::Values("", "--ulysses_degree 2 --use_parallel_vae", "--ring_degree 3",
                                            "--pipefusion_parallel_degree 2 --num_pipeline_patch 3 --warmup_steps 4",
                                            "--ulysses_degree 2 --ring_degree 2"),
                          [](const ::testing::TestParamInfo<const char*>& info) {

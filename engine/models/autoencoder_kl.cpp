@@ -2,10 +2,16 @@
 
 #include <c10/core/InferenceMode.h>
 #include <ATen/TensorOperators.h>
+#include <ATen/ops/cat.h>
 #include <ATen/ops/conv2d.h>
+#include <ATen/ops/full_like.h>
 #include <ATen/ops/group_norm.h>
+#include <ATen/ops/rsqrt.h>
+#include <ATen/ops/var_mean.h>
 #include <ATen/ops/silu.h>
 #include <ATen/ops/upsample_nearest2d.h>
+
+#include <optional>
 
 #include "compat/torch_compat.h"
 #include "io/safetensors_file.h"
@@ -19,28 +25,45 @@ constexpr double kEps = 1e-6;
 
 }  // namespace
 
-at::Tensor AutoencoderKL::GroupNorm::operator()(const at::Tensor& x) const {
+at::Tensor AutoencoderKL::GroupNorm::operator()(const at::Tensor& x, RowExchange* rows) const {
   // Statistics in float32 whatever the weights' dtype (bfloat16 sums drift over a large picture).
-  return at::group_norm(x.to(at::kFloat), groups, weight.to(at::kFloat), bias.to(at::kFloat), kEps).to(x.scalar_type());
+  const auto xf = x.to(at::kFloat);
+  if (!rows) return at::group_norm(xf, groups, weight.to(at::kFloat), bias.to(at::kFloat), kEps).to(x.scalar_type());
+  // Every rank's count, sum and sum of squares (float64, from its own mean and variance), summed: the
+  // statistics of the whole picture.
+  const int64_t B = x.size(0), C = x.size(1);
+  auto [var, mean] = at::var_mean(xf.reshape({B, groups, -1}), {2}, /*unbiased=*/false, /*keepdim=*/true);
+  const double n = double(x.numel() / (B * groups));
+  const auto m = mean.to(at::kDouble), v = var.to(at::kDouble);
+  const auto total = rows->sum(at::cat({at::full_like(m, n), m * n, (v + m * m) * n}, 2));  // [B, G, 3]
+  const auto count = total.narrow(2, 0, 1), global_mean = total.narrow(2, 1, 1) / count;
+  const auto global_var = total.narrow(2, 2, 1) / count - global_mean * global_mean;
+  const auto rstd = at::rsqrt(global_var.to(at::kFloat) + kEps), mu = global_mean.to(at::kFloat);
+  const auto y = ((xf.reshape({B, groups, -1}) - mu) * rstd).view(x.sizes());
+  return (y * weight.to(at::kFloat).view({1, C, 1, 1}) + bias.to(at::kFloat).view({1, C, 1, 1})).to(x.scalar_type());
 }
 
-at::Tensor AutoencoderKL::Conv::operator()(const at::Tensor& x) const {
+at::Tensor AutoencoderKL::Conv::operator()(const at::Tensor& x, RowExchange* rows) const {
   const int64_t pad = weight.size(-1) / 2;
-  return at::conv2d(x, weight, bias, 1, pad);
+  if (!rows || pad == 0) return at::conv2d(x, weight, bias, 1, pad);
+  // The neighbours' adjacent rows stand where one process pads (zeros at the picture's edges).
+  auto [above, below] = rows->halo(x.narrow(2, 0, 1), x.narrow(2, x.size(2) - 1, 1));
+  return at::conv2d(at::cat({above, x, below}, 2), weight, bias, 1, at::IntArrayRef{0, pad});
 }
 
-at::Tensor AutoencoderKL::Resnet::operator()(const at::Tensor& x) const {
-  auto h = conv1(at::silu(norm1(x)));
-  h = conv2(at::silu(norm2(h)));
-  return (shortcut.weight.defined() ? shortcut(x) : x) + h;
+at::Tensor AutoencoderKL::Resnet::operator()(const at::Tensor& x, RowExchange* rows) const {
+  auto h = conv1(at::silu(norm1(x, rows)), rows);
+  h = conv2(at::silu(norm2(h, rows)), rows);
+  return (shortcut.weight.defined() ? shortcut(x, rows) : x) + h;
 }
 
-at::Tensor AutoencoderKL::Attention::operator()(const at::Tensor& x) const {
+at::Tensor AutoencoderKL::Attention::operator()(const at::Tensor& x, RowExchange* rows) const {
   // One head over every position of the picture, the channels as its width; a residual around it.
   const int64_t B = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
-  const auto h = norm(x).view({B, C, H * W}).transpose(1, 2);  // [B, HW, C]
-  const auto heads = [](const at::Tensor& t) { return t.unsqueeze(1); };
-  const auto a = compat::attention(heads(q(h)), heads(k(h)), heads(v(h))).squeeze(1);
+  const auto h = norm(x, rows).view({B, C, H * W}).transpose(1, 2);  // [B, HW, C]
+  auto keys = k(h), values = v(h);
+  if (rows) keys = rows->gather(keys, 1), values = rows->gather(values, 1);
+  const auto a = compat::attention(q(h).unsqueeze(1), keys.unsqueeze(1), values.unsqueeze(1)).squeeze(1);
   return out(a).transpose(1, 2).reshape({B, C, H, W}) + x;
 }
 
@@ -99,28 +122,28 @@ at::Tensor AutoencoderKL::prepare(const at::Tensor& latents, int) const {
   return (latents / cfg_.scaling_factor + cfg_.shift_factor).unsqueeze(2);
 }
 
-at::Tensor AutoencoderKL::decode(const at::Tensor& z_in) const {
-  c10::InferenceMode guard;
+at::Tensor AutoencoderKL::decode(const at::Tensor& z_in, RowExchange* rows) const {
+  // Not with a row split: c10d's Gloo works on threads of its own, which cannot touch inference tensors.
+  std::optional<c10::InferenceMode> guard;
+  if (!rows) guard.emplace();
   if (z_in.dim() != 4 || z_in.size(1) != cfg_.latent_channels)
     throw InputError("VAE input has shape " + io::shape_str(z_in.sizes().vec()) + "; expected [B, " +
                      std::to_string(cfg_.latent_channels) + ", h, w]");
-  auto h = conv_in_(z_in.to(device_, dtype_));
-  h = mid_first_(h);
-  for (const auto& a : mid_attention_) h = a(h);
-  h = mid_second_(h);
+  auto h = conv_in_(z_in.to(device_, dtype_), rows);
+  h = mid_first_(h, rows);
+  for (const auto& a : mid_attention_) h = a(h, rows);
+  h = mid_second_(h, rows);
   for (const auto& blk : up_blocks_) {
-    for (const auto& r : blk.resnets) h = r(h);
-    if (blk.upsample.weight.defined()) h = blk.upsample(at::upsample_nearest2d(h, {h.size(2) * 2, h.size(3) * 2}));
+    for (const auto& r : blk.resnets) h = r(h, rows);
+    if (blk.upsample.weight.defined())
+      h = blk.upsample(at::upsample_nearest2d(h, {h.size(2) * 2, h.size(3) * 2}), rows);
   }
-  return conv_out_(at::silu(norm_out_(h))).to(at::kFloat);
+  return conv_out_(at::silu(norm_out_(h, rows)), rows).to(at::kFloat);
 }
 
 void AutoencoderKL::decode_batches(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch,
                                    RowExchange* rows) const {
-  if (rows)
-    throw InputError("--use_parallel_vae: decoding split by rows is not available for this VAE (AutoencoderKL) "
-                     "yet; decode on one rank (leave --use_parallel_vae off)");
-  on_batch(decode(z.squeeze(2)).unsqueeze(2));
+  on_batch(decode(z.squeeze(2), rows).unsqueeze(2));
 }
 
 at::Tensor AutoencoderKL::decode_tiled(const at::Tensor&, const TileOptions&) const {

@@ -24,33 +24,35 @@ class AutoencoderKL final : public VaeDecoder {
   at::Tensor prepare(const at::Tensor& final_latents, int pad_frames) const override;
   int output_frames(int) const override { return 1; }
   int spatial_compression() const override { return cfg_.spatial_compression(); }
-  // The whole picture in one batch. Split by rows is not built for this VAE yet: InputError.
+  // The whole picture in one batch (this rank's rows of it with `rows`).
   void decode_batches(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch,
                       RowExchange* rows = nullptr) const override;
   // Not built for this VAE yet: InputError.
   at::Tensor decode_tiled(const at::Tensor& z, const TileOptions& tiles) const override;
-  // z [B, C, h, w] -> image [B, out_channels, H, W], float32.
-  at::Tensor decode(const at::Tensor& z) const;
+  // z [B, C, h, w] -> image [B, out_channels, H, W], float32. With `rows`, z is this rank's rows and so is
+  // the image: convolutions take a halo row from each neighbour, group norms the whole picture's
+  // statistics, and the mid-block attention every rank's keys and values (exact, not approximated).
+  at::Tensor decode(const at::Tensor& z, RowExchange* rows = nullptr) const;
 
  private:
   struct GroupNorm {
     at::Tensor weight, bias;
     int64_t groups = 32;
-    at::Tensor operator()(const at::Tensor& x) const;
+    at::Tensor operator()(const at::Tensor& x, RowExchange* rows) const;
   };
   struct Conv {
     at::Tensor weight, bias;
-    at::Tensor operator()(const at::Tensor& x) const;  // stride 1, padding kernel / 2
+    at::Tensor operator()(const at::Tensor& x, RowExchange* rows) const;  // stride 1, padding kernel / 2
   };
   struct Resnet {
     GroupNorm norm1, norm2;
     Conv conv1, conv2, shortcut;  // shortcut: 1x1, when the channel count changes
-    at::Tensor operator()(const at::Tensor& x) const;
+    at::Tensor operator()(const at::Tensor& x, RowExchange* rows) const;
   };
   struct Attention {
     GroupNorm norm;
     Linear q, k, v, out;
-    at::Tensor operator()(const at::Tensor& x) const;
+    at::Tensor operator()(const at::Tensor& x, RowExchange* rows) const;
   };
   struct UpBlock {
     std::vector<Resnet> resnets;

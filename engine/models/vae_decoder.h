@@ -18,6 +18,9 @@ class RowExchange {
   virtual std::pair<at::Tensor, at::Tensor> halo(const at::Tensor& first, const at::Tensor& last) = 0;
   // The elementwise sum of a small tensor over the ranks.
   virtual at::Tensor sum(const at::Tensor& t) = 0;
+  // Every rank's `t` joined along `dim`, in rank order; the ranks' sizes along `dim` may differ (an
+  // attention over the whole picture needs every rank's keys and values).
+  virtual at::Tensor gather(const at::Tensor& t, int64_t dim) = 0;
 };
 
 // Overlapping tiles, in output pixels, as diffusers' enable_tiling() makes them.

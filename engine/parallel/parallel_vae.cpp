@@ -2,6 +2,8 @@
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/constant_pad_nd.h>
+#include <ATen/ops/full.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros_like.h>
 
@@ -23,6 +25,18 @@ class GroupRows : public models::RowExchange {
     at::Tensor total;
     for (const auto& part : group_.all_gather(t)) total = total.defined() ? total + part : part.clone();
     return total;
+  }
+  at::Tensor gather(const at::Tensor& t, int64_t dim) override {
+    // Sizes first, then every part padded to the largest (a collective takes one shape), then trimmed.
+    const auto sizes = group_.all_gather(at::full({1}, double(t.size(dim)), t.options().dtype(at::kFloat)));
+    int64_t most = 0;
+    for (const auto& s : sizes) most = std::max(most, int64_t(s.item<float>()));
+    std::vector<int64_t> pad(size_t(2 * (t.dim() - dim)), 0);
+    pad.back() = most - t.size(dim);  // constant_pad_nd pads from the last dimension backwards
+    const auto parts = group_.all_gather(at::constant_pad_nd(t, pad).contiguous());
+    std::vector<at::Tensor> trimmed;
+    for (size_t r = 0; r < parts.size(); ++r) trimmed.push_back(parts[r].narrow(dim, 0, int64_t(sizes[r].item<float>())));
+    return at::cat(trimmed, dim);
   }
 
  private:

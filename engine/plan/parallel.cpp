@@ -130,10 +130,6 @@ void check_shape(const ParallelConfig& p, const JobSpec& job, const ModelFolder&
                                            " ranks cannot share the " + std::to_string(job.height / model.vae_scale_spatial()) +
                                            " latent rows of a " + std::to_string(job.height) +
                                            "-pixel-high video; drop --use_parallel_vae or use fewer ranks"});
-  if (p.use_parallel_vae && !rules.makes_video())
-    out.push_back({"use_parallel_vae", "--use_parallel_vae: decoding split by rows is not available for " +
-                                           std::string(family_name(model.family)) +
-                                           " yet; decode on one rank (leave --use_parallel_vae off)"});
   if (p.use_parallel_vae && job.vae_tiling)
     out.push_back({"use_parallel_vae", "--use_parallel_vae and --enable_tiling both divide the decoding's memory; "
                                        "choose one (parallel decoding gives the untiled result)"});
