@@ -1,6 +1,6 @@
 """How far diffusers' own bfloat16 result is from its float32 reference on a golden case: the yardstick
 for our bf16 test (ours must stay within twice this). Run in the bench venv (bench/peer_step.sh makes it):
-    build/bench-venv/bin/python bench/bf16_reference.py ../shared/goldens/cogvx2b_tiny [...]
+    build/bench-venv/bin/python bench/bf16_reference.py ../shared/goldens/cogvx2b_tiny [...] (flux_tiny too)
 Prints, per case, the max and mean absolute error of final_latents against the case's golden, in float32
 (the check that the inputs are replayed right: it must be ~1e-6) and in bfloat16."""
 import json
@@ -8,13 +8,33 @@ import sys
 
 import torch
 from safetensors.torch import load_file
-from diffusers import CogVideoXPipeline, CogVideoXTransformer3DModel, CogVideoXDDIMScheduler, CogVideoXDPMScheduler
+from diffusers import (CogVideoXPipeline, CogVideoXTransformer3DModel, CogVideoXDDIMScheduler, CogVideoXDPMScheduler,
+                       FluxPipeline, FluxTransformer2DModel, FlowMatchEulerDiscreteScheduler)
 import diffusers.schedulers.scheduling_dpm_cogvideox as dpm
+
+
+def flux_error(case, dtype):
+    """FluxPipeline from embeddings (flux_tiny): the packed final latents against the golden."""
+    golden = json.load(open(f"{case}/golden.json"))
+    g = load_file(f"{case}/golden.safetensors")
+    transformer = FluxTransformer2DModel.from_pretrained(f"{case}/transformer", torch_dtype=dtype)
+    scheduler = FlowMatchEulerDiscreteScheduler.from_pretrained(f"{case}/scheduler")
+    pipe = FluxPipeline(scheduler=scheduler, vae=None, text_encoder=None, tokenizer=None, text_encoder_2=None,
+                        tokenizer_2=None, transformer=transformer)
+    pipe.vae_scale_factor = golden["vae_scale_factor"]  # no VAE object to read it from
+    out = pipe(prompt_embeds=g["prompt_embeds"].to(dtype), pooled_prompt_embeds=g["pooled_prompt_embeds"].to(dtype),
+               latents=g["latents_init"].to(dtype), height=golden["height"], width=golden["width"],
+               num_inference_steps=golden["num_inference_steps"], guidance_scale=golden["guidance_scale"],
+               output_type="latent", return_dict=False)[0]
+    diff = (out.float() - g["final_latents"]).abs()
+    return diff.max().item(), diff.mean().item()
 
 
 def error(case, dtype):
     golden = json.load(open(f"{case}/golden.json"))
     g = load_file(f"{case}/golden.safetensors")
+    if golden["scheduler"] == "FlowMatchEulerDiscreteScheduler":
+        return flux_error(case, dtype)
     scheduler_class = {"CogVideoXDDIMScheduler": CogVideoXDDIMScheduler,
                        "CogVideoXDPMScheduler": CogVideoXDPMScheduler}[golden["scheduler"]]
     transformer = CogVideoXTransformer3DModel.from_pretrained(f"{case}/transformer", torch_dtype=dtype)
