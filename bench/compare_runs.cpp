@@ -1,5 +1,5 @@
 // Compares two --save_tensors outputs: the max abs error of final_latents, and, when both hold a decoded
-// video, the PSNR of the videos as 8-bit frames would show them (mapped from [-1, 1] to [0, 1] and clamped).
+// video (or image), the PSNR as 8-bit pixels would show it (mapped from [-1, 1] to [0, 1] and clamped).
 // Usage: bench-compare-runs A.safetensors B.safetensors   (prints: max_error psnr_db video_max_error,
 // with "-" for the last two when a run was not decoded)
 #include <cmath>
@@ -20,12 +20,18 @@ int main(int argc, char** argv) {
   }
   return workers::guarded_main("bench-compare-runs: ", [&] {
     io::TensorFile a(argv[1], "A"), b(argv[2], "B");
-    const double err = at::max(at::abs(a.get("final_latents", 5, "") - b.get("final_latents", 5, ""))).item<double>();
-    if (!a.has("video") || !b.has("video")) {
+    // A video's latents [B, F, C, h, w] and frames; an image's latents packed [B, N, 4C].
+    const bool image = a.has("image") || b.has("image");
+    const char* name = image ? "image" : "video";
+    const int64_t latent_rank = image ? 3 : 5;
+    const double err =
+        at::max(at::abs(a.get("final_latents", latent_rank, "") - b.get("final_latents", latent_rank, ""))).item<double>();
+    if (!a.has(name) || !b.has(name)) {
       std::printf("%.3g - -\n", err);
       return 0;
     }
-    const auto va = a.get("video", 5, ""), vb = b.get("video", 5, "");
+    const int64_t rank = image ? 4 : 5;
+    const auto va = a.get(name, rank, ""), vb = b.get(name, rank, "");
     auto frames = [](const at::Tensor& v) { return (v / 2 + 0.5).clamp(0, 1); };
     const double mse = (frames(va) - frames(vb)).pow(2).mean().item<double>();
     const double video_err = at::max(at::abs(va - vb)).item<double>();

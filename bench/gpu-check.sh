@@ -27,7 +27,7 @@ work=$(mktemp -d /tmp/dit-gpu-check-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 failed=0
 # diffusers 0.32.2's own bf16 error on each case (max abs of final_latents; bench/bf16_reference.py).
-declare -A diffusers_bf16=([cogvx2b_tiny]=0.06607 [cogvx5b_tiny]=0.02274 [cogvx15_tiny]=0.04895)
+declare -A diffusers_bf16=([cogvx2b_tiny]=0.06607 [cogvx5b_tiny]=0.02274 [cogvx15_tiny]=0.04895 [flux_tiny]=0.1141)
 
 # The dit-launch flags that replay a reference case (its sizes, steps, guidance, inputs and noise), one a line.
 case_args() {
@@ -36,10 +36,11 @@ import json, sys
 case = sys.argv[1]
 g = json.load(open(f"{case}/golden.json"))
 f = f"{case}/golden.safetensors"
-args = ["--model", case, "--height", g["height"], "--width", g["width"], "--num_frames", g["num_frames"],
+args = ["--model", case, "--height", g["height"], "--width", g["width"],
         "--num_inference_steps", g["num_inference_steps"], "--guidance_scale", g["guidance_scale"],
         "--prompt_embeds", f, "--latents", f]
-if g["use_dynamic_cfg"]: args.append("--use_dynamic_cfg")
+if "num_frames" in g: args += ["--num_frames", g["num_frames"]]  # images (FLUX) have none
+if g.get("use_dynamic_cfg"): args.append("--use_dynamic_cfg")
 if g["scheduler"] == "CogVideoXDPMScheduler": args += ["--sampler_noise", f]
 print("\n".join(str(a) for a in args))
 EOF
@@ -78,9 +79,9 @@ check() {
 echo
 echo "## Reference cases on CUDA ($gpus GPU(s): $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
 echo
-echo "| run | verdict | final_latents max error | video max error |"
+echo "| run | verdict | final_latents max error | video (image) max error |"
 echo "|---|---|---|---|"
-for c in cogvx2b_tiny cogvx5b_tiny cogvx15_tiny; do
+for c in cogvx2b_tiny cogvx5b_tiny cogvx15_tiny flux_tiny; do
   check "$c fp32" "$c" 1e-3 1e-3 --device cuda:0 --dtype float32
   bf=$(awk -v d="${diffusers_bf16[$c]}" 'BEGIN { print 2 * d }')
   check "$c bf16" "$c" "$bf" 1 --device cuda:0 --dtype bfloat16
@@ -92,6 +93,10 @@ if ((gpus >= 2)); then
       # shellcheck disable=SC2086  # a mix is several flags
       check "$c fp32 NCCL $mix" "$c" 1e-3 1e-3 --device cuda --dtype float32 $mix
     done
+  done
+  for mix in "--ulysses_degree 2 --use_parallel_vae" "--ring_degree 2" "--pipefusion_parallel_degree 2 --num_pipeline_patch 3 --warmup_steps 4"; do
+    # shellcheck disable=SC2086  # a mix is several flags
+    check "flux_tiny fp32 NCCL $mix" flux_tiny 1e-3 1e-3 --device cuda --dtype float32 $mix
   done
   if ((gpus >= 4)); then
     check "cogvx2b_tiny fp32 NCCL ulysses 2 x ring 2" cogvx2b_tiny 1e-3 1e-3 --device cuda --dtype float32 \
