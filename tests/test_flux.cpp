@@ -14,6 +14,7 @@
 #include "mixes.h"
 #include "models/autoencoder_kl.h"
 #include "models/flux_transformer.h"
+#include "models/vae_decoder.h"
 #include "parallel/parallel_model.h"
 #include "parallel/parallel_vae.h"
 #include "pipeline/denoise.h"
@@ -179,6 +180,27 @@ TEST(Flux, image_decodes_split_by_rows) {
     std::printf("flux image split by rows over %d ranks: max error %.3g\n", ranks, err);
     EXPECT_LT(err, test::kRunTolerance);
   }
+}
+
+// Tiles as diffusers' tiled_decode makes them (bench/flux_tiled_reference.py: 3.0e-6 from diffusers' own on
+// this case): a picture within one tile is decoded untiled, and the part of the first tile no neighbour
+// blends into is that tile's own decode.
+TEST(Flux, image_decodes_in_tiles) {
+  const std::string dir = test::golden_case(kCase) + "/vae";
+  const auto cfg = plan::parse_autoencoder_kl_config(plan::read_text_file(dir + "/config.json"), "vae/config.json");
+  const auto vae = models::AutoencoderKL::load(dir, cfg, at::kFloat, at::kCPU);
+  const auto z = vae->prepare(golden("final_latents_unpacked"), 0);  // 8 x 12 latent pixels
+  models::TileOptions whole;
+  whole.sample_height = 64, whole.sample_width = 96;
+  EXPECT_TRUE(at::equal(vae->decode_tiled(z, whole), vae->decode(z.squeeze(2)).unsqueeze(2)));
+  models::TileOptions small;
+  small.sample_height = small.sample_width = 64;  // the VAE's sample size: tiles of 8 latent pixels, stride 6
+  const auto tiled = vae->decode_tiled(z, small).squeeze(2);
+  ASSERT_EQ(tiled.sizes(), golden("image").sizes());
+  const auto first = vae->decode(z.squeeze(2).narrow(3, 0, 8));
+  auto kept = [](const at::Tensor& x) { return x.narrow(2, 0, 48).narrow(3, 0, 48); };  // 64 less a quarter
+  EXPECT_LT(test::max_abs_diff(kept(tiled), kept(first)), 1e-6);
+  EXPECT_GT(test::max_abs_diff(tiled, golden("image")), 0.01) << "blending must change the seam";
 }
 
 TEST(Flux, wrong_inputs_are_named) {

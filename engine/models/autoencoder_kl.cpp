@@ -15,6 +15,7 @@
 
 #include "compat/torch_compat.h"
 #include "io/safetensors_file.h"
+#include "models/vae_tiling.h"
 #include "plan/error.h"
 
 namespace studio::models {
@@ -146,9 +147,12 @@ void AutoencoderKL::decode_batches(const at::Tensor& z, const std::function<void
   on_batch(decode(z.squeeze(2), rows).unsqueeze(2));
 }
 
-at::Tensor AutoencoderKL::decode_tiled(const at::Tensor&, const TileOptions&) const {
-  throw InputError("--enable_tiling: tiled decoding is not available for this VAE (AutoencoderKL) yet; decode "
-                   "the whole picture (leave --enable_tiling off)");
+at::Tensor AutoencoderKL::decode_tiled(const at::Tensor& z, const TileOptions& tiles) const {
+  // AutoencoderKL's tiles overlap by a quarter both ways (diffusers' tile_overlap_factor).
+  TileOptions t = tiles;
+  t.overlap_height = t.overlap_width = 0.25;
+  return decode_in_tiles(z.squeeze(2), spatial_compression(), t, [&](const at::Tensor& tile) { return decode(tile); })
+      .unsqueeze(2);
 }
 
 }  // namespace studio::models

@@ -27,7 +27,7 @@ class AutoencoderKL final : public VaeDecoder {
   // The whole picture in one batch (this rank's rows of it with `rows`).
   void decode_batches(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch,
                       RowExchange* rows = nullptr) const override;
-  // Not built for this VAE yet: InputError.
+  // Tiles of tiles.sample_height x sample_width pixels overlapping by a quarter, as diffusers' tiled_decode.
   at::Tensor decode_tiled(const at::Tensor& z, const TileOptions& tiles) const override;
   // z [B, C, h, w] -> image [B, out_channels, H, W], float32. With `rows`, z is this rank's rows and so is
   // the image: convolutions take a halo row from each neighbour, group norms the whole picture's

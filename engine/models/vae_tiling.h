@@ -1,17 +1,26 @@
-// Tiled decoding in one process, as diffusers' AutoencoderKLCogVideoX.enable_tiling() does it (v0.32.2):
+// Tiled decoding in one process, as diffusers' enable_tiling() does it (v0.32.2: AutoencoderKLCogVideoX,
+// AutoencoderKL):
 // overlapping tiles of the latents, each decoded whole (frame batches with their own causal caches),
 // each blended linearly into the tile above and the tile to the left over the overlap, then cropped.
 // Memory follows the tile size, not the video's; the result differs from an untiled decode near the
 // seams (docs/performance.md measures by how much).
 #pragma once
+#include <functional>
+
 #include <ATen/core/Tensor.h>
 
 #include "models/cogvideox_vae.h"
 
 namespace studio::models {
 
-// z [B, C, F, h, w] -> video [B, out_channels, frames, H, W] float32. Latents that fit in one tile are
+// Overlapping tiles over the last two axes of z (rows, columns), each decoded whole by `decode`, blended
+// linearly into the tile above and the tile to the left, then cropped: diffusers' tiled_decode, shared by
+// the VAEs (`spatial_compression`: output pixels per latent pixel). Latents that fit in one tile are
 // decoded untiled, as diffusers does.
+at::Tensor decode_in_tiles(const at::Tensor& z, int64_t spatial_compression, const TileOptions& tiles,
+                           const std::function<at::Tensor(const at::Tensor&)>& decode);
+
+// z [B, C, F, h, w] -> video [B, out_channels, frames, H, W] float32.
 at::Tensor decode_tiled(const CogVideoXVae& vae, const at::Tensor& z, const TileOptions& tiles = {});
 
 }  // namespace studio::models

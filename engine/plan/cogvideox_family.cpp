@@ -28,6 +28,8 @@ class CogVideoXRules final : public FamilyRules {
     if (job.max_sequence_length == 0) job.max_sequence_length = t.max_text_seq_length;
     if (job.num_inference_steps == 0) job.num_inference_steps = 50;
     if (std::isnan(job.guidance_scale)) job.guidance_scale = 6.0;
+    if (job.tile_sample_min_height == 0) job.tile_sample_min_height = 240;  // half of 480 x 720, as diffusers
+    if (job.tile_sample_min_width == 0) job.tile_sample_min_width = 360;
   }
 
   void validate(const JobSpec& job, const ModelFolder& m, std::vector<Problem>& out) const override {

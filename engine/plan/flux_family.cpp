@@ -31,6 +31,9 @@ class FluxRules final : public FamilyRules {
     if (job.max_sequence_length == 0) job.max_sequence_length = 512;
     if (job.num_inference_steps == 0) job.num_inference_steps = dev ? 28 : 4;
     if (std::isnan(job.guidance_scale)) job.guidance_scale = dev ? 3.5 : 0.0;
+    const int tile = m.flux->vae ? m.flux->vae->sample_size : 1024;  // diffusers' tile: the VAE's sample size
+    if (job.tile_sample_min_height == 0) job.tile_sample_min_height = tile;
+    if (job.tile_sample_min_width == 0) job.tile_sample_min_width = tile;
   }
 
   void validate(const JobSpec& job, const ModelFolder& m, std::vector<Problem>& out) const override {
@@ -56,8 +59,10 @@ class FluxRules final : public FamilyRules {
       out.push_back({"max_sequence_length", "--max_sequence_length " + std::to_string(job.max_sequence_length) +
                                                 ": must be between 1 and 512 (FLUX.1's T5 length)"});
     if (job.vae_tiling)
-      out.push_back({"enable_tiling", "--enable_tiling: tiled decoding is not available for FLUX.1's VAE yet; "
-                                      "leave it out (the whole image is decoded at once)"});
+      for (auto [field, v] : {std::pair{"tile_sample_min_height", job.tile_sample_min_height},
+                              std::pair{"tile_sample_min_width", job.tile_sample_min_width}})
+        check_multiple(field, v, 4 * m.vae_scale_spatial(),
+                       "whole latent pixels, and a quarter of a tile overlaps its neighbour", out);
   }
 
   LatentGeometry geometry(const JobSpec& job, const ModelFolder& m) const override {

@@ -34,7 +34,7 @@ struct JobSpec {
   bool allow_tf32 = false;         // CUDA float32: TF32 tensor cores for matmuls and convolutions (faster, ~1e-3)
   bool keep_partial = false;       // on cancel: keep the latents reached, and the frames decoded so far
   bool vae_tiling = false;         // decode in overlapping tiles (diffusers' enable_tiling)
-  int tile_sample_min_height = 240, tile_sample_min_width = 360;  // the tiles, in pixels
+  int tile_sample_min_height = 0, tile_sample_min_width = 0;  // the tiles, in pixels; 0 = the model's
   bool vae_slicing = false;        // decode the videos of a batch one at a time (diffusers' enable_slicing)
 };
 

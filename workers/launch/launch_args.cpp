@@ -166,8 +166,9 @@ dit-worker ranks; each degree 1 is the single-process path):
   --use_parallel_vae          every rank decodes a band of rows (exact; memory per rank ~1/N)
 
 Decoding in one process (diffusers' names):
-  --enable_tiling             overlapping 240 x 360 tiles: memory of a tile, seams blended
-  --tile_sample_min_height H --tile_sample_min_width W   the tiles, in pixels
+  --enable_tiling             overlapping tiles: memory of a tile, seams blended
+  --tile_sample_min_height H --tile_sample_min_width W   the tiles, in pixels (default: the model's,
+                              240 x 360 for CogVideoX, the VAE's sample size for FLUX.1)
   --enable_slicing            the videos of a batch one at a time
   Out of memory while decoding, a job decodes again with tiling, from the same latents.
 
