@@ -395,7 +395,7 @@ TEST_F(FluxImages, written_with_their_settings) {
   EXPECT_EQ(video::probe_image(tmp_.path("b.jpg")).codec, "mjpeg");
   EXPECT_EQ(video::probe_image(tmp_.path("c.webp")).codec, "webp");
   const auto two = test::run(test::bin("dit-launch"),
-                             base + test::Args{"--num_videos_per_prompt", "2", "--output", tmp_.path("pair.png")}, 120000);
+                             base + test::Args{"--num_images_per_prompt", "2", "--output", tmp_.path("pair.png")}, 120000);
   ASSERT_EQ(two.code, 0) << two.err;
   EXPECT_NE(video::probe_image(tmp_.path("pair_1.png")).parameters.find("Seed: 7"), std::string::npos);
   EXPECT_NE(video::probe_image(tmp_.path("pair_2.png")).parameters.find("Seed: 8"), std::string::npos);

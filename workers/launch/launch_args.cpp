@@ -60,6 +60,8 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
       {"--output", [&](auto&, auto& v) { j.output_file = v; }},
       {"--fps", [&](auto& f, auto& v) { j.fps = int(to_integer(f, v, 1, 240, "8")); }},
       {"--num_videos_per_prompt", [&](auto& f, auto& v) { j.num_videos_per_prompt = int(to_integer(f, v, 1, 1024, "2")); }},
+      // diffusers' name for images; one field, as the pipelines treat them alike.
+      {"--num_images_per_prompt", [&](auto& f, auto& v) { j.num_videos_per_prompt = int(to_integer(f, v, 1, 1024, "2")); }},
       {"--ulysses_degree", [&](auto& f, auto& v) { p.ulysses_degree = degree(f, v); }},
       {"--ring_degree", [&](auto& f, auto& v) { p.ring_degree = degree(f, v); }},
       {"--pipefusion_parallel_degree", [&](auto& f, auto& v) { p.pipefusion_parallel_degree = degree(f, v); }},
@@ -148,6 +150,7 @@ Generates a video clip with a CogVideoX diffusers folder (CogVideoX-2b, -5b, 1.5
   --save_tensors FILE         write final_latents [B, F, C, H, W] and the decoded video [B, 3, frames,
                               H, W] (float32, before clamping) to a safetensors file
   --num_videos_per_prompt N   videos to make; video i uses seed + i (default 1)
+  --num_images_per_prompt N   the same for a model that makes images (FLUX.1)
   --device auto|cpu|cuda[:N]  default auto (CUDA when present)
   --dtype auto|float32|bfloat16|float16   default auto (float32 on CPU, bfloat16 on CUDA); with
                               float16 the T5 text encoder runs in bfloat16 (it overflows in float16)
