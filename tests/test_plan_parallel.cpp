@@ -1,4 +1,6 @@
 // engine/plan's parallel rules, each with its message and suggestions (no LibTorch, as the GUI uses them).
+#include <filesystem>
+
 #include "plan/job_file.h"
 #include "plan/parallel.h"
 #include "support.h"
@@ -168,4 +170,39 @@ TEST(PlanFlux, cfg_parallel_is_refused_and_never_offered) {
   rows.ulysses_degree = 2;
   rows.use_parallel_vae = true;  // split by rows, as for a video: 8 latent rows over 2 ranks
   EXPECT_TRUE(plan::validate_parallel(rows, job, model, 2).empty());
+}
+
+// FLUX.1-dev's published configs: 12B transformer parameters (about 22 GiB in bf16) and T5-XXL's 4.7B
+// encoder (about 9 GiB): PipeFusion divides the transformer's weights, sequence parallelism does not.
+TEST(PlanFlux, memory_of_the_real_model) {
+  test::TempDir tmp;
+  const std::string dir = tmp.path("flux-dev");
+  test::copy_tree(test::golden_case("flux_tiny"), dir);
+  test::edit_json(dir + "/transformer/config.json", [](nlohmann::json& j) {
+    j.update({{"num_layers", 19}, {"num_single_layers", 38}, {"attention_head_dim", 128}, {"num_attention_heads", 24},
+              {"joint_attention_dim", 4096}, {"pooled_projection_dim", 768}, {"axes_dims_rope", {16, 56, 56}}});
+  });
+  std::filesystem::create_directories(dir + "/text_encoder_2");
+  test::write_file(dir + "/text_encoder_2/config.json",
+                   R"({"model_type": "t5", "d_model": 4096, "d_kv": 64, "num_heads": 64, "d_ff": 10240,
+                       "num_layers": 24, "vocab_size": 32128})");
+  const auto model = plan::read_model_folder(dir);
+  plan::JobSpec job;
+  job.prompt_embeds_file = "x";
+  plan::apply_model_defaults(job, model);  // 1024 x 1024: 4096 image tokens + 512 text tokens
+  plan::ParallelConfig one;
+  const auto m = plan::estimate_memory(one, job, model, 2);
+  EXPECT_GT(m.transformer_gib, 22.0);
+  EXPECT_LT(m.transformer_gib, 30.0);
+  EXPECT_NEAR(m.text_encoder_gib, 8.9, 0.3);
+  plan::ParallelConfig stages;
+  stages.pipefusion_parallel_degree = 2;
+  stages.num_pipeline_patch = 2;
+  EXPECT_LT(plan::estimate_memory(stages, job, model, 2).transformer_gib, 0.6 * m.transformer_gib);
+  plan::ParallelConfig sequence;
+  sequence.ulysses_degree = 2;
+  EXPECT_GT(plan::estimate_memory(sequence, job, model, 2).transformer_gib, 0.9 * m.transformer_gib - 1);
+  // On two 20 GiB GPUs the weights do not fit one rank, however the sequence is split; two stages do.
+  EXPECT_FALSE(plan::validate_parallel(sequence, job, model, 2, 20.0, 2).empty());
+  EXPECT_TRUE(plan::validate_parallel(stages, job, model, 2, 20.0, 2).empty());
 }
