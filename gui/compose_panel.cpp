@@ -113,7 +113,9 @@ ComposePanel::ComposePanel(QWidget* parent) : QWidget(parent) {
     connect(s, qOverload<int>(&QSpinBox::valueChanged), this, &ComposePanel::changed);
   connect(guidance, qOverload<double>(&QDoubleSpinBox::valueChanged), this, &ComposePanel::changed);
   connect(dynamic_cfg, &QCheckBox::toggled, this, &ComposePanel::changed);
-  set_job(plan::JobSpec{});  // the reference pipeline's defaults (50 steps, guidance 6, seed 42)
+  plan::JobSpec start;  // seed 42; sizes, steps and guidance come from the model when it first loads
+  start.guidance_scale = 0;
+  set_job(start);
   set_model_dir(QString::fromStdString(workers::demo_model_dir()));
 }
 
@@ -164,7 +166,8 @@ void ComposePanel::apply_model_limits() {
   if (!first_run_) return;
   first_run_ = false;
   plan::JobSpec j = job();
-  j.width = j.height = j.num_frames = j.fps = 0;
+  j.width = j.height = j.num_frames = j.fps = j.num_inference_steps = 0;
+  j.guidance_scale = plan::JobSpec{}.guidance_scale;  // unset: the model's
   plan::apply_model_defaults(j, *model_);
   set_job(j);
 }

@@ -55,6 +55,9 @@ class TestStudio : public QObject {
     w.show();
     // The devices come from `dit-worker --list-devices`: on this machine, the CPU and its cores.
     QTRY_VERIFY_WITH_TIMEOUT(w.parallel->devices->item(0)->text().contains(" cores"), 30000);
+    // A first start fills every setting from the model's family: CogVideoX's 50 steps and guidance 6.
+    QCOMPARE(w.compose->steps->value(), 50);
+    QCOMPARE(w.compose->guidance->value(), 6.0);
     w.compose->prompt->setPlainText("");
     QVERIFY(!w.generate_button->isEnabled());
     QVERIFY(w.compose->problems().text("prompt").contains("write a prompt"));
