@@ -216,6 +216,10 @@ TEST(Flux, wrong_inputs_are_named) {
   EXPECT_TRUE(test::throws_with<InputError>([&] { pipeline::denoise(*f.model, sampler, in, &unused); },
                                             {"pooled_prompt_embeds [B, 24]"}));
   in = run_inputs();
+  in.pooled_prompt_embeds = at::zeros({1, 27});
+  EXPECT_TRUE(test::throws_with<InputError>([&] { pipeline::denoise(*f.model, sampler, in, &unused); },
+                                            {"pooled_prompt_embeds [B, 24]", "it has shape [1, 27]"}));
+  in = run_inputs();
   in.latents = at::zeros({1, 16, 7, 12});
   EXPECT_TRUE(test::throws_with<InputError>([&] { pipeline::denoise(*f.model, sampler, in, &unused); },
                                             {"latents have shape [1, 16, 7, 12]", "h and w even"}));

@@ -194,7 +194,10 @@ TEST(PlanFlux, memory_of_the_real_model) {
   const auto m = plan::estimate_memory(one, job, model, 2);
   EXPECT_GT(m.transformer_gib, 22.0);
   EXPECT_LT(m.transformer_gib, 30.0);
-  EXPECT_NEAR(m.text_encoder_gib, 8.9, 0.3);
+  EXPECT_EQ(m.text_encoder_gib, 0.0) << "embeddings from a file: the encoder never runs";
+  plan::JobSpec words = job;
+  words.prompt = "a paper boat";
+  EXPECT_NEAR(plan::estimate_memory(one, words, model, 2).text_encoder_gib, 8.9, 0.3);
   plan::ParallelConfig stages;
   stages.pipefusion_parallel_degree = 2;
   stages.num_pipeline_patch = 2;

@@ -34,4 +34,12 @@ std::unique_ptr<sampling::Sampler> make_sampler(const plan::ModelFolder& folder,
   return std::make_unique<sampling::Scheduler>(folder.scheduler, steps);
 }
 
+at::Tensor latents_to_file(const plan::ModelFolder& folder, const at::Tensor& latents) {
+  return folder.flux ? pack_latents(latents) : latents;
+}
+
+at::Tensor latents_from_file(const plan::ModelFolder& folder, const at::Tensor& stored, int64_t height, int64_t width) {
+  return folder.flux ? unpack_latents(stored, height, width) : stored;
+}
+
 }  // namespace studio::models

@@ -20,4 +20,9 @@ std::shared_ptr<VaeDecoder> load_vae(const plan::ModelFolder& folder, at::Scalar
 // The folder's sampler for `steps` steps over latents of `image_tokens` tokens per sample.
 std::unique_ptr<sampling::Sampler> make_sampler(const plan::ModelFolder& folder, int steps, int64_t image_tokens);
 
+// Latents as files hold them (--latents, --save_tensors, --keep_partial), as the reference pipeline keeps
+// them: FLUX's packed 2x2 [B, N, 4C], a video family's as the model takes them.
+at::Tensor latents_to_file(const plan::ModelFolder& folder, const at::Tensor& latents);
+at::Tensor latents_from_file(const plan::ModelFolder& folder, const at::Tensor& stored, int64_t height, int64_t width);
+
 }  // namespace studio::models

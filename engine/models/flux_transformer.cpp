@@ -150,9 +150,11 @@ Conditioning FluxTransformer::condition(const StepInputs& in) const {
     if (!in.guidance.defined()) throw InputError("FLUX.1-dev needs a guidance scale (its guidance embedding)");
     c = c + embed_scalar(guidance_, in.guidance);
   }
-  if (!in.pooled.defined())
+  if (!in.pooled.defined() || in.pooled.dim() != 2 || in.pooled.size(0) != in.timestep.size(0) ||
+      in.pooled.size(1) != cfg_.pooled_projection_dim)
     throw InputError("FLUX needs pooled_prompt_embeds [B, " + std::to_string(cfg_.pooled_projection_dim) +
-                     "] (CLIP's pooled output) beside prompt_embeds");
+                     "] (CLIP's pooled output, pooled_projection_dim of transformer/config.json) beside prompt_embeds" +
+                     (in.pooled.defined() ? "; it has shape " + io::shape_str(in.pooled.sizes().vec()) : std::string()));
   return {c + text_(in.pooled.to(device_, dtype_))};
 }
 
@@ -195,6 +197,7 @@ void FluxTransformer::run_double(const DoubleBlock& b, Tokens& x, const at::Tens
   };
   finish(x.latent, b.image, mi, rows(out, T, out.size(1) - T));
   finish(x.text, b.text, mt, rows(out, 0, T));
+  if (dtype_ == at::kHalf) x.text = x.text.clamp(-65504, 65504);  // as diffusers keeps float16 finite
 }
 
 void FluxTransformer::run_single(const SingleBlock& b, Tokens& x, const at::Tensor& act, const at::Tensor& cos,
@@ -207,7 +210,8 @@ void FluxTransformer::run_single(const SingleBlock& b, Tokens& x, const at::Tens
   const auto k = rotate_latent_rows(b.norm_k(heads(b.k(n))), T, cos, sin);
   const auto attn = attention(q, k, heads(b.v(n))).transpose(1, 2).flatten(2);
   const auto mlp = at::gelu(b.proj_mlp(n), "tanh");
-  const auto out = at::addcmul(joint, m[2], b.proj_out(at::cat({attn, mlp}, 2)));
+  auto out = at::addcmul(joint, m[2], b.proj_out(at::cat({attn, mlp}, 2)));
+  if (dtype_ == at::kHalf) out = out.clamp(-65504, 65504);
   x.text = rows(out, 0, T);
   x.latent = rows(out, T, out.size(1) - T);
 }

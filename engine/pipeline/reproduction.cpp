@@ -2,13 +2,14 @@
 
 #include "io/safetensors_file.h"
 #include "io/tensor_file.h"
-#include "models/flux_transformer.h"
+#include "models/families.h"
 #include "plan/error.h"
 
 namespace studio::pipeline {
 
-at::Tensor initial_latents(const plan::JobSpec& job, const plan::LatentGeometry& geo,
-                           const parallel::SampleSlice& slice, sampling::SeededNoise& seeded) {
+at::Tensor initial_latents(const plan::JobSpec& job, const plan::ModelFolder& model, const parallel::SampleSlice& slice,
+                           sampling::SeededNoise& seeded) {
+  const auto geo = plan::latent_geometry(job, model);
   const auto shape = geo.shape(job.num_videos_per_prompt);
   if (job.latents_file.empty()) {
     std::vector<int64_t> mine = shape;
@@ -25,8 +26,7 @@ at::Tensor initial_latents(const plan::JobSpec& job, const plan::LatentGeometry&
                      " but --height " + std::to_string(job.height) + " --width " + std::to_string(job.width) +
                      (geo.has_frames ? " --num_frames " + std::to_string(job.num_frames) : std::string()) + " need " +
                      io::shape_str(want));
-  if (!geo.has_frames) all = models::unpack_latents(all, geo.height, geo.width);
-  return slice.of(all);
+  return slice.of(models::latents_from_file(model, all, geo.height, geo.width));
 }
 
 std::unique_ptr<sampling::NoiseSource> recorded_noise(const plan::JobSpec& job, const parallel::SampleSlice& slice) {
@@ -35,8 +35,8 @@ std::unique_ptr<sampling::NoiseSource> recorded_noise(const plan::JobSpec& job, 
   return std::make_unique<sampling::RecordedNoise>(slice.of(file.get("scheduler_noise", 6, "[steps, B, F, C, H, W]"), 1));
 }
 
-void keep_partial_latents(const plan::JobSpec& job, Metadata meta, const PartialLatents& partial,
-                          const std::function<void(const std::string&)>& log) {
+void keep_partial_latents(const plan::JobSpec& job, const plan::ModelFolder& model, Metadata meta,
+                          const PartialLatents& partial, const std::function<void(const std::string&)>& log) {
   if (!partial.latents.defined()) return;
   const std::string base = !job.save_tensors_file.empty() ? job.save_tensors_file : job.output_file;
   if (base.empty()) return;
@@ -44,7 +44,7 @@ void keep_partial_latents(const plan::JobSpec& job, Metadata meta, const Partial
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   path += ".partial.safetensors";
   meta["cancelled_after_step"] = std::to_string(partial.step) + "/" + std::to_string(partial.total);
-  io::save_tensors(path, {{"partial_latents", partial.latents.cpu().contiguous()}}, meta);
+  io::save_tensors(path, {{"partial_latents", models::latents_to_file(model, partial.latents).cpu().contiguous()}}, meta);
   log("cancelled after step " + meta["cancelled_after_step"] + ": kept the latents in " + path);
 }
 

@@ -22,8 +22,8 @@ using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 // The slice's initial noise in the model's latent layout: its rows of --latents' latents_init when the
 // job names a file (FLUX's packed [B, N, 4C], unpacked here; InputError unless it has the job's shape),
 // else drawn from `seeded` (as the reference draws it: unpacked).
-at::Tensor initial_latents(const plan::JobSpec& job, const plan::LatentGeometry& geo,
-                           const parallel::SampleSlice& slice, sampling::SeededNoise& seeded);
+at::Tensor initial_latents(const plan::JobSpec& job, const plan::ModelFolder& model, const parallel::SampleSlice& slice,
+                           sampling::SeededNoise& seeded);
 
 // The slice's rows of --sampler_noise; nullptr when the job names no file.
 std::unique_ptr<sampling::NoiseSource> recorded_noise(const plan::JobSpec& job, const parallel::SampleSlice& slice);
@@ -33,8 +33,9 @@ struct PartialLatents {
   at::Tensor latents;
   int step = 0, total = 0;
 };
-// Writes them beside the output the user named (NAME.partial.safetensors), when there is one.
-void keep_partial_latents(const plan::JobSpec& job, Metadata meta, const PartialLatents& partial,
-                          const std::function<void(const std::string&)>& log);
+// Writes them beside the output the user named (NAME.partial.safetensors, in the layout --latents takes),
+// when there is one.
+void keep_partial_latents(const plan::JobSpec& job, const plan::ModelFolder& model, Metadata meta,
+                          const PartialLatents& partial, const std::function<void(const std::string&)>& log);
 
 }  // namespace studio::pipeline

@@ -9,7 +9,6 @@
 #include "io/safetensors_file.h"
 #include "io/tensor_file.h"
 #include "models/families.h"
-#include "models/flux_transformer.h"
 #include "parallel/job_ranks.h"
 #include "parallel/parallel_model.h"
 #include "pipeline/embeddings.h"
@@ -85,7 +84,7 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
     latents = denoise(*transformer, *sampler, in, noise, step_hooks(hooks, mesh, device, partial), call);
   } catch (const Cancelled&) {
     if (job.keep_partial && parallel::writes(mesh))
-      keep_partial_latents(job, job_metadata(job, model, mesh.config()), partial, log);
+      keep_partial_latents(job, model, job_metadata(job, model, mesh.config()), partial, log);
     throw;
   }
   auto all = parallel::gather_samples(mesh, latents).cpu();
@@ -122,7 +121,7 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   if (embeds.negative.defined()) in.negative_prompt_embeds = slice.of(embeds.negative);
   if (embeds.pooled.defined()) in.pooled_prompt_embeds = slice.of(embeds.pooled);
   sampling::SeededNoise seeded(job.seed + uint64_t(slice.first), int(slice.count));
-  in.latents = initial_latents(job, geo, slice, seeded);
+  in.latents = initial_latents(job, model, slice, seeded);
   const auto recorded = recorded_noise(job, slice);
   phase("loading");
   log("loading " + (std::filesystem::path(model.dir) / "transformer").string() + " (" + plan::family_name(model.family) + ") as " +
@@ -141,14 +140,9 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
     r.seconds_decoding = since(t2);
   }
   if (!parallel::writes(mesh) || job.save_tensors_file.empty()) return r;
-  // As the reference keeps them: a video's latents [B, F, C, h, w] and frames; an image's latents packed.
-  if (geo.has_frames) {
-    record.emplace_back("final_latents", r.final_latents);
-    if (video.defined()) record.emplace_back("video", video);
-  } else {
-    record.emplace_back("final_latents", models::pack_latents(r.final_latents));
-    if (video.defined()) record.emplace_back("image", video.squeeze(2));
-  }
+  // As the reference keeps them: the latents in the file layout, a video's frames or an image.
+  record.emplace_back("final_latents", models::latents_to_file(model, r.final_latents));
+  if (video.defined()) record.emplace_back(geo.has_frames ? "video" : "image", geo.has_frames ? video : video.squeeze(2));
   if (job.output_file.empty()) phase("writing");
   io::save_tensors(job.save_tensors_file, record, job_metadata(job, model, mesh.config()));
   r.outputs.push_back(job.save_tensors_file);

@@ -18,6 +18,7 @@ class CogVideoXRules final : public FamilyRules {
   int pixel_step(const ModelFolder& m) const override { return m.vae_scale_spatial() * m.transformer.patch_size; }
   int attention_heads(const ModelFolder& m) const override { return m.transformer.num_attention_heads; }
   int blocks(const ModelFolder& m) const override { return m.transformer.num_layers; }
+  int train_steps(const ModelFolder& m) const override { return m.scheduler.num_train_timesteps; }
 
   void apply_defaults(JobSpec& job, const ModelFolder& m) const override {
     const auto& t = m.transformer;

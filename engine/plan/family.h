@@ -24,6 +24,7 @@ class FamilyRules {
   virtual int pixel_step(const ModelFolder& m) const = 0;  // height and width are multiples of it
   virtual int attention_heads(const ModelFolder& m) const = 0;
   virtual int blocks(const ModelFolder& m) const = 0;      // what PipeFusion divides into stages
+  virtual int train_steps(const ModelFolder& m) const = 0; // the sampler's training timesteps
 
   // Fills the job's 0-valued sizes and steps and an unset guidance scale, as the reference pipeline does.
   virtual void apply_defaults(JobSpec& job, const ModelFolder& m) const = 0;

@@ -62,20 +62,23 @@ AutoencoderKLConfig parse_autoencoder_kl_config(const std::string& text, const s
   expect_class(f, file.c_str(), {"AutoencoderKL"});
   AutoencoderKLConfig v;
   v.out_channels = f.positive("out_channels", v.out_channels);
-  v.latent_channels = f.positive("latent_channels", v.latent_channels);
-  v.layers_per_block = f.positive("layers_per_block", v.layers_per_block);
-  v.norm_num_groups = f.positive("norm_num_groups", v.norm_num_groups);
-  v.block_out_channels = f.positive_list("block_out_channels", v.block_out_channels);
+  // Missing fields take diffusers' AutoencoderKL defaults, not FLUX's values.
+  v.latent_channels = f.positive("latent_channels", 4);
+  v.layers_per_block = f.positive("layers_per_block", 1);
+  v.norm_num_groups = f.positive("norm_num_groups", 32);
+  v.block_out_channels = f.positive_list("block_out_channels", {64});
   for (int c : v.block_out_channels)
     if (c % v.norm_num_groups)
       f.fail("block_out_channels", f.raw()["block_out_channels"].dump(), "must be multiples of norm_num_groups");
-  v.scaling_factor = f.get<double>("scaling_factor", v.scaling_factor);
+  v.scaling_factor = f.get<double>("scaling_factor", 0.18215);
   v.shift_factor = f.get<double>("shift_factor", 0.0);
-  v.sample_size = f.positive("sample_size", v.sample_size);
+  v.sample_size = f.positive("sample_size", 32);
   v.mid_block_add_attention = f.get<bool>("mid_block_add_attention", true);
   if (!(v.scaling_factor > 0)) f.fail("scaling_factor", std::to_string(v.scaling_factor), "must be positive");
   for (const char* unsupported : {"use_quant_conv", "use_post_quant_conv"})
-    if (f.get<bool>(unsupported, false)) f.fail(unsupported, "true", "is not supported yet; FLUX.1's VAE sets it false");
+    if (f.get<bool>(unsupported, true))  // diffusers' default is true
+      f.fail(unsupported, f.has(unsupported) ? "true" : "(absent: true by default)",
+             "is not supported yet; FLUX.1's VAE sets it false");
   for (const char* unsupported : {"latents_mean", "latents_std"})
     if (f.has(unsupported)) f.fail(unsupported, f.raw()[unsupported].dump(), "is not supported; FLUX.1 leaves it null");
   auto act = f.get<std::string>("act_fn", "silu");

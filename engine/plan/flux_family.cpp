@@ -22,13 +22,16 @@ class FluxRules final : public FamilyRules {
     return m.flux->transformer.num_layers + m.flux->transformer.num_single_layers;
   }
 
+  int train_steps(const ModelFolder& m) const override { return m.flux->scheduler.num_train_timesteps; }
+
   void apply_defaults(JobSpec& job, const ModelFolder& m) const override {
     const bool dev = m.family == Family::Flux_Dev;
-    if (job.height == 0) job.height = 1024;  // FluxPipeline: default_sample_size 128 x the VAE's 8
-    if (job.width == 0) job.width = 1024;
+    if (job.height == 0) job.height = 128 * m.vae_scale_spatial();  // FluxPipeline: default_sample_size 128
+    if (job.width == 0) job.width = 128 * m.vae_scale_spatial();
     if (job.num_frames == 0) job.num_frames = 1;
     if (job.fps == 0) job.fps = 1;
     if (job.max_sequence_length == 0) job.max_sequence_length = 512;
+    // FluxPipeline says 28 for both; schnell is distilled for 4 (its model card's setting), so 4 it is.
     if (job.num_inference_steps == 0) job.num_inference_steps = dev ? 28 : 4;
     if (std::isnan(job.guidance_scale)) job.guidance_scale = dev ? 3.5 : 0.0;
     const int tile = m.flux->vae ? m.flux->vae->sample_size : 1024;  // diffusers' tile: the VAE's sample size

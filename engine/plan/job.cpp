@@ -48,7 +48,7 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
   std::vector<Problem> out;
   const auto& rules = rules_of(model);
   rules.validate(job, model, out);
-  const int max_steps = 1000;  // every family's sampler is trained on 1000 timesteps
+  const int max_steps = rules.train_steps(model);
   if (job.num_inference_steps < 1 || job.num_inference_steps > max_steps)
     out.push_back({"num_inference_steps", "--num_inference_steps " + std::to_string(job.num_inference_steps) +
                                               ": must be between 1 and " + std::to_string(max_steps) +

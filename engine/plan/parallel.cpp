@@ -220,7 +220,9 @@ double transformer_gib(const ParallelConfig& p, const JobSpec& job, const ModelF
 MemoryEstimate estimate_memory(const ParallelConfig& p, const JobSpec& job, const ModelFolder& model,
                                int bytes_per_value) {
   auto m = rules_of(model).memory(p, job, model, bytes_per_value);
-  if (model.text_encoder) m.text_encoder_gib = model.text_encoder->parameters() * bytes_per_value / kGiB;
+  // The text encoder runs only for words; embeddings from a file skip it.
+  if (model.text_encoder && !job.prompt.empty())
+    m.text_encoder_gib = model.text_encoder->parameters() * bytes_per_value / kGiB;
   return m;
 }
 

@@ -104,7 +104,13 @@ bool latin1(const std::string& s) {
 }
 
 // The PNG with a text chunk "parameters" after its header chunk (signature 8 bytes, IHDR 25).
-std::vector<uint8_t> with_parameters(const std::vector<uint8_t>& png, const std::string& text) {
+std::vector<uint8_t> with_parameters(const std::vector<uint8_t>& png, const std::string& raw, const std::string& path) {
+  static const uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (png.size() < 33 || std::memcmp(png.data(), kSignature, 8) != 0 || std::memcmp(png.data() + 12, "IHDR", 4) != 0)
+    throw InputError("--output " + path + ": the PNG encoder wrote something that does not start with a header chunk");
+  std::string text;  // text chunks hold no NUL
+  for (char ch : raw)
+    if (ch != '\0') text += ch;
   const bool plain = latin1(text);
   std::vector<uint8_t> data;
   const std::string keyword = "parameters";
@@ -158,7 +164,7 @@ std::string write_image(const std::string& path, const uint8_t* rgb, const Image
   const auto format = plan::format_for(path);
   std::string encoder;
   auto bytes = encode(path, rgb, info.width, info.height, codec_for(format), encoder);
-  if (format == plan::Format::ImagePNG) bytes = with_parameters(bytes, parameters_text(info.metadata));
+  if (format == plan::Format::ImagePNG) bytes = with_parameters(bytes, parameters_text(info.metadata), path);
   const fs::path p(path);
   const std::string suffix = ".partial-" + std::to_string(::getpid());
   const std::string tmp = (p.parent_path() / ("." + p.filename().string() + suffix)).string();
@@ -201,7 +207,7 @@ ImageProbe probe_image(const std::string& path) {
     if (at + 12 + len > b.size()) break;
     const std::string type(b.begin() + long(at) + 4, b.begin() + long(at) + 8);
     const std::string data(b.begin() + long(at) + 8, b.begin() + long(at) + 8 + len);
-    if ((type == "tEXt" || type == "iTXt") && data.rfind("parameters", 0) == 0)
+    if ((type == "tEXt" || type == "iTXt") && data.compare(0, 11, std::string("parameters\0", 11)) == 0)
       probe.parameters = data.substr(type == "tEXt" ? 11 : 15);
     at += 12 + len;
   }
