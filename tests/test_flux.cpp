@@ -298,6 +298,20 @@ TEST(Flux, pipefusion_with_patches_that_do_not_divide_the_rows) {
   EXPECT_LT(drift, 0.03);  // measured 0.0086 (values up to 4.5); a wrong patch split is off by whole units
 }
 
+// A PipeFusion stage loads its own blocks only (the memory plan divides the weights by the stages).
+TEST(Flux, a_stage_holds_its_own_blocks_only) {
+  const std::string dir = test::golden_case(kCase);
+  const auto cfg = plan::parse_flux_transformer_config(plan::read_text_file(dir + "/transformer/config.json"), "config");
+  const auto stage = models::FluxTransformer::load(dir + "/transformer", cfg, at::kFloat, at::kCPU, {1, 3});
+  EXPECT_EQ(stage->num_blocks(), 3u);
+  const auto in = step0();
+  const auto pos = stage->positions(stage->token_grid(in.latents));
+  auto x = stage->embed(in, pos);
+  const auto c = stage->condition(in);
+  EXPECT_THROW(stage->run_block(0, x, c, pos.rope_cos, pos.rope_sin, models::local_attention()), std::logic_error);
+  EXPECT_NO_THROW(stage->run_block(1, x, c, pos.rope_cos, pos.rope_sin, models::local_attention()));
+}
+
 TEST(Flux, cfg_parallel_is_refused_with_the_alternatives) {
   const auto f = load();
   plan::ParallelConfig p;

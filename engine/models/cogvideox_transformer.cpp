@@ -8,6 +8,9 @@
 #include <ATen/ops/gelu.h>
 #include <ATen/ops/silu.h>
 
+#include <set>
+#include <stdexcept>
+
 #include "io/safetensors_file.h"
 #include "models/positions.h"
 #include "plan/error.h"
@@ -16,19 +19,22 @@ namespace studio::models {
 
 std::shared_ptr<CogVideoXTransformer> CogVideoXTransformer::load(const std::string& part_dir,
                                                                  const plan::TransformerConfig& cfg,
-                                                                 at::ScalarType dtype, at::Device device) {
+                                                                 at::ScalarType dtype, at::Device device,
+                                                                 BlockRange range) {
   auto weights = io::WeightSet::open(part_dir, "diffusion_pytorch_model");
-  return load(weights, cfg, dtype, device);
+  return load(weights, cfg, dtype, device, range);
 }
 
 std::shared_ptr<CogVideoXTransformer> CogVideoXTransformer::load(io::WeightSet& weights,
                                                                  const plan::TransformerConfig& cfg,
-                                                                 at::ScalarType dtype, at::Device device) {
+                                                                 at::ScalarType dtype, at::Device device,
+                                                                 BlockRange range) {
   WeightSource w{weights, dtype, device};
   auto m = std::make_shared<CogVideoXTransformer>();
   m->cfg_ = cfg;
   m->dtype_ = dtype;
   m->device_ = device;
+  m->range_ = range;
   const int64_t D = cfg.inner_dim(), E = cfg.time_embed_dim, p = cfg.patch_size, C = cfg.in_channels;
   const int64_t hd = cfg.attention_head_dim;
   const bool affine = cfg.norm_elementwise_affine;
@@ -43,9 +49,16 @@ std::shared_ptr<CogVideoXTransformer> CogVideoXTransformer::load(io::WeightSet& 
   m->text_proj_ = Linear::load(w, "patch_embed.text_proj", cfg.text_embed_dim, D);
   m->time_1_ = Linear::load(w, "time_embedding.linear_1", D, E);
   m->time_2_ = Linear::load(w, "time_embedding.linear_2", E, E);
+  std::set<std::string> elsewhere;  // the weights of blocks another PipeFusion stage holds
   for (int i = 0; i < cfg.num_layers; ++i) {
     const std::string b = "transformer_blocks." + std::to_string(i) + ".";
     Block blk;
+    if (!range.holds(size_t(i))) {
+      for (const auto& name : weights.names())
+        if (name.rfind(b, 0) == 0) elsewhere.insert(name);
+      m->blocks_.push_back(std::move(blk));
+      continue;
+    }
     for (auto [norm, name] : {std::pair{&blk.norm1, "norm1"}, std::pair{&blk.norm2, "norm2"}}) {
       norm->linear = Linear::load(w, b + name + ".linear", E, 6 * D);
       norm->norm = LayerNorm::load(w, b + name + ".norm", D, cfg.norm_eps, affine);
@@ -68,7 +81,7 @@ std::shared_ptr<CogVideoXTransformer> CogVideoXTransformer::load(io::WeightSet& 
   m->norm_out_norm_ = LayerNorm::load(w, "norm_out.norm", D, cfg.norm_eps, affine);
   const int64_t out_dim = p * p * cfg.patch_size_t.value_or(1) * cfg.out_channels;
   m->proj_out_ = Linear::load(w, "proj_out", D, out_dim);
-  weights.expect_all_taken();
+  weights.expect_all_taken(elsewhere);
   return m;
 }
 
@@ -141,6 +154,8 @@ Tokens CogVideoXTransformer::embed(const StepInputs& in, const Positions& pos) c
 
 void CogVideoXTransformer::run_block(size_t i, Tokens& x, const Conditioning& c, const at::Tensor& rope_cos,
                                      const at::Tensor& rope_sin, const AttentionFn& attention) const {
+  if (!range_.holds(i))
+    throw std::logic_error("internal error: block " + std::to_string(i) + " is another PipeFusion stage's");
   const Block& blk = blocks_[i];
   const int64_t T = x.text.size(1), heads = cfg_.num_attention_heads;
   const auto act = at::silu(c.embedding);

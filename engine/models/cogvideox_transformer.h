@@ -18,11 +18,12 @@ namespace studio::models {
 
 class CogVideoXTransformer final : public DitModel {
  public:
-  // Loads transformer/ of a diffusers folder; every weight is checked against the config.
+  // Loads transformer/ of a diffusers folder, the blocks in `range` only; every weight is checked
+  // against the config.
   static std::shared_ptr<CogVideoXTransformer> load(const std::string& part_dir, const plan::TransformerConfig& cfg,
-                                                    at::ScalarType dtype, at::Device device);
+                                                    at::ScalarType dtype, at::Device device, BlockRange range = {});
   static std::shared_ptr<CogVideoXTransformer> load(io::WeightSet& weights, const plan::TransformerConfig& cfg,
-                                                    at::ScalarType dtype, at::Device device);
+                                                    at::ScalarType dtype, at::Device device, BlockRange range = {});
 
   const plan::TransformerConfig& config() const { return cfg_; }
   at::ScalarType dtype() const override { return dtype_; }
@@ -60,7 +61,8 @@ class CogVideoXTransformer final : public DitModel {
   Linear patch_proj_;  // 1.0: a conv kernel [D, C, p, p] in .weight; 1.5: a linear layer
   Linear text_proj_, time_1_, time_2_, norm_out_linear_, proj_out_;
   LayerNorm norm_final_, norm_out_norm_;
-  std::vector<Block> blocks_;
+  std::vector<Block> blocks_;  // every block; the weights of those in range_ only
+  BlockRange range_;
 };
 
 }  // namespace studio::models

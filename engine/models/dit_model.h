@@ -56,6 +56,12 @@ struct Conditioning {
   at::Tensor embedding;  // [B, embedding dim]: the timestep's (and the family's other global inputs')
 };
 
+// The blocks a process holds weights for: all of them, or a PipeFusion stage's [first, end).
+struct BlockRange {
+  size_t first = 0, end = SIZE_MAX;
+  bool holds(size_t i) const { return i >= first && i < end; }
+};
+
 // How a family is guided: classifier-free (a second, unconditional branch in the batch), by a guidance
 // embedding (one branch, the scale an input), or not at all.
 enum class Guidance { ClassifierFree, Embedded, None };

@@ -19,9 +19,11 @@ std::string part(const plan::ModelFolder& folder, const char* name) {
 
 }  // namespace
 
-std::shared_ptr<DitModel> load_transformer(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device) {
-  if (folder.flux) return FluxTransformer::load(part(folder, "transformer"), folder.flux->transformer, dtype, device);
-  return CogVideoXTransformer::load(part(folder, "transformer"), folder.transformer, dtype, device);
+std::shared_ptr<DitModel> load_transformer(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device,
+                                           BlockRange range) {
+  if (folder.flux)
+    return FluxTransformer::load(part(folder, "transformer"), folder.flux->transformer, dtype, device, range);
+  return CogVideoXTransformer::load(part(folder, "transformer"), folder.transformer, dtype, device, range);
 }
 
 std::shared_ptr<VaeDecoder> load_vae(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device) {

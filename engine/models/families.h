@@ -12,8 +12,10 @@
 
 namespace studio::models {
 
-// transformer/ of `folder`, every weight checked against its config, in `dtype` on `device`.
-std::shared_ptr<DitModel> load_transformer(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device);
+// transformer/ of `folder`, every weight checked against its config, in `dtype` on `device`: the blocks in
+// `range` (a PipeFusion stage's), or all.
+std::shared_ptr<DitModel> load_transformer(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device,
+                                           BlockRange range = {});
 // vae/ of `folder` (which must have one), likewise.
 std::shared_ptr<VaeDecoder> load_vae(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device);
 

@@ -10,6 +10,9 @@
 #include <ATen/ops/silu.h>
 #include <ATen/ops/zeros.h>
 
+#include <set>
+#include <stdexcept>
+
 #include "io/safetensors_file.h"
 #include "models/positions.h"
 #include "plan/error.h"
@@ -61,14 +64,22 @@ Positions flux_positions(const plan::FluxTransformerConfig& cfg, const TokenGrid
 
 std::shared_ptr<FluxTransformer> FluxTransformer::load(const std::string& part_dir,
                                                        const plan::FluxTransformerConfig& cfg, at::ScalarType dtype,
-                                                       at::Device device) {
+                                                       at::Device device, BlockRange range) {
   auto weights = io::WeightSet::open(part_dir, "diffusion_pytorch_model");
   WeightSource w{weights, dtype, device};
   auto m = std::make_shared<FluxTransformer>();
   m->cfg_ = cfg;
   m->dtype_ = dtype;
   m->device_ = device;
+  m->range_ = range;
   const int64_t D = cfg.inner_dim(), hd = cfg.attention_head_dim, mlp = 4 * D;
+  std::set<std::string> elsewhere;  // the weights of blocks another PipeFusion stage holds
+  auto held = [&](size_t index, const std::string& prefix) {
+    if (range.holds(index)) return true;
+    for (const auto& name : weights.names())
+      if (name.rfind(prefix, 0) == 0) elsewhere.insert(name);
+    return false;
+  };
   m->x_embedder_ = Linear::load(w, "x_embedder", cfg.in_channels, D);
   m->context_embedder_ = Linear::load(w, "context_embedder", cfg.joint_attention_dim, D);
   auto embedder = [&](const std::string& p, int64_t in) {
@@ -79,6 +90,10 @@ std::shared_ptr<FluxTransformer> FluxTransformer::load(const std::string& part_d
   m->text_ = embedder("time_text_embed.text_embedder", cfg.pooled_projection_dim);
   for (int i = 0; i < cfg.num_layers; ++i) {
     const std::string b = "transformer_blocks." + std::to_string(i) + ".";
+    if (!held(size_t(i), b)) {
+      m->doubles_.emplace_back();
+      continue;
+    }
     auto stream = [&](const char* norm, const char* q, const char* k, const char* v, const char* out,
                       const char* nq, const char* nk, const char* ff) {
       return Stream{Linear::load(w, b + norm + ".linear", D, 6 * D),
@@ -97,6 +112,10 @@ std::shared_ptr<FluxTransformer> FluxTransformer::load(const std::string& part_d
   }
   for (int i = 0; i < cfg.num_single_layers; ++i) {
     const std::string b = "single_transformer_blocks." + std::to_string(i) + ".";
+    if (!held(size_t(cfg.num_layers + i), b)) {
+      m->singles_.emplace_back();
+      continue;
+    }
     m->singles_.push_back({Linear::load(w, b + "norm.linear", D, 3 * D), Linear::load(w, b + "attn.to_q", D, D),
                            Linear::load(w, b + "attn.to_k", D, D), Linear::load(w, b + "attn.to_v", D, D),
                            Linear::load(w, b + "proj_mlp", D, mlp), Linear::load(w, b + "proj_out", D + mlp, D),
@@ -105,7 +124,7 @@ std::shared_ptr<FluxTransformer> FluxTransformer::load(const std::string& part_d
   }
   m->norm_out_ = Linear::load(w, "norm_out.linear", D, 2 * D);
   m->proj_out_ = Linear::load(w, "proj_out", D, cfg.out_channels);
-  weights.expect_all_taken();
+  weights.expect_all_taken(elsewhere);
   return m;
 }
 
@@ -168,6 +187,8 @@ at::Tensor FluxTransformer::heads(const at::Tensor& x) const {
 
 void FluxTransformer::run_block(size_t i, Tokens& x, const Conditioning& c, const at::Tensor& cos,
                                 const at::Tensor& sin, const AttentionFn& attention) const {
+  if (!range_.holds(i))
+    throw std::logic_error("internal error: block " + std::to_string(i) + " is another PipeFusion stage's");
   const auto act = at::silu(c.embedding);
   if (i < doubles_.size()) return run_double(doubles_[i], x, act, cos, sin, attention);
   run_single(singles_[i - doubles_.size()], x, act, cos, sin, attention);

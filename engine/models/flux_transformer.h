@@ -27,9 +27,10 @@ Positions flux_positions(const plan::FluxTransformerConfig& cfg, const TokenGrid
 
 class FluxTransformer final : public DitModel {
  public:
-  // Loads transformer/ of a diffusers folder; every weight is checked against the config.
+  // Loads transformer/ of a diffusers folder, the blocks in `range` only (double-stream blocks first);
+  // every weight is checked against the config.
   static std::shared_ptr<FluxTransformer> load(const std::string& part_dir, const plan::FluxTransformerConfig& cfg,
-                                               at::ScalarType dtype, at::Device device);
+                                               at::ScalarType dtype, at::Device device, BlockRange range = {});
 
   const plan::FluxTransformerConfig& config() const { return cfg_; }
   at::ScalarType dtype() const override { return dtype_; }
@@ -77,8 +78,9 @@ class FluxTransformer final : public DitModel {
   at::Device device_ = at::kCPU;
   Linear x_embedder_, context_embedder_, norm_out_, proj_out_;
   Embedder time_, guidance_, text_;
-  std::vector<DoubleBlock> doubles_;
+  std::vector<DoubleBlock> doubles_;  // every block; the weights of those in range_ only
   std::vector<SingleBlock> singles_;
+  BlockRange range_;
 };
 
 }  // namespace studio::models

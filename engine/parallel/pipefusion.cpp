@@ -15,10 +15,9 @@ using models::Tokens;
 PipeFusionStage::PipeFusionStage(const models::DitModel& model, Mesh& mesh) : model_(model), mesh_(mesh) {
   stage_ = mesh.coords().pipefusion;
   stages_ = mesh.config().pipefusion_parallel_degree;
-  // Layers split as evenly as they go, the first stages taking one more when they do not divide.
-  const size_t L = model.num_blocks(), base = L / size_t(stages_), rem = L % size_t(stages_), s = size_t(stage_);
-  first_ = s * base + std::min(s, rem);
-  end_ = first_ + base + (s < rem ? 1 : 0);
+  const auto [first, end] = plan::stage_blocks(int(model.num_blocks()), stage_, stages_);
+  first_ = size_t(first);
+  end_ = size_t(end);
   keys_.resize(end_ - first_);
   values_.resize(end_ - first_);
 }

@@ -16,6 +16,7 @@
 #include "pipeline/reproduction.h"
 #include "plan/error.h"
 #include "plan/family.h"
+#include "plan/parallel.h"
 
 namespace studio::pipeline {
 
@@ -60,7 +61,13 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
                          const Hooks& hooks, at::ScalarType dtype, const at::Device& device, DenoiseInputs in,
                          sampling::NoiseSource* noise, JobResult& r, const std::function<void(const std::string&)>& log,
                          std::chrono::steady_clock::time_point t0) {
-  auto transformer = models::load_transformer(model, dtype, device);
+  // A PipeFusion stage holds the weights of its own blocks only.
+  models::BlockRange blocks;
+  if (const int stages = mesh.config().pipefusion_parallel_degree; stages > 1) {
+    const auto [first, end] = plan::stage_blocks(plan::rules_of(model).blocks(model), mesh.coords().pipefusion, stages);
+    blocks = {size_t(first), size_t(end)};
+  }
+  auto transformer = models::load_transformer(model, dtype, device, blocks);
   r.seconds_loading = since(t0);
   const auto geo = plan::latent_geometry(job, model);
   log("denoising " + io::shape_str(geo.shape(job.num_videos_per_prompt)) + " latents (" +

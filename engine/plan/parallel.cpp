@@ -50,6 +50,12 @@ bool ParallelConfig::operator==(const ParallelConfig& o) const {
          data_parallel_degree == o.data_parallel_degree && use_parallel_vae == o.use_parallel_vae;
 }
 
+std::pair<int, int> stage_blocks(int blocks, int stage, int stages) {
+  const int base = blocks / stages, rem = blocks % stages;
+  const int first = stage * base + std::min(stage, rem);
+  return {first, first + base + (stage < rem ? 1 : 0)};
+}
+
 RankCoords coords_of(int rank, const ParallelConfig& p) {
   RankCoords c;
   c.ulysses = rank % p.ulysses_degree;
@@ -205,8 +211,8 @@ double MemoryEstimate::peak_gib() const { return std::max({transformer_gib, text
 
 double transformer_gib(const ParallelConfig& p, const JobSpec& job, const ModelFolder& m, double block_params,
                        double other_params, double width, int b) {
-  const int blocks = rules_of(m).blocks(m);
-  const int blocks_here = (blocks + p.pipefusion_parallel_degree - 1) / p.pipefusion_parallel_degree;
+  const auto [first, end] = stage_blocks(rules_of(m).blocks(m), 0, p.pipefusion_parallel_degree);  // the largest
+  const int blocks_here = end - first;
   const double weights = (blocks_here * block_params + other_params) * b;
   double tokens = 0;
   if (job.height > 0 && job.width > 0 && job.num_frames > 0)

@@ -5,6 +5,7 @@
 // contiguous ranks, then Ring, PipeFusion, CFG, data.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plan/job.h"
@@ -35,6 +36,10 @@ struct ParallelConfig {
   std::string flags() const;     // "--ulysses_degree 2 --ring_degree 2"
   bool operator==(const ParallelConfig& o) const;
 };
+
+// The blocks [first, end) PipeFusion stage `stage` of `stages` runs and holds: as even as they go, the
+// first stages taking one more when they do not divide.
+std::pair<int, int> stage_blocks(int blocks, int stage, int stages);
 
 // Where a rank sits in each dimension.
 struct RankCoords {
