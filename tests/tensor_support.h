@@ -24,6 +24,10 @@ inline at::Tensor golden_tensor(const std::string& case_name, const std::string&
   return f.get(tensor, -1, "");
 }
 
+inline at::Tensor golden_ids(const std::string& case_name, const std::string& tensor) {
+  return io::TensorFile(golden_case(case_name) + "/golden.safetensors", "golden").get_int64(tensor);
+}
+
 inline std::string shape_of(const at::Tensor& t) {
   std::string s = "[";
   for (int64_t d = 0; d < t.dim(); ++d) s += (d ? ", " : "") + std::to_string(t.size(d));

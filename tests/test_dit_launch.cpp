@@ -136,7 +136,7 @@ TEST_F(DitLaunch, bad_arguments_exit_2_with_one_line) {
   expect_error({"--model", c, "--prompt_embeds", c + "/golden.safetensors", "--output", out("clip.avi")}, 2,
                {"--output", "clip.avi", "'.avi'", ".mp4"});
   expect_error({"--model", c, "--prompt", "a cat"}, 2,
-               {"--prompt", "no tokenizer/ folder", "huggingface-cli download", "--prompt_embeds"});
+               {"--prompt", "no tokenizer/ (T5's spiece.model)", "huggingface-cli download", "--prompt_embeds"});
   expect_error({"--model", c, "--prompt", "a cat", "--prompt_embeds", c + "/golden.safetensors"}, 2,
                {"--prompt and --prompt_embeds both given"});
   expect_error({"--prompt", "a cat", "--max_sequence_length", "8"}, 2, {"--max_sequence_length 8", "needs exactly", "16"});

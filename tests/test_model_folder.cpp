@@ -197,3 +197,46 @@ TEST_F(ModelFolder, flux_configs_that_cannot_run_are_named) {
   EXPECT_TRUE(test::throws_with<InputError>([&] { plan::read_model_folder(dir); },
                                             {"latent_channels 8", "in_channels 64", "2x2 packing"}));
 }
+
+// A FLUX.1 folder from words: CLIP in tokenizer/ and text_encoder/, T5 in the _2 folders; encoders whose
+// widths do not fit the transformer are named with the fields that disagree.
+TEST_F(ModelFolder, flux_text_encoders_are_read_from_their_folders) {
+  auto m = plan::read_model_folder(test::golden_case("flux_words_tiny"));
+  ASSERT_TRUE(m.flux && m.flux->clip && m.text_encoder);
+  EXPECT_TRUE(m.flux->has_clip_tokenizer);
+  EXPECT_TRUE(m.has_tokenizer);
+  EXPECT_TRUE(m.can_encode_words());
+  EXPECT_EQ(m.flux->clip->hidden_size, 32);
+  EXPECT_EQ(m.flux->clip->eos_token_id, 2);
+  EXPECT_EQ(m.text_encoder->d_model, 32);
+  EXPECT_EQ(m.t5_part(), "text_encoder_2");
+  EXPECT_EQ(plan::missing_text_parts(m), "");
+
+  const std::string dir = tmp_.path("words");
+  test::copy_tree(test::golden_case("flux_words_tiny"), dir);
+  std::filesystem::remove(dir + "/tokenizer_2/spiece.model");
+  std::filesystem::remove(dir + "/text_encoder/config.json");
+  auto lacking = plan::read_model_folder(dir);
+  EXPECT_FALSE(lacking.can_encode_words());
+  EXPECT_EQ(plan::missing_text_parts(lacking), "no text_encoder/ (CLIP), no tokenizer_2/ (T5's spiece.model)");
+  plan::JobSpec job;
+  job.prompt = "a boat";
+  plan::apply_model_defaults(job, lacking);
+  bool named = false;
+  for (const auto& p : plan::validate(job, lacking))
+    named = named || (p.field == "prompt" && test::contains(p.message, "no text_encoder/ (CLIP)") &&
+                      test::contains(p.message, "black-forest-labs/FLUX.1-dev"));
+  EXPECT_TRUE(named);
+
+  test::write_file(dir + "/text_encoder/config.json",
+                   test::read_file(test::golden_case("flux_words_tiny") + "/text_encoder/config.json"));
+  test::edit_json(dir + "/text_encoder/config.json", [](json& j) { j["hidden_size"] = 48; });
+  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::read_model_folder(dir); },
+                                            {"text_encoder/config.json", "hidden_size 48", "pooled_projection_dim 32"}));
+  test::edit_json(dir + "/text_encoder/config.json", [](json& j) { j["hidden_size"] = 32; j["hidden_act"] = "relu"; });
+  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::read_model_folder(dir); }, {"'hidden_act'", "\"relu\"", "quick_gelu"}));
+  test::edit_json(dir + "/text_encoder/config.json", [](json& j) { j["hidden_act"] = "quick_gelu"; });
+  test::edit_json(dir + "/text_encoder_2/config.json", [](json& j) { j["d_model"] = 64; });
+  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::read_model_folder(dir); },
+                                            {"text_encoder_2/config.json", "d_model 64", "joint_attention_dim 32"}));
+}

@@ -15,19 +15,27 @@ namespace {
 Embeddings from_words(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh,
                       at::ScalarType dtype, const at::Device& device,
                       const std::function<void(const std::string&)>& log) {
+  const auto& rules = plan::rules_of(model);
   const int64_t L = job.max_sequence_length, D = model.text_encoder->d_model;
   // Shared on the rank's device (NCCL takes no host tensor), in float32 on every rank alike.
   const auto opts = at::TensorOptions(at::kFloat).device(device);
-  Embeddings e{at::empty({1, L, D}, opts), at::empty({1, L, D}, opts), {}};
+  Embeddings e;
+  e.prompt = at::empty({1, L, D}, opts);
+  if (rules.classifier_free()) e.negative = at::empty({1, L, D}, opts);
+  if (rules.takes_pooled_text()) e.pooled = at::empty({1, int64_t(model.flux->clip->hidden_size)}, opts);
   if (parallel::encodes(mesh)) {
-    auto words = text::encode_prompts(model, job.prompt, job.negative_prompt, int(L), dtype, device, log);
+    auto words = text::encode_prompts(model, job, dtype, device, log);
     e.prompt = words.prompt_embeds.to(opts).contiguous();
-    e.negative = words.negative_prompt_embeds.to(opts).contiguous();
-    e.record = {{"input_ids", words.input_ids}, {"negative_input_ids", words.negative_input_ids}};
+    if (e.negative.defined()) e.negative = words.negative_prompt_embeds.to(opts).contiguous();
+    if (e.pooled.defined()) e.pooled = words.pooled_prompt_embeds.to(opts).contiguous();
+    e.record = words.input_ids;
   }
-  parallel::share_encoded(mesh, e.prompt);
-  parallel::share_encoded(mesh, e.negative);
-  e.record.insert(e.record.begin(), {{"prompt_embeds", e.prompt}, {"negative_prompt_embeds", e.negative}});
+  for (auto [name, t] : {std::pair{"pooled_prompt_embeds", &e.pooled}, std::pair{"negative_prompt_embeds", &e.negative},
+                         std::pair{"prompt_embeds", &e.prompt}}) {
+    if (!t->defined()) continue;
+    parallel::share_encoded(mesh, *t);
+    e.record.insert(e.record.begin(), {name, *t});
+  }
   return e;
 }
 

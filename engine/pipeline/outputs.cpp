@@ -59,6 +59,7 @@ std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const 
           {"guidance_scale", shortest(job.guidance_scale)},
           {"use_dynamic_cfg", job.use_dynamic_cfg ? "true" : "false"},
           {"prompt", job.prompt},
+          {"prompt_2", job.prompt_2},
           {"negative_prompt", job.negative_prompt},
           {"prompt_embeds", job.prompt_embeds_file},
           {"num_videos_per_prompt", std::to_string(job.num_videos_per_prompt)},

@@ -56,10 +56,9 @@ class CogVideoXRules final : public FamilyRules {
                                        "k+1 (the VAE compresses time " + std::to_string(tc) + "x, keeping the first frame); " +
                                        std::to_string(below) + " or " + std::to_string(below + tc) + " would work"});
     }
-    if (!job.prompt.empty() && job.prompt_embeds_file.empty() && (!m.has_tokenizer || !m.text_encoder))
-      out.push_back({"prompt", "--prompt: " + m.dir + " has no " + (m.has_tokenizer ? "text_encoder/" : "tokenizer/") +
-                                   " folder to encode words with; download the whole model folder (e.g. "
-                                   "huggingface-cli download THUDM/CogVideoX-2b) or pass --prompt_embeds FILE"});
+    if (!job.prompt_2.empty())
+      out.push_back({"prompt_2", "--prompt_2: FLUX.1's second prompt (for its T5); CogVideoX has one text encoder, "
+                                 "so put everything in --prompt"});
     if (job.max_sequence_length < 1 || job.max_sequence_length > 4096)
       out.push_back({"max_sequence_length", "--max_sequence_length " + std::to_string(job.max_sequence_length) +
                                                 ": must be between 1 and 4096 (226 is CogVideoX's)"});

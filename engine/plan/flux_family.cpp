@@ -46,12 +46,6 @@ class FluxRules final : public FamilyRules {
     if (job.num_frames != 1)
       out.push_back({"num_frames", "--num_frames " + std::to_string(job.num_frames) +
                                        ": FLUX.1 makes images; leave --num_frames out (or give 1)"});
-    if (!job.prompt.empty() && job.prompt_embeds_file.empty())  // both given: the common rule says so
-      out.push_back({"prompt", "--prompt: FLUX.1 from words needs its CLIP text encoder, which this version does not "
-                               "have yet; pass --prompt_embeds FILE holding prompt_embeds [B, T, " +
-                                   std::to_string(m.flux->transformer.joint_attention_dim) +
-                                   "] and pooled_prompt_embeds [B, " +
-                                   std::to_string(m.flux->transformer.pooled_projection_dim) + "]"});
     if (!job.negative_prompt.empty())
       out.push_back({"negative_prompt", "--negative_prompt: FLUX.1 has no classifier-free guidance, so no negative "
                                         "prompt; leave it out"});

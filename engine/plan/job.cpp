@@ -57,10 +57,16 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
     out.push_back({"guidance_scale", "--guidance_scale " + std::to_string(job.guidance_scale) + ": must be a number >= 0"});
   if (rules.makes_video() && (job.fps < 1 || job.fps > 240))
     out.push_back({"fps", "--fps " + std::to_string(job.fps) + ": must be between 1 and 240 frames per second"});
-  if (job.prompt.empty() && job.prompt_embeds_file.empty())
+  if (!job.prompt_2.empty() && job.prompt.empty())
+    out.push_back({"prompt_2", "--prompt_2 without --prompt: give the prompt too (CLIP reads --prompt, T5 --prompt_2)"});
+  else if (job.prompt.empty() && job.prompt_embeds_file.empty())
     out.push_back({"prompt", "no prompt: give --prompt TEXT, or --prompt_embeds FILE with precomputed embeddings"});
   if (!job.prompt.empty() && !job.prompt_embeds_file.empty())
     out.push_back({"prompt", "--prompt and --prompt_embeds both given: use one (--prompt_embeds skips the encoder)"});
+  if (!job.prompt.empty() && job.prompt_embeds_file.empty() && !model.can_encode_words())
+    out.push_back({"prompt", "--prompt: " + model.dir + " has " + missing_text_parts(model) +
+                                 " to encode words with; download the whole model folder (e.g. huggingface-cli "
+                                 "download " + example_repo(model) + ") or pass --prompt_embeds FILE"});
   // Outputs are checked now, not after a long run.
   check_output_folder("save_tensors", job.save_tensors_file, out);
   check_output_folder("output", job.output_file, out);

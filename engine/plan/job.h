@@ -20,7 +20,8 @@ struct JobSpec {
   bool use_dynamic_cfg = false;
   uint64_t seed = 42;              // video i of the job uses seed + i
   int num_videos_per_prompt = 1;
-  std::string prompt;               // words, encoded with the folder's tokenizer/ and text_encoder/
+  std::string prompt;               // words, encoded with the folder's tokenizer(s) and text encoder(s)
+  std::string prompt_2;             // FLUX.1: T5's own prompt; "" = the prompt (as diffusers' prompt_2)
   std::string negative_prompt;      // "" by default, as the reference pipeline
   int max_sequence_length = 0;      // text tokens; 0 = the transformer's max_text_seq_length (226)
   std::string prompt_embeds_file;  // safetensors: prompt_embeds, negative_prompt_embeds [B, T, D]

@@ -15,6 +15,7 @@ std::string to_json(const JobFile& f) {
   const ParallelConfig& p = f.parallel;
   json out = {{"model", j.model_dir},
               {"prompt", j.prompt},
+              {"prompt_2", j.prompt_2},
               {"negative_prompt", j.negative_prompt},
               {"max_sequence_length", j.max_sequence_length},
               {"height", j.height},
@@ -71,6 +72,7 @@ JobFile job_file_from_json(const std::string& text, const std::string& file) {
   ParallelConfig& p = f.parallel;
   get("model", j.model_dir);
   get("prompt", j.prompt);
+  get("prompt_2", j.prompt_2);
   get("negative_prompt", j.negative_prompt);
   get("max_sequence_length", j.max_sequence_length);
   get("height", j.height);

@@ -173,7 +173,7 @@ T5Config parse_t5_config(const std::string& text, const std::string& file) {
   Fields f(text, file);
   T5Config c;
   auto type = f.get<std::string>("model_type", "t5");
-  if (type != "t5") f.fail("model_type", "\"" + type + "\"", "is not supported; CogVideoX's text encoder is \"t5\"");
+  if (type != "t5") f.fail("model_type", "\"" + type + "\"", "is not supported; the T5 text encoder is \"t5\"");
   c.d_model = f.positive("d_model", c.d_model);
   c.d_kv = f.positive("d_kv", c.d_kv);
   c.num_heads = f.positive("num_heads", c.num_heads);
@@ -189,6 +189,27 @@ T5Config parse_t5_config(const std::string& text, const std::string& file) {
   auto act = f.get<std::string>("dense_act_fn", "gelu_new");
   if (act != "gelu_new") f.fail("dense_act_fn", "\"" + act + "\"", "is not supported; T5 v1.1 uses \"gelu_new\"");
   return c;
+}
+
+std::string missing_text_parts(const ModelFolder& m) {
+  std::vector<std::string> missing;
+  if (m.flux && !m.flux->has_clip_tokenizer) missing.push_back("tokenizer/ (CLIP's vocab.json, merges.txt)");
+  if (m.flux && !m.flux->clip) missing.push_back("text_encoder/ (CLIP)");
+  if (!m.has_tokenizer) missing.push_back(m.t5_tokenizer_part() + "/ (T5's spiece.model)");
+  if (!m.text_encoder) missing.push_back(m.t5_part() + "/ (T5)");
+  std::string out;
+  for (const auto& part : missing) out += (out.empty() ? "no " : ", no ") + part;
+  return out;
+}
+
+std::string example_repo(const ModelFolder& m) {
+  switch (m.family) {
+    case Family::Flux_Dev: return "black-forest-labs/FLUX.1-dev";
+    case Family::Flux_Schnell: return "black-forest-labs/FLUX.1-schnell";
+    case Family::CogVideoX_5B: return "THUDM/CogVideoX-5b";
+    case Family::CogVideoX_15: return "THUDM/CogVideoX1.5-5B";
+    default: return "THUDM/CogVideoX-2b";
+  }
 }
 
 ModelFolder read_model_folder(const std::string& dir) {
@@ -217,19 +238,29 @@ ModelFolder read_model_folder(const std::string& dir) {
       throw InputError(vcfg + ": latent_channels " + std::to_string(f.vae->latent_channels) +
                        " does not match the transformer's in_channels " + std::to_string(f.transformer.in_channels) +
                        " (4 x the latent channels: 2x2 packing)");
+    const std::string ccfg = config("text_encoder", "config.json");
+    if (fs::exists(ccfg)) f.clip = parse_clip_text_config(read_text_file(ccfg), ccfg);
+    if (f.clip && f.clip->hidden_size != f.transformer.pooled_projection_dim)
+      throw InputError(ccfg + ": hidden_size " + std::to_string(f.clip->hidden_size) +
+                       " does not match the transformer's pooled_projection_dim " +
+                       std::to_string(f.transformer.pooled_projection_dim) + " (the pooled CLIP vector's width)");
+    f.has_clip_tokenizer = fs::exists(root / "tokenizer" / "vocab.json") && fs::exists(root / "tokenizer" / "merges.txt");
     m.family = f.transformer.guidance_embeds ? Family::Flux_Dev : Family::Flux_Schnell;
     m.flux = f;
-    const std::string ecfg = config("text_encoder_2", "config.json");
-    if (fs::exists(ecfg)) m.text_encoder = parse_t5_config(read_text_file(ecfg), ecfg);
-    return m;
+  } else {
+    m.transformer = parse_transformer_config(read_text_file(tcfg), tcfg);
+    m.family = m.transformer.family();
+    m.scheduler = parse_scheduler_config(read_text_file(scfg), scfg);
+    if (fs::exists(vcfg)) m.vae = parse_vae_config(read_text_file(vcfg), vcfg);
   }
-  m.transformer = parse_transformer_config(read_text_file(tcfg), tcfg);
-  m.family = m.transformer.family();
-  m.scheduler = parse_scheduler_config(read_text_file(scfg), scfg);
-  if (fs::exists(vcfg)) m.vae = parse_vae_config(read_text_file(vcfg), vcfg);
-  const std::string ecfg = config("text_encoder", "config.json");
+  const std::string ecfg = config(m.t5_part().c_str(), "config.json");
   if (fs::exists(ecfg)) m.text_encoder = parse_t5_config(read_text_file(ecfg), ecfg);
-  m.has_tokenizer = fs::exists(root / "tokenizer" / "spiece.model");
+  const int text_width = m.flux ? m.flux->transformer.joint_attention_dim : m.transformer.text_embed_dim;
+  if (m.text_encoder && m.text_encoder->d_model != text_width)
+    throw InputError(ecfg + ": d_model " + std::to_string(m.text_encoder->d_model) + " does not match the transformer's " +
+                     (m.flux ? "joint_attention_dim " : "text_embed_dim ") + std::to_string(text_width) +
+                     " (the T5 embeddings' width)");
+  m.has_tokenizer = fs::exists(root / m.t5_tokenizer_part() / "spiece.model");
   return m;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/clip_config.h"
 #include "plan/flux_config.h"
 
 namespace studio::plan {
@@ -92,6 +93,8 @@ struct FluxParts {
   FluxTransformerConfig transformer;
   FlowMatchConfig scheduler;
   std::optional<AutoencoderKLConfig> vae;
+  std::optional<ClipTextConfig> clip;  // text_encoder/: the pooled vector
+  bool has_clip_tokenizer = false;      // tokenizer/vocab.json and merges.txt
 };
 
 struct ModelFolder {
@@ -103,8 +106,15 @@ struct ModelFolder {
   std::optional<VaeConfig> vae;
   // A FLUX.1 folder (FluxPipeline): this.
   std::optional<FluxParts> flux;
-  std::optional<T5Config> text_encoder;  // the T5 encoder's config (CogVideoX's text_encoder/), when present
-  bool has_tokenizer = false;             // tokenizer/spiece.model
+  std::optional<T5Config> text_encoder;  // the T5 encoder's config, when present
+  bool has_tokenizer = false;             // T5's spiece.model
+  // Where T5 and its tokenizer live: text_encoder/ and tokenizer/ (CogVideoX), the _2 folders (FLUX.1).
+  std::string t5_part() const { return flux ? "text_encoder_2" : "text_encoder"; }
+  std::string t5_tokenizer_part() const { return flux ? "tokenizer_2" : "tokenizer"; }
+  // Whether every encoder that words need is here.
+  bool can_encode_words() const {
+    return has_tokenizer && text_encoder && (!flux || (flux->clip && flux->has_clip_tokenizer));
+  }
 
   bool has_vae() const { return flux ? flux->vae.has_value() : vae.has_value(); }
   int vae_scale_spatial() const {
@@ -113,6 +123,11 @@ struct ModelFolder {
   }
   int vae_scale_temporal() const { return vae ? vae->temporal_compression_ratio : 4; }
 };
+
+// What words need and the folder lacks: "no tokenizer_2/ (spiece.model), no text_encoder/ (CLIP)"; "" if nothing.
+std::string missing_text_parts(const ModelFolder& m);
+// A Hugging Face repository of the folder's family, for messages that say how to get a whole folder.
+std::string example_repo(const ModelFolder& m);
 
 // Reads and checks model_index.json and each part's config. Throws InputError naming the file and
 // field for anything missing, malformed or not supported yet.

@@ -1,25 +1,30 @@
-// CogVideoX's prompt path (CogVideoXPipeline.encode_prompt of diffusers v0.32.2): each prompt tokenized
-// to max_sequence_length (truncated, </s>, padded), run through the T5 encoder without an attention
-// mask; the negative prompt defaults to "". The encoder's weights are released when this returns.
+// The prompt path of each family, as diffusers v0.32.2 runs it. CogVideoX (CogVideoXPipeline.encode_prompt):
+// each prompt tokenized to max_sequence_length (truncated, </s>, padded) and run through T5 without an
+// attention mask; the negative prompt defaults to "". FLUX.1 (FluxPipeline.encode_prompt): the prompt
+// through CLIP (77 tokens, the pooled output) and prompt_2 (the prompt when empty) through T5 as above;
+// no negative prompt. Each encoder's weights are released before the next one loads and before this returns.
 #pragma once
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
+#include "plan/job.h"
 #include "plan/model_folder.h"
 
 namespace studio::text {
 
 struct PromptEmbeds {
-  at::Tensor prompt_embeds;           // [1, L, d_model] float32
-  at::Tensor negative_prompt_embeds;  // [1, L, d_model] float32
-  at::Tensor input_ids, negative_input_ids;  // [1, L] int64
+  at::Tensor prompt_embeds;           // [1, L, d_model] float32: T5's last hidden state
+  at::Tensor negative_prompt_embeds;  // the same for the negative prompt (CogVideoX); else undefined
+  at::Tensor pooled_prompt_embeds;    // [1, P] float32: CLIP's pooled output (FLUX.1); else undefined
+  std::vector<std::pair<std::string, at::Tensor>> input_ids;  // [1, L] int64 each, named as --save_tensors writes them
 };
 
-// Throws InputError when the folder lacks tokenizer/ or text_encoder/, saying how to get them.
-PromptEmbeds encode_prompts(const plan::ModelFolder& model, const std::string& prompt,
-                            const std::string& negative_prompt, int max_sequence_length, at::ScalarType dtype,
+// Throws InputError when the folder lacks a tokenizer or text encoder the family needs, saying how to get them.
+PromptEmbeds encode_prompts(const plan::ModelFolder& model, const plan::JobSpec& job, at::ScalarType dtype,
                             at::Device device, const std::function<void(const std::string&)>& log);
 
 }  // namespace studio::text

@@ -83,7 +83,7 @@ T5Tokenizer T5Tokenizer::load(const std::string& dir) {
   T5Tokenizer t;
   const std::string model = (fs::path(dir) / "spiece.model").string();
   if (!fs::exists(model))
-    throw InputError(dir + ": no spiece.model; CogVideoX's tokenizer/ folder holds the T5 sentencepiece model "
+    throw InputError(dir + ": no spiece.model; a T5 tokenizer folder holds the sentencepiece model "
                      "(download the whole model folder, or pass --prompt_embeds)");
   char err[512] = {0};
   t.sp_->handle = api().load(model.c_str(), err, sizeof err);

@@ -147,6 +147,7 @@ std::string parameters_text(const std::map<std::string, std::string>& m) {
     return it == m.end() ? std::string() : it->second;
   };
   std::string text = field("prompt");
+  if (!field("prompt_2").empty()) text += "\nPrompt 2: " + field("prompt_2");
   if (!field("negative_prompt").empty()) text += "\nNegative prompt: " + field("negative_prompt");
   std::string settings;
   for (auto [label, key] : {std::pair{"Steps", "num_inference_steps"}, std::pair{"Sampler", "sampler"},

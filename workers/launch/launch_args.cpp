@@ -52,6 +52,7 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
       {"--seed", [&](auto& f, auto& v) { j.seed = uint64_t(to_integer(f, v, 0, INT64_MAX, "42")); }},
       {"--prompt_embeds", [&](auto&, auto& v) { j.prompt_embeds_file = v; }},
       {"--prompt", [&](auto&, auto& v) { j.prompt = v; }},
+      {"--prompt_2", [&](auto&, auto& v) { j.prompt_2 = v; }},
       {"--negative_prompt", [&](auto&, auto& v) { j.negative_prompt = v; }},
       {"--max_sequence_length", [&](auto& f, auto& v) { j.max_sequence_length = int(to_integer(f, v, 1, 4096, "226")); }},
       {"--latents", [&](auto&, auto& v) { j.latents_file = v; }},
@@ -125,13 +126,16 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
 std::string launch_usage() {
   return R"(usage: dit-launch [--model DIR] --prompt TEXT [--output FILE] [options]
 
-Generates a video clip with a CogVideoX diffusers folder (CogVideoX-2b, -5b, 1.5-5B).
+Generates a video clip with a CogVideoX diffusers folder (CogVideoX-2b, -5b, 1.5-5B), or an image
+with a FLUX.1 folder (dev, schnell); the family is read from model_index.json.
 
   --model DIR                 diffusers folder (model_index.json, transformer/, scheduler/, vae/);
                               default: the built-in demo model (random weights: abstract motion)
-  --prompt TEXT               what to generate, encoded with the folder's T5 (tokenizer/, text_encoder/)
-  --negative_prompt TEXT      what to steer away from (default: "")
-  --max_sequence_length N     text tokens (default: the model's max_text_seq_length, 226)
+  --prompt TEXT               what to generate, encoded with the folder's T5 (tokenizer/, text_encoder/);
+                              FLUX.1: with CLIP (tokenizer/, text_encoder/) and T5 (the _2 folders)
+  --prompt_2 TEXT             FLUX.1: T5's own prompt (default: --prompt); CLIP reads 77 tokens only
+  --negative_prompt TEXT      what to steer away from (default: ""; CogVideoX only)
+  --max_sequence_length N     T5's tokens (default: the model's: CogVideoX 226, FLUX.1 512)
   --prompt_embeds FILE        instead of --prompt: safetensors with prompt_embeds and
                               negative_prompt_embeds [B, T, D] (skips the text encoder); FLUX.1:
                               prompt_embeds [B, T, D] and pooled_prompt_embeds [B, P]
