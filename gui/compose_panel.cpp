@@ -27,11 +27,19 @@ QSpinBox* spin(int lo, int hi, int step = 1) {
 }  // namespace
 
 ComposePanel::ComposePanel(QWidget* parent) : QWidget(parent) {
-  auto* form = new QFormLayout(this);
+  auto* form = form_ = new QFormLayout(this);
   model_edit = new QLineEdit;
   model_edit->setObjectName("model");
   auto* browse = new QPushButton(tr("Browse…"));
-  auto* demo = new QPushButton(tr("Demo model"));
+  // The demo button opens the clip demo; its menu offers the image one too.
+  auto* demo = new QToolButton;
+  demo->setText(tr("Demo model"));
+  demo->setPopupMode(QToolButton::MenuButtonPopup);
+  demo->setMenu(new QMenu(demo));
+  connect(demo->menu()->addAction(tr("Clips: CogVideoX-shaped demo")), &QAction::triggered, this,
+          [this] { set_model_dir(QString::fromStdString(workers::demo_model_dir())); });
+  connect(demo->menu()->addAction(tr("Images: FLUX.1-shaped demo")), &QAction::triggered, this,
+          [this] { set_model_dir(QString::fromStdString(workers::demo_flux_dir())); });
   auto* recent = new QToolButton;
   recent->setText(tr("Recent"));
   recent->setPopupMode(QToolButton::InstantPopup);
@@ -58,7 +66,13 @@ ComposePanel::ComposePanel(QWidget* parent) : QWidget(parent) {
   prompt->setMaximumHeight(90);
   form->addRow(tr("Prompt"), prompt);
   form->addRow(problems_.make("prompt"));
+  prompt_2 = new QLineEdit;
+  prompt_2->setObjectName("prompt_2");
+  prompt_2->setPlaceholderText(tr("Optional: T5 reads this instead of the prompt (CLIP reads 77 tokens only)"));
+  form->addRow(tr("Prompt for T5"), prompt_2);
+  form->addRow(problems_.make("prompt_2"));
   negative_prompt = new QLineEdit;
+  negative_prompt->setObjectName("negative_prompt");
   form->addRow(tr("Negative prompt"), negative_prompt);
   seed = spin(0, std::numeric_limits<int>::max());
   seed->setValue(42);
@@ -100,7 +114,7 @@ ComposePanel::ComposePanel(QWidget* parent) : QWidget(parent) {
     const QString d = QFileDialog::getExistingDirectory(this, tr("A diffusers model folder"), model_edit->text());
     if (!d.isEmpty()) set_model_dir(d);
   });
-  connect(demo, &QPushButton::clicked, this,
+  connect(demo, &QToolButton::clicked, this,
           [this] { set_model_dir(QString::fromStdString(workers::demo_model_dir())); });
   connect(model_edit, &QLineEdit::editingFinished, this, [this] { load_model(); });
   connect(preset, qOverload<int>(&QComboBox::activated), this, [this](int i) {
@@ -108,6 +122,7 @@ ComposePanel::ComposePanel(QWidget* parent) : QWidget(parent) {
     if (i >= 0 && i < int(all.size())) set_job(all[size_t(i)]);
   });
   connect(prompt, &QPlainTextEdit::textChanged, this, &ComposePanel::changed);
+  connect(prompt_2, &QLineEdit::textChanged, this, &ComposePanel::changed);
   connect(negative_prompt, &QLineEdit::textChanged, this, &ComposePanel::changed);
   for (QSpinBox* s : {seed, width, height, frames, fps, steps})
     connect(s, qOverload<int>(&QSpinBox::valueChanged), this, &ComposePanel::changed);
@@ -140,15 +155,18 @@ void ComposePanel::load_model() {
   problems_.show(model_error_.isEmpty() ? std::vector<plan::Problem>{}
                                         : std::vector<plan::Problem>{{"model", model_error_.toStdString()}});
   apply_model_limits();
+  show_family_fields();
   const QSignalBlocker block(preset);
   preset->clear();
   const auto all = presets();
-  for (size_t i = 0; i < all.size(); ++i)
-    preset->addItem((i == 0 ? tr("Model's defaults: %1 x %2, %3 frames, %4 steps") : tr("Draft: %1 x %2, %3 frames, %4 steps"))
-                         .arg(all[i].width)
-                         .arg(all[i].height)
-                         .arg(all[i].num_frames)
-                         .arg(all[i].num_inference_steps));
+  const bool video = model_ && plan::rules_of(*model_).makes_video();
+  for (size_t i = 0; i < all.size(); ++i) {
+    const QString kind = i == 0 ? tr("Model's defaults") : tr("Draft");
+    const QString size = tr("%1 x %2").arg(all[i].width).arg(all[i].height);
+    const QString steps_text = tr("%n steps", nullptr, all[i].num_inference_steps);
+    preset->addItem(video ? tr("%1: %2, %3 frames, %4").arg(kind, size).arg(all[i].num_frames).arg(steps_text)
+                          : tr("%1: %2, %3").arg(kind, size, steps_text));
+  }
   family->setText(model_ ? tr("%1; sampler %2 (from scheduler/)")
                                .arg(QString::fromStdString(plan::family_name(model_->family)))
                                .arg(QString::fromStdString(plan::rules_of(*model_).sampler_name(*model_)))
@@ -163,13 +181,25 @@ void ComposePanel::apply_model_limits() {
   width->setSingleStep(pixel);
   height->setSingleStep(pixel);
   frames->setSingleStep(model_->vae_scale_temporal());
-  if (!first_run_) return;
-  first_run_ = false;
+  // The model's own sizes, steps and guidance on the first load and whenever the family changes (FLUX.1's
+  // 28 steps and guidance 3.5 mean nothing to CogVideoX); the same family keeps what the user set.
+  if (defaults_of_ == model_->family) return;
+  defaults_of_ = model_->family;
   plan::JobSpec j = job();
   j.width = j.height = j.num_frames = j.fps = j.num_inference_steps = 0;
   j.guidance_scale = plan::JobSpec{}.guidance_scale;  // unset: the model's
   plan::apply_model_defaults(j, *model_);
   set_job(j);
+}
+
+void ComposePanel::show_family_fields() {
+  if (!model_) return;
+  const auto& rules = plan::rules_of(*model_);
+  // (A problem's own row shows only while it has something to say.)
+  for (QWidget* w : std::initializer_list<QWidget*>{frames, fps}) form_->setRowVisible(w, rules.makes_video());
+  for (QWidget* w : std::initializer_list<QWidget*>{negative_prompt, dynamic_cfg})
+    form_->setRowVisible(w, rules.classifier_free());
+  form_->setRowVisible(prompt_2, rules.takes_prompt_2());
 }
 
 std::vector<plan::JobSpec> ComposePanel::presets() const {
@@ -193,6 +223,7 @@ plan::JobSpec ComposePanel::job() const {
   plan::JobSpec j;
   j.model_dir = model_edit->text().toStdString();
   j.prompt = prompt->toPlainText().toStdString();
+  j.prompt_2 = prompt_2->text().toStdString();
   j.negative_prompt = negative_prompt->text().toStdString();
   j.seed = uint64_t(seed->value());
   j.width = width->value();
@@ -202,11 +233,19 @@ plan::JobSpec ComposePanel::job() const {
   j.num_inference_steps = steps->value();
   j.guidance_scale = guidance->value();
   j.use_dynamic_cfg = dynamic_cfg->isChecked();
+  // What a hidden field holds (left from another family) is not part of the job.
+  if (model_) {
+    const auto& rules = plan::rules_of(*model_);
+    if (!rules.makes_video()) j.num_frames = 1;
+    if (!rules.classifier_free()) j.negative_prompt.clear(), j.use_dynamic_cfg = false;
+    if (!rules.takes_prompt_2()) j.prompt_2.clear();
+  }
   return j;
 }
 
 void ComposePanel::set_job(const plan::JobSpec& j) {
-  const QSignalBlocker blockers[] = {QSignalBlocker(prompt), QSignalBlocker(negative_prompt), QSignalBlocker(seed),
+  const QSignalBlocker blockers[] = {QSignalBlocker(prompt), QSignalBlocker(prompt_2), QSignalBlocker(negative_prompt),
+                                     QSignalBlocker(seed),
                                      QSignalBlocker(width),  QSignalBlocker(height),          QSignalBlocker(frames),
                                      QSignalBlocker(fps),    QSignalBlocker(steps),           QSignalBlocker(guidance),
                                      QSignalBlocker(dynamic_cfg)};
@@ -215,6 +254,7 @@ void ComposePanel::set_job(const plan::JobSpec& j) {
     load_model();
   }
   if (QString::fromStdString(j.prompt) != prompt->toPlainText()) prompt->setPlainText(QString::fromStdString(j.prompt));
+  prompt_2->setText(QString::fromStdString(j.prompt_2));
   negative_prompt->setText(QString::fromStdString(j.negative_prompt));
   seed->setValue(int(j.seed));
   width->setValue(j.width);

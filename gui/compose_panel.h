@@ -1,10 +1,13 @@
-// What to generate: the model folder (the built-in demo model always offered, recent folders
-// remembered), the prompt and negative prompt, the seed and how it changes between runs, and the sizes,
-// steps and guidance, with the steps and ranges the model's configs allow.
+// What to generate: the model folder (the built-in demo models, for clips and for images, always offered;
+// recent folders remembered), the prompt (and what the family reads besides: a negative prompt for
+// CogVideoX, T5's own prompt for FLUX.1), the seed and how it changes between runs, and the sizes, frames,
+// steps and guidance, with the steps and ranges the model's configs allow. Only the fields the model's
+// family uses are shown, and a change of family starts from the new family's defaults.
 #pragma once
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QFormLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -36,6 +39,7 @@ class ComposePanel : public QWidget {
 
   QLineEdit* model_edit;
   QPlainTextEdit* prompt;
+  QLineEdit* prompt_2;  // FLUX.1: T5's own prompt (empty: the prompt)
   QLineEdit* negative_prompt;
   QSpinBox *seed, *width, *height, *frames, *fps, *steps;
   QComboBox* seed_mode;
@@ -50,11 +54,13 @@ class ComposePanel : public QWidget {
  private:
   void load_model();
   void apply_model_limits();
+  void show_family_fields();
   std::vector<plan::JobSpec> presets() const;
   std::optional<plan::ModelFolder> model_;
   QString model_error_;
   ProblemLabels problems_;
-  bool first_run_ = true;
+  QFormLayout* form_;
+  std::optional<plan::Family> defaults_of_;  // the family whose defaults the fields were last set to
   bool first_seed_use_ = true;  // "+1 each run" starts from the seed shown
 };
 

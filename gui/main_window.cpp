@@ -14,6 +14,7 @@
 #include <QStandardPaths>
 #include <QVBoxLayout>
 
+#include "plan/family.h"
 #include "plan/job_check.h"
 #include "plan/job_file.h"
 #include "workers/launch/paths.h"
@@ -259,7 +260,14 @@ void MainWindow::start_next() {
     show_queue();
     run_folder_ = data_dir_ + "/runs/" + QDateTime::currentDateTime().toString("yyyyMMdd-hhmmss-zzz");
     QDir().mkpath(run_folder_ + "/frames");
-    q.job.job.output_file = (run_folder_ + "/clip.mp4").toStdString();
+    // A clip or an image, as the model's family makes (the folder was read when the job was checked).
+    bool clip = true;
+    try {
+      clip = plan::rules_of(plan::read_model_folder(q.job.job.model_dir)).makes_video();
+    } catch (const std::exception&) {
+      // the run reports the folder's problem itself
+    }
+    q.job.job.output_file = (run_folder_ + (clip ? "/clip.mp4" : "/image.png")).toStdString();
     if (parallel->on_gpus()) qputenv("CUDA_VISIBLE_DEVICES", parallel->selected_gpus().join(',').toUtf8());
     workers::LaunchPlan lp;
     lp.job = q.job;
@@ -279,6 +287,7 @@ void MainWindow::start_next() {
                                                      .arg(job.seed)
                                                      .arg(QString::fromStdString(q.job.parallel.describe())));
     player->clear();
+    player->set_image_mode(!clip);
     player->set_fps(job.fps);
     player->set_metadata({{"prompt", job.prompt}, {"seed", std::to_string(job.seed)}, {"model", job.model_dir},
                           {"parallel", q.job.parallel.describe()}, {"generator", "DiT Studio " STUDIO_VERSION}});
@@ -344,7 +353,7 @@ void MainWindow::on_finished(const workers::Outcome& outcome, const std::vector<
   if (current_.sweep_row >= 0) sweep_view->record(current_.sweep_row, r, outcome.exit_code == 0);
   if (outcome.exit_code == 0 && player->frame_count() > 0 && current_.sweep_row < 0 && queue_.empty()) {
     tabs->setCurrentWidget(player);
-    player->play();
+    if (!player->image_mode()) player->play();
   }
   Q_EMIT run_finished(outcome);
   start_next();

@@ -5,9 +5,26 @@
 #include <QMessageBox>
 #include <QVBoxLayout>
 
+#include <cstring>
+
+#include "plan/output_format.h"
 #include "video/clip_writer.h"
+#include "video/image_writer.h"
 
 namespace studio::gui {
+
+namespace {
+
+// RGB8 rows without QImage's line padding, as the writers take them.
+std::vector<uint8_t> packed_rgb(const QImage& image) {
+  const QImage rgb = image.convertToFormat(QImage::Format_RGB888);
+  const size_t row = size_t(rgb.width()) * 3;
+  std::vector<uint8_t> packed(row * size_t(rgb.height()));
+  for (int y = 0; y < rgb.height(); ++y) std::memcpy(packed.data() + size_t(y) * row, rgb.constScanLine(y), row);
+  return packed;
+}
+
+}  // namespace
 
 Player::Player(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
@@ -20,10 +37,10 @@ Player::Player(QWidget* parent) : QWidget(parent) {
   slider->setObjectName("scrub");
   layout->addWidget(slider);
   auto* controls = new QHBoxLayout;
-  auto* back = new QPushButton(tr("◀ frame"));
+  auto* back = back_button = new QPushButton(tr("◀ frame"));
   play_button = new QPushButton(tr("Play"));
   play_button->setObjectName("play");
-  auto* forward = new QPushButton(tr("frame ▶"));
+  auto* forward = forward_button = new QPushButton(tr("frame ▶"));
   loop = new QCheckBox(tr("loop"));
   loop->setChecked(true);
   speed = new QComboBox;
@@ -41,11 +58,22 @@ Player::Player(QWidget* parent) : QWidget(parent) {
   connect(forward, &QPushButton::clicked, this, [this] { show_frame(std::min(frame_count() - 1, current_ + 1)); });
   connect(speed, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { set_fps(fps_); });
   connect(export_button, &QPushButton::clicked, this, [this] {
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export the clip"), "clip.mp4",
-                                                      tr("Clips (*.mp4 *.webm *.gif);;PNG frames (folder/)"));
+    const QString path =
+        image_mode_ ? QFileDialog::getSaveFileName(this, tr("Export the image"), "image.png",
+                                                   tr("Images (*.png *.jpg *.jpeg *.webp)"))
+                    : QFileDialog::getSaveFileName(this, tr("Export the clip"), "clip.mp4",
+                                                   tr("Clips (*.mp4 *.webm *.gif);;PNG frames (folder/)"));
     QString error;
     if (!path.isEmpty() && !export_to(path, &error)) QMessageBox::warning(this, tr("Export failed"), error);
   });
+}
+
+void Player::set_image_mode(bool image) {
+  image_mode_ = image;
+  for (QWidget* w : std::initializer_list<QWidget*>{slider, back_button, play_button, forward_button, loop, speed})
+    w->setVisible(!image);
+  screen->setText(image ? tr("The image of a run appears here when it is decoded.")
+                        : tr("The frames of a run appear here as they are decoded."));
 }
 
 void Player::clear() {
@@ -100,19 +128,23 @@ void Player::advance() {
 bool Player::export_to(const QString& path, QString* error) const {
   if (frames_.empty() || frames_.front().isNull()) return *error = tr("there are no frames to export"), false;
   try {
+    if (plan::is_image(plan::format_for(path.toStdString()))) {
+      // One picture: the one shown (the first of a batch's images otherwise).
+      const QImage& shown = frames_[size_t(std::max(0, current_))];
+      video::ImageInfo info;
+      info.width = shown.width();
+      info.height = shown.height();
+      info.metadata = metadata_;
+      video::write_image(path.toStdString(), packed_rgb(shown).data(), info);
+      return true;
+    }
     video::ClipInfo info;
     info.width = frames_.front().width();
     info.height = frames_.front().height();
     info.fps = fps_;
     info.metadata = metadata_;
     video::ClipWriter writer(path.toStdString(), info);
-    for (const auto& f : frames_) {
-      const QImage rgb = f.convertToFormat(QImage::Format_RGB888);
-      std::vector<uint8_t> packed(size_t(rgb.width()) * size_t(rgb.height()) * 3);
-      for (int y = 0; y < rgb.height(); ++y)
-        std::memcpy(packed.data() + size_t(y) * size_t(rgb.width()) * 3, rgb.constScanLine(y), size_t(rgb.width()) * 3);
-      writer.add_frame(packed.data());
-    }
+    for (const auto& f : frames_) writer.add_frame(packed_rgb(f).data());
     writer.finish();
   } catch (const std::exception& e) {
     *error = QString::fromStdString(e.what());

@@ -1,6 +1,7 @@
 // Plays the decoded frames of a run (they arrive while it decodes): play/pause, scrub, loop, step a frame,
 // speed; and exports them as MP4, WebM, GIF or a folder of PNGs through the project's clip writer, with
-// the run's settings as metadata.
+// the run's settings as metadata. In image mode (a family that makes images) it shows the one picture,
+// without the clip controls, and exports it as PNG (settings in its "parameters" text), JPEG or WebP.
 #pragma once
 #include <QCheckBox>
 #include <QComboBox>
@@ -25,6 +26,8 @@ class Player : public QWidget {
   void set_frame(int index, const QImage& frame);  // frames may arrive in any order
   void set_fps(int fps);
   void set_metadata(const std::map<std::string, std::string>& m) { metadata_ = m; }
+  void set_image_mode(bool image);
+  bool image_mode() const { return image_mode_; }
   int frame_count() const { return int(frames_.size()); }
   int current() const { return current_; }
   const QImage& frame(int i) const { return frames_[size_t(i)]; }
@@ -38,6 +41,7 @@ class Player : public QWidget {
   QLabel* screen;
   QSlider* slider;
   QPushButton *play_button, *export_button;
+  QPushButton *back_button, *forward_button;
   QCheckBox* loop;
   QComboBox* speed;
 
@@ -46,6 +50,7 @@ class Player : public QWidget {
   std::vector<QImage> frames_;
   std::map<std::string, std::string> metadata_;
   int current_ = -1, fps_ = 8;
+  bool image_mode_ = false;
   QTimer timer_;
 };
 

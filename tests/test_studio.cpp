@@ -14,6 +14,8 @@
 
 #include "gui/main_window.h"
 #include "video/clip_writer.h"
+#include "video/image_writer.h"
+#include "workers/launch/paths.h"
 
 using namespace studio;
 using namespace studio::gui;
@@ -192,6 +194,71 @@ class TestStudio : public QObject {
     QCOMPARE(again.history->runs().size(), size_t(2));
     QVERIFY(again.history->remove(runs[0].id));
     QVERIFY(!QDir(runs[0].folder).exists());
+  }
+
+  void an_image_model_composes_runs_and_keeps_an_image() {
+    MainWindow w(tmp_.path() + "/i");
+    w.resize(1280, 860);
+    w.show();
+    w.compose->set_model_dir(QString::fromStdString(workers::demo_flux_dir()));
+    // FLUX.1's fields and defaults: no frames, fps or negative prompt; T5's own prompt; 28 steps, guidance 3.5,
+    // FluxPipeline's 128 latent pixels (256 x 256 with the demo's 2x VAE).
+    QVERIFY2(w.compose->family->text().contains("FLUX.1") && w.compose->family->text().contains("FlowMatchEuler"),
+             qPrintable(w.compose->family->text()));
+    QVERIFY(!w.compose->frames->isVisible() && !w.compose->fps->isVisible());
+    QVERIFY(!w.compose->negative_prompt->isVisible() && !w.compose->dynamic_cfg->isVisible());
+    QVERIFY(w.compose->prompt_2->isVisible());
+    QCOMPARE(w.compose->steps->value(), 28);
+    QCOMPARE(w.compose->guidance->value(), 3.5);
+    QCOMPARE(w.compose->width->value(), 256);
+    QCOMPARE(w.compose->width->singleStep(), 4);  // the demo VAE's 2x times the 2x2 packing
+    QVERIFY2(!w.compose->preset->itemText(0).contains("frames"), qPrintable(w.compose->preset->itemText(0)));
+    // FLUX.1 has no classifier-free guidance: CFG parallel is refused in the studio's words too.
+    w.compose->prompt->setPlainText("a red kite over the dunes");
+    w.parallel->cfg->setChecked(true);
+    QVERIFY(!w.generate_button->isEnabled());
+    QVERIFY2(w.parallel->problems().text("use_cfg_parallel").contains("no classifier-free guidance"),
+             qPrintable(w.parallel->problems().text("use_cfg_parallel")));
+    w.parallel->cfg->setChecked(false);
+    w.compose->prompt_2->setText("a red kite, wide shot, golden light");
+    w.compose->steps->setValue(3);
+    w.compose->width->setValue(128);
+    w.compose->height->setValue(96);
+    w.parallel->ulysses->setValue(2);
+    QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
+    QSignalSpy spy(&w, &MainWindow::run_finished);
+    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+    QCOMPARE(wait_for_run(w, spy, 120000), 0);
+    // The result is one picture, shown without clip controls, exported with its settings.
+    QVERIFY(w.player->image_mode());
+    QCOMPARE(w.player->frame_count(), 1);
+    QVERIFY(!w.player->screen->pixmap().isNull());
+    QVERIFY(!w.player->slider->isVisible() && !w.player->play_button->isVisible());
+    QCOMPARE(w.player->frame(0).width(), 128);
+    QCOMPARE(w.player->frame(0).height(), 96);
+    QString error;
+    const QString png = tmp_.path() + "/kite.png";
+    QVERIFY2(w.player->export_to(png, &error), qPrintable(error));
+    const auto probe = video::probe_image(png.toStdString());
+    QCOMPARE(probe.width, 128);
+    QVERIFY2(QString::fromStdString(probe.parameters).contains("a red kite over the dunes"), probe.parameters.c_str());
+    QVERIFY(w.player->export_to(tmp_.path() + "/kite.webp", &error));
+    QCOMPARE(video::probe_image((tmp_.path() + "/kite.webp").toStdString()).codec, std::string("webp"));
+    shoot(&w, "image");
+    const auto runs = w.history->runs();
+    QCOMPARE(runs.size(), size_t(1));
+    QVERIFY(QFile::exists(runs[0].folder + "/image.png"));
+    QVERIFY(!QFile::exists(runs[0].folder + "/clip.mp4"));
+    QVERIFY(!runs[0].thumbnail.isNull());
+    QVERIFY(runs[0].settings.contains("a red kite, wide shot"));  // prompt_2 kept to reopen or rerun
+    // Back to the clip model: its own fields and defaults return.
+    w.compose->set_model_dir(QString::fromStdString(workers::demo_model_dir()));
+    QVERIFY(w.compose->frames->isVisible() && w.compose->negative_prompt->isVisible());
+    QVERIFY(!w.compose->prompt_2->isVisible());
+    QCOMPARE(w.compose->steps->value(), 50);
+    QCOMPARE(w.compose->guidance->value(), 6.0);
+    QCOMPARE(w.compose->frames->value(), 25);
+    QSettings().clear();
   }
 
   void a_sweep_runs_the_chosen_configurations_and_adopts_the_fastest() {

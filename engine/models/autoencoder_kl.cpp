@@ -71,6 +71,11 @@ at::Tensor AutoencoderKL::Attention::operator()(const at::Tensor& x, RowExchange
 std::shared_ptr<AutoencoderKL> AutoencoderKL::load(const std::string& part_dir, const plan::AutoencoderKLConfig& cfg,
                                                    at::ScalarType dtype, at::Device device) {
   auto weights = io::WeightSet::open(part_dir, "diffusion_pytorch_model");
+  return load(weights, cfg, dtype, device);
+}
+
+std::shared_ptr<AutoencoderKL> AutoencoderKL::load(io::WeightSet& weights, const plan::AutoencoderKLConfig& cfg,
+                                                   at::ScalarType dtype, at::Device device) {
   WeightSource w{weights, dtype, device};
   const int64_t g = cfg.norm_num_groups;
   auto norm = [&](const std::string& p, int64_t c) {

@@ -19,6 +19,8 @@ class AutoencoderKL final : public VaeDecoder {
  public:
   static std::shared_ptr<AutoencoderKL> load(const std::string& part_dir, const plan::AutoencoderKLConfig& cfg,
                                              at::ScalarType dtype, at::Device device);
+  static std::shared_ptr<AutoencoderKL> load(io::WeightSet& weights, const plan::AutoencoderKLConfig& cfg,
+                                             at::ScalarType dtype, at::Device device);
 
   // Latents [B, C, h, w] -> z [B, C, 1, h, w]: divided by the scaling factor, the shift factor added.
   at::Tensor prepare(const at::Tensor& final_latents, int pad_frames) const override;

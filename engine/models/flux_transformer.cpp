@@ -66,6 +66,11 @@ std::shared_ptr<FluxTransformer> FluxTransformer::load(const std::string& part_d
                                                        const plan::FluxTransformerConfig& cfg, at::ScalarType dtype,
                                                        at::Device device, BlockRange range) {
   auto weights = io::WeightSet::open(part_dir, "diffusion_pytorch_model");
+  return load(weights, cfg, dtype, device, range);
+}
+
+std::shared_ptr<FluxTransformer> FluxTransformer::load(io::WeightSet& weights, const plan::FluxTransformerConfig& cfg,
+                                                       at::ScalarType dtype, at::Device device, BlockRange range) {
   WeightSource w{weights, dtype, device};
   auto m = std::make_shared<FluxTransformer>();
   m->cfg_ = cfg;

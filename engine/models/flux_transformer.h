@@ -12,6 +12,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "io/weights.h"
 #include "models/dit_model.h"
 #include "models/layers.h"
 #include "plan/flux_config.h"
@@ -30,6 +31,8 @@ class FluxTransformer final : public DitModel {
   // Loads transformer/ of a diffusers folder, the blocks in `range` only (double-stream blocks first);
   // every weight is checked against the config.
   static std::shared_ptr<FluxTransformer> load(const std::string& part_dir, const plan::FluxTransformerConfig& cfg,
+                                               at::ScalarType dtype, at::Device device, BlockRange range = {});
+  static std::shared_ptr<FluxTransformer> load(io::WeightSet& weights, const plan::FluxTransformerConfig& cfg,
                                                at::ScalarType dtype, at::Device device, BlockRange range = {});
 
   const plan::FluxTransformerConfig& config() const { return cfg_; }

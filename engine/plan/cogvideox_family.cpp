@@ -15,6 +15,7 @@ class CogVideoXRules final : public FamilyRules {
   bool makes_video() const override { return true; }
   bool classifier_free() const override { return true; }
   bool takes_pooled_text() const override { return false; }
+  bool takes_prompt_2() const override { return false; }
   int pixel_step(const ModelFolder& m) const override { return m.vae_scale_spatial() * m.transformer.patch_size; }
   int attention_heads(const ModelFolder& m) const override { return m.transformer.num_attention_heads; }
   int blocks(const ModelFolder& m) const override { return m.transformer.num_layers; }
@@ -56,9 +57,6 @@ class CogVideoXRules final : public FamilyRules {
                                        "k+1 (the VAE compresses time " + std::to_string(tc) + "x, keeping the first frame); " +
                                        std::to_string(below) + " or " + std::to_string(below + tc) + " would work"});
     }
-    if (!job.prompt_2.empty())
-      out.push_back({"prompt_2", "--prompt_2: FLUX.1's second prompt (for its T5); CogVideoX has one text encoder, "
-                                 "so put everything in --prompt"});
     if (job.max_sequence_length < 1 || job.max_sequence_length > 4096)
       out.push_back({"max_sequence_length", "--max_sequence_length " + std::to_string(job.max_sequence_length) +
                                                 ": must be between 1 and 4096 (226 is CogVideoX's)"});

@@ -57,7 +57,10 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
     out.push_back({"guidance_scale", "--guidance_scale " + std::to_string(job.guidance_scale) + ": must be a number >= 0"});
   if (rules.makes_video() && (job.fps < 1 || job.fps > 240))
     out.push_back({"fps", "--fps " + std::to_string(job.fps) + ": must be between 1 and 240 frames per second"});
-  if (!job.prompt_2.empty() && job.prompt.empty())
+  if (!job.prompt_2.empty() && !rules.takes_prompt_2())
+    out.push_back({"prompt_2", "--prompt_2: FLUX.1's second prompt (for its T5); this model has one text encoder, "
+                               "so put everything in --prompt"});
+  else if (!job.prompt_2.empty() && job.prompt.empty())
     out.push_back({"prompt_2", "--prompt_2 without --prompt: give the prompt too (CLIP reads --prompt, T5 --prompt_2)"});
   else if (job.prompt.empty() && job.prompt_embeds_file.empty())
     out.push_back({"prompt", "no prompt: give --prompt TEXT, or --prompt_embeds FILE with precomputed embeddings"});

@@ -24,7 +24,12 @@ namespace studio::text {
 
 std::shared_ptr<ClipTextEncoder> ClipTextEncoder::load(const std::string& dir, const plan::ClipTextConfig& cfg,
                                                        at::ScalarType dtype, at::Device device) {
-  auto w = io::WeightSet::open(dir, "model");
+  auto weights = io::WeightSet::open(dir, "model");
+  return load(weights, cfg, dtype, device);
+}
+
+std::shared_ptr<ClipTextEncoder> ClipTextEncoder::load(io::WeightSet& w, const plan::ClipTextConfig& cfg,
+                                                       at::ScalarType dtype, at::Device device) {
   auto e = std::make_shared<ClipTextEncoder>();
   e->cfg_ = cfg;
   e->device_ = device;

@@ -18,6 +18,8 @@ class ClipTextEncoder {
   // text_encoder/ of a diffusers folder: model.safetensors, or shards named by model.safetensors.index.json.
   static std::shared_ptr<ClipTextEncoder> load(const std::string& dir, const plan::ClipTextConfig& cfg,
                                                at::ScalarType dtype, at::Device device);
+  static std::shared_ptr<ClipTextEncoder> load(io::WeightSet& weights, const plan::ClipTextConfig& cfg,
+                                               at::ScalarType dtype, at::Device device);
 
   struct Output {
     at::Tensor last_hidden_state;  // [B, L, hidden]

@@ -152,6 +152,8 @@ ClipTokenizer ClipTokenizer::load(const std::string& dir) {
   return t;
 }
 
+const std::string& ClipTokenizer::byte_symbol(unsigned char b) { return byte_symbols()[b]; }
+
 int64_t ClipTokenizer::id_of(const std::string& symbol) const {
   auto it = vocab_.find(symbol);
   return it == vocab_.end() ? unk_ : it->second;

@@ -32,6 +32,9 @@ class ClipTokenizer {
   Encoded encode(const std::string& text) const { return encode(text, model_max_length_); }
   Encoded encode(const std::string& text, size_t max_length) const;
 
+  // The printable symbol that stands for byte b in vocab.json and merges.txt (GPT-2's byte alphabet).
+  static const std::string& byte_symbol(unsigned char b);
+
   size_t model_max_length() const { return model_max_length_; }
   int64_t bos_id() const { return bos_; }
   int64_t eos_id() const { return eos_; }

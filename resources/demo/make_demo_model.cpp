@@ -1,15 +1,22 @@
-// Makes the built-in demo model: a small CogVideoX-2B-shaped diffusers folder with deterministic random
-// weights (a few MB) and a tiny T5 text encoder, so that dit-launch and the studio run on a fresh machine
-// with no download. Random weights make abstract motion, not pictures.
-// Usage: dit-make-demo-model OUT_DIR TOKENIZER_DIR (the tokenizer made by dit-make-demo-tokenizer)
+// Makes the built-in demo models: a small CogVideoX-2B-shaped diffusers folder (video) and a small
+// FLUX.1-dev-shaped one (images), with deterministic random weights (a few MB) and tiny text encoders, so
+// that dit-launch and the studio run on a fresh machine with no download. Random weights make abstract
+// motion and coloured noise, not pictures.
+// Usage: dit-make-demo-model [--flux] OUT_DIR TOKENIZER_DIR (the T5 tokenizer made by dit-make-demo-tokenizer)
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
 #include "io/weights.h"
+#include "models/autoencoder_kl.h"
 #include "models/cogvideox_transformer.h"
 #include "models/cogvideox_vae.h"
+#include "models/flux_transformer.h"
 #include "plan/error.h"
+#include "text/clip_encoder.h"
+#include "text/clip_tokenizer.h"
 #include "text/t5_encoder.h"
 
 namespace fs = std::filesystem;
@@ -47,40 +54,110 @@ const char* kTextEncoder = R"({"architectures": ["T5EncoderModel"], "model_type"
   "relative_attention_max_distance": 128, "layer_norm_epsilon": 1e-06, "feed_forward_proj": "gated-gelu",
   "dense_act_fn": "gelu_new", "is_gated_act": true, "vocab_size": 256, "eos_token_id": 1, "pad_token_id": 0})";
 
-void write(const fs::path& file, const char* text) {
+// FLUX.1-dev in miniature: one double-stream and two single-stream blocks, a VAE of two blocks (2x, so
+// FluxPipeline's default of 128 latent pixels is 256 x 256 pixels), CLIP and T5 of width 32 and 64.
+const char* kFluxIndex = R"({"_class_name": "FluxPipeline", "_diffusers_version": "0.32.2",
+  "scheduler": ["diffusers", "FlowMatchEulerDiscreteScheduler"], "transformer": ["diffusers", "FluxTransformer2DModel"],
+  "vae": ["diffusers", "AutoencoderKL"], "text_encoder": ["transformers", "CLIPTextModel"],
+  "tokenizer": ["transformers", "CLIPTokenizer"], "text_encoder_2": ["transformers", "T5EncoderModel"],
+  "tokenizer_2": ["transformers", "T5TokenizerFast"]})";
+const char* kFluxTransformer = R"({"_class_name": "FluxTransformer2DModel", "_diffusers_version": "0.32.2",
+  "patch_size": 1, "in_channels": 64, "out_channels": null, "num_layers": 1, "num_single_layers": 2,
+  "attention_head_dim": 16, "num_attention_heads": 4, "joint_attention_dim": 64, "pooled_projection_dim": 32,
+  "guidance_embeds": true, "axes_dims_rope": [4, 6, 6]})";
+const char* kFlowMatch = R"({"_class_name": "FlowMatchEulerDiscreteScheduler", "_diffusers_version": "0.32.2",
+  "num_train_timesteps": 1000, "shift": 3.0, "use_dynamic_shifting": true, "base_shift": 0.5, "max_shift": 1.15,
+  "base_image_seq_len": 256, "max_image_seq_len": 4096})";
+const char* kAutoencoderKL = R"({"_class_name": "AutoencoderKL", "_diffusers_version": "0.32.2", "in_channels": 3,
+  "out_channels": 3, "block_out_channels": [16, 32], "layers_per_block": 1, "latent_channels": 16,
+  "norm_num_groups": 4, "act_fn": "silu", "sample_size": 256, "scaling_factor": 0.3611, "shift_factor": 0.1159,
+  "use_quant_conv": false, "use_post_quant_conv": false, "mid_block_add_attention": true, "force_upcast": true})";
+const char* kClip = R"({"architectures": ["CLIPTextModel"], "model_type": "clip_text_model", "vocab_size": 514,
+  "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+  "max_position_embeddings": 77, "hidden_act": "quick_gelu", "layer_norm_eps": 1e-05, "bos_token_id": 0,
+  "eos_token_id": 2, "pad_token_id": 1, "projection_dim": 32})";
+
+void write(const fs::path& file, const std::string& text) {
   fs::create_directories(file.parent_path());
   std::ofstream(file) << text << "\n";
+}
+
+// CLIP's tokenizer/ with the byte alphabet only (no merges: every word is spelt byte by byte), then the
+// start and end tokens, as CLIPTokenizer.save_pretrained lays the folder out.
+void write_clip_tokenizer(const fs::path& dir) {
+  nlohmann::json vocab;
+  for (int b = 0; b < 256; ++b) {
+    vocab[text::ClipTokenizer::byte_symbol(static_cast<unsigned char>(b))] = b;
+    vocab[text::ClipTokenizer::byte_symbol(static_cast<unsigned char>(b)) + "</w>"] = 256 + b;
+  }
+  vocab["<|startoftext|>"] = 512;
+  vocab["<|endoftext|>"] = 513;
+  write(dir / "vocab.json", vocab.dump());
+  write(dir / "merges.txt", "#version: 0.2");
+  write(dir / "tokenizer_config.json",
+        R"({"tokenizer_class": "CLIPTokenizer", "model_max_length": 77, "bos_token": "<|startoftext|>",
+  "eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>", "unk_token": "<|endoftext|>"})");
+}
+
+void make_cogvideox(const fs::path& tmp, const fs::path& t5_tokenizer) {
+  write(tmp / "model_index.json", kModelIndex);
+  write(tmp / "transformer" / "config.json", kTransformer);
+  write(tmp / "scheduler" / "scheduler_config.json", kScheduler);
+  write(tmp / "vae" / "config.json", kVae);
+  write(tmp / "text_encoder" / "config.json", kTextEncoder);
+  fs::copy(t5_tokenizer, tmp / "tokenizer", fs::copy_options::recursive);
+  const auto folder = plan::read_model_folder(tmp.string());  // the configs pass our own checks
+
+  auto tw = io::WeightSet::synthetic(1);
+  models::CogVideoXTransformer::load(tw, folder.transformer, at::kFloat, at::kCPU);
+  tw.save((tmp / "transformer" / "diffusion_pytorch_model.safetensors").string());
+  auto vw = io::WeightSet::synthetic(2);
+  models::CogVideoXVae::load(vw, *folder.vae, at::kFloat, at::kCPU);
+  vw.save((tmp / "vae" / "diffusion_pytorch_model.safetensors").string());
+  auto ew = io::WeightSet::synthetic(3);
+  text::T5Encoder::load(ew, *folder.text_encoder, at::kFloat, at::kCPU);
+  ew.save((tmp / "text_encoder" / "model.safetensors").string());
+}
+
+void make_flux(const fs::path& tmp, const fs::path& t5_tokenizer) {
+  write(tmp / "model_index.json", kFluxIndex);
+  write(tmp / "transformer" / "config.json", kFluxTransformer);
+  write(tmp / "scheduler" / "scheduler_config.json", kFlowMatch);
+  write(tmp / "vae" / "config.json", kAutoencoderKL);
+  write(tmp / "text_encoder" / "config.json", kClip);
+  write(tmp / "text_encoder_2" / "config.json", kTextEncoder);
+  write_clip_tokenizer(tmp / "tokenizer");
+  fs::copy(t5_tokenizer, tmp / "tokenizer_2", fs::copy_options::recursive);
+  const auto folder = plan::read_model_folder(tmp.string());
+
+  auto tw = io::WeightSet::synthetic(4);
+  models::FluxTransformer::load(tw, folder.flux->transformer, at::kFloat, at::kCPU);
+  tw.save((tmp / "transformer" / "diffusion_pytorch_model.safetensors").string());
+  auto vw = io::WeightSet::synthetic(5);
+  models::AutoencoderKL::load(vw, *folder.flux->vae, at::kFloat, at::kCPU);
+  vw.save((tmp / "vae" / "diffusion_pytorch_model.safetensors").string());
+  auto cw = io::WeightSet::synthetic(6);
+  text::ClipTextEncoder::load(cw, *folder.flux->clip, at::kFloat, at::kCPU);
+  cw.save((tmp / "text_encoder" / "model.safetensors").string());
+  auto ew = io::WeightSet::synthetic(7);
+  text::T5Encoder::load(ew, *folder.text_encoder, at::kFloat, at::kCPU);
+  ew.save((tmp / "text_encoder_2" / "model.safetensors").string());
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::cerr << "usage: dit-make-demo-model OUT_DIR TOKENIZER_DIR\n";
+  const bool flux = argc == 4 && std::string(argv[1]) == "--flux";
+  if (argc != 3 && !flux) {
+    std::cerr << "usage: dit-make-demo-model [--flux] OUT_DIR TOKENIZER_DIR\n";
     return 2;
   }
   try {
-    const fs::path out = fs::path(argv[1]);
+    const fs::path out = fs::path(argv[argc - 2]);
     const fs::path tmp = out.string() + ".partial";
     fs::remove_all(tmp);
-    write(tmp / "model_index.json", kModelIndex);
-    write(tmp / "transformer" / "config.json", kTransformer);
-    write(tmp / "scheduler" / "scheduler_config.json", kScheduler);
-    write(tmp / "vae" / "config.json", kVae);
-    write(tmp / "text_encoder" / "config.json", kTextEncoder);
-    fs::copy(argv[2], tmp / "tokenizer", fs::copy_options::recursive);
-    const auto folder = plan::read_model_folder(tmp.string());  // the configs pass our own checks
-
-    auto tw = io::WeightSet::synthetic(1);
-    models::CogVideoXTransformer::load(tw, folder.transformer, at::kFloat, at::kCPU);
-    tw.save((tmp / "transformer" / "diffusion_pytorch_model.safetensors").string());
-    auto vw = io::WeightSet::synthetic(2);
-    models::CogVideoXVae::load(vw, *folder.vae, at::kFloat, at::kCPU);
-    vw.save((tmp / "vae" / "diffusion_pytorch_model.safetensors").string());
-
-    auto ew = io::WeightSet::synthetic(3);
-    text::T5Encoder::load(ew, *folder.text_encoder, at::kFloat, at::kCPU);
-    ew.save((tmp / "text_encoder" / "model.safetensors").string());
+    if (flux) make_flux(tmp, argv[argc - 1]);
+    else make_cogvideox(tmp, argv[argc - 1]);
     fs::remove_all(out);
     fs::rename(tmp, out);
     return 0;

@@ -27,4 +27,8 @@ std::string demo_model_dir() {
   return (fs::path(programs_dir()).parent_path() / "share" / "dit-studio" / "demo-model").string();
 }
 
+std::string demo_flux_dir() {
+  return (fs::path(programs_dir()).parent_path() / "share" / "dit-studio" / "demo-flux").string();
+}
+
 }  // namespace studio::workers
