@@ -4,10 +4,8 @@
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/conv2d.h>
-#include <ATen/ops/full_like.h>
 #include <ATen/ops/group_norm.h>
 #include <ATen/ops/rsqrt.h>
-#include <ATen/ops/var_mean.h>
 #include <ATen/ops/silu.h>
 #include <ATen/ops/upsample_nearest2d.h>
 
@@ -30,16 +28,10 @@ at::Tensor AutoencoderKL::GroupNorm::operator()(const at::Tensor& x, RowExchange
   // Statistics in float32 whatever the weights' dtype (bfloat16 sums drift over a large picture).
   const auto xf = x.to(at::kFloat);
   if (!rows) return at::group_norm(xf, groups, weight.to(at::kFloat), bias.to(at::kFloat), kEps).to(x.scalar_type());
-  // Every rank's count, sum and sum of squares (float64, from its own mean and variance), summed: the
-  // statistics of the whole picture.
+  // The statistics of the whole picture, from every rank's rows.
   const int64_t B = x.size(0), C = x.size(1);
-  auto [var, mean] = at::var_mean(xf.reshape({B, groups, -1}), {2}, /*unbiased=*/false, /*keepdim=*/true);
-  const double n = double(x.numel() / (B * groups));
-  const auto m = mean.to(at::kDouble), v = var.to(at::kDouble);
-  const auto total = rows->sum(at::cat({at::full_like(m, n), m * n, (v + m * m) * n}, 2));  // [B, G, 3]
-  const auto count = total.narrow(2, 0, 1), global_mean = total.narrow(2, 1, 1) / count;
-  const auto global_var = total.narrow(2, 2, 1) / count - global_mean * global_mean;
-  const auto rstd = at::rsqrt(global_var.to(at::kFloat) + kEps), mu = global_mean.to(at::kFloat);
+  const auto [mu, var] = group_mean_var(xf.reshape({B, groups, -1}), rows);
+  const auto rstd = at::rsqrt(var + kEps);
   const auto y = ((xf.reshape({B, groups, -1}) - mu) * rstd).view(x.sizes());
   return (y * weight.to(at::kFloat).view({1, C, 1, 1}) + bias.to(at::kFloat).view({1, C, 1, 1})).to(x.scalar_type());
 }
@@ -154,9 +146,8 @@ void AutoencoderKL::decode_batches(const at::Tensor& z, const std::function<void
 
 at::Tensor AutoencoderKL::decode_tiled(const at::Tensor& z, const TileOptions& tiles) const {
   // AutoencoderKL's tiles overlap by a quarter both ways (diffusers' tile_overlap_factor).
-  TileOptions t = tiles;
-  t.overlap_height = t.overlap_width = 0.25;
-  return decode_in_tiles(z.squeeze(2), spatial_compression(), t, [&](const at::Tensor& tile) { return decode(tile); })
+  return decode_in_tiles(z.squeeze(2), spatial_compression(), tiles, {0.25, 0.25},
+                         [&](const at::Tensor& tile) { return decode(tile); })
       .unsqueeze(2);
 }
 

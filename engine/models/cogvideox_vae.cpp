@@ -6,11 +6,9 @@
 #include <ATen/ops/conv2d.h>
 #include <ATen/ops/conv3d.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/full_like.h>
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/rsqrt.h>
 #include <ATen/ops/tensor.h>
-#include <ATen/ops/var_mean.h>
 #include <ATen/ops/silu.h>
 #include <ATen/ops/upsample_nearest2d.h>
 #include <ATen/ops/upsample_nearest3d.h>
@@ -135,18 +133,9 @@ struct SpatialNorm {
   }
   CausalConv::Frames activated(const at::Tensor& f, const at::Tensor& zq, const Context& ctx) const {
     const int64_t B = f.size(0), C = f.size(1), T = f.size(2), G = groups;
-    // Statistics in float32 whatever the model's dtype (a bf16 mean of millions of values is off).
-    auto [var, mean] = at::var_mean(f.reshape({B, G, -1}).to(at::kFloat), {2}, /*unbiased=*/false, /*keepdim=*/true);
-    if (ctx.rows) {
-      // Every rank's count, sum and sum of squares (in float64, from its own mean and variance), summed:
-      // the statistics of the whole picture.
-      const double n = double(f.numel() / (B * G));
-      auto m = mean.to(at::kDouble), v = var.to(at::kDouble);
-      auto total = ctx.rows->sum(at::cat({at::full_like(m, n), m * n, (v + m * m) * n}, 2));  // [B, G, 3]
-      auto count = total.narrow(2, 0, 1), global_mean = total.narrow(2, 1, 1) / count;
-      var = (total.narrow(2, 2, 1) / count - global_mean * global_mean).to(at::kFloat);
-      mean = global_mean.to(at::kFloat);
-    }
+    // Statistics in float32 whatever the model's dtype (a bf16 mean of millions of values is off), of the
+    // whole picture when the ranks decode it by rows.
+    const auto [mean, var] = group_mean_var(f.reshape({B, G, -1}), ctx.rows);
     const auto rstd = at::rsqrt(var + 1e-6).view({B, G, 1, 1, 1, 1});
     const auto mu = mean.view({B, G, 1, 1, 1, 1});
     const auto y = at::conv3d(zq, y_w, y_b), b = at::conv3d(zq, b_w, b_b);  // low resolution
@@ -299,7 +288,9 @@ at::Tensor CogVideoXVae::prepare(const at::Tensor& latents, int pad_frames) cons
 }
 
 at::Tensor CogVideoXVae::decode_tiled(const at::Tensor& z, const TileOptions& tiles) const {
-  return models::decode_tiled(*this, z, tiles);
+  // CogVideoX's tiles overlap by a sixth down and a fifth across (diffusers' tile overlap factors).
+  return decode_in_tiles(z, cfg_.spatial_compression, tiles, {1.0 / 6, 1.0 / 5},
+                         [&](const at::Tensor& tile) { return decode(tile); });
 }
 
 int CogVideoXVae::output_frames(int latent_frames) const {

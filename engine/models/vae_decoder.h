@@ -23,10 +23,15 @@ class RowExchange {
   virtual at::Tensor gather(const at::Tensor& t, int64_t dim) = 0;
 };
 
-// Overlapping tiles, in output pixels, as diffusers' enable_tiling() makes them.
+// The mean and (biased) variance of each group of `x` [B, G, ...], in float32, [B, G, 1] each. With `rows`,
+// of the whole picture the ranks' rows make: every rank's count, sum and sum of squares (in float64, from
+// its own mean and variance) summed, so a group norm split by rows equals the one-process one.
+std::pair<at::Tensor, at::Tensor> group_mean_var(const at::Tensor& x, RowExchange* rows);
+
+// The tiles of a tiled decode, in output pixels (the plan gives each family's default); how much they
+// overlap is the VAE's own rule, as in diffusers' enable_tiling().
 struct TileOptions {
-  int sample_height = 240, sample_width = 360;  // half of CogVideoX's 480 x 720, diffusers' default
-  double overlap_height = 1.0 / 6, overlap_width = 1.0 / 5;
+  int sample_height = 0, sample_width = 0;
 };
 
 class VaeDecoder {

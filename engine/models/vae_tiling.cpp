@@ -1,5 +1,8 @@
 #include "models/vae_tiling.h"
 
+#include <stdexcept>
+#include <string>
+
 #include <c10/core/InferenceMode.h>
 
 #include <ATen/TensorOperators.h>
@@ -24,16 +27,19 @@ void blend(const at::Tensor& a, at::Tensor& b, int64_t dim, int64_t extent) {
 
 }  // namespace
 
-at::Tensor decode_in_tiles(const at::Tensor& z, int64_t s, const TileOptions& t,
+at::Tensor decode_in_tiles(const at::Tensor& z, int64_t s, const TileOptions& t, const TileOverlap& overlap,
                            const std::function<at::Tensor(const at::Tensor&)>& decode) {
+  if (t.sample_height < s || t.sample_width < s)
+    throw std::invalid_argument("decode_in_tiles: tiles of " + std::to_string(t.sample_height) + " x " +
+                                std::to_string(t.sample_width) + " pixels hold no latent pixel");
   c10::InferenceMode guard;  // the tiles may be inference tensors, blended in place below
   const int64_t zr = z.dim() - 2, zc = z.dim() - 1;  // rows and columns of the latents
   const int64_t tile_h = t.sample_height / s, tile_w = t.sample_width / s;
   const int64_t h = z.size(zr), w = z.size(zc);
   if (h <= tile_h && w <= tile_w) return decode(z);
-  const int64_t stride_h = int64_t(double(tile_h) * (1 - t.overlap_height));
-  const int64_t stride_w = int64_t(double(tile_w) * (1 - t.overlap_width));
-  const int64_t blend_h = int64_t(t.sample_height * t.overlap_height), blend_w = int64_t(t.sample_width * t.overlap_width);
+  const int64_t stride_h = int64_t(double(tile_h) * (1 - overlap.height));
+  const int64_t stride_w = int64_t(double(tile_w) * (1 - overlap.width));
+  const int64_t blend_h = int64_t(t.sample_height * overlap.height), blend_w = int64_t(t.sample_width * overlap.width);
   const int64_t keep_h = t.sample_height - blend_h, keep_w = t.sample_width - blend_w;
 
   std::vector<std::vector<at::Tensor>> tiles;
@@ -59,10 +65,6 @@ at::Tensor decode_in_tiles(const at::Tensor& z, int64_t s, const TileOptions& t,
   // later diffusers releases crop to the picture, and so do we (480 x 720 never overruns).
   auto out = at::cat(rows, r);
   return out.narrow(r, 0, std::min(out.size(r), h * s)).narrow(c, 0, std::min(out.size(c), w * s)).contiguous();
-}
-
-at::Tensor decode_tiled(const CogVideoXVae& vae, const at::Tensor& z, const TileOptions& t) {
-  return decode_in_tiles(z, vae.config().spatial_compression, t, [&](const at::Tensor& tile) { return vae.decode(tile); });
 }
 
 }  // namespace studio::models

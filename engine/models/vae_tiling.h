@@ -9,18 +9,20 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "models/cogvideox_vae.h"
+#include "models/vae_decoder.h"
 
 namespace studio::models {
+
+// The share of a tile that overlaps its neighbour, down and across.
+struct TileOverlap {
+  double height = 0.25, width = 0.25;
+};
 
 // Overlapping tiles over the last two axes of z (rows, columns), each decoded whole by `decode`, blended
 // linearly into the tile above and the tile to the left, then cropped: diffusers' tiled_decode, shared by
 // the VAEs (`spatial_compression`: output pixels per latent pixel). Latents that fit in one tile are
 // decoded untiled, as diffusers does.
 at::Tensor decode_in_tiles(const at::Tensor& z, int64_t spatial_compression, const TileOptions& tiles,
-                           const std::function<at::Tensor(const at::Tensor&)>& decode);
-
-// z [B, C, F, h, w] -> video [B, out_channels, frames, H, W] float32.
-at::Tensor decode_tiled(const CogVideoXVae& vae, const at::Tensor& z, const TileOptions& tiles = {});
+                           const TileOverlap& overlap, const std::function<at::Tensor(const at::Tensor&)>& decode);
 
 }  // namespace studio::models
