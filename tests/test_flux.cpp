@@ -5,6 +5,7 @@
 #include <ATen/ops/cat.h>
 #include <ATen/ops/equal.h>
 #include <ATen/ops/ones.h>
+#include <ATen/ops/randn.h>
 #include <ATen/ops/zeros.h>
 
 #include <cctype>
@@ -13,10 +14,12 @@
 #include "io/tensor_file.h"
 #include "mixes.h"
 #include "models/autoencoder_kl.h"
+#include "models/families.h"
 #include "models/flux_transformer.h"
 #include "models/vae_decoder.h"
 #include "parallel/parallel_model.h"
 #include "parallel/parallel_vae.h"
+#include "pipeline/decode.h"
 #include "pipeline/denoise.h"
 #include "plan/error.h"
 #include "plan/model_folder.h"
@@ -418,4 +421,28 @@ TEST_F(FluxImages, written_with_their_settings) {
   EXPECT_NE(video::probe_image(tmp_.path("pair_1.png")).parameters.find("Seed: 7"), std::string::npos);
   EXPECT_NE(video::probe_image(tmp_.path("pair_2.png")).parameters.find("Seed: 8"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(tmp_.path("pair.png")));
+}
+
+// The preview while denoising: FLUX's latents through its published factors, about the picture's colours
+// ((rgb + 1) / 2 in [0, 255]); CogVideoX has none and shows its latents' own channels.
+TEST(Flux, latent_preview_through_the_familys_factors) {
+  const auto folder = plan::read_model_folder(test::golden_case(kCase));
+  const auto rgb = models::latent_rgb(folder);
+  ASSERT_TRUE(rgb.factors.defined());
+  auto latents = at::zeros({1, 16, 2, 3});
+  latents[0][13][1][2] = 1;  // one channel, one pixel
+  const auto p = pipeline::latent_preview(latents, rgb);
+  ASSERT_EQ(p.sizes(), (std::vector<int64_t>{2, 3, 3}));
+  ASSERT_EQ(p.scalar_type(), at::kByte);
+  // Zero latents are the bias: (-0.0329, -0.0718, -0.0851) -> 123, 118, 117.
+  EXPECT_EQ(p[0][0][0].item<int>(), 123);
+  EXPECT_EQ(p[0][0][1].item<int>(), 118);
+  EXPECT_EQ(p[0][0][2].item<int>(), 117);
+  // Channel 13's row (-0.1264, -0.0522, -0.1103) added: (1 - 0.1593) / 2 * 255 = 107.2, then 111.7, 102.6.
+  EXPECT_EQ(p[1][2][0].item<int>(), 107);
+  EXPECT_EQ(p[1][2][1].item<int>(), 112);
+  EXPECT_EQ(p[1][2][2].item<int>(), 103);
+  EXPECT_FALSE(models::latent_rgb(plan::read_model_folder(test::golden_case("cogvx2b_tiny"))).factors.defined());
+  const auto cog = pipeline::latent_preview(at::randn({1, 2, 16, 4, 6}), {});
+  EXPECT_EQ(cog.sizes(), (std::vector<int64_t>{4, 6, 3}));
 }

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compat/torch_compat.h"
+#include "models/families.h"
 #include "pipeline/decode.h"
 #include "pipeline/run_job.h"
 #include "plan/error.h"
@@ -108,6 +109,7 @@ void run_rank(const plan::JobFile& file, const plan::ModelFolder& model, const p
   if (const char* t = std::getenv("DIT_COLLECTIVE_TIMEOUT_S")) timeout_s = std::max(1.0, std::atof(t));
   auto mesh = parallel::Mesh::create(file.parallel, env, device, std::chrono::milliseconds(int64_t(timeout_s * 1000)));
 
+  const auto preview_rgb = models::latent_rgb(model);
   pipeline::Hooks hooks;
   hooks.stop_requested = [&] { return g_signalled.load() || reporter.cancel_requested(); };
   hooks.on_phase = [&](const std::string& p) { reporter.phase(p); };
@@ -115,7 +117,7 @@ void run_rank(const plan::JobFile& file, const plan::ModelFolder& model, const p
     if (step == 1) apply_memory_limit(env.rank);
     reporter.progress({env.rank, step, total, seconds, resources(device, *mesh)});
     if (env.rank == 0 && reporter.connected()) {
-      auto p = picture(pipeline::latent_preview(latents));
+      auto p = picture(pipeline::latent_preview(latents, preview_rgb));
       p.rank = env.rank;
       p.step = step;
       reporter.picture(events::Kind::Preview, p);

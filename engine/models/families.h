@@ -27,4 +27,13 @@ std::unique_ptr<sampling::Sampler> make_sampler(const plan::ModelFolder& folder,
 at::Tensor latents_to_file(const plan::ModelFolder& folder, const at::Tensor& latents);
 at::Tensor latents_from_file(const plan::ModelFolder& folder, const at::Tensor& stored, int64_t height, int64_t width);
 
+// How a family's latents map to an approximate picture while denoising: rgb = latents . factors + bias,
+// about [-1, 1] (the factors ComfyUI publishes for the family's latent space). Undefined where none are
+// published (CogVideoX): the preview then shows the latents' own first channels.
+struct LatentRgb {
+  at::Tensor factors;  // [C, 3] float32
+  at::Tensor bias;     // [3]
+};
+LatentRgb latent_rgb(const plan::ModelFolder& folder);
+
 }  // namespace studio::models

@@ -1,10 +1,12 @@
 #include "pipeline/decode.h"
 
 #include <ATen/TensorOperators.h>
+#include <ATen/ops/matmul.h>
 #include <ATen/ops/round.h>
 #include <ATen/ops/mean.h>
 #include <ATen/ops/std.h>
 
+#include "models/families.h"
 #include "parallel/parallel_vae.h"
 
 namespace studio::pipeline {
@@ -38,9 +40,13 @@ at::Tensor to_rgb8(const at::Tensor& video) {
   return at::round(x).to(at::kByte).permute({0, 2, 3, 4, 1}).contiguous().cpu();
 }
 
-at::Tensor latent_preview(const at::Tensor& latents) {
+at::Tensor latent_preview(const at::Tensor& latents, const models::LatentRgb& rgb) {
   // A video's middle latent frame [C, h, w], or an image's latents.
   const auto frame = latents.dim() == 5 ? latents[0][latents.size(1) / 2] : latents[0];
+  if (rgb.factors.defined() && frame.size(0) == rgb.factors.size(0)) {
+    const auto y = at::matmul(frame.to(at::kFloat).cpu().permute({1, 2, 0}), rgb.factors) + rgb.bias;  // [h, w, 3]
+    return at::round(((y + 1) / 2).clamp(0, 1) * 255).to(at::kByte).contiguous();
+  }
   auto x = frame.narrow(0, 0, 3).to(at::kFloat).cpu();  // [3, h, w]
   auto mean = x.mean({1, 2}, true), spread = x.std({1, 2}, true, true) * 2 + 1e-6;
   auto y = ((x - mean) / spread * 0.5 + 0.5).clamp(0, 1) * 255;

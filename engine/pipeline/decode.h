@@ -8,6 +8,10 @@
 #include "models/vae_decoder.h"
 #include "parallel/comm.h"
 
+namespace studio::models {
+struct LatentRgb;
+}  // namespace studio::models
+
 namespace studio::pipeline {
 
 struct DecodeOptions {
@@ -29,10 +33,10 @@ void decode_latents(const models::VaeDecoder& vae, const at::Tensor& latents, in
 // (x / 2 + 0.5) clamped to [0, 1], times 255, rounded.
 at::Tensor to_rgb8(const at::Tensor& video);
 
-// A cheap look at latents [B, F, C, h, w] (or an image's [B, C, h, w]) while denoising: the middle latent
-// frame of the first video,
-// channels 0-2 each stretched over mean +- 2 standard deviations, as RGB8 [h, w, 3] on the CPU. It shows
-// where structure forms; its colours mean nothing.
-at::Tensor latent_preview(const at::Tensor& latents);
+// A cheap look at latents [B, F, C, h, w] (or an image's [B, C, h, w]) while denoising, as RGB8 [h, w, 3] on
+// the CPU: the middle latent frame of the first video (or the first image) through the family's factors
+// (models::latent_rgb), whose colours approximate the picture; without factors, channels 0-2 each
+// stretched over mean +- 2 standard deviations, which shows where structure forms but not its colours.
+at::Tensor latent_preview(const at::Tensor& latents, const models::LatentRgb& rgb);
 
 }  // namespace studio::pipeline
