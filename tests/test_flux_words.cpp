@@ -187,8 +187,9 @@ TEST_P(FluxWordsThroughDitLaunch, from_the_prompt_and_seed) {
 
 INSTANTIATE_TEST_SUITE_P(Mixes, FluxWordsThroughDitLaunch,
                          ::testing::Values("", "--ulysses_degree 2 --use_parallel_vae", "--ring_degree 2",
-                                           "--ulysses_degree 2 --ring_degree 2",
+                                           "--ulysses_degree 2 --ring_degree 2", "--ring_degree 3", "--ring_degree 4",
                                            "--pipefusion_parallel_degree 2 --num_pipeline_patch 3 --warmup_steps 4",
+                                           "--pipefusion_parallel_degree 2 --ulysses_degree 2 --warmup_steps 4",
                                            "--data_parallel_degree 2 --num_images_per_prompt 2"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            std::string name;

@@ -251,6 +251,17 @@ class TestStudio : public QObject {
     QVERIFY(!QFile::exists(runs[0].folder + "/clip.mp4"));
     QVERIFY(!runs[0].thumbnail.isNull());
     QVERIFY(runs[0].settings.contains("a red kite, wide shot"));  // prompt_2 kept to reopen or rerun
+    // The same image with Ring instead of Ulysses, compared: the settings differ, the pictures do not.
+    w.parallel->ulysses->setValue(1);
+    w.parallel->ring->setValue(2);
+    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+    QCOMPARE(wait_for_run(w, spy, 120000), 0);
+    QCOMPARE(w.history->runs().size(), size_t(2));
+    w.history->table->selectAll();
+    w.history->compare_button->click();
+    QCOMPARE(w.tabs->currentWidget(), static_cast<QWidget*>(w.compare_view));
+    QVERIFY2(w.compare_view->max_difference >= 0 && w.compare_view->max_difference <= 1,
+             qPrintable(w.compare_view->difference->text()));
     // Back to the clip model: its own fields and defaults return.
     w.compose->set_model_dir(QString::fromStdString(workers::demo_model_dir()));
     QVERIFY(w.compose->frames->isVisible() && w.compose->negative_prompt->isVisible());
