@@ -1,6 +1,7 @@
 // engine/plan: model folders read from their configs, and jobs checked against them (no LibTorch).
 #include "plan/error.h"
 #include "plan/job.h"
+#include "plan/job_file.h"
 #include "plan/model_folder.h"
 #include "support.h"
 
@@ -112,7 +113,44 @@ TEST_F(ModelFolder, wrong_types_are_named) {
       {"transformer/config.json", "'num_layers'", "\"two\"", "an integer"}));
   EXPECT_TRUE(test::throws_with<InputError>(
       [&] { plan::read_model_folder(copy_with([](json& j) { j["num_attention_heads"] = 0; })); },
-      {"'num_attention_heads'", "positive"}));
+      {"'num_attention_heads' = 0 must be 1 to 1024"}));
+}
+
+// Values from a hostile or broken config are bounded before any size is made from them: nothing wraps.
+TEST_F(ModelFolder, values_beyond_any_real_model_are_refused_before_they_can_wrap) {
+  EXPECT_TRUE(test::throws_with<InputError>(
+      [&] { plan::read_model_folder(copy_with([](json& j) { j["attention_head_dim"] = 1000000000; })); },
+      {"transformer/config.json", "'attention_head_dim' = 1000000000 must be 1 to 1024"}));
+  EXPECT_TRUE(test::throws_with<InputError>(
+      [&] { plan::read_model_folder(copy_with([](json& j) { j["num_layers"] = 4294967298; })); },
+      {"'num_layers' = 4294967298 must be 1 to 1024"}));
+  EXPECT_TRUE(test::throws_with<InputError>(
+      [&] { plan::read_model_folder(copy_with([](json& j) { j["freq_shift"] = 18446744073709551615ull; })); },
+      {"'freq_shift'", "18446744073709551615", "expected an integer"}));
+  const std::string dir = tmp_.path("flux");
+  test::copy_tree(test::golden_case("flux_tiny"), dir);
+  test::edit_json(dir + "/vae/config.json", [](json& j) { j["block_out_channels"] = {32, 32, 32, 32, 32, 32, 32, 32, 32}; });
+  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::read_model_folder(dir); },
+                                            {"vae/config.json", "'block_out_channels'", "more than 8 entries"}));
+  test::edit_json(dir + "/vae/config.json", [](json& j) { j["block_out_channels"] = {32, 4000000000ll}; });
+  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::read_model_folder(dir); },
+                                            {"'block_out_channels'", "positive integers"}));
+}
+
+// The job file the studio writes and a hand-written one for dit-worker: types and ranges checked alike.
+TEST_F(ModelFolder, job_files_are_checked_as_configs_are) {
+  EXPECT_TRUE(test::throws_with<InputError>([] { plan::job_file_from_json(R"({"height": 1e12})", "job.json"); },
+                                            {"job.json", "'height'", "expected an integer"}));
+  EXPECT_TRUE(test::throws_with<InputError>([] { plan::job_file_from_json(R"({"height": 10000000000})", "job.json"); },
+                                            {"'height'", "10000000000", "expected an integer"}));
+  EXPECT_TRUE(test::throws_with<InputError>([] { plan::job_file_from_json(R"({"seed": -1})", "job.json"); },
+                                            {"'seed'", "-1"}));
+  EXPECT_TRUE(test::throws_with<InputError>([] { plan::job_file_from_json("[1]", "job.json"); },
+                                            {"job.json", "JSON object"}));
+  const auto f = plan::job_file_from_json(R"({"height": 64, "prompt_2": "kite", "guidance_scale": null})", "job.json");
+  EXPECT_EQ(f.job.height, 64);
+  EXPECT_EQ(f.job.prompt_2, "kite");
+  EXPECT_TRUE(std::isnan(f.job.guidance_scale));
 }
 
 TEST_F(ModelFolder, unsupported_sampler) {

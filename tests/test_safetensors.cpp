@@ -88,6 +88,41 @@ TEST_F(Safetensors, shape_disagrees_with_offsets) {
                                             {"tensor 'w'", "needs 12 bytes", "give 16"}));
 }
 
+// What the format forbids and its reference reader refuses, each named: counts that wrap at 2^64, a name
+// given twice, bytes shared by two tensors, bytes that belong to none, a header that is not an object.
+TEST_F(Safetensors, hostile_headers_are_refused_by_name) {
+  auto refused = [&](const char* name, const std::string& header, size_t data,
+                     std::initializer_list<const char*> parts) {
+    raw_file(path(name), header, data);
+    EXPECT_TRUE(test::throws_with<InputError>([&] { io::SafetensorsFile::open(path(name)); }, parts)) << name;
+  };
+  // 2^57 x 32 floats is 2^64 bytes: the byte count must not wrap to 0.
+  refused("wrap.safetensors", R"({"prompt_embeds":{"dtype":"F32","shape":[1,144115188075855872,32],"data_offsets":[0,0]}})",
+          0, {"wrap.safetensors", "tensor 'prompt_embeds'", "more bytes than any file can hold"});
+  refused("wrap2.safetensors", R"({"w":{"dtype":"F64","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", 0,
+          {"tensor 'w'", "more bytes than any file can hold"});
+  refused("twice.safetensors",
+          R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+          8, {"tensor 'w' is named twice"});
+  refused("overlap.safetensors",
+          R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"b":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})",
+          16, {"tensor 'b' (bytes 0 to 16) overlaps tensor 'a' (bytes 0 to 16)"});
+  refused("hole.safetensors",
+          R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"b":{"dtype":"F32","shape":[4],"data_offsets":[80,96]}})",
+          96, {"64 bytes before tensor 'b' (bytes 80 to 96) belong to no tensor", "cover the data section exactly"});
+  refused("tail.safetensors", R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 24,
+          {"8 bytes after the last tensor's data belong to no tensor"});
+  refused("list.safetensors", R"([1, 2, 3])", 0, {"does not start with '{'"});
+  refused("negative.safetensors", R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}})", 0,
+          {"tensor 'w'", "bad dimension"});
+  refused("offsets.safetensors", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[-4,0]}})", 4,
+          {"tensor 'w'", "data_offsets is not a pair of byte offsets"});
+  // Empty tensors take no bytes and may stand anywhere the data is covered.
+  raw_file(path("empty.safetensors"),
+           R"({"a":{"dtype":"F32","shape":[0,3],"data_offsets":[0,0]},"b":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}})", 8);
+  EXPECT_EQ(io::SafetensorsFile::open(path("empty.safetensors"))->tensors().size(), 2u);
+}
+
 TEST_F(Safetensors, write_into_missing_folder_fails_cleanly) {
   const float a[1] = {1};
   EXPECT_TRUE(test::throws_with<InputError>(

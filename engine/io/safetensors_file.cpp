@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <set>
 #include <cstring>
 #include <filesystem>
 
@@ -54,6 +56,21 @@ int64_t TensorInfo::numel() const {
   return n;
 }
 
+namespace {
+
+// The shape's element count and byte count, or false when either overflows 63 bits.
+bool checked_bytes(const std::vector<int64_t>& shape, size_t dtype_bytes, uint64_t& bytes) {
+  int64_t n = 1;
+  for (auto s : shape)
+    if (__builtin_mul_overflow(n, s, &n)) return false;
+  int64_t b = 0;
+  if (__builtin_mul_overflow(n, int64_t(dtype_bytes), &b)) return false;
+  bytes = uint64_t(b);
+  return true;
+}
+
+}  // namespace
+
 std::string shape_str(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
@@ -92,13 +109,25 @@ std::shared_ptr<const SafetensorsFile> SafetensorsFile::open(const std::string& 
   f->data_ = bytes + 8 + header_len;
   const uint64_t data_size = size - 8 - header_len;
 
+  if (header_len == 0 || bytes[8] != '{')
+    fail(path, "the header does not start with '{': not a safetensors file");
   nlohmann::json header;
+  std::set<std::string> names;
+  std::string twice;
+  // nlohmann keeps the last of two equal keys; the format forbids them, so they are caught as parsed.
+  auto on_key = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    if (depth == 1 && event == nlohmann::json::parse_event_t::key && !names.insert(parsed.get<std::string>()).second &&
+        twice.empty())
+      twice = parsed.get<std::string>();
+    return true;
+  };
   try {
-    header = nlohmann::json::parse(bytes + 8, bytes + 8 + header_len);
+    header = nlohmann::json::parse(bytes + 8, bytes + 8 + header_len, on_key);
   } catch (const std::exception& e) {
     fail(path, std::string("header is not valid JSON (") + e.what() + ")");
   }
   if (!header.is_object()) fail(path, "header is not a JSON object");
+  if (!twice.empty()) fail(path, "tensor '" + twice + "' is named twice in the header");
 
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() == "__metadata__") {
@@ -133,13 +162,38 @@ std::shared_ptr<const SafetensorsFile> SafetensorsFile::open(const std::string& 
     if (t.end > data_size)
       bad("truncated data: needs bytes up to " + std::to_string(t.end) + " of the data section, the file holds " +
           std::to_string(data_size));
-    const uint64_t want = uint64_t(t.numel()) * dtype_size(t.dtype);
+    uint64_t want = 0;
+    if (!checked_bytes(t.shape, dtype_size(t.dtype), want))
+      bad("shape " + shape_str(t.shape) + " of " + dt + " has more bytes than any file can hold");
     if (t.end - t.begin != want)
       bad("shape " + shape_str(t.shape) + " of " + dt + " needs " + std::to_string(want) + " bytes, data_offsets give " +
           std::to_string(t.end - t.begin));
     f->index_[name] = f->tensors_.size();
     f->tensors_.push_back(std::move(t));
   }
+  // The tensors' bytes, in order, must tile the data section exactly.
+  std::vector<const TensorInfo*> by_offset;
+  for (const auto& t : f->tensors_) by_offset.push_back(&t);
+  std::sort(by_offset.begin(), by_offset.end(), [](const TensorInfo* a, const TensorInfo* b) {
+    return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
+  });
+  uint64_t covered = 0;
+  const TensorInfo* previous = nullptr;
+  auto where = [](const TensorInfo* t) {
+    return "tensor '" + t->name + "' (bytes " + std::to_string(t->begin) + " to " + std::to_string(t->end) + ")";
+  };
+  for (const TensorInfo* t : by_offset) {
+    if (t->begin < covered)
+      fail(path, where(t) + " overlaps " + where(previous) + "; the format gives every tensor bytes of its own");
+    if (t->begin > covered)
+      fail(path, std::to_string(t->begin - covered) + " bytes before " + where(t) +
+                     " belong to no tensor; the format requires the tensors to cover the data section exactly");
+    covered = t->end;
+    previous = t;
+  }
+  if (covered != data_size)
+    fail(path, std::to_string(data_size - covered) + " bytes after the last tensor's data belong to no tensor; " +
+                   "the format requires the tensors to cover the data section exactly (a damaged or padded file?)");
   return f;
 }
 

@@ -1,5 +1,8 @@
 // The safetensors format without LibTorch: a memory-mapped reader that checks the header against the
-// file before anything trusts it, and a writer that never leaves a half-written file behind.
+// file before anything trusts it, as the format's reference reader does (a bounded JSON object starting
+// with '{', known dtypes, non-negative dimensions, element and byte counts that cannot overflow, no name
+// twice, the tensors' data in bounds and covering the data section exactly: no shared bytes, no holes,
+// nothing after the last), and a writer that never leaves a half-written file behind.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -20,7 +23,7 @@ struct TensorInfo {
   std::vector<int64_t> shape;
   uint64_t begin = 0;  // byte offsets into the data section
   uint64_t end = 0;
-  int64_t numel() const;
+  int64_t numel() const;  // the product of the shape (the reader has checked that it cannot overflow)
 };
 
 std::string shape_str(const std::vector<int64_t>& shape);  // "[1, 2, 3]"

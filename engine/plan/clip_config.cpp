@@ -17,12 +17,12 @@ ClipTextConfig parse_clip_text_config(const std::string& text, const std::string
   auto type = f.get<std::string>("model_type", "clip_text_model");
   if (type != "clip_text_model")
     f.fail("model_type", "\"" + type + "\"", "is not supported; FLUX.1's text_encoder/ is \"clip_text_model\"");
-  c.vocab_size = f.positive("vocab_size", c.vocab_size);
-  c.hidden_size = f.positive("hidden_size", c.hidden_size);
-  c.intermediate_size = f.positive("intermediate_size", c.intermediate_size);
-  c.num_hidden_layers = f.positive("num_hidden_layers", c.num_hidden_layers);
-  c.num_attention_heads = f.positive("num_attention_heads", c.num_attention_heads);
-  c.max_position_embeddings = f.positive("max_position_embeddings", c.max_position_embeddings);
+  c.vocab_size = f.positive("vocab_size", c.vocab_size, 1 << 22);
+  c.hidden_size = f.positive("hidden_size", c.hidden_size, 65536);
+  c.intermediate_size = f.positive("intermediate_size", c.intermediate_size, 1 << 20);
+  c.num_hidden_layers = f.positive("num_hidden_layers", c.num_hidden_layers, 1024);
+  c.num_attention_heads = f.positive("num_attention_heads", c.num_attention_heads, 1024);
+  c.max_position_embeddings = f.positive("max_position_embeddings", c.max_position_embeddings, 65536);
   c.layer_norm_eps = f.get<double>("layer_norm_eps", c.layer_norm_eps);
   c.eos_token_id = f.get<int>("eos_token_id", c.eos_token_id);
   c.hidden_act = f.get<std::string>("hidden_act", c.hidden_act);

@@ -9,26 +9,24 @@ FluxTransformerConfig parse_flux_transformer_config(const std::string& text, con
   expect_class(f, file.c_str(), {"FluxTransformer2DModel"});
   FluxTransformerConfig c;
   if (f.get<int>("patch_size", 1) != 1)
-    f.fail("patch_size", f.raw()["patch_size"].dump(), "is not supported; FLUX.1 uses 1 (its pipeline packs 2x2)");
-  c.in_channels = f.positive("in_channels", c.in_channels);
-  c.out_channels = f.positive("out_channels", c.in_channels);
-  c.num_layers = f.get<int>("num_layers", c.num_layers);
-  c.num_single_layers = f.get<int>("num_single_layers", c.num_single_layers);
-  if (c.num_layers < 0) f.fail("num_layers", std::to_string(c.num_layers), "must be 0 or more");
-  if (c.num_single_layers < 0) f.fail("num_single_layers", std::to_string(c.num_single_layers), "must be 0 or more");
-  c.attention_head_dim = f.positive("attention_head_dim", c.attention_head_dim);
-  c.num_attention_heads = f.positive("num_attention_heads", c.num_attention_heads);
-  c.joint_attention_dim = f.positive("joint_attention_dim", c.joint_attention_dim);
-  c.pooled_projection_dim = f.positive("pooled_projection_dim", c.pooled_projection_dim);
+    f.fail("patch_size", f.dump("patch_size"), "is not supported; FLUX.1 uses 1 (its pipeline packs 2x2)");
+  c.in_channels = f.positive("in_channels", c.in_channels, 4096);
+  c.out_channels = f.positive("out_channels", c.in_channels, 4096);
+  c.num_layers = f.in_range("num_layers", c.num_layers, 0, 1024);
+  c.num_single_layers = f.in_range("num_single_layers", c.num_single_layers, 0, 1024);
+  c.attention_head_dim = f.positive("attention_head_dim", c.attention_head_dim, 1024);
+  c.num_attention_heads = f.positive("num_attention_heads", c.num_attention_heads, 1024);
+  c.joint_attention_dim = f.positive("joint_attention_dim", c.joint_attention_dim, 65536);
+  c.pooled_projection_dim = f.positive("pooled_projection_dim", c.pooled_projection_dim, 65536);
   c.guidance_embeds = f.get<bool>("guidance_embeds", false);
-  c.axes_dims_rope = f.positive_list("axes_dims_rope", c.axes_dims_rope);
+  c.axes_dims_rope = f.positive_list("axes_dims_rope", c.axes_dims_rope, 1024, 8);
   int rope = 0;
   for (int d : c.axes_dims_rope) {
-    if (d % 2) f.fail("axes_dims_rope", f.raw()["axes_dims_rope"].dump(), "must hold even widths (rotated pairs)");
+    if (d % 2) f.fail("axes_dims_rope", f.dump("axes_dims_rope"), "must hold even widths (rotated pairs)");
     rope += d;
   }
   if (c.axes_dims_rope.size() != 3 || rope != c.attention_head_dim)
-    f.fail("axes_dims_rope", f.raw()["axes_dims_rope"].dump(),
+    f.fail("axes_dims_rope", f.dump("axes_dims_rope"),
            "must be three widths (position id, row, column) adding up to attention_head_dim " +
                std::to_string(c.attention_head_dim));
   if (c.in_channels % 4)
@@ -40,20 +38,20 @@ FlowMatchConfig parse_flow_match_config(const std::string& text, const std::stri
   Fields f(text, file);
   expect_class(f, file.c_str(), {"FlowMatchEulerDiscreteScheduler"});
   FlowMatchConfig s;
-  s.num_train_timesteps = f.positive("num_train_timesteps", s.num_train_timesteps);
+  s.num_train_timesteps = f.positive("num_train_timesteps", s.num_train_timesteps, 100000);
   s.shift = f.get<double>("shift", s.shift);
   s.use_dynamic_shifting = f.get<bool>("use_dynamic_shifting", s.use_dynamic_shifting);
   s.base_shift = f.get<double>("base_shift", s.base_shift);
   s.max_shift = f.get<double>("max_shift", s.max_shift);
-  s.base_image_seq_len = f.positive("base_image_seq_len", s.base_image_seq_len);
-  s.max_image_seq_len = f.positive("max_image_seq_len", s.max_image_seq_len);
+  s.base_image_seq_len = f.positive("base_image_seq_len", s.base_image_seq_len, 1 << 24);
+  s.max_image_seq_len = f.positive("max_image_seq_len", s.max_image_seq_len, 1 << 24);
   if (!(s.shift > 0)) f.fail("shift", std::to_string(s.shift), "must be positive");
   if (s.max_image_seq_len == s.base_image_seq_len && s.use_dynamic_shifting)
     f.fail("max_image_seq_len", std::to_string(s.max_image_seq_len), "must differ from base_image_seq_len");
   for (const char* unsupported : {"use_karras_sigmas", "use_exponential_sigmas", "use_beta_sigmas", "invert_sigmas"})
     if (f.get<bool>(unsupported, false)) f.fail(unsupported, "true", "is not supported; FLUX.1 leaves it false");
   if (f.has("shift_terminal"))
-    f.fail("shift_terminal", f.raw()["shift_terminal"].dump(), "is not supported; FLUX.1 leaves it null");
+    f.fail("shift_terminal", f.dump("shift_terminal"), "is not supported; FLUX.1 leaves it null");
   return s;
 }
 
@@ -61,18 +59,18 @@ AutoencoderKLConfig parse_autoencoder_kl_config(const std::string& text, const s
   Fields f(text, file);
   expect_class(f, file.c_str(), {"AutoencoderKL"});
   AutoencoderKLConfig v;
-  v.out_channels = f.positive("out_channels", v.out_channels);
+  v.out_channels = f.positive("out_channels", v.out_channels, 4096);
   // Missing fields take diffusers' AutoencoderKL defaults, not FLUX's values.
-  v.latent_channels = f.positive("latent_channels", 4);
-  v.layers_per_block = f.positive("layers_per_block", 1);
-  v.norm_num_groups = f.positive("norm_num_groups", 32);
-  v.block_out_channels = f.positive_list("block_out_channels", {64});
+  v.latent_channels = f.positive("latent_channels", 4, 4096);
+  v.layers_per_block = f.positive("layers_per_block", 1, 64);
+  v.norm_num_groups = f.positive("norm_num_groups", 32, 1024);
+  v.block_out_channels = f.positive_list("block_out_channels", {64}, 16384, 8);
   for (int c : v.block_out_channels)
     if (c % v.norm_num_groups)
-      f.fail("block_out_channels", f.raw()["block_out_channels"].dump(), "must be multiples of norm_num_groups");
+      f.fail("block_out_channels", f.dump("block_out_channels"), "must be multiples of norm_num_groups");
   v.scaling_factor = f.get<double>("scaling_factor", 0.18215);
   v.shift_factor = f.get<double>("shift_factor", 0.0);
-  v.sample_size = f.positive("sample_size", 32);
+  v.sample_size = f.positive("sample_size", 32, 16384);
   v.mid_block_add_attention = f.get<bool>("mid_block_add_attention", true);
   if (!(v.scaling_factor > 0)) f.fail("scaling_factor", std::to_string(v.scaling_factor), "must be positive");
   for (const char* unsupported : {"use_quant_conv", "use_post_quant_conv"})
@@ -80,13 +78,13 @@ AutoencoderKLConfig parse_autoencoder_kl_config(const std::string& text, const s
       f.fail(unsupported, f.has(unsupported) ? "true" : "(absent: true by default)",
              "is not supported yet; FLUX.1's VAE sets it false");
   for (const char* unsupported : {"latents_mean", "latents_std"})
-    if (f.has(unsupported)) f.fail(unsupported, f.raw()[unsupported].dump(), "is not supported; FLUX.1 leaves it null");
+    if (f.has(unsupported)) f.fail(unsupported, f.dump(unsupported), "is not supported; FLUX.1 leaves it null");
   auto act = f.get<std::string>("act_fn", "silu");
   if (act != "silu") f.fail("act_fn", "\"" + act + "\"", "is not supported; FLUX.1's VAE uses \"silu\"");
   for (const char* key : {"up_block_types"})
     if (f.has(key))
       for (const auto& t : f.raw()[key])
-        if (t != "UpDecoderBlock2D") f.fail(key, f.raw()[key].dump(), "must list only \"UpDecoderBlock2D\"");
+        if (t != "UpDecoderBlock2D") f.fail(key, f.dump(key), "must list only \"UpDecoderBlock2D\"");
   return v;
 }
 

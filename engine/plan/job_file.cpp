@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/error.h"
+#include "plan/json_fields.h"
 
 namespace studio::plan {
 
@@ -52,22 +53,11 @@ std::string to_json(const JobFile& f) {
 }
 
 JobFile job_file_from_json(const std::string& text, const std::string& file) {
-  json in;
-  try {
-    in = json::parse(text);
-  } catch (const std::exception& e) {
-    throw InputError(file + ": not valid JSON (" + e.what() + ")");
-  }
-  if (!in.is_object()) throw InputError(file + ": expected a JSON object");
+  // Types checked and integers range-checked as every config is read; the values themselves are the
+  // job's validation's business.
+  const Fields in(text, file);
   JobFile f;
-  auto get = [&](const char* key, auto& into) {
-    if (!in.contains(key)) return;
-    try {
-      in.at(key).get_to(into);
-    } catch (const std::exception&) {
-      throw InputError(file + ": field '" + key + "' has value " + in.at(key).dump() + " of the wrong type");
-    }
-  };
+  auto get = [&](const char* key, auto& into) { into = in.get<std::decay_t<decltype(into)>>(key, into); };
   JobSpec& j = f.job;
   ParallelConfig& p = f.parallel;
   get("model", j.model_dir);

@@ -53,23 +53,23 @@ TransformerConfig parse_transformer_config(const std::string& text, const std::s
   Fields f(text, file);
   expect_class(f, file.c_str(), {"CogVideoXTransformer3DModel"});
   TransformerConfig c;
-  c.num_attention_heads = f.positive("num_attention_heads", c.num_attention_heads);
-  c.attention_head_dim = f.positive("attention_head_dim", c.attention_head_dim);
-  c.in_channels = f.positive("in_channels", c.in_channels);
-  c.out_channels = f.positive("out_channels", c.in_channels);
+  c.num_attention_heads = f.positive("num_attention_heads", c.num_attention_heads, 1024);
+  c.attention_head_dim = f.positive("attention_head_dim", c.attention_head_dim, 1024);
+  c.in_channels = f.positive("in_channels", c.in_channels, 4096);
+  c.out_channels = f.positive("out_channels", c.in_channels, 4096);
   c.flip_sin_to_cos = f.get<bool>("flip_sin_to_cos", c.flip_sin_to_cos);
   c.freq_shift = f.get<int>("freq_shift", c.freq_shift);
-  c.time_embed_dim = f.positive("time_embed_dim", c.time_embed_dim);
-  c.text_embed_dim = f.positive("text_embed_dim", c.text_embed_dim);
-  c.num_layers = f.positive("num_layers", c.num_layers);
+  c.time_embed_dim = f.positive("time_embed_dim", c.time_embed_dim, 65536);
+  c.text_embed_dim = f.positive("text_embed_dim", c.text_embed_dim, 65536);
+  c.num_layers = f.positive("num_layers", c.num_layers, 1024);
   c.attention_bias = f.get<bool>("attention_bias", c.attention_bias);
-  c.sample_width = f.positive("sample_width", c.sample_width);
-  c.sample_height = f.positive("sample_height", c.sample_height);
-  c.sample_frames = f.positive("sample_frames", c.sample_frames);
-  c.patch_size = f.positive("patch_size", c.patch_size);
-  if (f.has("patch_size_t")) c.patch_size_t = f.positive("patch_size_t", 1);
-  c.temporal_compression_ratio = f.positive("temporal_compression_ratio", c.temporal_compression_ratio);
-  c.max_text_seq_length = f.positive("max_text_seq_length", c.max_text_seq_length);
+  c.sample_width = f.positive("sample_width", c.sample_width, 16384);
+  c.sample_height = f.positive("sample_height", c.sample_height, 16384);
+  c.sample_frames = f.positive("sample_frames", c.sample_frames, 100000);
+  c.patch_size = f.positive("patch_size", c.patch_size, 16);
+  if (f.has("patch_size_t")) c.patch_size_t = f.positive("patch_size_t", 1, 16);
+  c.temporal_compression_ratio = f.positive("temporal_compression_ratio", c.temporal_compression_ratio, 64);
+  c.max_text_seq_length = f.positive("max_text_seq_length", c.max_text_seq_length, 65536);
   c.norm_elementwise_affine = f.get<bool>("norm_elementwise_affine", c.norm_elementwise_affine);
   c.norm_eps = f.get<double>("norm_eps", c.norm_eps);
   c.spatial_interpolation_scale = f.get<double>("spatial_interpolation_scale", c.spatial_interpolation_scale);
@@ -85,7 +85,7 @@ TransformerConfig parse_transformer_config(const std::string& text, const std::s
   auto tact = f.get<std::string>("timestep_activation_fn", "silu");
   if (tact != "silu") f.fail("timestep_activation_fn", "\"" + tact + "\"", "is not supported; CogVideoX uses \"silu\"");
   if (f.has("ofs_embed_dim"))
-    f.fail("ofs_embed_dim", f.raw()["ofs_embed_dim"].dump(),
+    f.fail("ofs_embed_dim", f.dump("ofs_embed_dim"),
            "is set: image-to-video CogVideoX 1.5 (ofs embedding) is not supported yet; use a text-to-video checkpoint");
   if (f.get<bool>("use_learned_positional_embeddings", false))
     f.fail("use_learned_positional_embeddings", "true",
@@ -106,7 +106,7 @@ SchedulerConfig parse_scheduler_config(const std::string& text, const std::strin
   expect_class(f, file.c_str(), {"CogVideoXDDIMScheduler", "CogVideoXDPMScheduler"});
   SchedulerConfig s;
   s.kind = f.get<std::string>("_class_name", "") == "CogVideoXDPMScheduler" ? SamplerKind::DPM : SamplerKind::DDIM;
-  s.num_train_timesteps = f.positive("num_train_timesteps", s.num_train_timesteps);
+  s.num_train_timesteps = f.positive("num_train_timesteps", s.num_train_timesteps, 100000);
   s.beta_start = f.get<double>("beta_start", s.beta_start);
   s.beta_end = f.get<double>("beta_end", s.beta_end);
   s.beta_schedule = f.get<std::string>("beta_schedule", s.beta_schedule);
@@ -134,28 +134,22 @@ VaeConfig parse_vae_config(const std::string& text, const std::string& file) {
   expect_class(f, file.c_str(), {"AutoencoderKLCogVideoX"});
   VaeConfig v;
   v.scaling_factor = f.get<double>("scaling_factor", v.scaling_factor);
-  v.latent_channels = f.positive("latent_channels", v.latent_channels);
-  v.out_channels = f.positive("out_channels", v.out_channels);
-  v.temporal_compression_ratio = f.positive("temporal_compression_ratio", v.temporal_compression_ratio);
+  v.latent_channels = f.positive("latent_channels", v.latent_channels, 4096);
+  v.out_channels = f.positive("out_channels", v.out_channels, 4096);
+  v.temporal_compression_ratio = f.positive("temporal_compression_ratio", v.temporal_compression_ratio, 64);
   if (v.temporal_compression_ratio != 1 && v.temporal_compression_ratio != 2 && v.temporal_compression_ratio != 4)
     f.fail("temporal_compression_ratio", std::to_string(v.temporal_compression_ratio), "must be 1, 2 or 4");
-  v.layers_per_block = f.positive("layers_per_block", v.layers_per_block);
-  v.norm_num_groups = f.positive("norm_num_groups", v.norm_num_groups);
+  v.layers_per_block = f.positive("layers_per_block", v.layers_per_block, 64);
+  v.norm_num_groups = f.positive("norm_num_groups", v.norm_num_groups, 1024);
   v.norm_eps = f.get<double>("norm_eps", v.norm_eps);
-  if (f.has("block_out_channels")) {
-    const json& b = f.raw()["block_out_channels"];
-    if (!b.is_array() || b.empty()) f.fail("block_out_channels", b.dump(), "must be a non-empty list of channel counts");
-    v.block_out_channels.clear();
-    for (const auto& c : b) {
-      if (!c.is_number_integer() || c.get<int>() <= 0 || c.get<int>() % v.norm_num_groups != 0)
-        f.fail("block_out_channels", b.dump(), "must be positive multiples of norm_num_groups");
-      v.block_out_channels.push_back(c.get<int>());
-    }
-  }
+  v.block_out_channels = f.positive_list("block_out_channels", v.block_out_channels, 16384, 8);
+  for (int c : v.block_out_channels)
+    if (c % v.norm_num_groups != 0)
+      f.fail("block_out_channels", f.dump("block_out_channels"), "must be multiples of norm_num_groups");
   v.spatial_compression = 1 << (v.block_out_channels.size() - 1);
   for (const char* unsupported : {"shift_factor", "latents_mean", "latents_std"})
     if (f.has(unsupported))
-      f.fail(unsupported, f.raw()[unsupported].dump(), "is set; CogVideoX VAEs leave it null and this engine does too");
+      f.fail(unsupported, f.dump(unsupported), "is set; CogVideoX VAEs leave it null and this engine does too");
   for (const char* unsupported : {"use_quant_conv", "use_post_quant_conv", "invert_scale_latents"})
     if (f.get<bool>(unsupported, false))
       f.fail(unsupported, "true", "is not supported; CogVideoX VAEs set it false");
@@ -174,15 +168,15 @@ T5Config parse_t5_config(const std::string& text, const std::string& file) {
   T5Config c;
   auto type = f.get<std::string>("model_type", "t5");
   if (type != "t5") f.fail("model_type", "\"" + type + "\"", "is not supported; the T5 text encoder is \"t5\"");
-  c.d_model = f.positive("d_model", c.d_model);
-  c.d_kv = f.positive("d_kv", c.d_kv);
-  c.num_heads = f.positive("num_heads", c.num_heads);
-  c.d_ff = f.positive("d_ff", c.d_ff);
-  c.num_layers = f.positive("num_layers", c.num_layers);
-  c.relative_attention_num_buckets = f.positive("relative_attention_num_buckets", c.relative_attention_num_buckets);
-  c.relative_attention_max_distance = f.positive("relative_attention_max_distance", c.relative_attention_max_distance);
+  c.d_model = f.positive("d_model", c.d_model, 65536);
+  c.d_kv = f.positive("d_kv", c.d_kv, 1024);
+  c.num_heads = f.positive("num_heads", c.num_heads, 1024);
+  c.d_ff = f.positive("d_ff", c.d_ff, 1 << 20);
+  c.num_layers = f.positive("num_layers", c.num_layers, 1024);
+  c.relative_attention_num_buckets = f.positive("relative_attention_num_buckets", c.relative_attention_num_buckets, 4096);
+  c.relative_attention_max_distance = f.positive("relative_attention_max_distance", c.relative_attention_max_distance, 1 << 20);
   c.layer_norm_epsilon = f.get<double>("layer_norm_epsilon", c.layer_norm_epsilon);
-  c.vocab_size = f.positive("vocab_size", c.vocab_size);
+  c.vocab_size = f.positive("vocab_size", c.vocab_size, 1 << 22);
   auto ff = f.get<std::string>("feed_forward_proj", "gated-gelu");
   if (ff != "gated-gelu")
     f.fail("feed_forward_proj", "\"" + ff + "\"", "is not supported; T5 v1.1 (CogVideoX's encoder) uses \"gated-gelu\"");

@@ -1,0 +1,81 @@
+# The fuzzers: the event decoder and the loaders of untrusted files under libFuzzer (clang), for a bounded
+# time each. Built with clang directly from their sources, apart from the g++ build; left out, with a note,
+# where clang cannot build them. bench/fuzz_loaders.sh runs them for longer.
+find_program(STUDIO_CLANGXX NAMES clang++ clang++-16 clang++-15 clang++-14)
+if(STUDIO_CLANGXX)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E echo "extern \"C\" int LLVMFuzzerTestOneInput(const char*, unsigned long){return 0;}"
+                  OUTPUT_FILE ${CMAKE_BINARY_DIR}/fuzz_probe.cpp)
+  execute_process(COMMAND ${STUDIO_CLANGXX} -fsanitize=fuzzer ${CMAKE_BINARY_DIR}/fuzz_probe.cpp -o ${CMAKE_BINARY_DIR}/fuzz_probe
+                  RESULT_VARIABLE fuzz_probe_failed OUTPUT_QUIET ERROR_QUIET)
+endif()
+if(NOT STUDIO_CLANGXX OR fuzz_probe_failed)
+  message(STATUS "clang++ with -fsanitize=fuzzer not found: the fuzz tests are left out (apt install clang)")
+  return()
+endif()
+
+function(studio_fuzzer name)
+  cmake_parse_arguments(F "" "" "SOURCES;HEADERS" ${ARGN})
+  add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/tests/${name}
+    COMMAND ${STUDIO_CLANGXX} -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+            -I${CMAKE_SOURCE_DIR} -I${CMAKE_SOURCE_DIR}/engine ${F_SOURCES} -o ${CMAKE_BINARY_DIR}/tests/${name}
+    DEPENDS ${F_SOURCES} ${F_HEADERS}
+    COMMENT "Building ${name} with clang")
+  string(REPLACE "-" "_" target ${name})  # a target named as its output would clash with it in Ninja
+  add_custom_target(${target} ALL DEPENDS ${CMAKE_BINARY_DIR}/tests/${name})
+endfunction()
+
+# A bounded run of one target, from its corpus folder (kept in the build tree between runs) and its seeds.
+function(studio_fuzz_test name program)
+  cmake_parse_arguments(F "" "TARGET;MAX_LEN" "SEEDS" ${ARGN})
+  set(corpus ${CMAKE_BINARY_DIR}/tests/fuzz-corpus/${name})
+  file(MAKE_DIRECTORY ${corpus})
+  add_test(NAME ${name} COMMAND ${CMAKE_BINARY_DIR}/tests/${program} ${corpus} ${F_SEEDS} -max_total_time=30
+           -max_len=${F_MAX_LEN} -rss_limit_mb=1024 -timeout=5 -seed=1)
+  set_tests_properties(${name} PROPERTIES TIMEOUT 120 ENVIRONMENT "FUZZ_TARGET=${F_TARGET}")
+endfunction()
+
+studio_fuzzer(fuzz-events
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz_events.cpp ${CMAKE_SOURCE_DIR}/workers/events/protocol.cpp
+          ${CMAKE_SOURCE_DIR}/workers/events/messages.cpp
+  HEADERS ${CMAKE_SOURCE_DIR}/workers/events/protocol.h ${CMAKE_SOURCE_DIR}/workers/events/messages.h)
+add_test(NAME fuzz_events COMMAND ${CMAKE_BINARY_DIR}/tests/fuzz-events -max_total_time=30 -max_len=4096 -rss_limit_mb=1024
+         -timeout=5 -seed=1)
+set_tests_properties(fuzz_events PROPERTIES TIMEOUT 120)
+
+file(GLOB plan_sources ${CMAKE_SOURCE_DIR}/engine/plan/*.cpp)
+file(GLOB plan_headers ${CMAKE_SOURCE_DIR}/engine/plan/*.h)
+studio_fuzzer(fuzz-loaders
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz_loaders.cpp ${CMAKE_SOURCE_DIR}/engine/io/safetensors_file.cpp ${plan_sources}
+          ${CMAKE_SOURCE_DIR}/engine/text/clip_tokenizer.cpp ${CMAKE_SOURCE_DIR}/engine/text/unicode_text.cpp
+  HEADERS ${plan_headers} ${CMAKE_SOURCE_DIR}/engine/io/safetensors_file.h ${CMAKE_SOURCE_DIR}/engine/text/clip_tokenizer.h
+          ${CMAKE_SOURCE_DIR}/engine/text/unicode_text.h)
+
+# Seeds from the shared goldens where they are here: small tensor files, every kind of config, a CLIP
+# tokenizer with a prompt; and tests/fuzz_seeds: job files, and inputs that once failed (kept as regressions).
+set(seeds ${CMAKE_BINARY_DIR}/tests/fuzz-seeds)
+file(MAKE_DIRECTORY ${seeds}/safetensors ${seeds}/configs ${seeds}/clip)
+set(G ${STUDIO_GOLDENS_DIR})
+foreach(f fbcache_cogvx2b/golden.safetensors flux_words_tiny/text_encoder_2/model-00004-of-00005.safetensors
+          t5_tiny/golden.safetensors)
+  if(EXISTS ${G}/${f})
+    string(REPLACE "/" "_" seed ${f})
+    configure_file(${G}/${f} ${seeds}/safetensors/${seed} COPYONLY)
+  endif()
+endforeach()
+file(GLOB_RECURSE golden_configs ${G}/*/config.json ${G}/*/scheduler_config.json)
+foreach(f ${golden_configs})
+  file(RELATIVE_PATH rel ${G} ${f})
+  string(REPLACE "/" "_" seed ${rel})
+  configure_file(${f} ${seeds}/configs/${seed} COPYONLY)
+endforeach()
+if(EXISTS ${G}/flux_words_tiny/tokenizer/vocab.json)
+  file(READ ${G}/flux_words_tiny/tokenizer/vocab.json vocab)
+  file(READ ${G}/flux_words_tiny/tokenizer/merges.txt merges)
+  file(WRITE ${seeds}/clip/flux_words_tiny "${vocab}\n--8<--\n${merges}\n--8<--\nIt's a DOG's life!!! 42 café 深圳 🚣")
+endif()
+
+studio_fuzz_test(fuzz_safetensors fuzz-loaders TARGET safetensors MAX_LEN 65536 SEEDS ${seeds}/safetensors)
+studio_fuzz_test(fuzz_configs fuzz-loaders TARGET configs MAX_LEN 8192
+                 SEEDS ${seeds}/configs ${CMAKE_SOURCE_DIR}/tests/fuzz_seeds/configs)
+studio_fuzz_test(fuzz_job_file fuzz-loaders TARGET job MAX_LEN 8192 SEEDS ${CMAKE_SOURCE_DIR}/tests/fuzz_seeds/job)
+studio_fuzz_test(fuzz_clip_tokenizer fuzz-loaders TARGET clip MAX_LEN 65536 SEEDS ${seeds}/clip)
