@@ -13,6 +13,12 @@ namespace studio::gui {
 
 History::History(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
+  notice = new QLabel;
+  notice->setObjectName("history_notice");
+  notice->setWordWrap(true);
+  notice->setStyleSheet("color: #b00020");
+  notice->hide();
+  layout->addWidget(notice);
   table = new QTableWidget(0, 7);
   table->setObjectName("history");
   table->setHorizontalHeaderLabels({tr(""), tr("When"), tr("Prompt"), tr("Seed"), tr("Status"), tr("s/step"), tr("Peak GiB")});
@@ -56,12 +62,22 @@ bool History::open(const QString& path, QString* error) {
   connection_ = "history-" + QUuid::createUuid().toString();
   QSqlDatabase db = QSqlDatabase::addDatabase("QSQLITE", connection_);
   db.setDatabaseName(path);
-  if (!db.open()) return *error = tr("cannot open the history %1: %2").arg(path, db.lastError().text()), false;
+  auto failed = [&](const QString& why) {
+    *error = why + tr(" New runs are not recorded; move the file away to start a new history.");
+    notice->setText(*error);
+    notice->show();
+    return false;
+  };
+  if (!db.open()) return failed(tr("Cannot open the history %1: %2.").arg(path, db.lastError().text()));
   QSqlQuery q(db);
   if (!q.exec("CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY AUTOINCREMENT, created TEXT, prompt TEXT, "
               "seed INTEGER, settings TEXT, status TEXT, folder TEXT, seconds REAL, mean_step REAL, peak_gib REAL, "
               "bytes INTEGER, thumbnail BLOB, steps TEXT)"))
-    return *error = tr("cannot create the history table in %1: %2").arg(path, q.lastError().text()), false;
+    return failed(tr("Cannot use the history %1: %2.").arg(path, q.lastError().text()));
+  // A table of another shape (an edited or foreign file) is refused rather than read wrongly.
+  if (!q.exec("SELECT id, created, prompt, seed, settings, status, folder, seconds, mean_step, peak_gib, bytes, "
+              "thumbnail, steps FROM runs LIMIT 1"))
+    return failed(tr("The history %1 is not DiT Studio's: %2.").arg(path, q.lastError().text()));
   refresh();
   return true;
 }

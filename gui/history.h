@@ -2,6 +2,7 @@
 // in a SQLite database (Qt SQL) in the user's data folder; listed, reopened, re-run or deleted from here.
 #pragma once
 #include <QImage>
+#include <QLabel>
 #include <QPushButton>
 #include <QSqlDatabase>
 #include <QTableWidget>
@@ -34,6 +35,7 @@ class History : public QWidget {
   bool remove(qint64 id);
   void refresh();
 
+  QLabel* notice;  // why the history cannot be used (a damaged database), shown above the table
   QTableWidget* table;
   QPushButton *reopen_button, *rerun_button, *compare_button, *delete_button;
 

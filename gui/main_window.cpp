@@ -14,6 +14,7 @@
 #include <QStandardPaths>
 #include <QVBoxLayout>
 
+#include "plan/error.h"
 #include "plan/family.h"
 #include "plan/job_check.h"
 #include "plan/job_file.h"
@@ -113,16 +114,27 @@ MainWindow::MainWindow(const QString& data_dir)
   connect(&runner_, &JobRunner::message, this, &MainWindow::on_message);
   connect(&runner_, &JobRunner::note, this, [this](const QString& line) { run_view->status->setText(line); });
   connect(&runner_, &JobRunner::finished, this, &MainWindow::on_finished);
-  connect(history, &History::reopen, this, [this](const RunRecord& r) {
-    const auto f = plan::job_file_from_json(r.settings.toStdString(), "history");
-    compose->set_job(f.job);
-    parallel->set_config(f.parallel);
+  // A run's settings come back from the history database, which may have been damaged or edited.
+  auto settings_of = [this](const RunRecord& r) -> std::optional<plan::JobFile> {
+    try {
+      return plan::job_file_from_json(r.settings.toStdString(), "the history's settings of run " + std::to_string(r.id));
+    } catch (const InputError& e) {
+      reason->setText(QString::fromStdString(e.what()));
+      return std::nullopt;
+    }
+  };
+  connect(history, &History::reopen, this, [this, settings_of](const RunRecord& r) {
+    const auto f = settings_of(r);
+    if (!f) return;
+    compose->set_job(f->job);
+    parallel->set_config(f->parallel);
   });
-  connect(history, &History::rerun, this, [this](const RunRecord& r) {
-    const auto f = plan::job_file_from_json(r.settings.toStdString(), "history");
-    compose->set_job(f.job);
+  connect(history, &History::rerun, this, [this, settings_of](const RunRecord& r) {
+    const auto f = settings_of(r);
+    if (!f) return;
+    compose->set_job(f->job);
     compose->seed_mode->setCurrentIndex(0);  // the same seed: the same clip
-    parallel->set_config(f.parallel);
+    parallel->set_config(f->parallel);
     generate();
   });
   new QShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return), this, [this] { generate(); });

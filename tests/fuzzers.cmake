@@ -78,4 +78,5 @@ studio_fuzz_test(fuzz_safetensors fuzz-loaders TARGET safetensors MAX_LEN 65536 
 studio_fuzz_test(fuzz_configs fuzz-loaders TARGET configs MAX_LEN 8192
                  SEEDS ${seeds}/configs ${CMAKE_SOURCE_DIR}/tests/fuzz_seeds/configs)
 studio_fuzz_test(fuzz_job_file fuzz-loaders TARGET job MAX_LEN 8192 SEEDS ${CMAKE_SOURCE_DIR}/tests/fuzz_seeds/job)
-studio_fuzz_test(fuzz_clip_tokenizer fuzz-loaders TARGET clip MAX_LEN 65536 SEEDS ${seeds}/clip)
+studio_fuzz_test(fuzz_clip_tokenizer fuzz-loaders TARGET clip MAX_LEN 65536
+                 SEEDS ${seeds}/clip ${CMAKE_SOURCE_DIR}/tests/fuzz_seeds/clip)

@@ -161,6 +161,31 @@ TEST_F(DitLaunch, bad_inputs_exit_3_naming_file_and_tensor) {
                {"--sampler_noise", "no tensor 'scheduler_noise'"});
 }
 
+// Hostile files, as a download from the internet could hold them: refused before any work, as bad input
+// (exit 3) naming the file and what is wrong, never an internal error.
+TEST_F(DitLaunch, hostile_files_are_bad_input) {
+  auto raw = [&](const std::string& name, const std::string& header, size_t data_bytes) {
+    const uint64_t n = header.size();
+    std::string bytes(reinterpret_cast<const char*>(&n), 8);
+    test::write_file(out(name), bytes + header + std::string(data_bytes, '\0'));
+    return out(name);
+  };
+  const std::string c = test::golden_case("cogvx2b_tiny");
+  const auto wrap = raw("wrap.safetensors",
+                        R"({"prompt_embeds":{"dtype":"F32","shape":[1,144115188075855872,32],"data_offsets":[0,0]}})", 0);
+  expect_error({"--model", c, "--prompt_embeds", wrap}, 3, {"wrap.safetensors", "tensor 'prompt_embeds'", "more bytes"});
+  // A model folder whose transformer weights share bytes, and one whose config would wrap a size.
+  const std::string model = out("model");
+  test::copy_tree(c, model);
+  raw("model/transformer/diffusion_pytorch_model.safetensors",
+      R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"b":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 16);
+  expect_error({"--model", model, "--prompt_embeds", c + "/golden.safetensors"}, 3,
+               {"transformer/diffusion_pytorch_model.safetensors", "tensor 'b'", "overlaps tensor 'a'"});
+  test::edit_json(model + "/transformer/config.json", [](nlohmann::json& j) { j["attention_head_dim"] = 1000000000; });
+  expect_error({"--model", model, "--prompt_embeds", c + "/golden.safetensors"}, 3,
+               {"transformer/config.json", "'attention_head_dim' = 1000000000 must be 1 to 1024"});
+}
+
 TEST_F(DitLaunch, demo_model_writes_a_playable_clip) {
   // No --model: the built-in demo model and its own embeddings, as README's run command does.
   const auto r = launch({"--prompt", "A paper boat on a pond", "--num_inference_steps", "3", "--seed", "5", "--output",

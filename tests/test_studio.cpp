@@ -272,6 +272,32 @@ class TestStudio : public QObject {
     QSettings().clear();
   }
 
+  // A damaged history database is named where the history is shown; the window still composes and runs.
+  // A run whose stored settings were damaged is refused by name when reopened.
+  void a_damaged_history_is_named_and_the_window_lives_on() {
+    const QString dir = tmp_.path() + "/damaged";
+    QDir().mkpath(dir);
+    QFile db(dir + "/history.sqlite");
+    QVERIFY(db.open(QIODevice::WriteOnly));
+    db.write(QByteArray(4096, 'x'));
+    db.close();
+    MainWindow w(dir);
+    QVERIFY2(w.history->notice->text().contains("history.sqlite") &&
+                 w.history->notice->text().contains("not a database"),
+             qPrintable(w.history->notice->text()));
+    w.compose->prompt->setPlainText("a paper boat");
+    QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
+
+    MainWindow fine(tmp_.path() + "/settings");
+    RunRecord broken;
+    broken.prompt = "a paper boat";
+    broken.settings = R"({"height": "tall"})";
+    broken.id = fine.history->add(broken);
+    Q_EMIT fine.history->reopen(broken);
+    QVERIFY2(fine.reason->text().contains("'height'") && fine.reason->text().contains("history"),
+             qPrintable(fine.reason->text()));
+  }
+
   void a_sweep_runs_the_chosen_configurations_and_adopts_the_fastest() {
     MainWindow w(tmp_.path() + "/s");
     w.resize(1280, 860);

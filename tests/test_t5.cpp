@@ -90,6 +90,15 @@ TEST_F(T5, bad_tokenizer_folders) {
   test::write_file(junk + "/spiece.model", "not a model");
   EXPECT_TRUE(test::throws_with<InputError>([&] { text::T5Tokenizer::load(junk); },
                                             {"spiece.model", "not a sentencepiece model"}));
+  // A real model cut short, and a tokenizer_config.json whose added tokens are malformed.
+  const std::string real = test::read_file(test::golden_case("t5_tiny") + "/tokenizer/spiece.model");
+  test::write_file(junk + "/spiece.model", real.substr(0, real.size() / 2));
+  EXPECT_TRUE(test::throws_with<InputError>([&] { text::T5Tokenizer::load(junk); },
+                                            {"spiece.model", "not a sentencepiece model"}));
+  test::write_file(junk + "/spiece.model", real);
+  test::write_file(junk + "/tokenizer_config.json", R"({"added_tokens_decoder": {"99999999999999999999": {"content": 5}}})");
+  EXPECT_TRUE(test::throws_with<InputError>([&] { text::T5Tokenizer::load(junk); },
+                                            {"tokenizer_config.json", "malformed"}));
 }
 
 TEST_F(T5, bad_encoder_folders) {

@@ -99,7 +99,12 @@ ClipTokenizer ClipTokenizer::load(const std::string& dir) {
                        "and merges.txt (download the whole model folder, or pass --prompt_embeds)");
   try {
     const auto v = nlohmann::json::parse(plan::read_text_file(vocab, 64u << 20));
-    for (auto it = v.begin(); it != v.end(); ++it) t.vocab_[it.key()] = it->get<int64_t>();
+    if (!v.is_object()) throw InputError(vocab + ": not a JSON object of token -> id");
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() >= (int64_t(1) << 31))
+        throw InputError(vocab + ": token '" + it.key() + "' has id " + it->dump() + "; ids are integers from 0");
+      t.vocab_[it.key()] = it->get<int64_t>();
+    }
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
