@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The loaders' fuzz targets for longer than CTest's 30 s each: executions, coverage (edges) and corpus size
+# The loaders' fuzz targets (fuzz-loaders and fuzz-t5-tokenizer) for longer than CTest's 30 s each: executions, coverage (edges) and corpus size
 # per target, and any crash it finds (kept as crash-* in the current folder; add it to tests/fuzz_seeds/).
 # Usage: bench/fuzz_loaders.sh [BUILD_DIR] [SECONDS_PER_TARGET]
 set -euo pipefail
@@ -13,16 +13,19 @@ echo "fuzz-loaders, $seconds s per target, $(nproc) cores, $(date -u +%F)"
 echo
 echo "| target | executions | exec/s | coverage (edges) | features | corpus | crashes |"
 echo "|---|---|---|---|---|---|---|"
-for target in safetensors configs job clip; do
+for target in safetensors configs job clip t5; do
   corpus=$(mktemp -d /tmp/fuzz-$target-XXXXXX)
   case $target in
     job) extra="$src/tests/fuzz_seeds/job" ;;
     configs) extra="$seeds/configs $src/tests/fuzz_seeds/configs" ;;
     clip) extra="$seeds/clip $src/tests/fuzz_seeds/clip" ;;
+    t5) extra="$seeds/t5" ;;
     *) extra="$seeds/$target" ;;
   esac
   set +e
-  log=$(FUZZ_TARGET=$target "$fuzzer" "$corpus" $extra -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \
+  program=$fuzzer
+  [ $target = t5 ] && program="$build/tests/fuzz-t5-tokenizer"  # apart: no sanitizers (see the source)
+  log=$(FUZZ_TARGET=$target "$program" "$corpus" $extra -max_total_time="$seconds" -max_len=524288 -rss_limit_mb=2048 \
           -timeout=10 -print_final_stats=1 2>&1)
   code=$?
   set -e

@@ -14,10 +14,13 @@ if(NOT STUDIO_CLANGXX OR fuzz_probe_failed)
 endif()
 
 function(studio_fuzzer name)
-  cmake_parse_arguments(F "" "" "SOURCES;HEADERS" ${ARGN})
+  cmake_parse_arguments(F "" "" "SOURCES;HEADERS;SANITIZE;LIBS" ${ARGN})
+  if(NOT F_SANITIZE)
+    set(F_SANITIZE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
+  endif()
   add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/tests/${name}
-    COMMAND ${STUDIO_CLANGXX} -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-            -I${CMAKE_SOURCE_DIR} -I${CMAKE_SOURCE_DIR}/engine ${F_SOURCES} -o ${CMAKE_BINARY_DIR}/tests/${name}
+    COMMAND ${STUDIO_CLANGXX} -std=c++17 -O1 -g ${F_SANITIZE}
+            -I${CMAKE_SOURCE_DIR} -I${CMAKE_SOURCE_DIR}/engine ${F_SOURCES} ${F_LIBS} -o ${CMAKE_BINARY_DIR}/tests/${name}
     DEPENDS ${F_SOURCES} ${F_HEADERS}
     COMMENT "Building ${name} with clang")
   string(REPLACE "-" "_" target ${name})  # a target named as its output would clash with it in Ninja
@@ -50,10 +53,19 @@ studio_fuzzer(fuzz-loaders
   HEADERS ${plan_headers} ${CMAKE_SOURCE_DIR}/engine/io/safetensors_file.h ${CMAKE_SOURCE_DIR}/engine/text/clip_tokenizer.h
           ${CMAKE_SOURCE_DIR}/engine/text/unicode_text.h)
 
+# The T5 tokenizer reaches sentencepiece through a module loaded with RTLD_DEEPBIND, which the sanitizers'
+# runtime refuses: this one runs under libFuzzer alone (a crash or a hang still fails it).
+studio_fuzzer(fuzz-t5-tokenizer
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz_t5_tokenizer.cpp ${CMAKE_SOURCE_DIR}/engine/text/t5_tokenizer.cpp ${plan_sources}
+  HEADERS ${plan_headers} ${CMAKE_SOURCE_DIR}/engine/text/t5_tokenizer.h
+  SANITIZE -fsanitize=fuzzer
+  LIBS -ldl)
+add_dependencies(fuzz_t5_tokenizer studio_sentencepiece)
+
 # Seeds from the shared goldens where they are here: small tensor files, every kind of config, a CLIP
 # tokenizer with a prompt; and tests/fuzz_seeds: job files, and inputs that once failed (kept as regressions).
 set(seeds ${CMAKE_BINARY_DIR}/tests/fuzz-seeds)
-file(MAKE_DIRECTORY ${seeds}/safetensors ${seeds}/configs ${seeds}/clip)
+file(MAKE_DIRECTORY ${seeds}/safetensors ${seeds}/configs ${seeds}/clip ${seeds}/t5)
 set(G ${STUDIO_GOLDENS_DIR})
 foreach(f fbcache_cogvx2b/golden.safetensors flux_words_tiny/text_encoder_2/model-00004-of-00005.safetensors
           t5_tiny/golden.safetensors)
@@ -74,9 +86,20 @@ if(EXISTS ${G}/flux_words_tiny/tokenizer/vocab.json)
   file(WRITE ${seeds}/clip/flux_words_tiny "${vocab}\n--8<--\n${merges}\n--8<--\nIt's a DOG's life!!! 42 café 深圳 🚣")
 endif()
 
+if(EXISTS ${G}/flux_words_tiny/tokenizer_2/spiece.model)
+  # Binary-safe: the parts joined by `cmake -E cat` (spiece.model holds NUL bytes).
+  file(WRITE ${seeds}/cut.txt "\n--8<--\n")
+  file(WRITE ${seeds}/t5_text.txt "A paper boat <extra_id_5> drifts </s> on a pond")
+  execute_process(COMMAND ${CMAKE_COMMAND} -E cat ${G}/flux_words_tiny/tokenizer_2/spiece.model ${seeds}/cut.txt
+                          ${G}/flux_words_tiny/tokenizer_2/tokenizer_config.json ${seeds}/cut.txt ${seeds}/t5_text.txt
+                  OUTPUT_FILE ${seeds}/t5/flux_words_tiny)
+  file(REMOVE ${seeds}/cut.txt ${seeds}/t5_text.txt)
+endif()
+
 studio_fuzz_test(fuzz_safetensors fuzz-loaders TARGET safetensors MAX_LEN 65536 SEEDS ${seeds}/safetensors)
 studio_fuzz_test(fuzz_configs fuzz-loaders TARGET configs MAX_LEN 8192
                  SEEDS ${seeds}/configs ${CMAKE_SOURCE_DIR}/tests/fuzz_seeds/configs)
 studio_fuzz_test(fuzz_job_file fuzz-loaders TARGET job MAX_LEN 8192 SEEDS ${CMAKE_SOURCE_DIR}/tests/fuzz_seeds/job)
+studio_fuzz_test(fuzz_t5_tokenizer fuzz-t5-tokenizer TARGET t5 MAX_LEN 524288 SEEDS ${seeds}/t5)
 studio_fuzz_test(fuzz_clip_tokenizer fuzz-loaders TARGET clip MAX_LEN 65536
                  SEEDS ${seeds}/clip ${CMAKE_SOURCE_DIR}/tests/fuzz_seeds/clip)
