@@ -47,17 +47,29 @@ int main(int argc, char** argv) {
     // On one machine: one rank per visible GPU (choose them with CUDA_VISIBLE_DEVICES), or on the CPU as
     // many ranks as the degrees ask for. Several machines: --nproc_per_node ranks on each.
     workers::Devices devices;
-    if (args.job.device != "cpu") devices = workers::list_devices(worker);
+    // A job written for a cluster is checked against its own ranks, not this machine's devices.
+    const bool for_cluster = !args.write_job.empty();
+    if (args.job.device != "cpu" && !for_cluster) devices = workers::list_devices(worker);
     const bool gpus = !devices.gpus.empty();
     const int world = args.parallel.world_size();
     auto& run = args.run;
     if (run.nproc_per_node == 0) run.nproc_per_node = run.nnodes > 1 ? std::max(1, world / run.nnodes) : 0;
-    const int processes = run.nnodes > 1 ? run.nnodes * run.nproc_per_node : gpus ? int(devices.gpus.size()) : world;
+    const int processes = for_cluster ? world
+                          : run.nnodes > 1 ? run.nnodes * run.nproc_per_node
+                          : gpus           ? int(devices.gpus.size())
+                                           : world;
     double memory_gib = 0;  // the smallest GPU's
     for (const auto& g : devices.gpus)
       memory_gib = memory_gib == 0 ? double(g.memory_bytes) / (1 << 30) : std::min(memory_gib, double(g.memory_bytes) / (1 << 30));
     const auto problems = plan::check_job(args.job, args.parallel, model, {processes, memory_gib, gpus});
     if (!problems.empty()) throw workers::ArgError(problems.front().message);
+    if (for_cluster) {
+      plan::write_job_file(args.write_job, {args.job, args.parallel});
+      std::cerr << prefix << "wrote " << args.write_job << " (" << args.parallel.describe() << ", " << world
+                << " ranks); start them with e.g. `torchrun --nproc_per_node " << world
+                << " --no_python dit-worker --job " << args.write_job << "`" << std::endl;
+      return workers::kOk;
+    }
     if (demo)
       std::cerr << prefix << "no --model given: using the built-in demo model (random weights, abstract motion) at "
                 << args.job.model_dir << std::endl;

@@ -108,6 +108,9 @@ void run_rank(const plan::JobFile& file, const plan::ModelFolder& model, const p
   double timeout_s = 600;
   if (const char* t = std::getenv("DIT_COLLECTIVE_TIMEOUT_S")) timeout_s = std::max(1.0, std::atof(t));
   auto mesh = parallel::Mesh::create(file.parallel, env, device, std::chrono::milliseconds(int64_t(timeout_s * 1000)));
+  if (env.restart_count > 0 && env.rank == 0)
+    reporter.log("torchrun restarted the job (attempt " + std::to_string(env.restart_count + 1) +
+                 "): it starts again from the first step; nothing of the last attempt is reused");
 
   const auto preview_rgb = models::latent_rgb(model);
   pipeline::Hooks hooks;

@@ -1,7 +1,12 @@
 #include "workers/guarded_main.h"
 
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
 #include <iostream>
 #include <new>
+
+#include <nlohmann/json.hpp>
 
 #include "plan/error.h"
 #include "workers/launch/launch_args.h"
@@ -26,6 +31,15 @@ Failure classify_library_error(const std::string& what) {
                           "timed out", "Timeout", "NCCL communicator was aborted", "Connection refused"}))
     return {events::ErrorKind::LostPeer, "lost a peer rank: " + what, kLostPeer};
   return {events::ErrorKind::Internal, "internal error: " + what, kInternal};
+}
+
+// Under torchrun, a failing process leaves its message where the agent looks (TORCHELASTIC_ERROR_FILE, in the
+// {"message": ..., "timestamp": ...} layout its error handler reads), so that torchrun's summary shows it.
+void tell_torchrun(const std::string& message) {
+  const char* path = std::getenv("TORCHELASTIC_ERROR_FILE");
+  if (!path || !*path) return;
+  const nlohmann::json record = {{"message", message}, {"timestamp", std::to_string(std::time(nullptr))}};
+  std::ofstream(path, std::ios::trunc) << record.dump() << "\n";
 }
 
 }  // namespace
@@ -73,6 +87,7 @@ int guarded_main(const std::string& prefix, const std::function<int()>& body) {
   } catch (...) {
     const Failure f = failure_of(std::current_exception());
     std::cerr << prefix << f.message << std::endl;
+    tell_torchrun(prefix + f.message);
     return f.exit_code;
   }
 }

@@ -70,6 +70,8 @@ DistEnv DistEnv::from_environment() {
     throw InputError("MASTER_ADDR is not set: under srun or mpirun, export MASTER_ADDR (the first machine's address, "
                      "e.g. $(scontrol show hostnames $SLURM_JOB_NODELIST | head -1)) and MASTER_PORT for every rank");
   e.master_port = env_int("MASTER_PORT", 29500);
+  if (const char* a = std::getenv("TORCHELASTIC_USE_AGENT_STORE")) e.agent_store = std::string(a) == "True";
+  e.restart_count = env_int("TORCHELASTIC_RESTART_COUNT", 0);
   if (e.world_size < 1 || e.rank >= e.world_size)
     throw InputError("RANK " + std::to_string(e.rank) + " is not below WORLD_SIZE " + std::to_string(e.world_size));
   return e;
@@ -102,7 +104,7 @@ std::shared_ptr<Mesh> Mesh::create(const plan::ParallelConfig& cfg, const DistEn
 
   c10d::TCPStoreOptions opts;
   opts.port = uint16_t(env.master_port);
-  opts.isServer = env.rank == 0;
+  opts.isServer = env.rank == 0 && !env.agent_store;  // under torchrun, its agent is the server
   opts.numWorkers = size_t(env.world_size);
   opts.waitWorkers = true;
   opts.timeout = timeout;
@@ -112,6 +114,10 @@ std::shared_ptr<Mesh> Mesh::create(const plan::ParallelConfig& cfg, const DistEn
     throw InputError("rank " + std::to_string(env.rank) + ": cannot join the job at " + env.master_addr + ":" +
                      std::to_string(env.master_port) + " (" + e.what() + ")");
   }
+  // The agent's store outlives an attempt: a restarted job keeps its keys apart from the last attempt's.
+  if (env.agent_store)
+    m->store_ = c10::make_intrusive<c10d::PrefixStore>("dit-studio/attempt_" + std::to_string(env.restart_count) + "/",
+                                                       m->store_);
   const bool local = env.master_addr == "127.0.0.1" || env.master_addr == "localhost";
   const std::string host = local ? "127.0.0.1" : local_address_towards(env.master_addr, env.master_port);
   // One process group per distinct member list: dimensions with the same members (world, sequence and

@@ -16,5 +16,7 @@ struct JobFile {
 std::string to_json(const JobFile& f);
 // InputError naming the file and field for anything malformed.
 JobFile job_file_from_json(const std::string& text, const std::string& file);
+// Writes `path` whole or not at all (a temporary file renamed into place); InputError with the reason.
+void write_job_file(const std::string& path, const JobFile& f);
 
 }  // namespace studio::plan

@@ -127,11 +127,7 @@ void Supervisor::start() {
   if (!::mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a private folder in " + tmpl + ": " + strerror(errno));
   folder_ = tmpl;  // 0700: the job file and the socket are the user's alone
   const std::string job_path = folder_ + "/job.json";
-  {
-    std::ofstream out(job_path);
-    out << plan::to_json(plan_.job);
-    if (!out.flush()) throw std::runtime_error("cannot write " + job_path);
-  }
+  plan::write_job_file(job_path, plan_.job);
   std::string endpoint;
   if (plan_.hub()) {
     listener_ = several ? events::Listener::tcp(plan_.run.master_addr, plan_.events_port)
