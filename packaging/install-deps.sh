@@ -28,6 +28,8 @@ tests=(
   libgtest-dev              # GoogleTest: the suites
   clang libclang-rt-14-dev  # libFuzzer, for the event-protocol fuzz test
   iproute2                  # ip netns: the two-machine test
+  openmpi-bin               # mpirun, and
+  slurmd slurmctld slurm-client munge   # a one-machine Slurm: the cluster-launcher tests run the real programs
 )
 gui=(qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite libqcustomplot-dev libqcustomplot2.1-qt6 libgl-dev xvfb)
 

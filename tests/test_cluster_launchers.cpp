@@ -1,12 +1,16 @@
-// dit-worker under the cluster launchers users already have, the real programs: torchrun from PyPI's torch
-// (the Python side of the LibTorch 2.x package the build uses, run by the system's python3), two ranks on
-// this machine on the CPU, from a job file `dit-launch --write_job` wrote. Each test checks the result and
-// that no rank is left behind.
+// dit-worker under the cluster launchers users already have, the real programs, two ranks on this machine
+// on the CPU, from a job file `dit-launch --write_job` wrote: torchrun from PyPI's torch (the Python side of
+// the LibTorch 2.x package the build uses, run by the system's python3; built only where that package is),
+// mpirun from Debian's Open MPI, and srun against a one-machine Slurm (munged, slurmctld, slurmd) the test
+// starts with a generated config. Each test checks the result and that no rank is left behind.
 #include <dirent.h>
 #include <signal.h>
 
+#include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "process.h"
 #include "support.h"
@@ -17,7 +21,8 @@ using test::Args;
 
 namespace {
 
-// The pids of the dit-worker processes started for `job` (their command lines name it).
+// The pids of the dit-worker processes started for `job`: the program is dit-worker and its command line
+// names the job (the launchers' own command lines name both too).
 std::vector<pid_t> workers_of(const std::string& job) {
   std::vector<pid_t> out;
   DIR* proc = ::opendir("/proc");
@@ -27,31 +32,39 @@ std::vector<pid_t> workers_of(const std::string& job) {
     std::ifstream f("/proc/" + std::string(e->d_name) + "/cmdline", std::ios::binary);
     std::stringstream s;
     s << f.rdbuf();
-    const std::string cmd = s.str();
-    if (test::contains(cmd, "dit-worker") && test::contains(cmd, job) && !test::contains(cmd, "torch.distributed.run"))
-      out.push_back(pid);
+    const std::string cmd = s.str(), program = cmd.substr(0, cmd.find('\0'));
+    const bool worker = program.size() >= 10 && program.compare(program.size() - 10, 10, "dit-worker") == 0;
+    if (worker && test::contains(cmd, job)) out.push_back(pid);
   }
   if (proc) ::closedir(proc);
   return out;
 }
 
+// A small demo job, written as a job file by dit-launch --write_job.
+std::string write_job(const std::string& job, int steps, const Args& extra = {}) {
+  const auto r = test::run(test::bin("dit-launch"),
+                           Args{"--prompt", "A paper boat", "--num_frames", "9", "--num_inference_steps",
+                                std::to_string(steps), "--ulysses_degree", "2", "--write_job", job} + extra,
+                           60000);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "torchrun --nproc_per_node 2 --no_python dit-worker --job " + job)) << r.err;
+  return job;
+}
+
+int free_port_base() { return 21000 + int(::getpid() % 2000) * 4; }
+
+}  // namespace
+
+#ifdef STUDIO_TORCH_PYTHONPATH
 class Torchrun : public ::testing::Test {
  protected:
   std::string path(const std::string& name) { return tmp_.path(name); }
-  // dit-launch's flags for a small demo job, written as a job file.
   std::string write_job(const std::string& name, int steps, const Args& extra = {}) {
-    const std::string job = path(name);
-    const auto r = test::run(test::bin("dit-launch"),
-                             Args{"--prompt", "A paper boat", "--num_frames", "9", "--num_inference_steps",
-                                  std::to_string(steps), "--ulysses_degree", "2", "--write_job", job} + extra,
-                             60000);
-    EXPECT_EQ(r.code, 0) << r.err;
-    EXPECT_TRUE(test::contains(r.err, "torchrun --nproc_per_node 2 --no_python dit-worker --job " + job)) << r.err;
-    return job;
+    return ::write_job(path(name), steps, extra);
   }
   void start(test::Process& p, const std::string& job, const Args& torchrun_flags = {}) {
     static int next = 0;
-    const int port = 21000 + int(::getpid() % 10000) + 2 * next++;
+    const int port = free_port_base() + next++;
     p.start("python3",
             Args{"-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", std::to_string(port)} +
                 torchrun_flags + Args{"--no_python", test::bin("dit-worker"), "--job", job},
@@ -59,8 +72,6 @@ class Torchrun : public ::testing::Test {
   }
   test::TempDir tmp_;
 };
-
-}  // namespace
 
 // torchrun's agent serves the rendezvous store itself; the ranks join it and write the clip.
 TEST_F(Torchrun, two_ranks_write_the_clip) {
@@ -126,6 +137,8 @@ TEST_F(Torchrun, a_restarted_job_starts_again_and_finishes) {
   EXPECT_TRUE(workers_of(job).empty());
 }
 
+#endif  // STUDIO_TORCH_PYTHONPATH
+
 // --write_job validates first: a configuration that cannot run writes nothing.
 TEST(WriteJob, refuses_before_writing) {
   test::TempDir tmp;
@@ -136,4 +149,136 @@ TEST(WriteJob, refuses_before_writing) {
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(test::contains(r.err, "--pipefusion_parallel_degree 3")) << r.err;
   EXPECT_FALSE(std::filesystem::exists(tmp.path("job.json")));
+}
+
+// mpirun from Open MPI: on one machine the ranks meet at 127.0.0.1 without MASTER_ADDR.
+class Mpirun : public ::testing::Test {
+ protected:
+  std::string path(const std::string& name) { return tmp_.path(name); }
+  void start(test::Process& p, const std::string& job) {
+    p.start("mpirun", {"--allow-run-as-root", "--oversubscribe", "-np", "2", "-x",
+                       "MASTER_PORT=" + std::to_string(free_port_base() + 100), test::bin("dit-worker"), "--job", job});
+  }
+  test::TempDir tmp_;
+};
+
+TEST_F(Mpirun, two_ranks_write_the_clip) {
+  const std::string job = write_job(path("job.json"), 3, {"--output", path("boat.mp4")});
+  test::Process p;
+  start(p, job);
+  const auto r = test::finish(p, 180000);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(video::probe_clip(path("boat.mp4")).frames, 9);
+  EXPECT_TRUE(workers_of(job).empty());
+}
+
+TEST_F(Mpirun, a_killed_rank_is_named_and_the_other_stops) {
+  const std::string job = write_job(path("long.json"), 1000, {"--output", path("long.mp4")});
+  test::Process p;
+  start(p, job);
+  ASSERT_TRUE(p.wait_for_stderr("step 1/1000", 120000)) << p.err();
+  const auto ranks = workers_of(job);
+  ASSERT_EQ(ranks.size(), size_t(2)) << p.err();
+  ::kill(ranks[1], SIGKILL);
+  const auto r = test::finish(p, 120000);
+  EXPECT_NE(r.code, 0);
+  EXPECT_TRUE(test::contains(r.out + r.err, "exited on signal 9")) << r.out << r.err;
+  EXPECT_FALSE(std::filesystem::exists(path("long.mp4")));
+  EXPECT_TRUE(workers_of(job).empty());
+}
+
+// srun against a one-machine Slurm the fixture starts (munged, slurmctld, slurmd in the foreground, a
+// config generated from `slurmd -C`); the ranks find their master in SLURM_JOB_NODELIST, no MASTER_ADDR.
+class Srun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string dir = tmp_.path("slurm");
+    for (const char* sub : {"state", "spool", "munge"}) std::filesystem::create_directories(dir + "/" + sub);
+    const int port = free_port_base() + 200;
+    const auto node = test::run("slurmd", {"-C"}, 30000);
+    ASSERT_EQ(node.code, 0) << node.err;
+    const std::string node_line = node.out.substr(0, node.out.find('\n'));
+    const std::string host = node_line.substr(9, node_line.find(' ') - 9);  // "NodeName=HOST ..."
+    conf_ = dir + "/slurm.conf";
+    test::write_file(conf_, "ClusterName=dittest\nSlurmctldHost=" + host + "(127.0.0.1)\nSlurmUser=root\n"
+                            "SlurmctldPort=" + std::to_string(port) + "\nSlurmdPort=" + std::to_string(port + 1) +
+                            "\nAuthType=auth/munge\nAuthInfo=socket=" + dir + "/munge/sock\nStateSaveLocation=" +
+                            dir + "/state\nSlurmdSpoolDir=" + dir + "/spool\nSlurmctldPidFile=" + dir +
+                            "/ctld.pid\nSlurmdPidFile=" + dir + "/d.pid\nProctrackType=proctrack/linuxproc\n"
+                            "TaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/none\n"
+                            "AccountingStorageType=accounting_storage/none\nMpiDefault=none\nReturnToService=2\n"
+                            "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n" +
+                            node_line + " NodeAddr=127.0.0.1 State=UNKNOWN\n"
+                            "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE\n");
+    env_ = {{"SLURM_CONF", conf_}};
+    munged_.start("munged", {"-F", "--force", "--socket=" + dir + "/munge/sock", "--pid-file=" + dir + "/munge/pid",
+                             "--seed-file=" + dir + "/munge/seed", "--log-file=" + dir + "/munge/log"});
+    ASSERT_TRUE(wait_for_file(dir + "/munge/sock"));
+    ctld_.start("slurmctld", {"-D", "-f", conf_}, env_);
+    slurmd_.start("slurmd", {"-D", "-f", conf_}, env_);
+    // Up when sinfo sees the node idle.
+    bool idle = false;
+    for (int i = 0; i < 100 && !idle; ++i) {
+      idle = test::contains(test::run("sinfo", {"-h", "-o", "%T"}, 10000, env_).out, "idle");
+      if (!idle) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    ASSERT_TRUE(idle) << "Slurm did not come up: " << ctld_.err() << slurmd_.err();
+  }
+  // Every job step's slurmstepd ends before the daemons stop (a step outlives a killed slurmd).
+  void TearDown() override {
+    test::run("scancel", {"--full", "--user", "root"}, 30000, env_);
+    for (int i = 0; i < 100 && !processes_named("slurmstepd").empty(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (pid_t pid : processes_named("slurmstepd")) ::kill(pid, SIGKILL);
+    for (test::Process* daemon : {&slurmd_, &ctld_, &munged_}) {  // SIGTERM: each reaps its own helpers
+      daemon->signal(SIGTERM);
+      daemon->wait_for_exit(15000);
+    }
+  }
+  static std::vector<pid_t> processes_named(const std::string& name) {
+    std::vector<pid_t> out;
+    DIR* proc = ::opendir("/proc");
+    while (dirent* e = proc ? ::readdir(proc) : nullptr) {
+      const pid_t pid = pid_t(std::atoi(e->d_name));
+      std::string comm;
+      if (pid > 0 && std::getline(std::ifstream("/proc/" + std::string(e->d_name) + "/comm"), comm) && comm == name)
+        out.push_back(pid);
+    }
+    if (proc) ::closedir(proc);
+    return out;
+  }
+  static bool wait_for_file(const std::string& f) {
+    for (int i = 0; i < 100; ++i) {
+      if (std::filesystem::exists(f)) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+  test::TempDir tmp_;
+  std::string conf_;
+  test::EnvVars env_;
+  test::Process munged_, ctld_, slurmd_;  // stopped in TearDown (SIGKILL if they linger)
+};
+
+TEST_F(Srun, two_ranks_write_the_clip) {
+  const std::string job = write_job(tmp_.path("job.json"), 3, {"--output", tmp_.path("boat.mp4")});
+  const auto r = test::run("srun", {"-n", "2", "-O", test::bin("dit-worker"), "--job", job}, 180000, env_);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(video::probe_clip(tmp_.path("boat.mp4")).frames, 9);
+  EXPECT_TRUE(workers_of(job).empty());
+}
+
+TEST_F(Srun, a_killed_rank_is_named_and_the_other_stops) {
+  const std::string job = write_job(tmp_.path("long.json"), 1000, {"--output", tmp_.path("long.mp4")});
+  test::Process p;
+  p.start("srun", {"-n", "2", "-O", test::bin("dit-worker"), "--job", job}, env_);
+  ASSERT_TRUE(p.wait_for_stderr("step 1/1000", 120000)) << p.err();
+  const auto ranks = workers_of(job);
+  ASSERT_EQ(ranks.size(), size_t(2)) << p.err();
+  ::kill(ranks[1], SIGKILL);
+  const auto r = test::finish(p, 120000);
+  EXPECT_NE(r.code, 0);
+  EXPECT_TRUE(test::contains(r.err, "task 1: Killed")) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp_.path("long.mp4")));
+  EXPECT_TRUE(workers_of(job).empty());
 }

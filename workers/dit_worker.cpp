@@ -156,12 +156,7 @@ int run(const std::string& job_path, const parallel::DistEnv& env) {
   at::Device device = at::kCPU;
   if ((file.job.device == "auto" || file.job.device.rfind("cuda", 0) == 0) && at::hasCUDA()) {
     // One GPU per local rank, made current before anything touches CUDA, so that no work lands on GPU 0.
-    const int visible = int(at::getNumGPUs());
-    if (env.local_rank >= visible)
-      throw InputError("LOCAL_RANK " + std::to_string(env.local_rank) + " has no GPU: " + std::to_string(visible) +
-                       " are visible on this machine (CUDA_VISIBLE_DEVICES); start at most " +
-                       std::to_string(visible) + " ranks per machine");
-    device = at::Device(at::kCUDA, int8_t(env.local_rank));
+    device = at::Device(at::kCUDA, int8_t(parallel::gpu_index(env.local_rank, int(at::getNumGPUs()))));
     compat::bind_device(device);
     file.job.device = device.str();
   }

@@ -19,22 +19,6 @@ namespace studio::parallel {
 
 namespace {
 
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  long x = std::strtol(v, &end, 10);
-  if (*end != '\0' || x < 0 || x > 1 << 20)
-    throw InputError(std::string("environment variable ") + name + "='" + v + "' is not a non-negative integer");
-  return int(x);
-}
-
-// The first of `names` that is set: torchrun's, then Slurm's (srun), then Open MPI's (mpirun).
-int env_first(std::initializer_list<const char*> names, int fallback) {
-  for (const char* n : names)
-    if (const char* v = std::getenv(n); v && *v) return env_int(n, fallback);
-  return fallback;
-}
 
 // The address of this machine's interface that reaches `peer` (what Gloo must bind to: the host name
 // may resolve to 127.0.1.1, which no other machine can reach).
@@ -60,22 +44,6 @@ std::string local_address_towards(const std::string& peer, int port) {
 
 }  // namespace
 
-DistEnv DistEnv::from_environment() {
-  DistEnv e;
-  e.rank = env_first({"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"}, 0);
-  e.world_size = env_first({"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE"}, 1);
-  e.local_rank = env_first({"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"}, e.rank);
-  if (const char* a = std::getenv("MASTER_ADDR"); a && *a) e.master_addr = a;
-  else if (e.world_size > 1 && (std::getenv("SLURM_PROCID") || std::getenv("OMPI_COMM_WORLD_RANK")))
-    throw InputError("MASTER_ADDR is not set: under srun or mpirun, export MASTER_ADDR (the first machine's address, "
-                     "e.g. $(scontrol show hostnames $SLURM_JOB_NODELIST | head -1)) and MASTER_PORT for every rank");
-  e.master_port = env_int("MASTER_PORT", 29500);
-  if (const char* a = std::getenv("TORCHELASTIC_USE_AGENT_STORE")) e.agent_store = std::string(a) == "True";
-  e.restart_count = env_int("TORCHELASTIC_RESTART_COUNT", 0);
-  if (e.world_size < 1 || e.rank >= e.world_size)
-    throw InputError("RANK " + std::to_string(e.rank) + " is not below WORLD_SIZE " + std::to_string(e.world_size));
-  return e;
-}
 
 Mesh::Mesh() = default;
 Mesh::~Mesh() = default;

@@ -9,6 +9,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "parallel/comm.h"
+#include "parallel/dist_env.h"
 #include "plan/parallel.h"
 
 namespace c10d {
@@ -17,22 +18,6 @@ class Store;
 
 namespace studio::parallel {
 
-// Who this process is, read from the environment a launcher sets.
-struct DistEnv {
-  int rank = 0;        // RANK
-  int world_size = 1;  // WORLD_SIZE
-  int local_rank = 0;  // LOCAL_RANK
-  std::string master_addr = "127.0.0.1";  // MASTER_ADDR
-  int master_port = 29500;                // MASTER_PORT
-  // torchrun's agent serves the store at MASTER_ADDR:MASTER_PORT itself (TORCHELASTIC_USE_AGENT_STORE=True):
-  // every rank joins it as a client. TORCHELASTIC_RESTART_COUNT numbers the attempts of a restarted job.
-  bool agent_store = false;
-  int restart_count = 0;
-  // RANK/WORLD_SIZE/LOCAL_RANK (torchrun, dit-launch), else SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID
-  // (srun), else OMPI_COMM_WORLD_RANK/_SIZE/_LOCAL_RANK (mpirun); MASTER_ADDR/MASTER_PORT in every
-  // case. InputError if malformed.
-  static DistEnv from_environment();
-};
 
 class Mesh {
  public:
