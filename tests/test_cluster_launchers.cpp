@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -52,6 +53,21 @@ std::string write_job(const std::string& job, int steps, const Args& extra = {})
 }
 
 int free_port_base() { return 21000 + int(::getpid() % 2000) * 4; }
+
+// Kills the job's second rank once denoising has begun (`begun` on the launcher's stderr): the launcher `p`
+// must fail and say `named(pid)` of it, and no rank may be left running, nor the output written.
+void kill_a_rank(test::Process& p, const std::string& job, const std::string& begun, const std::string& output,
+                 const std::function<std::string(pid_t)>& named) {
+  ASSERT_TRUE(p.wait_for_stderr(begun, 120000)) << p.err();
+  const auto ranks = workers_of(job);
+  ASSERT_EQ(ranks.size(), size_t(2)) << p.err();
+  ::kill(ranks[1], SIGKILL);
+  const auto r = test::finish(p, 120000);
+  EXPECT_NE(r.code, 0);
+  EXPECT_TRUE(test::contains(r.out + r.err, named(ranks[1]))) << r.out << r.err;
+  EXPECT_FALSE(std::filesystem::exists(output));
+  EXPECT_TRUE(workers_of(job).empty());
+}
 
 }  // namespace
 
@@ -108,15 +124,8 @@ TEST_F(Torchrun, a_killed_rank_is_named_and_the_other_stops) {
   const std::string job = write_job("long.json", 1000, {"--output", path("long.mp4")});
   test::Process p;
   start(p, job);
-  ASSERT_TRUE(p.wait_for_stderr("denoising", 120000)) << p.err();
-  auto ranks = workers_of(job);
-  ASSERT_EQ(ranks.size(), size_t(2)) << p.err();
-  ::kill(ranks[1], SIGKILL);
-  const auto r = test::finish(p, 120000);
-  EXPECT_NE(r.code, 0);
-  EXPECT_TRUE(test::contains(r.err, "Signal 9 (SIGKILL) received by PID " + std::to_string(ranks[1]))) << r.err;
-  EXPECT_FALSE(std::filesystem::exists(path("long.mp4")));
-  EXPECT_TRUE(workers_of(job).empty());
+  kill_a_rank(p, job, "denoising", path("long.mp4"),
+              [](pid_t pid) { return "Signal 9 (SIGKILL) received by PID " + std::to_string(pid); });
 }
 
 // With --max_restarts, a rank lost mid-run restarts the job: it says so and starts again, apart from the
@@ -176,15 +185,8 @@ TEST_F(Mpirun, a_killed_rank_is_named_and_the_other_stops) {
   const std::string job = write_job(path("long.json"), 1000, {"--output", path("long.mp4")});
   test::Process p;
   start(p, job);
-  ASSERT_TRUE(p.wait_for_stderr("step 1/1000", 120000)) << p.err();
-  const auto ranks = workers_of(job);
-  ASSERT_EQ(ranks.size(), size_t(2)) << p.err();
-  ::kill(ranks[1], SIGKILL);
-  const auto r = test::finish(p, 120000);
-  EXPECT_NE(r.code, 0);
-  EXPECT_TRUE(test::contains(r.out + r.err, "exited on signal 9")) << r.out << r.err;
-  EXPECT_FALSE(std::filesystem::exists(path("long.mp4")));
-  EXPECT_TRUE(workers_of(job).empty());
+  kill_a_rank(p, job, "step 1/1000", path("long.mp4"),
+              [](pid_t) { return std::string("mpirun noticed that process rank 1 with PID"); });
 }
 
 // srun against a one-machine Slurm the fixture starts (munged, slurmctld, slurmd in the foreground, a
@@ -272,13 +274,5 @@ TEST_F(Srun, a_killed_rank_is_named_and_the_other_stops) {
   const std::string job = write_job(tmp_.path("long.json"), 1000, {"--output", tmp_.path("long.mp4")});
   test::Process p;
   p.start("srun", {"-n", "2", "-O", test::bin("dit-worker"), "--job", job}, env_);
-  ASSERT_TRUE(p.wait_for_stderr("step 1/1000", 120000)) << p.err();
-  const auto ranks = workers_of(job);
-  ASSERT_EQ(ranks.size(), size_t(2)) << p.err();
-  ::kill(ranks[1], SIGKILL);
-  const auto r = test::finish(p, 120000);
-  EXPECT_NE(r.code, 0);
-  EXPECT_TRUE(test::contains(r.err, "task 1: Killed")) << r.err;
-  EXPECT_FALSE(std::filesystem::exists(tmp_.path("long.mp4")));
-  EXPECT_TRUE(workers_of(job).empty());
+  kill_a_rank(p, job, "step 1/1000", tmp_.path("long.mp4"), [](pid_t) { return std::string("task 1: Killed"); });
 }

@@ -8,7 +8,6 @@
 #include <ATen/ops/randn.h>
 #include <ATen/ops/zeros.h>
 
-#include <cctype>
 #include <sstream>
 
 #include "io/tensor_file.h"
@@ -358,13 +357,7 @@ INSTANTIATE_TEST_SUITE_P(Mixes, FluxThroughDitLaunch,
                          ::testing::Values("", "--ulysses_degree 2 --use_parallel_vae", "--ring_degree 3",
                                            "--pipefusion_parallel_degree 2 --num_pipeline_patch 3 --warmup_steps 4",
                                            "--ulysses_degree 2 --ring_degree 2"),
-                         [](const ::testing::TestParamInfo<const char*>& info) {
-                           std::string name;
-                           for (const char* ch = info.param; *ch; ++ch)
-                             if (std::isalnum(static_cast<unsigned char>(*ch)) || *ch == '_') name += *ch;
-                             else if (*ch == ' ') name += '_';
-                           return name.empty() ? std::string("one_process") : name;
-                         });
+                         test::flags_name);
 
 TEST(FluxThroughDitLaunchRefusals, say_what_would_work) {
   const std::string c = test::golden_case(kCase), file = c + "/golden.safetensors";

@@ -2,10 +2,10 @@
 // prompt on a complete folder): CLIP's byte-level BPE tokenizer and text model (the pooled vector), T5 from
 // tokenizer_2/ and its sharded text_encoder_2/, and the whole job through dit-launch from the seed, in one
 // process and in parallel mixes.
-#include <cctype>
 #include <sstream>
 
 #include "io/tensor_file.h"
+#include "mixes.h"
 #include "plan/error.h"
 #include "plan/job.h"
 #include "plan/model_folder.h"
@@ -191,13 +191,7 @@ INSTANTIATE_TEST_SUITE_P(Mixes, FluxWordsThroughDitLaunch,
                                            "--pipefusion_parallel_degree 2 --num_pipeline_patch 3 --warmup_steps 4",
                                            "--pipefusion_parallel_degree 2 --ulysses_degree 2 --warmup_steps 4",
                                            "--data_parallel_degree 2 --num_images_per_prompt 2"),
-                         [](const ::testing::TestParamInfo<const char*>& info) {
-                           std::string name;
-                           for (const char* ch = info.param; *ch; ++ch)
-                             if (std::isalnum(static_cast<unsigned char>(*ch)) || *ch == '_') name += *ch;
-                             else if (*ch == ' ') name += '_';
-                           return name.empty() ? std::string("one_process") : name;
-                         });
+                         test::flags_name);
 
 TEST(FluxWordsRefusals, missing_encoders_and_misplaced_prompts_are_named) {
   test::TempDir tmp;
