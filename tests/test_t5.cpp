@@ -4,9 +4,11 @@
 #include <ATen/ops/stack.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "plan/error.h"
 #include "tensor_support.h"
+#include "text/charsmap_check.h"
 #include "text/t5_encoder.h"
 #include "text/t5_tokenizer.h"
 
@@ -99,6 +101,60 @@ TEST_F(T5, bad_tokenizer_folders) {
   test::write_file(junk + "/tokenizer_config.json", R"({"added_tokens_decoder": {"99999999999999999999": {"content": 5}}})");
   EXPECT_TRUE(test::throws_with<InputError>([&] { text::T5Tokenizer::load(junk); },
                                             {"tokenizer_config.json", "malformed"}));
+}
+
+// A character map whose trie walks outside itself crashed sentencepiece on the first prompt (found by
+// fuzzing): it is refused when the folder is loaded, with the reason.
+TEST_F(T5, damaged_character_map_is_refused) {
+  const std::string real = test::read_file(dir_ + "/tokenizer/spiece.model");
+  EXPECT_EQ(text::model_charsmap_problem(real), "");
+  const std::string_view map = text::proto_bytes_field(text::proto_bytes_field(real, 3), 2);
+  ASSERT_GT(map.size(), 1024u);
+  std::string damaged = real;
+  const uint32_t far_root = 0xFFFFFC00u;  // the root's children block, far past the end
+  std::memcpy(&damaged[size_t(map.data() - real.data()) + 4], &far_root, sizeof far_root);
+  const std::string dir = tmp_.path("damaged");
+  std::filesystem::create_directories(dir);
+  test::write_file(dir + "/spiece.model", damaged);
+  EXPECT_TRUE(test::throws_with<InputError>([&] { text::T5Tokenizer::load(dir); },
+                                            {"spiece.model", "normaliser's character map is damaged", "outside the trie"}));
+
+  // Hand-made maps: one block of 256 units whose root loops to itself, with strings "ab\0".
+  const auto make_map = [](uint32_t trie_bytes, uint32_t unit_0x61, const std::string& strings) {
+    std::string blob(4 + 1024, '\0');
+    std::memcpy(&blob[0], &trie_bytes, 4);
+    std::memcpy(&blob[4 + 4 * 0x61], &unit_0x61, 4);
+    return blob + strings;
+  };
+  const std::string ab("ab\0", 3);
+  EXPECT_EQ(text::charsmap_problem(make_map(1024, 0, ab)), "");
+  EXPECT_EQ(text::charsmap_problem(""), "");
+  EXPECT_NE(text::charsmap_problem(make_map(4096, 0, ab)).find("runs past the map"), std::string::npos);
+  EXPECT_NE(text::charsmap_problem(make_map(0, 0, ab)).find("trie is empty"), std::string::npos);
+  // 'a' matches and has a leaf (bit 8) whose value, read from the same unit, is 0x161: past "ab".
+  const uint32_t leaf_a = 0x61 | (1u << 8);
+  EXPECT_NE(text::charsmap_problem(make_map(1024, leaf_a, ab)).find("a replacement starts at byte 353"),
+            std::string::npos);
+  EXPECT_NE(text::charsmap_problem(make_map(1024, leaf_a, std::string(400, 'x'))).find("has no end"),
+            std::string::npos);
+  EXPECT_EQ(text::charsmap_problem(make_map(1024, leaf_a, std::string(353, 'x') + ab)), "");
+}
+
+// sentencepiece's trie throws from deep inside on a piece that starts with a NUL byte (found by fuzzing):
+// a refusal, not an exception escaping the module. The model is written field by field: pieces <unk>,
+// "a" and "b", then "\0b" in place of "b".
+TEST_F(T5, model_with_a_nul_piece_is_refused) {
+  const auto piece = [](const std::string& text, char type) {
+    const std::string body = std::string{0x0A, char(text.size())} + text + std::string{0x15, 0, 0, 0, 0, 0x18, type};
+    return std::string{0x0A, char(body.size())} + body;
+  };
+  const std::string dir = tmp_.path("nul_piece");
+  std::filesystem::create_directories(dir);
+  test::write_file(dir + "/spiece.model", piece("<unk>", 2) + piece("a", 1) + piece("b", 1));
+  EXPECT_EQ(text::T5Tokenizer::load(dir).tokenize("ab").size(), 3u);  // the hand-made model itself is sound
+  test::write_file(dir + "/spiece.model", piece("<unk>", 2) + piece("a", 1) + piece(std::string("\0b", 2), 1));
+  EXPECT_TRUE(test::throws_with<InputError>([&] { text::T5Tokenizer::load(dir); },
+                                            {"spiece.model", "not a sentencepiece model", "zero-length key"}));
 }
 
 TEST_F(T5, bad_encoder_folders) {

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "text/charsmap_check.h"
+
 namespace {
 
 void set_error(char* err, size_t len, const std::string& msg) {
@@ -24,21 +26,31 @@ extern "C" {
 
 void* studio_sp_load(const char* model_path, char* err, size_t err_len) {
   auto* sp = new sentencepiece::SentencePieceProcessor();
-  const auto status = sp->Load(model_path);
-  if (!status.ok()) {
-    set_error(err, err_len, status.ToString());
-    delete sp;
-    return nullptr;
+  try {  // sentencepiece throws from inside (darts-clone, on a piece it cannot index); no C++ crosses out
+    const auto status = sp->Load(model_path);
+    // sentencepiece trusts the normaliser's trie it just read; a damaged one would crash the first encode.
+    const std::string problem = status.ok() ? studio::text::model_charsmap_problem(sp->serialized_model_proto())
+                                            : status.ToString();
+    if (problem.empty()) return sp;
+    set_error(err, err_len, problem);
+  } catch (const std::exception& e) {
+    set_error(err, err_len, e.what());
   }
-  return sp;
+  delete sp;
+  return nullptr;
 }
 
 // ids: malloc'd, freed with studio_sp_free; returns 0 on success.
 int studio_sp_encode(void* h, const char* text, size_t len, int32_t** ids, size_t* n, char* err, size_t err_len) {
   std::vector<int> out;
-  const auto status = static_cast<sentencepiece::SentencePieceProcessor*>(h)->Encode(std::string(text, len), &out);
-  if (!status.ok()) {
-    set_error(err, err_len, status.ToString());
+  try {
+    const auto status = static_cast<sentencepiece::SentencePieceProcessor*>(h)->Encode(std::string(text, len), &out);
+    if (!status.ok()) {
+      set_error(err, err_len, status.ToString());
+      return 1;
+    }
+  } catch (const std::exception& e) {
+    set_error(err, err_len, e.what());
     return 1;
   }
   *n = out.size();
