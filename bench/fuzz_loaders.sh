@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The loaders' fuzz targets (fuzz-loaders and fuzz-t5-tokenizer) for longer than CTest's 30 s each: executions, coverage (edges) and corpus size
+# The loaders' fuzz targets (fuzz-loaders and fuzz-t5-tokenizer) for longer than CTest's fixed runs (about 20 s each), with a new seed each time: executions, coverage (edges) and corpus size
 # per target, and any crash it finds (kept as crash-* in the current folder; add it to tests/fuzz_seeds/).
 # Usage: bench/fuzz_loaders.sh [BUILD_DIR] [SECONDS_PER_TARGET]
 set -euo pipefail

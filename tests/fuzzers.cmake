@@ -27,23 +27,25 @@ function(studio_fuzzer name)
   add_custom_target(${target} ALL DEPENDS ${CMAKE_BINARY_DIR}/tests/${name})
 endfunction()
 
-# A bounded run of one target, from its corpus folder (kept in the build tree between runs) and its seeds.
+# A bounded, repeatable run of one target: a fresh corpus folder, its seeds, a fixed seed and a fixed number
+# of runs, so that CI's verdict is the same on every machine (a time bound made it depend on the machine's
+# speed: how far the search got). bench/fuzz_loaders.sh explores for longer, with other seeds.
 function(studio_fuzz_test name program)
-  cmake_parse_arguments(F "" "TARGET;MAX_LEN" "SEEDS" ${ARGN})
+  cmake_parse_arguments(F "" "TARGET;MAX_LEN;RUNS" "SEEDS" ${ARGN})
   set(corpus ${CMAKE_BINARY_DIR}/tests/fuzz-corpus/${name})
-  file(MAKE_DIRECTORY ${corpus})
-  add_test(NAME ${name} COMMAND ${CMAKE_BINARY_DIR}/tests/${program} ${corpus} ${F_SEEDS} -max_total_time=30
+  add_test(NAME ${name} COMMAND sh -c "rm -rf \"$0\" && mkdir -p \"$0\" && exec \"$@\"" ${corpus}
+           ${CMAKE_BINARY_DIR}/tests/${program} ${corpus} ${F_SEEDS} -runs=${F_RUNS}
            -max_len=${F_MAX_LEN} -rss_limit_mb=1024 -timeout=5 -seed=1)
-  set_tests_properties(${name} PROPERTIES TIMEOUT 120 ENVIRONMENT "FUZZ_TARGET=${F_TARGET}")
+  set_tests_properties(${name} PROPERTIES TIMEOUT 240 ENVIRONMENT "FUZZ_TARGET=${F_TARGET}")
 endfunction()
 
 studio_fuzzer(fuzz-events
   SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz_events.cpp ${CMAKE_SOURCE_DIR}/workers/events/protocol.cpp
           ${CMAKE_SOURCE_DIR}/workers/events/messages.cpp
   HEADERS ${CMAKE_SOURCE_DIR}/workers/events/protocol.h ${CMAKE_SOURCE_DIR}/workers/events/messages.h)
-add_test(NAME fuzz_events COMMAND ${CMAKE_BINARY_DIR}/tests/fuzz-events -max_total_time=30 -max_len=4096 -rss_limit_mb=1024
+add_test(NAME fuzz_events COMMAND ${CMAKE_BINARY_DIR}/tests/fuzz-events -runs=1500000 -max_len=4096 -rss_limit_mb=1024
          -timeout=5 -seed=1)
-set_tests_properties(fuzz_events PROPERTIES TIMEOUT 120)
+set_tests_properties(fuzz_events PROPERTIES TIMEOUT 240)
 
 file(GLOB plan_sources ${CMAKE_SOURCE_DIR}/engine/plan/*.cpp)
 file(GLOB plan_headers ${CMAKE_SOURCE_DIR}/engine/plan/*.h)
@@ -62,6 +64,7 @@ studio_fuzzer(fuzz-t5-tokenizer
   LIBS -ldl)
 add_dependencies(fuzz_t5_tokenizer studio_sentencepiece)
 
+# Runs per target: about 20 s each on this kind of machine (2 cores), from their measured executions/s.
 # Seeds from the shared goldens where they are here: small tensor files, every kind of config, a CLIP
 # tokenizer with a prompt; and tests/fuzz_seeds: job files, and inputs that once failed (kept as regressions).
 set(seeds ${CMAKE_BINARY_DIR}/tests/fuzz-seeds)
@@ -96,10 +99,10 @@ if(EXISTS ${G}/flux_words_tiny/tokenizer_2/spiece.model)
   file(REMOVE ${seeds}/cut.txt ${seeds}/t5_text.txt)
 endif()
 
-studio_fuzz_test(fuzz_safetensors fuzz-loaders TARGET safetensors MAX_LEN 65536 SEEDS ${seeds}/safetensors)
-studio_fuzz_test(fuzz_configs fuzz-loaders TARGET configs MAX_LEN 8192
+studio_fuzz_test(fuzz_safetensors fuzz-loaders TARGET safetensors RUNS 200000 MAX_LEN 65536 SEEDS ${seeds}/safetensors)
+studio_fuzz_test(fuzz_configs fuzz-loaders TARGET configs RUNS 80000 MAX_LEN 8192
                  SEEDS ${seeds}/configs ${CMAKE_SOURCE_DIR}/tests/fuzz_seeds/configs)
-studio_fuzz_test(fuzz_job_file fuzz-loaders TARGET job MAX_LEN 8192 SEEDS ${CMAKE_SOURCE_DIR}/tests/fuzz_seeds/job)
-studio_fuzz_test(fuzz_t5_tokenizer fuzz-t5-tokenizer TARGET t5 MAX_LEN 524288 SEEDS ${seeds}/t5)
-studio_fuzz_test(fuzz_clip_tokenizer fuzz-loaders TARGET clip MAX_LEN 65536
+studio_fuzz_test(fuzz_job_file fuzz-loaders TARGET job RUNS 400000 MAX_LEN 8192 SEEDS ${CMAKE_SOURCE_DIR}/tests/fuzz_seeds/job)
+studio_fuzz_test(fuzz_t5_tokenizer fuzz-t5-tokenizer TARGET t5 RUNS 15000 MAX_LEN 524288 SEEDS ${seeds}/t5)
+studio_fuzz_test(fuzz_clip_tokenizer fuzz-loaders TARGET clip RUNS 25000 MAX_LEN 65536
                  SEEDS ${seeds}/clip ${CMAKE_SOURCE_DIR}/tests/fuzz_seeds/clip)
