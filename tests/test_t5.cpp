@@ -116,8 +116,9 @@ TEST_F(T5, damaged_character_map_is_refused) {
   const std::string dir = tmp_.path("damaged");
   std::filesystem::create_directories(dir);
   test::write_file(dir + "/spiece.model", damaged);
-  EXPECT_TRUE(test::throws_with<InputError>([&] { text::T5Tokenizer::load(dir); },
-                                            {"spiece.model", "normaliser's character map is damaged", "outside the trie"}));
+  EXPECT_TRUE(test::throws_with<InputError>(
+      [&] { text::T5Tokenizer::load(dir); },
+      {"spiece.model", "normaliser's character map is damaged", "outside the trie"}));
 
   // Hand-made maps: one block of 256 units whose root loops to itself, with strings "ab\0".
   const auto make_map = [](uint32_t trie_bytes, uint32_t unit_0x61, const std::string& strings) {

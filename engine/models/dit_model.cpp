@@ -15,10 +15,18 @@ StepInputs StepInputs::rows(int64_t first, int64_t count) const {
   return part;
 }
 
-at::Tensor DitModel::forward(const StepInputs& in, const Positions& pos, const AttentionFn& attention) const {
+bool DitModel::run_blocks(Tokens& x, const Conditioning& c, const at::Tensor& rope_cos, const at::Tensor& rope_sin,
+                          const AttentionFn& attention, BlockCache* cache) const {
+  if (cache) return cache->run_blocks(*this, x, c, rope_cos, rope_sin, attention);
+  for (size_t i = 0; i < num_blocks(); ++i) run_block(i, x, c, rope_cos, rope_sin, attention);
+  return true;
+}
+
+at::Tensor DitModel::forward(const StepInputs& in, const Positions& pos, const AttentionFn& attention,
+                             BlockCache* cache) const {
   const auto c = condition(in);
   auto x = embed(in, pos);
-  for (size_t i = 0; i < num_blocks(); ++i) run_block(i, x, c, pos.rope_cos, pos.rope_sin, attention);
+  run_blocks(x, c, pos.rope_cos, pos.rope_sin, attention, cache);
   return unpatchify(project_out(x.latent, c), in.latents);
 }
 

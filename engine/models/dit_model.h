@@ -66,6 +66,19 @@ struct BlockRange {
 // embedding (one branch, the scale an input), or not at all.
 enum class Guidance { ClassifierFree, Embedded, None };
 
+class DitModel;
+
+// A step cache (cache/): runs a call's blocks, or some of them and what it kept from an earlier call.
+// It holds one cache context (the calls of one guidance branch, or of the batch when the family runs its
+// branches as one call), so one is made per transformer a run steps through.
+class BlockCache {
+ public:
+  virtual ~BlockCache() = default;
+  // Blocks [0, num_blocks) of `model` over x, as DitModel::run_blocks; returns whether every block ran.
+  virtual bool run_blocks(const DitModel& model, Tokens& x, const Conditioning& c, const at::Tensor& rope_cos,
+                          const at::Tensor& rope_sin, const AttentionFn& attention) = 0;
+};
+
 class DitModel {
  public:
   virtual ~DitModel() = default;
@@ -94,8 +107,13 @@ class DitModel {
   // Patch features of every latent token [B, N, f] -> the output, in the layout of `latents`.
   virtual at::Tensor unpatchify(const at::Tensor& patches, const at::Tensor& latents) const = 0;
 
+  // Every block in order over the tokens held, or what `cache` decides (when given); true when all ran.
+  bool run_blocks(Tokens& x, const Conditioning& c, const at::Tensor& rope_cos, const at::Tensor& rope_sin,
+                  const AttentionFn& attention, BlockCache* cache = nullptr) const;
+
   // The single-process model: the output for the whole batch.
-  at::Tensor forward(const StepInputs& in, const Positions& pos, const AttentionFn& attention = local_attention()) const;
+  at::Tensor forward(const StepInputs& in, const Positions& pos, const AttentionFn& attention = local_attention(),
+                     BlockCache* cache = nullptr) const;
 };
 
 }  // namespace studio::models

@@ -1,6 +1,8 @@
 #include "parallel/parallel_model.h"
 
 #include <ATen/ops/cat.h>
+#include <ATen/ops/stack.h>
+#include <ATen/ops/sum.h>
 
 #include "parallel/pipefusion.h"
 #include "plan/error.h"
@@ -8,7 +10,8 @@
 
 namespace studio::parallel {
 
-ParallelTransformer::ParallelTransformer(const models::DitModel& model, Mesh& mesh)
+ParallelTransformer::ParallelTransformer(const models::DitModel& model, Mesh& mesh,
+                                         std::optional<double> fbcache_threshold)
     : model_(model), mesh_(mesh) {
   if (mesh.config().use_cfg_parallel && model.guidance() != models::Guidance::ClassifierFree)
     throw InputError("--use_cfg_parallel: this model has no classifier-free guidance (" +
@@ -17,6 +20,10 @@ ParallelTransformer::ParallelTransformer(const models::DitModel& model, Mesh& me
                      "), so there is no second branch to run; split the work with --ulysses_degree, --ring_degree, "
                      "--pipefusion_parallel_degree or --data_parallel_degree instead");
   if (mesh.config().pipefusion_parallel_degree > 1) pipefusion_ = std::make_unique<PipeFusionStage>(model, mesh);
+  if (fbcache_threshold) {
+    if (pipefusion_) throw std::logic_error("internal error: a First-Block Cache under PipeFusion passed validation");
+    cache_ = std::make_unique<cache::FirstBlockCache>(*fbcache_threshold);
+  }
 }
 
 ParallelTransformer::~ParallelTransformer() = default;
@@ -37,7 +44,11 @@ at::Tensor ParallelTransformer::operator()(const models::StepInputs& in, const m
 
 at::Tensor ParallelTransformer::branch(const models::StepInputs& in, const models::Positions& pos) {
   if (pipefusion_) return pipefusion_->forward(calls_, in, pos);
-  if (mesh_.config().sp_degree() == 1) return model_.forward(in, pos);
+  const auto sum = [this](const at::Tensor& t) { return sum_over_call(t); };
+  if (mesh_.config().sp_degree() == 1) {
+    if (cache_) cache_->set_share({-1, sum});
+    return model_.forward(in, pos, models::local_attention(), cache_.get());
+  }
   const auto cond = model_.condition(in);
   auto full = model_.embed(in, pos);
   auto& sp = SequenceParallel::reuse(sequence_, mesh_, {full.text.size(1), full.latent.size(1), mesh_.config().sp_degree()},
@@ -45,9 +56,17 @@ at::Tensor ParallelTransformer::branch(const models::StepInputs& in, const model
   auto local = sp.shard(full);
   full = {};
   const auto [cos, sin] = sp.shard_rope(pos);
-  const auto attention = sp.attention();
-  for (size_t i = 0; i < model_.num_blocks(); ++i) model_.run_block(i, local, cond, cos, sin, attention);
+  if (cache_) cache_->set_share({sp.layout().latent_valid(sp.part()), sum});
+  model_.run_blocks(local, cond, cos, sin, sp.attention(), cache_.get());
   return model_.unpatchify(sp.gather_latent(model_.project_out(local.latent, cond)), in.latents);
+}
+
+at::Tensor ParallelTransformer::sum_over_call(const at::Tensor& t) {
+  // Every rank adds the same gathered parts in the same order: the same sum, to the last bit, everywhere.
+  at::Tensor s = t;
+  for (const plan::Dim dim : {plan::Dim::Sequence, plan::Dim::Cfg, plan::Dim::Data})
+    if (Group& g = mesh_.group(dim); g.size() > 1) s = at::sum(at::stack(g.all_gather(s.contiguous())), 0);
+  return s;
 }
 
 }  // namespace studio::parallel

@@ -47,7 +47,7 @@ std::string shortest(double v) {
 
 std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const plan::ModelFolder& model,
                                                 const plan::ParallelConfig& par) {
-  return {{"generator", "DiT Studio " STUDIO_VERSION},
+  std::map<std::string, std::string> m{{"generator", "DiT Studio " STUDIO_VERSION},
           {"model", model.dir},
           {"model_family", plan::family_name(model.family)},
           {"sampler", plan::rules_of(model).sampler_name(model)},
@@ -63,7 +63,10 @@ std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const 
           {"negative_prompt", job.negative_prompt},
           {"prompt_embeds", job.prompt_embeds_file},
           {"num_videos_per_prompt", std::to_string(job.num_videos_per_prompt)},
-          {"parallel", par.describe()}};
+          {"parallel", par.describe()},
+          {"use_fbcache", job.use_fbcache ? "true" : "false"}};
+  if (job.use_fbcache) m["cache_threshold"] = shortest(plan::cache_threshold(job));
+  return m;
 }
 
 at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh,

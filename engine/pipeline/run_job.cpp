@@ -45,6 +45,18 @@ double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// "First-Block Cache: 8 of 12 calls reused the blocks after the first (full calls: 1 5 10)".
+std::string cache_summary(const std::vector<bool>& full) {
+  std::string steps;
+  size_t skipped = 0;
+  for (size_t i = 0; i < full.size(); ++i) {
+    if (full[i]) steps += " " + std::to_string(i + 1);
+    skipped += !full[i];
+  }
+  return "First-Block Cache: " + std::to_string(skipped) + " of " + std::to_string(full.size()) +
+         " calls reused the blocks after the first (full calls:" + steps + ")";
+}
+
 // The caller's hooks, with the stop check agreed by every rank and the last step's latents remembered.
 Hooks step_hooks(const Hooks& hooks, parallel::Mesh& mesh, const at::Device& device, PartialLatents& partial) {
   Hooks h = hooks;
@@ -76,9 +88,11 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
       std::to_string(job.num_inference_steps) + " steps of " + plan::rules_of(model).sampler_name(model) + ", " +
       mesh.config().describe());
   const auto t1 = std::chrono::steady_clock::now();
-  ModelCall call;  // the model's own forward() in one process
-  if (mesh.world_size() > 1) {
-    auto parallel_model = std::make_shared<parallel::ParallelTransformer>(*transformer, mesh);
+  ModelCall call;  // the model's own forward() in one process without a cache
+  std::shared_ptr<parallel::ParallelTransformer> parallel_model;
+  if (mesh.world_size() > 1 || job.use_fbcache) {
+    parallel_model = std::make_shared<parallel::ParallelTransformer>(
+        *transformer, mesh, job.use_fbcache ? std::optional<double>(plan::cache_threshold(job)) : std::nullopt);
     call = [parallel_model](const models::StepInputs& step, const models::Positions& pos) {
       return (*parallel_model)(step, pos);
     };
@@ -94,6 +108,8 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
       keep_partial_latents(job, model, job_metadata(job, model, mesh.config()), partial, log);
     throw;
   }
+  if (const auto* cache = parallel_model ? parallel_model->cache() : nullptr)
+    log(cache_summary(cache->full_calls()));
   auto all = parallel::gather_samples(mesh, latents).cpu();
   r.seconds_denoising = since(t1);
   return all;  // the transformer's weights are released here, before the VAE loads

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <sstream>
 
 #include "plan/error.h"
 #include "plan/family.h"
@@ -14,6 +15,12 @@ namespace studio::plan {
 void apply_model_defaults(JobSpec& job, const ModelFolder& model) { rules_of(model).apply_defaults(job, model); }
 
 namespace {
+
+std::string short_number(double x) {
+  std::ostringstream s;
+  s << x;
+  return s.str();
+}
 
 // The folder a file will be written to must exist and be writable: checked before any work.
 void check_output_folder(const char* field, const std::string& file, std::vector<Problem>& out) {
@@ -44,6 +51,10 @@ void check_multiple(const char* field, int value, int step, const std::string& w
                               std::to_string(step) + " (" + why + "); " + nearest_multiples(value, step) + " would work"});
 }
 
+double cache_threshold(const JobSpec& job) {
+  return std::isnan(job.cache_threshold) ? kFirstBlockCacheThreshold : job.cache_threshold;
+}
+
 std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
   std::vector<Problem> out;
   const auto& rules = rules_of(model);
@@ -70,6 +81,14 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
     out.push_back({"prompt", "--prompt: " + model.dir + " has " + missing_text_parts(model) +
                                  " to encode words with; download the whole model folder (e.g. huggingface-cli "
                                  "download " + example_repo(model) + ") or pass --prompt_embeds FILE"});
+  if (!std::isnan(job.cache_threshold) && !job.use_fbcache)
+    out.push_back({"cache_threshold", "--cache_threshold: no step cache is on; add --use_fbcache, or drop it"});
+  else if (!std::isnan(job.cache_threshold) && !(job.cache_threshold >= 0 && job.cache_threshold <= kMaxCacheThreshold))
+    out.push_back({"cache_threshold", "--cache_threshold " + std::to_string(job.cache_threshold) +
+                                          ": must be between 0 (skip nothing: the uncached result) and " +
+                                          std::to_string(int(kMaxCacheThreshold)) +
+                                          " (First-Block Cache's default is " + short_number(kFirstBlockCacheThreshold) +
+                                          "; higher skips more)"});
   // Outputs are checked now, not after a long run.
   check_output_folder("save_tensors", job.save_tensors_file, out);
   check_output_folder("output", job.output_file, out);

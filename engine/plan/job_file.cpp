@@ -44,6 +44,7 @@ std::string to_json(const JobFile& f) {
               {"tile_sample_min_height", j.tile_sample_min_height},
               {"tile_sample_min_width", j.tile_sample_min_width},
               {"enable_slicing", j.vae_slicing},
+              {"use_fbcache", j.use_fbcache},
               {"use_parallel_vae", p.use_parallel_vae},
               {"ulysses_degree", p.ulysses_degree},
               {"ring_degree", p.ring_degree},
@@ -53,6 +54,7 @@ std::string to_json(const JobFile& f) {
               {"use_cfg_parallel", p.use_cfg_parallel},
               {"data_parallel_degree", p.data_parallel_degree}};
   if (!std::isnan(j.guidance_scale)) out["guidance_scale"] = j.guidance_scale;  // unset: the model's default
+  if (!std::isnan(j.cache_threshold)) out["cache_threshold"] = j.cache_threshold;  // unset: the method's default
   return out.dump(2);
 }
 
@@ -108,6 +110,8 @@ JobFile job_file_from_json(const std::string& text, const std::string& file) {
   get("tile_sample_min_height", j.tile_sample_min_height);
   get("tile_sample_min_width", j.tile_sample_min_width);
   get("enable_slicing", j.vae_slicing);
+  get("use_fbcache", j.use_fbcache);
+  get("cache_threshold", j.cache_threshold);
   get("use_parallel_vae", p.use_parallel_vae);
   get("ulysses_degree", p.ulysses_degree);
   get("ring_degree", p.ring_degree);

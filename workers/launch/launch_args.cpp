@@ -82,11 +82,12 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
       {"--tile_sample_min_height", [&](auto& f, auto& v) { j.tile_sample_min_height = int(to_integer(f, v, 16, 1 << 16, "240")); }},
       {"--tile_sample_min_width", [&](auto& f, auto& v) { j.tile_sample_min_width = int(to_integer(f, v, 16, 1 << 16, "360")); }},
       {"--dtype", [&](auto&, auto& v) { j.dtype = v; }},
+      {"--cache_threshold", [&](auto& f, auto& v) { j.cache_threshold = to_number(f, v, "0.1"); }},
   };
   const std::map<std::string, bool*> switches = {
       {"--use_dynamic_cfg", &j.use_dynamic_cfg}, {"--use_cfg_parallel", &p.use_cfg_parallel},
       {"--use_parallel_vae", &p.use_parallel_vae}, {"--keep_partial", &j.keep_partial},
-      {"--allow_tf32", &j.allow_tf32},
+      {"--allow_tf32", &j.allow_tf32},          {"--use_fbcache", &j.use_fbcache},
       {"--enable_tiling", &j.vae_tiling},        {"--enable_slicing", &j.vae_slicing}};
   for (size_t i = 0; i < argv.size(); ++i) {
     std::string flag = argv[i], value;
@@ -161,6 +162,12 @@ with a FLUX.1 folder (dev, schnell); the family is read from model_index.json.
                               float16 the T5 text encoder runs in bfloat16 (it overflows in float16)
   --allow_tf32                CUDA float32: let matmuls and convolutions use TF32 (faster; off by
                               default, so float32 means float32)
+
+Step caching (faster, approximate; every parallel mix but PipeFusion takes the one-process decisions):
+  --use_fbcache               First-Block Cache (diffusers' semantics): a step whose first block's output
+                              changed little since the last full step reuses what the other blocks added
+  --cache_threshold X         how little: the relative change at or under which a step is reused
+                              (default 0.05; 0 reuses nothing; higher is faster and drifts further)
 
 Parallel (xDiT's flags; processes = data x CFG x PipeFusion x ring x Ulysses, started here as
 dit-worker ranks; each degree 1 is the single-process path):

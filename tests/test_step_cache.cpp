@@ -1,0 +1,220 @@
+// First-Block Cache against diffusers 0.35.2 (fbcache_cogvx2b: cogvx2b_tiny, 12 steps, threshold 0.44):
+// which calls ran every block, and the final latents to 1e-3, in one process and with ranks as threads
+// under Ulysses 2, Ring 3, Ring 5 (padded), Ulysses 2 x CFG parallel (every rank deciding on the
+// one-process change); data parallel equal to the one-process run of the same batch; a threshold of 0 equal to the uncached run; through dit-launch
+// with its flags, its summary line and its refusals; FLUX.1 through the same seam.
+#include <ATen/ops/cat.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/families.h"
+#include "parallel/parallel_model.h"
+#include "pipeline/denoise.h"
+#include "plan/error.h"
+#include "process.h"
+#include "rank_threads.h"
+#include "sampling/scheduler.h"
+#include "tensor_support.h"
+
+using namespace studio;
+using test::Args;
+
+namespace {
+
+const std::string kCase = "fbcache_cogvx2b";
+
+struct CachedRun {
+  at::Tensor latents;
+  std::vector<bool> full_calls;
+  std::vector<double> changes;  // the change each call was decided on
+};
+
+class FirstBlockCache : public ::testing::Test {
+ protected:
+  const nlohmann::json g_ = test::golden_json(kCase);
+  const std::string base_ = g_["base_case"];
+  const plan::ModelFolder folder_ = plan::read_model_folder(test::golden_case(base_));
+  const std::shared_ptr<models::DitModel> model_ = models::load_transformer(folder_, at::kFloat, at::kCPU);
+  test::TempDir tmp_;
+
+  pipeline::DenoiseInputs inputs(int videos = 1) const {
+    pipeline::DenoiseInputs in;
+    const auto rep = [&](const at::Tensor& t) { return at::cat(std::vector<at::Tensor>(size_t(videos), t), 0); };
+    in.prompt_embeds = rep(test::golden_tensor(base_, "prompt_embeds"));
+    in.negative_prompt_embeds = rep(test::golden_tensor(base_, "negative_prompt_embeds"));
+    const auto init = test::golden_tensor(base_, "latents_init");
+    // A second video starts from other noise, so that the batch's two halves differ.
+    in.latents = videos == 1 ? init : at::cat({init, init.flip({-1})}, 0);
+    in.guidance_scale = test::golden_json(base_)["guidance_scale"];
+    return in;
+  }
+
+  // The 12-step run through a ParallelTransformer on `mesh` (a cache when `threshold` is given).
+  CachedRun run(parallel::Mesh& mesh, std::optional<double> threshold, const pipeline::DenoiseInputs& in) const {
+    parallel::ParallelTransformer call(*model_, mesh, threshold);
+    sampling::Scheduler sampler(folder_.scheduler, g_["num_inference_steps"]);
+    sampling::SeededNoise unused(0);  // DDIM draws none
+    CachedRun r;
+    r.latents = pipeline::denoise(*model_, sampler, in, &unused, {},
+                                  [&](const models::StepInputs& s, const models::Positions& p) { return call(s, p); });
+    if (call.cache()) r.full_calls = call.cache()->full_calls(), r.changes = call.cache()->changes();
+    return r;
+  }
+
+  std::vector<bool> golden_pattern() const {
+    std::vector<bool> out;
+    for (int n : g_["full_calls_per_step"]) out.push_back(n == 1);
+    return out;
+  }
+};
+
+// The largest relative difference between two runs' changes, call by call (the first call has none).
+double change_gap(const std::vector<double>& a, const std::vector<double>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double gap = 0;
+  for (size_t i = 1; i < std::min(a.size(), b.size()); ++i) gap = std::max(gap, std::abs(a[i] - b[i]) / b[i]);
+  return gap;
+}
+
+std::string pattern(const std::vector<bool>& full) {
+  std::string s;
+  for (bool f : full) s += f ? '1' : '0';
+  return s;
+}
+
+TEST_F(FirstBlockCache, one_process_matches_the_reference) {
+  const auto cached = run(*parallel::Mesh::single(), double(g_["threshold"]), inputs());
+  EXPECT_EQ(pattern(cached.full_calls), pattern(golden_pattern()));
+  const double err = test::max_abs_diff(cached.latents, test::golden_tensor(kCase, "final_latents"));
+  std::printf("fbcache one process: calls %s, final_latents max error %.3g\n", pattern(cached.full_calls).c_str(), err);
+  EXPECT_LT(err, test::kRunTolerance);
+}
+
+TEST_F(FirstBlockCache, threshold_zero_is_the_uncached_run) {
+  auto mesh = parallel::Mesh::single();
+  const auto cached = run(*mesh, 0.0, inputs()), uncached = run(*mesh, std::nullopt, inputs());
+  EXPECT_EQ(pattern(cached.full_calls), std::string(12, '1'));
+  EXPECT_TRUE(uncached.full_calls.empty());
+  EXPECT_EQ(test::max_abs_diff(cached.latents, uncached.latents), 0.0);
+  EXPECT_LT(test::max_abs_diff(uncached.latents, test::golden_tensor(kCase, "final_latents_uncached")),
+            test::kRunTolerance);
+}
+
+// Each rank holds part of every call; the two sums of the change are added over the call's ranks, so every
+// rank decides on the one process's change (to rounding: not a half's, nor a shard's).
+TEST_F(FirstBlockCache, every_sequence_and_cfg_mix_decides_as_one_process) {
+  const auto one = run(*parallel::Mesh::single(), double(g_["threshold"]), inputs());
+  plan::ParallelConfig ulysses, ring, ring5, ulysses_cfg;
+  ulysses.ulysses_degree = 2;
+  ring.ring_degree = 3;
+  ring5.ring_degree = 5;  // 72 latent tokens in 5 parts: the padded rows are left out of the sums
+  ulysses_cfg.ulysses_degree = 2;
+  ulysses_cfg.use_cfg_parallel = true;
+  for (const auto& p : {ulysses, ring, ring5, ulysses_cfg}) {
+    std::vector<CachedRun> runs(size_t(p.world_size()));
+    const auto failure = test::run_ranks(p, [&](int r, parallel::Mesh& mesh) {
+      runs[size_t(r)] = run(mesh, double(g_["threshold"]), inputs());
+    });
+    for (int r = 0; r < p.world_size(); ++r) {
+      ASSERT_TRUE(failure[size_t(r)].empty()) << p.describe() << " rank " << r << ": " << failure[size_t(r)];
+      EXPECT_EQ(pattern(runs[size_t(r)].full_calls), pattern(golden_pattern())) << p.describe() << " rank " << r;
+      EXPECT_LT(change_gap(runs[size_t(r)].changes, one.changes), 1e-5) << p.describe() << " rank " << r;
+      // And the ranks among themselves to the last bit: a decision can never differ between them.
+      for (size_t i = 1; i < runs[size_t(r)].changes.size(); ++i)
+        EXPECT_EQ(runs[size_t(r)].changes[i], runs[0].changes[i]) << p.describe() << " rank " << r << " call " << i;
+      const double err = test::max_abs_diff(runs[size_t(r)].latents, test::golden_tensor(kCase, "final_latents"));
+      EXPECT_LT(err, test::kRunTolerance) << p.describe() << " rank " << r;
+      if (r == 0) std::printf("fbcache %s: final_latents max error %.3g\n", p.describe().c_str(), err);
+    }
+  }
+}
+
+// diffusers keeps one cache context for the whole batch; split among data-parallel groups, the batch
+// still decides as one, so each video equals the one-process run of the same job.
+TEST_F(FirstBlockCache, data_parallel_decides_for_the_whole_batch) {
+  const auto one = run(*parallel::Mesh::single(), double(g_["threshold"]), inputs(2));
+  plan::ParallelConfig dp;
+  dp.data_parallel_degree = 2;
+  std::vector<CachedRun> runs(2);
+  const auto failure = test::run_ranks(dp, [&](int r, parallel::Mesh& mesh) {
+    auto in = inputs(2);
+    for (auto* t : {&in.prompt_embeds, &in.negative_prompt_embeds, &in.latents}) *t = t->narrow(0, r, 1);
+    runs[size_t(r)] = run(mesh, double(g_["threshold"]), in);
+  });
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(failure[size_t(r)].empty()) << "rank " << r << ": " << failure[size_t(r)];
+    EXPECT_EQ(pattern(runs[size_t(r)].full_calls), pattern(one.full_calls)) << "rank " << r;
+    EXPECT_LT(change_gap(runs[size_t(r)].changes, one.changes), 1e-5) << "rank " << r;
+    EXPECT_LT(test::max_abs_diff(runs[size_t(r)].latents, one.latents.narrow(0, r, 1)), 1e-5) << "rank " << r;
+  }
+  std::printf("fbcache batch of 2: calls %s\n", pattern(one.full_calls).c_str());
+}
+
+TEST_F(FirstBlockCache, through_dit_launch_with_its_flags) {
+  const std::string c = test::golden_case(base_), file = c + "/golden.safetensors";
+  const auto b = test::golden_json(base_);
+  const Args args{"--model", c, "--height", std::to_string(int(b["height"])), "--width",
+                  std::to_string(int(b["width"])), "--num_frames", std::to_string(int(b["num_frames"])),
+                  "--num_inference_steps", "12", "--prompt_embeds", file, "--latents", file, "--use_fbcache",
+                  "--cache_threshold", "0.44"};
+  for (const Args& mix : {Args{}, Args{"--ring_degree", "2"}}) {
+    const std::string out = tmp_.path("fbcache" + std::to_string(mix.size()) + ".safetensors");
+    const auto r = test::run(test::bin("dit-launch"), args + mix + Args{"--save_tensors", out}, 180000);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_TRUE(test::contains(r.err, "First-Block Cache: 9 of 12 calls reused the blocks after the first "
+                                      "(full calls: 1 5 10)")) << r.err;
+    EXPECT_LT(test::max_abs_diff(io::TensorFile(out, "t").get("final_latents", 5, ""),
+                                 test::golden_tensor(kCase, "final_latents")),
+              test::kRunTolerance);
+  }
+}
+
+// FLUX.1 through the same seam (no reference run with the cache: the uncached one, and the one-process
+// decisions under sequence parallelism).
+TEST_F(FirstBlockCache, flux_takes_the_same_cache) {
+  const std::string c = test::golden_case("flux_tiny"), file = c + "/golden.safetensors";
+  const Args args{"--model", c, "--height", "64", "--width", "96", "--num_inference_steps", "10",
+                  "--prompt_embeds", file, "--latents", file};
+  const auto launch = [&](const Args& more, const std::string& out) {
+    const auto r = test::run(test::bin("dit-launch"), args + more + Args{"--save_tensors", out}, 180000);
+    EXPECT_EQ(r.code, 0) << r.err;
+    const auto at = r.err.find("First-Block Cache:");
+    return at == std::string::npos ? std::string() : r.err.substr(at, r.err.find('\n', at) - at);
+  };
+  const auto latents = [](const std::string& f) { return io::TensorFile(f, "t").get("final_latents", 3, ""); };
+  const std::string plain = tmp_.path("plain.safetensors"), zero = tmp_.path("zero.safetensors"),
+                    one = tmp_.path("one.safetensors"), ulysses = tmp_.path("ulysses.safetensors");
+  EXPECT_EQ(launch({}, plain), "");
+  EXPECT_EQ(launch({"--use_fbcache", "--cache_threshold", "0"}, zero),
+            "First-Block Cache: 0 of 10 calls reused the blocks after the first (full calls: 1 2 3 4 5 6 7 8 9 10)");
+  EXPECT_EQ(test::max_abs_diff(latents(zero), latents(plain)), 0.0);
+  const std::string summary = launch({"--use_fbcache", "--cache_threshold", "0.3"}, one);
+  EXPECT_TRUE(test::contains(summary, "First-Block Cache: 5 of 10 calls")) << summary;
+  EXPECT_EQ(launch({"--use_fbcache", "--cache_threshold", "0.3", "--ulysses_degree", "2"}, ulysses), summary);
+  EXPECT_LT(test::max_abs_diff(latents(ulysses), latents(one)), test::kRunTolerance);
+  EXPECT_GT(test::max_abs_diff(latents(one), latents(plain)), 1e-3);  // the skipped calls did change the result
+}
+
+TEST_F(FirstBlockCache, refusals_name_the_flag) {
+  const std::string c = test::golden_case(base_);
+  const auto launch = [&](const Args& a) {
+    return test::run(test::bin("dit-launch"), Args{"--model", c, "--prompt_embeds", c + "/golden.safetensors"} + a,
+                     60000);
+  };
+  auto r = launch({"--cache_threshold", "0.1"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_TRUE(test::contains(r.err, "--cache_threshold: no step cache is on; add --use_fbcache")) << r.err;
+  r = launch({"--use_fbcache", "--cache_threshold", "-1"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_TRUE(test::contains(r.err, "--cache_threshold -1")) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "default is 0.05")) << r.err;
+  r = launch({"--use_fbcache", "--cache_threshold", "much"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(test::contains(r.err, "--cache_threshold 'much': not a number")) << r.err;
+  r = launch({"--use_fbcache", "--pipefusion_parallel_degree", "2"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_TRUE(test::contains(r.err, "--use_fbcache with --pipefusion_parallel_degree 2")) << r.err;
+}
+
+}  // namespace
