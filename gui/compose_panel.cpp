@@ -106,6 +106,27 @@ ComposePanel::ComposePanel(QWidget* parent) : QWidget(parent) {
   form->addRow(tr("Guidance"), guidance);
   form->addRow(problems_.make("guidance_scale"));
   form->addRow(QString(), dynamic_cfg);
+  // Step caching: off by default (it trades fidelity for speed); the threshold is how little a step's
+  // first block may change for the step to reuse the other blocks' work.
+  fbcache = new QCheckBox(tr("reuse steps that change little (First-Block Cache)"));
+  fbcache->setObjectName("use_fbcache");
+  fbcache->setToolTip(tr("Skips the blocks after the first on a step whose first block changed little since the "
+                         "last full step, reusing what they added then. Faster; the result drifts from the "
+                         "uncached one as the threshold rises."));
+  cache_threshold = new QDoubleSpinBox;
+  cache_threshold->setObjectName("cache_threshold");
+  cache_threshold->setRange(0, plan::kMaxCacheThreshold);
+  cache_threshold->setDecimals(3);
+  cache_threshold->setSingleStep(0.01);
+  cache_threshold->setValue(plan::kFirstBlockCacheThreshold);
+  cache_threshold->setEnabled(false);
+  cache_threshold->setToolTip(tr("The relative change at or under which a step is reused: 0 reuses nothing; "
+                                 "higher is faster and less faithful (default %1).")
+                                  .arg(plan::kFirstBlockCacheThreshold));
+  form->addRow(tr("Step cache"), fbcache);
+  form->addRow(problems_.make("use_fbcache"));
+  form->addRow(tr("Reuse threshold"), cache_threshold);
+  form->addRow(problems_.make("cache_threshold"));
   preset = new QComboBox;
   preset->setObjectName("preset");
   form->addRow(tr("Preset"), preset);
@@ -128,6 +149,9 @@ ComposePanel::ComposePanel(QWidget* parent) : QWidget(parent) {
     connect(s, qOverload<int>(&QSpinBox::valueChanged), this, &ComposePanel::changed);
   connect(guidance, qOverload<double>(&QDoubleSpinBox::valueChanged), this, &ComposePanel::changed);
   connect(dynamic_cfg, &QCheckBox::toggled, this, &ComposePanel::changed);
+  connect(fbcache, &QCheckBox::toggled, cache_threshold, &QWidget::setEnabled);
+  connect(fbcache, &QCheckBox::toggled, this, &ComposePanel::changed);
+  connect(cache_threshold, qOverload<double>(&QDoubleSpinBox::valueChanged), this, &ComposePanel::changed);
   plan::JobSpec start;  // seed 42; sizes, steps and guidance come from the model when it first loads
   start.guidance_scale = 0;
   set_job(start);
@@ -233,6 +257,8 @@ plan::JobSpec ComposePanel::job() const {
   j.num_inference_steps = steps->value();
   j.guidance_scale = guidance->value();
   j.use_dynamic_cfg = dynamic_cfg->isChecked();
+  j.use_fbcache = fbcache->isChecked();
+  if (j.use_fbcache) j.cache_threshold = cache_threshold->value();
   // What a hidden field holds (left from another family) is not part of the job.
   if (model_) {
     const auto& rules = plan::rules_of(*model_);
@@ -248,7 +274,8 @@ void ComposePanel::set_job(const plan::JobSpec& j) {
                                      QSignalBlocker(seed),
                                      QSignalBlocker(width),  QSignalBlocker(height),          QSignalBlocker(frames),
                                      QSignalBlocker(fps),    QSignalBlocker(steps),           QSignalBlocker(guidance),
-                                     QSignalBlocker(dynamic_cfg)};
+                                     QSignalBlocker(dynamic_cfg), QSignalBlocker(fbcache),
+                                     QSignalBlocker(cache_threshold)};
   if (!j.model_dir.empty() && QString::fromStdString(j.model_dir) != model_edit->text()) {
     model_edit->setText(QString::fromStdString(j.model_dir));
     load_model();
@@ -264,6 +291,9 @@ void ComposePanel::set_job(const plan::JobSpec& j) {
   steps->setValue(j.num_inference_steps);
   guidance->setValue(j.guidance_scale);
   dynamic_cfg->setChecked(j.use_dynamic_cfg);
+  fbcache->setChecked(j.use_fbcache);
+  cache_threshold->setEnabled(j.use_fbcache);
+  cache_threshold->setValue(plan::cache_threshold(j));
   Q_EMIT changed();
 }
 

@@ -1,7 +1,7 @@
 // What to generate: the model folder (the built-in demo models, for clips and for images, always offered;
 // recent folders remembered), the prompt (and what the family reads besides: a negative prompt for
 // CogVideoX, T5's own prompt for FLUX.1), the seed and how it changes between runs, and the sizes, frames,
-// steps and guidance, with the steps and ranges the model's configs allow. Only the fields the model's
+// steps and guidance, with the steps and ranges the model's configs allow, and step caching. Only the fields the model's
 // family uses are shown, and a change of family starts from the new family's defaults.
 #pragma once
 #include <QCheckBox>
@@ -45,6 +45,8 @@ class ComposePanel : public QWidget {
   QComboBox* seed_mode;
   QDoubleSpinBox* guidance;
   QCheckBox* dynamic_cfg;
+  QCheckBox* fbcache;               // step caching on
+  QDoubleSpinBox* cache_threshold;  // its threshold (enabled while it is on)
   QLabel* family;  // the model family and its sampler, read from the folder
   QComboBox* preset;  // the family's sizes: the model's defaults, or a quick draft of them
 

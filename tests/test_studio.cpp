@@ -10,6 +10,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cmath>
 #include <csignal>
 
 #include "gui/main_window.h"
@@ -105,6 +106,40 @@ class TestStudio : public QObject {
     w.compose->set_model_dir(demo);
     QVERIFY(w.generate_button->isEnabled());
     shoot(&w, "compose");
+  }
+
+  void step_cache_is_a_choice_with_its_rules() {
+    MainWindow w(tmp_.path() + "/cache");
+    w.show();
+    QTRY_VERIFY_WITH_TIMEOUT(w.parallel->devices->item(0)->text().contains(" cores"), 30000);
+    w.compose->prompt->setPlainText("a paper boat");
+    // Off by default; its threshold waits until it is on, at diffusers' default.
+    QVERIFY(!w.compose->fbcache->isChecked());
+    QVERIFY(!w.compose->cache_threshold->isEnabled());
+    QVERIFY(!w.compose->job().use_fbcache);
+    QVERIFY(std::isnan(w.compose->job().cache_threshold));
+    w.compose->fbcache->setChecked(true);
+    QVERIFY(w.compose->cache_threshold->isEnabled());
+    QCOMPARE(w.compose->job().cache_threshold, 0.05);
+    w.compose->cache_threshold->setValue(0.2);
+    QVERIFY(w.compose->job().use_fbcache);
+    QCOMPARE(w.compose->job().cache_threshold, 0.2);
+    QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
+    // PipeFusion cannot take it: said next to the cache, and Generate waits.
+    w.parallel->pipefusion->setValue(2);
+    QVERIFY(!w.generate_button->isEnabled());
+    QVERIFY2(w.compose->problems().text("use_fbcache").contains("--use_fbcache with --pipefusion_parallel_degree 2"),
+             qPrintable(w.compose->problems().text("use_fbcache")));
+    w.parallel->pipefusion->setValue(1);
+    QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
+    // A job read back (history, presets) keeps it.
+    const auto kept = w.compose->job();
+    w.compose->fbcache->setChecked(false);
+    w.compose->set_job(kept);
+    QVERIFY(w.compose->fbcache->isChecked() && w.compose->cache_threshold->isEnabled());
+    QCOMPARE(w.compose->cache_threshold->value(), 0.2);
+    Q_EMIT w.compose->preset->activated(1);
+    QVERIFY(w.compose->job().use_fbcache);
   }
 
   void about_says_what_the_worker_was_built_with() {
