@@ -13,6 +13,7 @@
 #include "workers/launch/supervisor.h"
 
 class QCustomPlot;
+class QCPGraph;
 class QGridLayout;
 
 namespace studio::gui {
@@ -30,6 +31,8 @@ class RunView : public QWidget {
   QLabel* status;
   QCustomPlot* step_plot;
   QCustomPlot* memory_plot;
+  // On step_plot, rank 0's steps that reused the step cache (made at the first one; null before).
+  QCPGraph* reused_steps = nullptr;
 
  private:
   void update_rank(const workers::RankView& r);

@@ -39,7 +39,7 @@ std::string header(uint8_t version, uint8_t kind, uint32_t body, uint32_t payloa
 
 TEST(Events, every_message_survives_the_framing) {
   Hello h{3, 4, "host-a", "cuda:1", "secret", 1234};
-  Progress p{2, 7, 50, 1.25, {10, 20, 30, 40, 50, 60, 70}};
+  Progress p{2, 7, 50, 1.25, -1, {10, 20, 30, 40, 50, 60, 70}};
   Picture pic;
   pic.rank = 0;
   pic.step = 7;
@@ -65,6 +65,17 @@ TEST(Events, every_message_survives_the_framing) {
   ASSERT_EQ(Phase::parse(all[1]).phase, std::string("denoising"));
   const auto p2 = Progress::parse(all[2]);
   ASSERT_EQ(p2.step, 7);
+  ASSERT_EQ(p2.full, -1);
+  ASSERT_FALSE(all[2].body.contains("full"));  // no step cache: not said at all
+  // With a step cache, whether the step ran every block; anything but a boolean is refused.
+  for (int full : {0, 1}) {
+    Progress cached = p;
+    cached.full = full;
+    ASSERT_EQ(Progress::parse(cached.make()).full, full);
+  }
+  auto wrong = p.make();
+  wrong.body["full"] = 1;
+  EXPECT_THROW(Progress::parse(wrong), ProtocolError);
   ASSERT_EQ(p2.resources.bytes_received, uint64_t(70));
   ASSERT_EQ(p2.resources.host_peak, uint64_t(50));
   const auto pic2 = Picture::parse(all[3]);

@@ -78,9 +78,9 @@ at::Tensor run(const Flux& f, const pipeline::ModelCall& call = {}) {
   sampling::SeededNoise unused(0);
   const auto want = golden("step_latents");
   pipeline::Hooks hooks;
-  hooks.on_step = [&](int step, int, double, const at::Tensor& latents) {
-    EXPECT_LT(test::max_abs_diff(models::pack_latents(latents), want[step - 1]), test::kRunTolerance)
-        << "latents after step " << step;
+  hooks.on_step = [&](const pipeline::StepDone& d) {
+    EXPECT_LT(test::max_abs_diff(models::pack_latents(d.latents), want[d.step - 1]), test::kRunTolerance)
+        << "latents after step " << d.step;
   };
   return models::pack_latents(pipeline::denoise(*f.model, sampler, in, &unused, hooks, call));
 }

@@ -90,11 +90,12 @@ double final_latents_error(const std::string& n, at::ScalarType dtype) {
     noise = std::make_unique<sampling::SeededNoise>(0);  // DDIM draws none
   int calls = 0;
   pipeline::Hooks hooks;
-  hooks.on_step = [&](int step, int total, double seconds, const at::Tensor& latents) {
-    EXPECT_EQ(latents.sizes(), in.latents.sizes());
-    EXPECT_EQ(step, ++calls);
-    EXPECT_EQ(total, int(g["num_inference_steps"]));
-    EXPECT_GE(seconds, 0);
+  hooks.on_step = [&](const pipeline::StepDone& d) {
+    EXPECT_EQ(d.latents.sizes(), in.latents.sizes());
+    EXPECT_EQ(d.step, ++calls);
+    EXPECT_EQ(d.total, int(g["num_inference_steps"]));
+    EXPECT_GE(d.seconds, 0);
+    EXPECT_EQ(d.full, -1);  // no cache
   };
   sampling::Scheduler sampler(c.folder.scheduler, g["num_inference_steps"]);
   auto out = pipeline::denoise(*c.model, sampler, in, noise.get(), hooks);
@@ -154,9 +155,9 @@ TEST(Goldens, cancel_stops_before_the_next_step) {
   int steps = 0;
   pipeline::Hooks hooks;
   hooks.stop_requested = [&] { return cancel; };
-  hooks.on_step = [&](int step, int, double, const at::Tensor&) {
-    steps = step;
-    if (step == 2) cancel = true;
+  hooks.on_step = [&](const pipeline::StepDone& d) {
+    steps = d.step;
+    if (d.step == 2) cancel = true;
   };
   sampling::SeededNoise noise(0);
   EXPECT_THROW(pipeline::denoise(*c.model, sampler, in, &noise, hooks), studio::Cancelled);

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <sstream>
 
 #include "models/families.h"
 #include "parallel/parallel_model.h"
@@ -159,11 +161,23 @@ TEST_F(FirstBlockCache, through_dit_launch_with_its_flags) {
                   "--num_inference_steps", "12", "--prompt_embeds", file, "--latents", file, "--use_fbcache",
                   "--cache_threshold", "0.44"};
   for (const Args& mix : {Args{}, Args{"--ring_degree", "2"}}) {
-    const std::string out = tmp_.path("fbcache" + std::to_string(mix.size()) + ".safetensors");
-    const auto r = test::run(test::bin("dit-launch"), args + mix + Args{"--save_tensors", out}, 180000);
+    const std::string out = tmp_.path("fbcache" + std::to_string(mix.size()) + ".safetensors"),
+                      events = tmp_.path("events" + std::to_string(mix.size()) + ".jsonl");
+    const auto r = test::run(test::bin("dit-launch"), args + mix + Args{"--save_tensors", out, "--events_log", events},
+                             180000);
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_TRUE(test::contains(r.err, "First-Block Cache: 9 of 12 calls reused the blocks after the first "
                                       "(full calls: 1 5 10)")) << r.err;
+    EXPECT_TRUE(test::contains(r.err, "; the step cache reused 9 of 12 steps")) << r.err;
+    // Every rank's progress events say which steps ran every block.
+    std::map<int, std::string> steps;
+    std::istringstream lines(test::read_file(events));
+    for (std::string line; std::getline(lines, line);) {
+      const auto e = nlohmann::json::parse(line);
+      if (e["kind"] == "progress") steps[e["body"]["rank"]] += e["body"]["full"] ? '1' : '0';
+    }
+    ASSERT_EQ(steps.size(), mix.empty() ? size_t(1) : size_t(2));
+    for (const auto& [rank, seen] : steps) EXPECT_EQ(seen, pattern(golden_pattern())) << "rank " << rank;
     EXPECT_LT(test::max_abs_diff(io::TensorFile(out, "t").get("final_latents", 5, ""),
                                  test::golden_tensor(kCase, "final_latents")),
               test::kRunTolerance);

@@ -14,6 +14,7 @@
 #include <csignal>
 
 #include "gui/main_window.h"
+#include "qcustomplot.h"
 #include "video/clip_writer.h"
 #include "video/image_writer.h"
 #include "workers/launch/paths.h"
@@ -140,6 +141,27 @@ class TestStudio : public QObject {
     QCOMPARE(w.compose->cache_threshold->value(), 0.2);
     Q_EMIT w.compose->preset->activated(1);
     QVERIFY(w.compose->job().use_fbcache);
+  }
+
+  void a_cached_run_marks_the_steps_it_reused() {
+    MainWindow w(tmp_.path() + "/cached_run");
+    w.show();
+    w.compose->prompt->setPlainText("a paper boat drifts on a pond");
+    w.compose->frames->setValue(9);
+    w.compose->steps->setValue(10);
+    w.compose->fbcache->setChecked(true);
+    w.compose->cache_threshold->setValue(2);  // the demo model's random blocks change a lot from step to step
+    QSignalSpy spy(&w, &MainWindow::run_finished);
+    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+    QCOMPARE(wait_for_run(w, spy, 120000), 0);
+    QVERIFY(w.run_view->reused_steps != nullptr);
+    const int reused = w.run_view->reused_steps->dataCount();
+    QVERIFY2(reused > 0 && reused < 10, qPrintable(QString::number(reused)));  // the first step always runs
+    // The rank's line counts them too.
+    QString lines;
+    for (const auto* l : w.run_view->findChildren<QLabel*>()) lines += l->text() + "\n";
+    QVERIFY2(lines.contains(QString("reused %1").arg(reused)), qPrintable(lines));
+    QCOMPARE(w.run_view->step_plot->graph(1)->name(), QString("reused (step cache)"));
   }
 
   void about_says_what_the_worker_was_built_with() {

@@ -110,9 +110,13 @@ int main(int argc, char** argv) {
       return out.exit_code;
     }
     if (const auto& d = sup.ranks().front().done) {
-      char line[200];
-      std::snprintf(line, sizeof line, "done: loading %.2f s, denoising %.2f s, decoding and writing %.2f s",
-                    d->seconds_loading, d->seconds_denoising, d->seconds_decoding);
+      const auto& r0 = sup.ranks().front();
+      char line[240];
+      int n = std::snprintf(line, sizeof line, "done: loading %.2f s, denoising %.2f s, decoding and writing %.2f s",
+                            d->seconds_loading, d->seconds_denoising, d->seconds_decoding);
+      if (r0.cached)
+        std::snprintf(line + n, sizeof line - size_t(n), "; the step cache reused %d of %d steps", r0.reused_steps,
+                      r0.total);
       std::cerr << prefix << line << std::endl;
     }
     return workers::kOk;

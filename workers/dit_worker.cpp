@@ -116,13 +116,13 @@ void run_rank(const plan::JobFile& file, const plan::ModelFolder& model, const p
   pipeline::Hooks hooks;
   hooks.stop_requested = [&] { return g_signalled.load() || reporter.cancel_requested(); };
   hooks.on_phase = [&](const std::string& p) { reporter.phase(p); };
-  hooks.on_step = [&](int step, int total, double seconds, const at::Tensor& latents) {
-    if (step == 1) apply_memory_limit(env.rank);
-    reporter.progress({env.rank, step, total, seconds, resources(device, *mesh)});
+  hooks.on_step = [&](const pipeline::StepDone& d) {
+    if (d.step == 1) apply_memory_limit(env.rank);
+    reporter.progress({env.rank, d.step, d.total, d.seconds, d.full, resources(device, *mesh)});
     if (env.rank == 0 && reporter.connected()) {
-      auto p = picture(pipeline::latent_preview(latents, preview_rgb));
+      auto p = picture(pipeline::latent_preview(d.latents, preview_rgb));
       p.rank = env.rank;
-      p.step = step;
+      p.step = d.step;
       reporter.picture(events::Kind::Preview, p);
     }
   };

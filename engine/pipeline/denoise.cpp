@@ -67,8 +67,8 @@ at::Tensor denoise(const models::DitModel& model, sampling::Sampler& sampler, co
     // stop flag waits for it anyway).
     compat::synchronize(dev);
     if (hooks.on_step)
-      hooks.on_step(i + 1, N, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-                    latents);
+      hooks.on_step({i + 1, N, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                     latents});
   }
   return latents;
 }

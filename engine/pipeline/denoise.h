@@ -23,11 +23,18 @@ struct DenoiseInputs {
   bool use_dynamic_cfg = false;
 };
 
+// One finished denoising step.
+struct StepDone {
+  int step = 0, total = 0;  // 1-based
+  double seconds = 0;       // the step's own time
+  at::Tensor latents;       // after the step [B, F, C, h, w] (float32, on the model's device)
+  int full = -1;            // with a step cache: 1 when every block ran, 0 when the step reused; else -1
+};
+
 // What a run tells its caller as it goes (every member may be empty).
 struct Hooks {
   std::function<void(const std::string& phase)> on_phase;  // loading, encoding, denoising, decoding, writing
-  // After each step (1-based), with the step's latents [B, F, C, h, w] (float32, on the model's device).
-  std::function<void(int step, int total, double seconds, const at::Tensor& latents)> on_step;
+  std::function<void(const StepDone& done)> on_step;
   // Each decoded batch as RGB8 [b, T, H, W, 3] on the CPU: videos first_video.., frames first_frame..
   std::function<void(const at::Tensor& rgb8, int first_video, int first_frame)> on_frames;
   // Checked before every step and decoded batch; when true the run throws Cancelled.

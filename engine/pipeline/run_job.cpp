@@ -57,13 +57,16 @@ std::string cache_summary(const std::vector<bool>& full) {
          " calls reused the blocks after the first (full calls:" + steps + ")";
 }
 
-// The caller's hooks, with the stop check agreed by every rank and the last step's latents remembered.
-Hooks step_hooks(const Hooks& hooks, parallel::Mesh& mesh, const at::Device& device, PartialLatents& partial) {
+// The caller's hooks, with the stop check agreed by every rank, the last step's latents remembered, and
+// whether the step reused a cache (one call a step: both guidance branches are one call).
+Hooks step_hooks(const Hooks& hooks, parallel::Mesh& mesh, const at::Device& device, PartialLatents& partial,
+                 const cache::FirstBlockCache* cache) {
   Hooks h = hooks;
   h.stop_requested = parallel::agreed_stop(mesh, hooks.stop_requested, device);
-  h.on_step = [&hooks, &partial](int step, int total, double seconds, const at::Tensor& latents) {
-    partial = {latents, step, total};
-    if (hooks.on_step) hooks.on_step(step, total, seconds, latents);
+  h.on_step = [&hooks, &partial, cache](StepDone done) {
+    partial = {done.latents, done.step, done.total};
+    if (cache && !cache->full_calls().empty()) done.full = cache->full_calls().back() ? 1 : 0;
+    if (hooks.on_step) hooks.on_step(done);
   };
   return h;
 }
@@ -102,7 +105,8 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
   at::Tensor latents;
   try {
     const auto sampler = models::make_sampler(model, job.num_inference_steps, geo.latent_tokens);
-    latents = denoise(*transformer, *sampler, in, noise, step_hooks(hooks, mesh, device, partial), call);
+    latents = denoise(*transformer, *sampler, in, noise,
+                      step_hooks(hooks, mesh, device, partial, parallel_model ? parallel_model->cache() : nullptr), call);
   } catch (const Cancelled&) {
     if (job.keep_partial && parallel::writes(mesh))
       keep_partial_latents(job, model, job_metadata(job, model, mesh.config()), partial, log);

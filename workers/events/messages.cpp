@@ -19,6 +19,7 @@ T get(const Message& m, const char* name) {
   bool ok = false;
   if constexpr (std::is_same_v<T, std::string>) ok = v.is_string();
   else if constexpr (std::is_same_v<T, double>) ok = v.is_number();
+  else if constexpr (std::is_same_v<T, bool>) ok = v.is_boolean();
   else if constexpr (std::is_unsigned_v<T>) ok = v.is_number_unsigned();
   else ok = v.is_number_integer();
   if (!ok) throw ProtocolError(std::string(kind_name(m.kind)) + " message: '" + name + "' is " + v.dump(-1).substr(0, 40) +
@@ -101,6 +102,7 @@ Phase Phase::parse(const Message& m) {
 
 Message Progress::make() const {
   Message m{Kind::Progress, {{"rank", rank}, {"step", step}, {"total", total}, {"seconds", seconds}}, {}};
+  if (full >= 0) m.body["full"] = full == 1;
   put(m.body, resources);
   return m;
 }
@@ -112,6 +114,7 @@ Progress Progress::parse(const Message& m) {
   p.step = get<int>(m, "step");
   p.total = get<int>(m, "total");
   p.seconds = get<double>(m, "seconds");
+  if (m.body.contains("full")) p.full = get<bool>(m, "full") ? 1 : 0;
   p.resources = read_resources(m);
   return p;
 }

@@ -38,6 +38,7 @@ struct Resources {
 struct Progress {
   int rank = 0, step = 0, total = 0;
   double seconds = 0;  // this step's
+  int full = -1;       // with a step cache: 1 when every block ran, 0 when the step reused; else -1 (absent)
   Resources resources;
   Message make() const;
   static Progress parse(const Message& m);

@@ -298,6 +298,8 @@ void Supervisor::handle(int rank, const events::Message& m) {
       r.total = p.total;
       r.step_seconds = p.seconds;
       r.total_step_seconds += p.seconds;
+      r.cached = p.full >= 0;
+      r.reused_steps += p.full == 0;
       r.resources = p.resources;
       break;
     }

@@ -44,6 +44,8 @@ struct RankView {
   std::string host, device, phase = "starting";
   int step = 0, total = 0;
   double step_seconds = 0, total_step_seconds = 0;
+  bool cached = false;    // the job runs with a step cache
+  int reused_steps = 0;   // steps so far that reused it
   events::Resources resources;
   bool connected = false, finished = false;
   std::optional<events::Done> done;
