@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Step caching on the built-in demo models (CogVideoX-shaped clip, FLUX.1-shaped image; random weights):
+# Step caching (First-Block Cache, TeaCache) on the built-in demo models (CogVideoX-shaped clip, FLUX.1-shaped image; random weights):
 # for each threshold, the denoising time, the transformer calls that reused the blocks after the first,
 # and how far the result moved from the uncached run of the same seed (final latents' max error, PSNR of
 # the decoded frames as 8-bit pixels would show them). The weights are random, so the PSNR says only how
@@ -24,7 +24,7 @@ run() {
     { echo "$log" >&2; exit 1; }
   local seconds skipped
   seconds=$(sed -n 's/.*denoising \([0-9.]*\) s.*/\1/p' <<<"$log" | tail -1)
-  skipped=$(sed -n 's/.*First-Block Cache: \([0-9]* of [0-9]*\) calls.*/\1/p' <<<"$log" | head -1)
+  skipped=$(sed -n 's/.*: \([0-9]* of [0-9]*\) calls reused.*/\1/p' <<<"$log" | head -1)
   echo "$seconds ${skipped:--}"
 }
 
@@ -36,10 +36,12 @@ for model in demo-model demo-flux; do
   base="$out/$model-none.safetensors"
   read -r seconds _ < <(run "$base" --model "$share/$model")
   echo "| $model | none | - | $seconds | 0 | 0 | inf |"
-  for t in $thresholds; do
-    file="$out/$model-$t.safetensors"
-    read -r seconds skipped < <(run "$file" --model "$share/$model" --use_fbcache --cache_threshold "$t")
-    read -r err psnr _ < <("$compare" "$file" "$base")
-    echo "| $model | First-Block Cache | $t | $seconds | $skipped | $err | $psnr |"
+  for method in "First-Block Cache:--use_fbcache" "TeaCache:--use_teacache"; do
+    for t in $thresholds; do
+      file="$out/$model-$t.safetensors"
+      read -r seconds skipped < <(run "$file" --model "$share/$model" "${method#*:}" --cache_threshold "$t")
+      read -r err psnr _ < <("$compare" "$file" "$base")
+      echo "| $model | ${method%%:*} | $t | $seconds | $skipped | $err | $psnr |"
+    done
   done
 done

@@ -1,6 +1,8 @@
 #include "gui/compose_panel.h"
 
 #include <QFileDialog>
+
+#include <cmath>
 #include <QFormLayout>
 #include <QMenu>
 #include <QToolButton>
@@ -108,11 +110,12 @@ ComposePanel::ComposePanel(QWidget* parent) : QWidget(parent) {
   form->addRow(QString(), dynamic_cfg);
   // Step caching: off by default (it trades fidelity for speed); the threshold is how little a step's
   // first block may change for the step to reuse the other blocks' work.
-  fbcache = new QCheckBox(tr("reuse steps that change little (First-Block Cache)"));
-  fbcache->setObjectName("use_fbcache");
-  fbcache->setToolTip(tr("Skips the blocks after the first on a step whose first block changed little since the "
-                         "last full step, reusing what they added then. Faster; the result drifts from the "
-                         "uncached one as the threshold rises."));
+  step_cache = new QComboBox;
+  step_cache->setObjectName("step_cache");
+  step_cache->addItems({tr("off"), tr("First-Block Cache"), tr("TeaCache")});
+  step_cache->setToolTip(tr("Reuses the blocks' work on steps that change little: faster, and the result drifts "
+                            "from the uncached one as the threshold rises. First-Block Cache decides after the "
+                            "first block; TeaCache before any, from the model's timestep signal."));
   cache_threshold = new QDoubleSpinBox;
   cache_threshold->setObjectName("cache_threshold");
   cache_threshold->setRange(0, plan::kMaxCacheThreshold);
@@ -120,11 +123,11 @@ ComposePanel::ComposePanel(QWidget* parent) : QWidget(parent) {
   cache_threshold->setSingleStep(0.01);
   cache_threshold->setValue(plan::kFirstBlockCacheThreshold);
   cache_threshold->setEnabled(false);
-  cache_threshold->setToolTip(tr("The relative change at or under which a step is reused: 0 reuses nothing; "
-                                 "higher is faster and less faithful (default %1).")
-                                  .arg(plan::kFirstBlockCacheThreshold));
-  form->addRow(tr("Step cache"), fbcache);
+  cache_threshold->setToolTip(tr("How little a step may change to be reused: 0 reuses nothing; higher is faster "
+                                 "and less faithful. Each method starts from its default for the model."));
+  form->addRow(tr("Step cache"), step_cache);
   form->addRow(problems_.make("use_fbcache"));
+  form->addRow(problems_.make("use_teacache"));
   form->addRow(tr("Reuse threshold"), cache_threshold);
   form->addRow(problems_.make("cache_threshold"));
   preset = new QComboBox;
@@ -149,8 +152,18 @@ ComposePanel::ComposePanel(QWidget* parent) : QWidget(parent) {
     connect(s, qOverload<int>(&QSpinBox::valueChanged), this, &ComposePanel::changed);
   connect(guidance, qOverload<double>(&QDoubleSpinBox::valueChanged), this, &ComposePanel::changed);
   connect(dynamic_cfg, &QCheckBox::toggled, this, &ComposePanel::changed);
-  connect(fbcache, &QCheckBox::toggled, cache_threshold, &QWidget::setEnabled);
-  connect(fbcache, &QCheckBox::toggled, this, &ComposePanel::changed);
+  // A method starts from its own default threshold for the model.
+  connect(step_cache, qOverload<int>(&QComboBox::currentIndexChanged), this, [this](int method) {
+    cache_threshold->setEnabled(method > 0);
+    plan::JobSpec j;
+    j.use_fbcache = method == 1;
+    j.use_teacache = method == 2;
+    if (model_ && method > 0) {
+      const QSignalBlocker quiet(cache_threshold);
+      cache_threshold->setValue(plan::cache_threshold(j, *model_));
+    }
+    Q_EMIT changed();
+  });
   connect(cache_threshold, qOverload<double>(&QDoubleSpinBox::valueChanged), this, &ComposePanel::changed);
   plan::JobSpec start;  // seed 42; sizes, steps and guidance come from the model when it first loads
   start.guidance_scale = 0;
@@ -257,8 +270,9 @@ plan::JobSpec ComposePanel::job() const {
   j.num_inference_steps = steps->value();
   j.guidance_scale = guidance->value();
   j.use_dynamic_cfg = dynamic_cfg->isChecked();
-  j.use_fbcache = fbcache->isChecked();
-  if (j.use_fbcache) j.cache_threshold = cache_threshold->value();
+  j.use_fbcache = step_cache->currentIndex() == 1;
+  j.use_teacache = step_cache->currentIndex() == 2;
+  if (step_cache->currentIndex() > 0) j.cache_threshold = cache_threshold->value();
   // What a hidden field holds (left from another family) is not part of the job.
   if (model_) {
     const auto& rules = plan::rules_of(*model_);
@@ -274,7 +288,7 @@ void ComposePanel::set_job(const plan::JobSpec& j) {
                                      QSignalBlocker(seed),
                                      QSignalBlocker(width),  QSignalBlocker(height),          QSignalBlocker(frames),
                                      QSignalBlocker(fps),    QSignalBlocker(steps),           QSignalBlocker(guidance),
-                                     QSignalBlocker(dynamic_cfg), QSignalBlocker(fbcache),
+                                     QSignalBlocker(dynamic_cfg), QSignalBlocker(step_cache),
                                      QSignalBlocker(cache_threshold)};
   if (!j.model_dir.empty() && QString::fromStdString(j.model_dir) != model_edit->text()) {
     model_edit->setText(QString::fromStdString(j.model_dir));
@@ -291,9 +305,10 @@ void ComposePanel::set_job(const plan::JobSpec& j) {
   steps->setValue(j.num_inference_steps);
   guidance->setValue(j.guidance_scale);
   dynamic_cfg->setChecked(j.use_dynamic_cfg);
-  fbcache->setChecked(j.use_fbcache);
-  cache_threshold->setEnabled(j.use_fbcache);
-  cache_threshold->setValue(plan::cache_threshold(j));
+  step_cache->setCurrentIndex(j.use_teacache ? 2 : j.use_fbcache ? 1 : 0);
+  cache_threshold->setEnabled(j.use_fbcache || j.use_teacache);
+  if (model_) cache_threshold->setValue(plan::cache_threshold(j, *model_));
+  else if (!std::isnan(j.cache_threshold)) cache_threshold->setValue(j.cache_threshold);
   Q_EMIT changed();
 }
 

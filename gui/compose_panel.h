@@ -45,8 +45,8 @@ class ComposePanel : public QWidget {
   QComboBox* seed_mode;
   QDoubleSpinBox* guidance;
   QCheckBox* dynamic_cfg;
-  QCheckBox* fbcache;               // step caching on
-  QDoubleSpinBox* cache_threshold;  // its threshold (enabled while it is on)
+  QComboBox* step_cache;            // off, First-Block Cache, TeaCache
+  QDoubleSpinBox* cache_threshold;  // its threshold (enabled while one is on)
   QLabel* family;  // the model family and its sampler, read from the folder
   QComboBox* preset;  // the family's sizes: the model's defaults, or a quick draft of them
 

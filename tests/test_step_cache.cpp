@@ -1,8 +1,12 @@
-// First-Block Cache against diffusers 0.35.2 (fbcache_cogvx2b: cogvx2b_tiny, 12 steps, threshold 0.44):
+// The step caches. First-Block Cache against diffusers 0.35.2 (fbcache_cogvx2b: cogvx2b_tiny, 12 steps,
+// threshold 0.44):
 // which calls ran every block, and the final latents to 1e-3, in one process and with ranks as threads
 // under Ulysses 2, Ring 3, Ring 5 (padded), Ulysses 2 x CFG parallel (every rank deciding on the
 // one-process change); data parallel equal to the one-process run of the same batch; a threshold of 0 equal to the uncached run; through dit-launch
-// with its flags, its summary line and its refusals; FLUX.1 through the same seam.
+// with its flags, its summary line and its refusals; FLUX.1 through the same seam. TeaCache (no reference
+// run exists): a threshold of 0 equal to the uncached run, the first and last steps always run, and every
+// mix and data parallel deciding as one process does, for CogVideoX (an indicator every sequence rank
+// holds whole) and FLUX.1 (one split by rows).
 #include <ATen/ops/cat.h>
 
 #include <algorithm>
@@ -11,7 +15,10 @@
 #include <sstream>
 
 #include "models/families.h"
+#include "cache/first_block_cache.h"
+#include "cache/tea_cache.h"
 #include "parallel/parallel_model.h"
+#include "plan/family.h"
 #include "pipeline/denoise.h"
 #include "plan/error.h"
 #include "process.h"
@@ -25,6 +32,7 @@ using test::Args;
 namespace {
 
 const std::string kCase = "fbcache_cogvx2b";
+constexpr double kMaxThreshold = plan::kMaxCacheThreshold;
 
 struct CachedRun {
   at::Tensor latents;
@@ -32,7 +40,23 @@ struct CachedRun {
   std::vector<double> changes;  // the change each call was decided on
 };
 
-class FirstBlockCache : public ::testing::Test {
+// The largest relative difference between two runs' changes, call by call (the first call has none).
+double change_gap(const std::vector<double>& a, const std::vector<double>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double gap = 0;
+  for (size_t i = 1; i < std::min(a.size(), b.size()); ++i) gap = std::max(gap, std::abs(a[i] - b[i]) / b[i]);
+  return gap;
+}
+
+std::string pattern(const std::vector<bool>& full) {
+  std::string s;
+  for (bool f : full) s += f ? '1' : '0';
+  return s;
+}
+
+using MakeCache = std::function<std::unique_ptr<cache::StepCache>()>;
+
+class StepCaches : public ::testing::Test {
  protected:
   const nlohmann::json g_ = test::golden_json(kCase);
   const std::string base_ = g_["base_case"];
@@ -52,9 +76,18 @@ class FirstBlockCache : public ::testing::Test {
     return in;
   }
 
-  // The 12-step run through a ParallelTransformer on `mesh` (a cache when `threshold` is given).
-  CachedRun run(parallel::Mesh& mesh, std::optional<double> threshold, const pipeline::DenoiseInputs& in) const {
-    parallel::ParallelTransformer call(*model_, mesh, threshold);
+  MakeCache fbcache(double threshold) const {
+    return [threshold] { return std::make_unique<cache::FirstBlockCache>(threshold); };
+  }
+  // TeaCache with the model's published polynomial, or with `coefficients`.
+  MakeCache teacache(double threshold, std::vector<double> coefficients = {}) const {
+    if (coefficients.empty()) coefficients = plan::rules_of(folder_).teacache_coefficients(folder_);
+    return [threshold, coefficients] { return std::make_unique<cache::TeaCache>(threshold, coefficients, 12); };
+  }
+
+  // The 12-step run through a ParallelTransformer on `mesh`, with the cache `make` makes (none: null).
+  CachedRun run(parallel::Mesh& mesh, const MakeCache& make, const pipeline::DenoiseInputs& in) const {
+    parallel::ParallelTransformer call(*model_, mesh, make ? make() : nullptr);
     sampling::Scheduler sampler(folder_.scheduler, g_["num_inference_steps"]);
     sampling::SeededNoise unused(0);  // DDIM draws none
     CachedRun r;
@@ -64,6 +97,54 @@ class FirstBlockCache : public ::testing::Test {
     return r;
   }
 
+  // Every sequence and CFG mix against the one-process run with the same cache: the same calls ran, each
+  // call's change equal to rounding and, among the ranks, to the last bit; the latents equal `want`'s.
+  void expect_mixes_decide_as_one_process(const MakeCache& make, const at::Tensor& want, const char* what) const {
+    const auto one = run(*parallel::Mesh::single(), make, inputs());
+    plan::ParallelConfig ulysses, ring, ring5, ulysses_cfg;
+    ulysses.ulysses_degree = 2;
+    ring.ring_degree = 3;
+    ring5.ring_degree = 5;  // 72 latent tokens in 5 parts: the padded rows are left out of the sums
+    ulysses_cfg.ulysses_degree = 2;
+    ulysses_cfg.use_cfg_parallel = true;
+    for (const auto& p : {ulysses, ring, ring5, ulysses_cfg}) {
+      std::vector<CachedRun> runs(size_t(p.world_size()));
+      const auto failure =
+          test::run_ranks(p, [&](int r, parallel::Mesh& mesh) { runs[size_t(r)] = run(mesh, make, inputs()); });
+      for (int r = 0; r < p.world_size(); ++r) {
+        ASSERT_TRUE(failure[size_t(r)].empty()) << p.describe() << " rank " << r << ": " << failure[size_t(r)];
+        EXPECT_EQ(pattern(runs[size_t(r)].full_calls), pattern(one.full_calls)) << p.describe() << " rank " << r;
+        EXPECT_LT(change_gap(runs[size_t(r)].changes, one.changes), 1e-5) << p.describe() << " rank " << r;
+        for (size_t i = 1; i < runs[size_t(r)].changes.size(); ++i)
+          EXPECT_EQ(runs[size_t(r)].changes[i], runs[0].changes[i]) << p.describe() << " rank " << r << " call " << i;
+        const double err = test::max_abs_diff(runs[size_t(r)].latents, want);
+        EXPECT_LT(err, test::kRunTolerance) << p.describe() << " rank " << r;
+        if (r == 0) std::printf("%s %s: calls %s, final_latents max error %.3g\n", what, p.describe().c_str(),
+                                pattern(runs[0].full_calls).c_str(), err);
+      }
+    }
+  }
+
+  // Data parallel 2 against the same batch of 2 in one process.
+  void expect_data_parallel_decides_for_the_batch(const MakeCache& make, const char* what) const {
+    const auto one = run(*parallel::Mesh::single(), make, inputs(2));
+    plan::ParallelConfig dp;
+    dp.data_parallel_degree = 2;
+    std::vector<CachedRun> runs(2);
+    const auto failure = test::run_ranks(dp, [&](int r, parallel::Mesh& mesh) {
+      auto in = inputs(2);
+      for (auto* t : {&in.prompt_embeds, &in.negative_prompt_embeds, &in.latents}) *t = t->narrow(0, r, 1);
+      runs[size_t(r)] = run(mesh, make, in);
+    });
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_TRUE(failure[size_t(r)].empty()) << "rank " << r << ": " << failure[size_t(r)];
+      EXPECT_EQ(pattern(runs[size_t(r)].full_calls), pattern(one.full_calls)) << "rank " << r;
+      EXPECT_LT(change_gap(runs[size_t(r)].changes, one.changes), 1e-5) << "rank " << r;
+      EXPECT_LT(test::max_abs_diff(runs[size_t(r)].latents, one.latents.narrow(0, r, 1)), 1e-5) << "rank " << r;
+    }
+    std::printf("%s batch of 2: calls %s\n", what, pattern(one.full_calls).c_str());
+  }
+
   std::vector<bool> golden_pattern() const {
     std::vector<bool> out;
     for (int n : g_["full_calls_per_step"]) out.push_back(n == 1);
@@ -71,31 +152,17 @@ class FirstBlockCache : public ::testing::Test {
   }
 };
 
-// The largest relative difference between two runs' changes, call by call (the first call has none).
-double change_gap(const std::vector<double>& a, const std::vector<double>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double gap = 0;
-  for (size_t i = 1; i < std::min(a.size(), b.size()); ++i) gap = std::max(gap, std::abs(a[i] - b[i]) / b[i]);
-  return gap;
-}
-
-std::string pattern(const std::vector<bool>& full) {
-  std::string s;
-  for (bool f : full) s += f ? '1' : '0';
-  return s;
-}
-
-TEST_F(FirstBlockCache, one_process_matches_the_reference) {
-  const auto cached = run(*parallel::Mesh::single(), double(g_["threshold"]), inputs());
+TEST_F(StepCaches, fbcache_one_process_matches_the_reference) {
+  const auto cached = run(*parallel::Mesh::single(), fbcache(g_["threshold"]), inputs());
   EXPECT_EQ(pattern(cached.full_calls), pattern(golden_pattern()));
   const double err = test::max_abs_diff(cached.latents, test::golden_tensor(kCase, "final_latents"));
   std::printf("fbcache one process: calls %s, final_latents max error %.3g\n", pattern(cached.full_calls).c_str(), err);
   EXPECT_LT(err, test::kRunTolerance);
 }
 
-TEST_F(FirstBlockCache, threshold_zero_is_the_uncached_run) {
+TEST_F(StepCaches, fbcache_threshold_zero_is_the_uncached_run) {
   auto mesh = parallel::Mesh::single();
-  const auto cached = run(*mesh, 0.0, inputs()), uncached = run(*mesh, std::nullopt, inputs());
+  const auto cached = run(*mesh, fbcache(0), inputs()), uncached = run(*mesh, nullptr, inputs());
   EXPECT_EQ(pattern(cached.full_calls), std::string(12, '1'));
   EXPECT_TRUE(uncached.full_calls.empty());
   EXPECT_EQ(test::max_abs_diff(cached.latents, uncached.latents), 0.0);
@@ -105,55 +172,17 @@ TEST_F(FirstBlockCache, threshold_zero_is_the_uncached_run) {
 
 // Each rank holds part of every call; the two sums of the change are added over the call's ranks, so every
 // rank decides on the one process's change (to rounding: not a half's, nor a shard's).
-TEST_F(FirstBlockCache, every_sequence_and_cfg_mix_decides_as_one_process) {
-  const auto one = run(*parallel::Mesh::single(), double(g_["threshold"]), inputs());
-  plan::ParallelConfig ulysses, ring, ring5, ulysses_cfg;
-  ulysses.ulysses_degree = 2;
-  ring.ring_degree = 3;
-  ring5.ring_degree = 5;  // 72 latent tokens in 5 parts: the padded rows are left out of the sums
-  ulysses_cfg.ulysses_degree = 2;
-  ulysses_cfg.use_cfg_parallel = true;
-  for (const auto& p : {ulysses, ring, ring5, ulysses_cfg}) {
-    std::vector<CachedRun> runs(size_t(p.world_size()));
-    const auto failure = test::run_ranks(p, [&](int r, parallel::Mesh& mesh) {
-      runs[size_t(r)] = run(mesh, double(g_["threshold"]), inputs());
-    });
-    for (int r = 0; r < p.world_size(); ++r) {
-      ASSERT_TRUE(failure[size_t(r)].empty()) << p.describe() << " rank " << r << ": " << failure[size_t(r)];
-      EXPECT_EQ(pattern(runs[size_t(r)].full_calls), pattern(golden_pattern())) << p.describe() << " rank " << r;
-      EXPECT_LT(change_gap(runs[size_t(r)].changes, one.changes), 1e-5) << p.describe() << " rank " << r;
-      // And the ranks among themselves to the last bit: a decision can never differ between them.
-      for (size_t i = 1; i < runs[size_t(r)].changes.size(); ++i)
-        EXPECT_EQ(runs[size_t(r)].changes[i], runs[0].changes[i]) << p.describe() << " rank " << r << " call " << i;
-      const double err = test::max_abs_diff(runs[size_t(r)].latents, test::golden_tensor(kCase, "final_latents"));
-      EXPECT_LT(err, test::kRunTolerance) << p.describe() << " rank " << r;
-      if (r == 0) std::printf("fbcache %s: final_latents max error %.3g\n", p.describe().c_str(), err);
-    }
-  }
+TEST_F(StepCaches, fbcache_every_sequence_and_cfg_mix_decides_as_one_process) {
+  expect_mixes_decide_as_one_process(fbcache(g_["threshold"]), test::golden_tensor(kCase, "final_latents"), "fbcache");
 }
 
 // diffusers keeps one cache context for the whole batch; split among data-parallel groups, the batch
 // still decides as one, so each video equals the one-process run of the same job.
-TEST_F(FirstBlockCache, data_parallel_decides_for_the_whole_batch) {
-  const auto one = run(*parallel::Mesh::single(), double(g_["threshold"]), inputs(2));
-  plan::ParallelConfig dp;
-  dp.data_parallel_degree = 2;
-  std::vector<CachedRun> runs(2);
-  const auto failure = test::run_ranks(dp, [&](int r, parallel::Mesh& mesh) {
-    auto in = inputs(2);
-    for (auto* t : {&in.prompt_embeds, &in.negative_prompt_embeds, &in.latents}) *t = t->narrow(0, r, 1);
-    runs[size_t(r)] = run(mesh, double(g_["threshold"]), in);
-  });
-  for (int r = 0; r < 2; ++r) {
-    ASSERT_TRUE(failure[size_t(r)].empty()) << "rank " << r << ": " << failure[size_t(r)];
-    EXPECT_EQ(pattern(runs[size_t(r)].full_calls), pattern(one.full_calls)) << "rank " << r;
-    EXPECT_LT(change_gap(runs[size_t(r)].changes, one.changes), 1e-5) << "rank " << r;
-    EXPECT_LT(test::max_abs_diff(runs[size_t(r)].latents, one.latents.narrow(0, r, 1)), 1e-5) << "rank " << r;
-  }
-  std::printf("fbcache batch of 2: calls %s\n", pattern(one.full_calls).c_str());
+TEST_F(StepCaches, fbcache_data_parallel_decides_for_the_whole_batch) {
+  expect_data_parallel_decides_for_the_batch(fbcache(g_["threshold"]), "fbcache");
 }
 
-TEST_F(FirstBlockCache, through_dit_launch_with_its_flags) {
+TEST_F(StepCaches, fbcache_through_dit_launch_with_its_flags) {
   const std::string c = test::golden_case(base_), file = c + "/golden.safetensors";
   const auto b = test::golden_json(base_);
   const Args args{"--model", c, "--height", std::to_string(int(b["height"])), "--width",
@@ -166,8 +195,7 @@ TEST_F(FirstBlockCache, through_dit_launch_with_its_flags) {
     const auto r = test::run(test::bin("dit-launch"), args + mix + Args{"--save_tensors", out, "--events_log", events},
                              180000);
     ASSERT_EQ(r.code, 0) << r.err;
-    EXPECT_TRUE(test::contains(r.err, "First-Block Cache: 9 of 12 calls reused the blocks after the first "
-                                      "(full calls: 1 5 10)")) << r.err;
+    EXPECT_TRUE(test::contains(r.err, "First-Block Cache: 9 of 12 calls reused the blocks (full calls: 1 5 10)")) << r.err;
     EXPECT_TRUE(test::contains(r.err, "; the step cache reused 9 of 12 steps")) << r.err;
     // Every rank's progress events say which steps ran every block.
     std::map<int, std::string> steps;
@@ -184,33 +212,38 @@ TEST_F(FirstBlockCache, through_dit_launch_with_its_flags) {
   }
 }
 
-// FLUX.1 through the same seam (no reference run with the cache: the uncached one, and the one-process
-// decisions under sequence parallelism).
-TEST_F(FirstBlockCache, flux_takes_the_same_cache) {
+// FLUX.1 through the same seam, with both caches (no reference run with a cache: the uncached one, and the
+// one-process decisions under sequence parallelism; TeaCache's indicator is split by rows here).
+TEST_F(StepCaches, flux_takes_both_caches) {
   const std::string c = test::golden_case("flux_tiny"), file = c + "/golden.safetensors";
   const Args args{"--model", c, "--height", "64", "--width", "96", "--num_inference_steps", "10",
                   "--prompt_embeds", file, "--latents", file};
+  // The run's summary line ("TeaCache: 4 of 10 calls reused ..."), "" when it has none.
   const auto launch = [&](const Args& more, const std::string& out) {
     const auto r = test::run(test::bin("dit-launch"), args + more + Args{"--save_tensors", out}, 180000);
     EXPECT_EQ(r.code, 0) << r.err;
-    const auto at = r.err.find("First-Block Cache:");
-    return at == std::string::npos ? std::string() : r.err.substr(at, r.err.find('\n', at) - at);
+    const auto end = r.err.find(" calls reused the blocks"), at = r.err.rfind("] ", end);
+    return end == std::string::npos ? std::string() : r.err.substr(at + 2, r.err.find('\n', end) - at - 2);
   };
   const auto latents = [](const std::string& f) { return io::TensorFile(f, "t").get("final_latents", 3, ""); };
-  const std::string plain = tmp_.path("plain.safetensors"), zero = tmp_.path("zero.safetensors"),
-                    one = tmp_.path("one.safetensors"), ulysses = tmp_.path("ulysses.safetensors");
+  const std::string plain = tmp_.path("plain.safetensors");
   EXPECT_EQ(launch({}, plain), "");
-  EXPECT_EQ(launch({"--use_fbcache", "--cache_threshold", "0"}, zero),
-            "First-Block Cache: 0 of 10 calls reused the blocks after the first (full calls: 1 2 3 4 5 6 7 8 9 10)");
-  EXPECT_EQ(test::max_abs_diff(latents(zero), latents(plain)), 0.0);
-  const std::string summary = launch({"--use_fbcache", "--cache_threshold", "0.3"}, one);
-  EXPECT_TRUE(test::contains(summary, "First-Block Cache: 5 of 10 calls")) << summary;
-  EXPECT_EQ(launch({"--use_fbcache", "--cache_threshold", "0.3", "--ulysses_degree", "2"}, ulysses), summary);
-  EXPECT_LT(test::max_abs_diff(latents(ulysses), latents(one)), test::kRunTolerance);
-  EXPECT_GT(test::max_abs_diff(latents(one), latents(plain)), 1e-3);  // the skipped calls did change the result
+  for (const auto& [flag, name, threshold, reused] :
+       {std::tuple{"--use_fbcache", "First-Block Cache", "0.3", "5 of 10"}, {"--use_teacache", "TeaCache", "0.25", "4 of 10"}}) {
+    const std::string zero = tmp_.path("zero.safetensors"), one = tmp_.path("one.safetensors"),
+                      ulysses = tmp_.path("ulysses.safetensors");
+    EXPECT_EQ(launch({flag, "--cache_threshold", "0"}, zero),
+              std::string(name) + ": 0 of 10 calls reused the blocks (full calls: 1 2 3 4 5 6 7 8 9 10)");
+    EXPECT_EQ(test::max_abs_diff(latents(zero), latents(plain)), 0.0) << name;
+    const std::string summary = launch({flag, "--cache_threshold", threshold}, one);
+    EXPECT_TRUE(test::contains(summary, std::string(name) + ": " + reused + " calls")) << summary;
+    EXPECT_EQ(launch({flag, "--cache_threshold", threshold, "--ulysses_degree", "2"}, ulysses), summary);
+    EXPECT_LT(test::max_abs_diff(latents(ulysses), latents(one)), test::kRunTolerance) << name;
+    EXPECT_GT(test::max_abs_diff(latents(one), latents(plain)), 1e-3) << name;  // the reused calls did change it
+  }
 }
 
-TEST_F(FirstBlockCache, refusals_name_the_flag) {
+TEST_F(StepCaches, refusals_name_the_flag) {
   const std::string c = test::golden_case(base_);
   const auto launch = [&](const Args& a) {
     return test::run(test::bin("dit-launch"), Args{"--model", c, "--prompt_embeds", c + "/golden.safetensors"} + a,
@@ -222,13 +255,46 @@ TEST_F(FirstBlockCache, refusals_name_the_flag) {
   r = launch({"--use_fbcache", "--cache_threshold", "-1"});
   EXPECT_NE(r.code, 0);
   EXPECT_TRUE(test::contains(r.err, "--cache_threshold -1")) << r.err;
-  EXPECT_TRUE(test::contains(r.err, "default is 0.05")) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "First-Block Cache 0.05, TeaCache 0.1 for this model")) << r.err;
   r = launch({"--use_fbcache", "--cache_threshold", "much"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(test::contains(r.err, "--cache_threshold 'much': not a number")) << r.err;
   r = launch({"--use_fbcache", "--pipefusion_parallel_degree", "2"});
   EXPECT_NE(r.code, 0);
   EXPECT_TRUE(test::contains(r.err, "--use_fbcache with --pipefusion_parallel_degree 2")) << r.err;
+  r = launch({"--use_teacache", "--pipefusion_parallel_degree", "2"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_TRUE(test::contains(r.err, "--use_teacache with --pipefusion_parallel_degree 2")) << r.err;
+  r = launch({"--use_teacache", "--use_fbcache"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_TRUE(test::contains(r.err, "--use_fbcache and --use_teacache: one step cache at a time")) << r.err;
+}
+
+TEST_F(StepCaches, teacache_threshold_zero_is_the_uncached_run) {
+  auto mesh = parallel::Mesh::single();
+  const auto cached = run(*mesh, teacache(0), inputs()), uncached = run(*mesh, nullptr, inputs());
+  EXPECT_EQ(pattern(cached.full_calls), std::string(12, '1'));
+  EXPECT_EQ(test::max_abs_diff(cached.latents, uncached.latents), 0.0);
+}
+
+TEST_F(StepCaches, teacache_always_runs_the_first_and_last_steps) {
+  const auto r = run(*parallel::Mesh::single(), teacache(kMaxThreshold), inputs());
+  EXPECT_EQ(pattern(r.full_calls), "1" + std::string(10, '0') + "1");
+}
+
+// The tiny model's random weights move its timestep embedding far more between 12 steps than a trained
+// model's between 50 (changes of 0.6 to 1.1, where the published polynomials were fitted below about 0.3
+// and turn negative): the decisions in parallel are checked with the identity as the polynomial, whose
+// sums cross the threshold at calls 2, 5, 8 and 10 with at least 6% to spare.
+TEST_F(StepCaches, teacache_every_sequence_and_cfg_mix_decides_as_one_process) {
+  const auto make = teacache(1.7, {1.0, 0.0});
+  const auto one = run(*parallel::Mesh::single(), make, inputs());
+  EXPECT_EQ(pattern(one.full_calls), "101001001011");
+  expect_mixes_decide_as_one_process(make, one.latents, "teacache");
+}
+
+TEST_F(StepCaches, teacache_data_parallel_decides_for_the_whole_batch) {
+  expect_data_parallel_decides_for_the_batch(teacache(1.7, {1.0, 0.0}), "teacache");
 }
 
 }  // namespace

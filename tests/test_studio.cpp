@@ -115,15 +115,19 @@ class TestStudio : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(w.parallel->devices->item(0)->text().contains(" cores"), 30000);
     w.compose->prompt->setPlainText("a paper boat");
     // Off by default; its threshold waits until it is on, at diffusers' default.
-    QVERIFY(!w.compose->fbcache->isChecked());
+    QCOMPARE(w.compose->step_cache->currentIndex(), 0);
     QVERIFY(!w.compose->cache_threshold->isEnabled());
-    QVERIFY(!w.compose->job().use_fbcache);
+    QVERIFY(!w.compose->job().use_fbcache && !w.compose->job().use_teacache);
     QVERIFY(std::isnan(w.compose->job().cache_threshold));
-    w.compose->fbcache->setChecked(true);
+    // Each method starts from its default: TeaCache's for CogVideoX, then First-Block Cache's.
+    w.compose->step_cache->setCurrentIndex(2);
     QVERIFY(w.compose->cache_threshold->isEnabled());
+    QVERIFY(w.compose->job().use_teacache && !w.compose->job().use_fbcache);
+    QCOMPARE(w.compose->job().cache_threshold, 0.1);
+    w.compose->step_cache->setCurrentIndex(1);
     QCOMPARE(w.compose->job().cache_threshold, 0.05);
     w.compose->cache_threshold->setValue(0.2);
-    QVERIFY(w.compose->job().use_fbcache);
+    QVERIFY(w.compose->job().use_fbcache && !w.compose->job().use_teacache);
     QCOMPARE(w.compose->job().cache_threshold, 0.2);
     QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
     // PipeFusion cannot take it: said next to the cache, and Generate waits.
@@ -135,9 +139,9 @@ class TestStudio : public QObject {
     QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
     // A job read back (history, presets) keeps it.
     const auto kept = w.compose->job();
-    w.compose->fbcache->setChecked(false);
+    w.compose->step_cache->setCurrentIndex(0);
     w.compose->set_job(kept);
-    QVERIFY(w.compose->fbcache->isChecked() && w.compose->cache_threshold->isEnabled());
+    QVERIFY(w.compose->step_cache->currentIndex() == 1 && w.compose->cache_threshold->isEnabled());
     QCOMPARE(w.compose->cache_threshold->value(), 0.2);
     Q_EMIT w.compose->preset->activated(1);
     QVERIFY(w.compose->job().use_fbcache);
@@ -149,7 +153,7 @@ class TestStudio : public QObject {
     w.compose->prompt->setPlainText("a paper boat drifts on a pond");
     w.compose->frames->setValue(9);
     w.compose->steps->setValue(10);
-    w.compose->fbcache->setChecked(true);
+    w.compose->step_cache->setCurrentIndex(1);
     w.compose->cache_threshold->setValue(2);  // the demo model's random blocks change a lot from step to step
     QSignalSpy spy(&w, &MainWindow::run_finished);
     QVERIFY2(w.generate(), qPrintable(w.reason->text()));

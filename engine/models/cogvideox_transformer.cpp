@@ -131,6 +131,11 @@ Conditioning CogVideoXTransformer::condition(const StepInputs& in) const {
   return {time_2_(at::silu(time_1_(t.to(dtype_))))};
 }
 
+// TeaCache4CogVideoX: the timestep embedding, the same on every sequence rank.
+ChangeIndicator CogVideoXTransformer::teacache_indicator(const Tokens&, const Conditioning& c) const {
+  return {c.embedding, false};
+}
+
 Tokens CogVideoXTransformer::embed(const StepInputs& in, const Positions& pos) const {
   const auto hidden = in.latents.to(device_, dtype_);
   const int64_t B = hidden.size(0), F = hidden.size(1), C = hidden.size(2), H = hidden.size(3), W = hidden.size(4);

@@ -56,6 +56,12 @@ struct Conditioning {
   at::Tensor embedding;  // [B, embedding dim]: the timestep's (and the family's other global inputs')
 };
 
+// What TeaCache measures of a call (its "modulated input" for the family), before the blocks run.
+struct ChangeIndicator {
+  at::Tensor values;
+  bool latent_rows = false;  // [B, latent rows held, ...]: split by sequence parallelism, else whole everywhere
+};
+
 // The blocks a process holds weights for: all of them, or a PipeFusion stage's [first, end).
 struct BlockRange {
   size_t first = 0, end = SIZE_MAX;
@@ -102,6 +108,8 @@ class DitModel {
   // Block i over the tokens held; `rope_cos`/`rope_sin` cover exactly the latent rows held.
   virtual void run_block(size_t i, Tokens& x, const Conditioning& c, const at::Tensor& rope_cos,
                          const at::Tensor& rope_sin, const AttentionFn& attention) const = 0;
+  // TeaCache's indicator for a call, from the embedded tokens and the conditioning.
+  virtual ChangeIndicator teacache_indicator(const Tokens& x, const Conditioning& c) const = 0;
   // Latent rows [B, n, width] -> patch features [B, n, f].
   virtual at::Tensor project_out(const at::Tensor& latent, const Conditioning& c) const = 0;
   // Patch features of every latent token [B, N, f] -> the output, in the layout of `latents`.

@@ -199,6 +199,15 @@ void FluxTransformer::run_block(size_t i, Tokens& x, const Conditioning& c, cons
   run_single(singles_[i - doubles_.size()], x, act, cos, sin, attention);
 }
 
+// TeaCache4FLUX: the first (double-stream) block's AdaLayerNormZero output for the latent rows, before
+// its attention.
+ChangeIndicator FluxTransformer::teacache_indicator(const Tokens& x, const Conditioning& c) const {
+  if (doubles_.empty() || !range_.holds(0))
+    throw std::logic_error("internal error: TeaCache needs the first double-stream block");
+  const auto m = doubles_[0].image.modulation(at::silu(c.embedding)).unsqueeze(1).chunk(6, -1);
+  return {at::addcmul(m[0], layer_norm(x.latent), 1 + m[1]), true};
+}
+
 void FluxTransformer::run_double(const DoubleBlock& b, Tokens& x, const at::Tensor& act, const at::Tensor& cos,
                                  const at::Tensor& sin, const AttentionFn& attention) const {
   const int64_t T = x.text.size(1);

@@ -11,8 +11,8 @@
 namespace studio::parallel {
 
 ParallelTransformer::ParallelTransformer(const models::DitModel& model, Mesh& mesh,
-                                         std::optional<double> fbcache_threshold)
-    : model_(model), mesh_(mesh) {
+                                         std::unique_ptr<cache::StepCache> cache)
+    : model_(model), mesh_(mesh), cache_(std::move(cache)) {
   if (mesh.config().use_cfg_parallel && model.guidance() != models::Guidance::ClassifierFree)
     throw InputError("--use_cfg_parallel: this model has no classifier-free guidance (" +
                      std::string(model.guidance() == models::Guidance::Embedded ? "it embeds the guidance scale"
@@ -20,10 +20,7 @@ ParallelTransformer::ParallelTransformer(const models::DitModel& model, Mesh& me
                      "), so there is no second branch to run; split the work with --ulysses_degree, --ring_degree, "
                      "--pipefusion_parallel_degree or --data_parallel_degree instead");
   if (mesh.config().pipefusion_parallel_degree > 1) pipefusion_ = std::make_unique<PipeFusionStage>(model, mesh);
-  if (fbcache_threshold) {
-    if (pipefusion_) throw std::logic_error("internal error: a First-Block Cache under PipeFusion passed validation");
-    cache_ = std::make_unique<cache::FirstBlockCache>(*fbcache_threshold);
-  }
+  if (cache_ && pipefusion_) throw std::logic_error("internal error: a step cache under PipeFusion passed validation");
 }
 
 ParallelTransformer::~ParallelTransformer() = default;
@@ -44,7 +41,7 @@ at::Tensor ParallelTransformer::operator()(const models::StepInputs& in, const m
 
 at::Tensor ParallelTransformer::branch(const models::StepInputs& in, const models::Positions& pos) {
   if (pipefusion_) return pipefusion_->forward(calls_, in, pos);
-  const auto sum = [this](const at::Tensor& t) { return sum_over_call(t); };
+  const auto sum = [this](const at::Tensor& t, bool over_sequence) { return sum_over_call(t, over_sequence); };
   if (mesh_.config().sp_degree() == 1) {
     if (cache_) cache_->set_share({-1, sum});
     return model_.forward(in, pos, models::local_attention(), cache_.get());
@@ -61,11 +58,12 @@ at::Tensor ParallelTransformer::branch(const models::StepInputs& in, const model
   return model_.unpatchify(sp.gather_latent(model_.project_out(local.latent, cond)), in.latents);
 }
 
-at::Tensor ParallelTransformer::sum_over_call(const at::Tensor& t) {
+at::Tensor ParallelTransformer::sum_over_call(const at::Tensor& t, bool over_sequence) {
   // Every rank adds the same gathered parts in the same order: the same sum, to the last bit, everywhere.
   at::Tensor s = t;
   for (const plan::Dim dim : {plan::Dim::Sequence, plan::Dim::Cfg, plan::Dim::Data})
-    if (Group& g = mesh_.group(dim); g.size() > 1) s = at::sum(at::stack(g.all_gather(s.contiguous())), 0);
+    if (Group& g = mesh_.group(dim); g.size() > 1 && (over_sequence || dim != plan::Dim::Sequence))
+      s = at::sum(at::stack(g.all_gather(s.contiguous())), 0);
   return s;
 }
 

@@ -64,8 +64,9 @@ std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const 
           {"prompt_embeds", job.prompt_embeds_file},
           {"num_videos_per_prompt", std::to_string(job.num_videos_per_prompt)},
           {"parallel", par.describe()},
-          {"use_fbcache", job.use_fbcache ? "true" : "false"}};
-  if (job.use_fbcache) m["cache_threshold"] = shortest(plan::cache_threshold(job));
+          {"use_fbcache", job.use_fbcache ? "true" : "false"},
+          {"use_teacache", job.use_teacache ? "true" : "false"}};
+  if (job.use_fbcache || job.use_teacache) m["cache_threshold"] = shortest(plan::cache_threshold(job, model));
   return m;
 }
 

@@ -8,6 +8,7 @@
 #include "compat/torch_compat.h"
 #include "io/safetensors_file.h"
 #include "io/tensor_file.h"
+#include "cache/step_cache.h"
 #include "models/families.h"
 #include "parallel/job_ranks.h"
 #include "parallel/parallel_model.h"
@@ -45,22 +46,22 @@ double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// "First-Block Cache: 8 of 12 calls reused the blocks after the first (full calls: 1 5 10)".
-std::string cache_summary(const std::vector<bool>& full) {
+// "First-Block Cache: 8 of 12 calls reused the blocks (full calls: 1 5 10)".
+std::string cache_summary(const std::string& name, const std::vector<bool>& full) {
   std::string steps;
   size_t skipped = 0;
   for (size_t i = 0; i < full.size(); ++i) {
     if (full[i]) steps += " " + std::to_string(i + 1);
     skipped += !full[i];
   }
-  return "First-Block Cache: " + std::to_string(skipped) + " of " + std::to_string(full.size()) +
-         " calls reused the blocks after the first (full calls:" + steps + ")";
+  return name + ": " + std::to_string(skipped) + " of " + std::to_string(full.size()) +
+         " calls reused the blocks (full calls:" + steps + ")";
 }
 
 // The caller's hooks, with the stop check agreed by every rank, the last step's latents remembered, and
 // whether the step reused a cache (one call a step: both guidance branches are one call).
 Hooks step_hooks(const Hooks& hooks, parallel::Mesh& mesh, const at::Device& device, PartialLatents& partial,
-                 const cache::FirstBlockCache* cache) {
+                 const cache::StepCache* cache) {
   Hooks h = hooks;
   h.stop_requested = parallel::agreed_stop(mesh, hooks.stop_requested, device);
   h.on_step = [&hooks, &partial, cache](StepDone done) {
@@ -93,9 +94,8 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
   const auto t1 = std::chrono::steady_clock::now();
   ModelCall call;  // the model's own forward() in one process without a cache
   std::shared_ptr<parallel::ParallelTransformer> parallel_model;
-  if (mesh.world_size() > 1 || job.use_fbcache) {
-    parallel_model = std::make_shared<parallel::ParallelTransformer>(
-        *transformer, mesh, job.use_fbcache ? std::optional<double>(plan::cache_threshold(job)) : std::nullopt);
+  if (auto cache = cache::make_step_cache(job, model); mesh.world_size() > 1 || cache) {
+    parallel_model = std::make_shared<parallel::ParallelTransformer>(*transformer, mesh, std::move(cache));
     call = [parallel_model](const models::StepInputs& step, const models::Positions& pos) {
       return (*parallel_model)(step, pos);
     };
@@ -113,7 +113,7 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
     throw;
   }
   if (const auto* cache = parallel_model ? parallel_model->cache() : nullptr)
-    log(cache_summary(cache->full_calls()));
+    log(cache_summary(cache->name(), cache->full_calls()));
   auto all = parallel::gather_samples(mesh, latents).cpu();
   r.seconds_denoising = since(t1);
   return all;  // the transformer's weights are released here, before the VAE loads

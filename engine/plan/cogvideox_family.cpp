@@ -20,6 +20,16 @@ class CogVideoXRules final : public FamilyRules {
   int attention_heads(const ModelFolder& m) const override { return m.transformer.num_attention_heads; }
   int blocks(const ModelFolder& m) const override { return m.transformer.num_layers; }
   int train_steps(const ModelFolder& m) const override { return m.scheduler.num_train_timesteps; }
+  // TeaCache4CogVideoX1.5/teacache_sample_video.py's coefficients_dict (text to video); 0.1 is the mildest
+  // setting its help names ("0.1 for 1.3x speedup").
+  std::vector<double> teacache_coefficients(const ModelFolder& m) const override {
+    switch (m.family) {
+      case Family::CogVideoX_2B: return {-3.10658903e+01, 2.54732368e+01, -5.92380459e+00, 1.75769064e+00, -3.61568434e-03};
+      case Family::CogVideoX_5B: return {-1.53880483e+03, 8.43202495e+02, -1.34363087e+02, 7.97131516e+00, -5.23162339e-02};
+      default: return {2.50210439e+02, -1.65061612e+02, 3.57804877e+01, -7.81551492e-01, 3.58559703e-02};
+    }
+  }
+  double teacache_threshold() const override { return 0.1; }
 
   void apply_defaults(JobSpec& job, const ModelFolder& m) const override {
     const auto& t = m.transformer;

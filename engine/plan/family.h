@@ -26,6 +26,10 @@ class FamilyRules {
   virtual int attention_heads(const ModelFolder& m) const = 0;
   virtual int blocks(const ModelFolder& m) const = 0;      // what PipeFusion divides into stages
   virtual int train_steps(const ModelFolder& m) const = 0; // the sampler's training timesteps
+  // TeaCache's published rescaling polynomial for the model (highest power first, as numpy's poly1d) and
+  // the mildest threshold its authors published for the family (docs/design.md, "Step caching").
+  virtual std::vector<double> teacache_coefficients(const ModelFolder& m) const = 0;
+  virtual double teacache_threshold() const = 0;
 
   // Fills the job's 0-valued sizes and steps and an unset guidance scale, as the reference pipeline does.
   virtual void apply_defaults(JobSpec& job, const ModelFolder& m) const = 0;

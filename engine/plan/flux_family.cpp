@@ -24,6 +24,12 @@ class FluxRules final : public FamilyRules {
   }
 
   int train_steps(const ModelFolder& m) const override { return m.flux->scheduler.num_train_timesteps; }
+  // TeaCache4FLUX/teacache_flux.py (FLUX.1-dev; the only set published for FLUX.1); 0.25 is the mildest of
+  // its README's settings (1.5x on an A800).
+  std::vector<double> teacache_coefficients(const ModelFolder&) const override {
+    return {4.98651651e+02, -2.83781631e+02, 5.58554382e+01, -3.82021401e+00, 2.64230861e-01};
+  }
+  double teacache_threshold() const override { return 0.25; }
 
   void apply_defaults(JobSpec& job, const ModelFolder& m) const override {
     const bool dev = m.family == Family::Flux_Dev;

@@ -51,8 +51,9 @@ void check_multiple(const char* field, int value, int step, const std::string& w
                               std::to_string(step) + " (" + why + "); " + nearest_multiples(value, step) + " would work"});
 }
 
-double cache_threshold(const JobSpec& job) {
-  return std::isnan(job.cache_threshold) ? kFirstBlockCacheThreshold : job.cache_threshold;
+double cache_threshold(const JobSpec& job, const ModelFolder& model) {
+  if (!std::isnan(job.cache_threshold)) return job.cache_threshold;
+  return job.use_teacache ? rules_of(model).teacache_threshold() : kFirstBlockCacheThreshold;
 }
 
 std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
@@ -81,14 +82,18 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
     out.push_back({"prompt", "--prompt: " + model.dir + " has " + missing_text_parts(model) +
                                  " to encode words with; download the whole model folder (e.g. huggingface-cli "
                                  "download " + example_repo(model) + ") or pass --prompt_embeds FILE"});
-  if (!std::isnan(job.cache_threshold) && !job.use_fbcache)
-    out.push_back({"cache_threshold", "--cache_threshold: no step cache is on; add --use_fbcache, or drop it"});
+  if (job.use_fbcache && job.use_teacache)
+    out.push_back({"use_teacache", "--use_fbcache and --use_teacache: one step cache at a time; choose one"});
+  if (!std::isnan(job.cache_threshold) && !job.use_fbcache && !job.use_teacache)
+    out.push_back({"cache_threshold", "--cache_threshold: no step cache is on; add --use_fbcache or --use_teacache, "
+                                      "or drop it"});
   else if (!std::isnan(job.cache_threshold) && !(job.cache_threshold >= 0 && job.cache_threshold <= kMaxCacheThreshold))
     out.push_back({"cache_threshold", "--cache_threshold " + std::to_string(job.cache_threshold) +
                                           ": must be between 0 (skip nothing: the uncached result) and " +
                                           std::to_string(int(kMaxCacheThreshold)) +
-                                          " (First-Block Cache's default is " + short_number(kFirstBlockCacheThreshold) +
-                                          "; higher skips more)"});
+                                          " (the default: First-Block Cache " + short_number(kFirstBlockCacheThreshold) +
+                                          ", TeaCache " + short_number(rules.teacache_threshold()) +
+                                          " for this model; higher skips more)"});
   // Outputs are checked now, not after a long run.
   check_output_folder("save_tensors", job.save_tensors_file, out);
   check_output_folder("output", job.output_file, out);

@@ -38,15 +38,16 @@ struct JobSpec {
   int tile_sample_min_height = 0, tile_sample_min_width = 0;  // the tiles, in pixels; 0 = the model's
   bool vae_slicing = false;        // decode the videos of a batch one at a time (diffusers' enable_slicing)
   bool use_fbcache = false;        // First-Block Cache: skip the blocks after the first on steps that change little
+  bool use_teacache = false;       // TeaCache: skip every block while the accumulated change stays small
   double cache_threshold = std::numeric_limits<double>::quiet_NaN();  // NaN = the method's default
 };
 
-// First-Block Cache's default threshold: diffusers' FirstBlockCacheConfig.
-// The largest accepted.
+// First-Block Cache's default threshold: diffusers' FirstBlockCacheConfig. The largest accepted.
 constexpr double kFirstBlockCacheThreshold = 0.05;
 constexpr double kMaxCacheThreshold = 100;
-// The threshold a job's cache uses (its own, or the method's default).
-double cache_threshold(const JobSpec& job);
+// The threshold a job's cache uses: its own, or the method's default for the model (TeaCache's is the
+// family's, FamilyRules::teacache_threshold).
+double cache_threshold(const JobSpec& job, const ModelFolder& model);
 
 // The latent grid a job denoises, as the reference pipeline derives it.
 struct LatentGeometry {

@@ -45,6 +45,7 @@ std::string to_json(const JobFile& f) {
               {"tile_sample_min_width", j.tile_sample_min_width},
               {"enable_slicing", j.vae_slicing},
               {"use_fbcache", j.use_fbcache},
+              {"use_teacache", j.use_teacache},
               {"use_parallel_vae", p.use_parallel_vae},
               {"ulysses_degree", p.ulysses_degree},
               {"ring_degree", p.ring_degree},
@@ -111,6 +112,7 @@ JobFile job_file_from_json(const std::string& text, const std::string& file) {
   get("tile_sample_min_width", j.tile_sample_min_width);
   get("enable_slicing", j.vae_slicing);
   get("use_fbcache", j.use_fbcache);
+  get("use_teacache", j.use_teacache);
   get("cache_threshold", j.cache_threshold);
   get("use_parallel_vae", p.use_parallel_vae);
   get("ulysses_degree", p.ulysses_degree);

@@ -88,6 +88,7 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
       {"--use_dynamic_cfg", &j.use_dynamic_cfg}, {"--use_cfg_parallel", &p.use_cfg_parallel},
       {"--use_parallel_vae", &p.use_parallel_vae}, {"--keep_partial", &j.keep_partial},
       {"--allow_tf32", &j.allow_tf32},          {"--use_fbcache", &j.use_fbcache},
+      {"--use_teacache", &j.use_teacache},
       {"--enable_tiling", &j.vae_tiling},        {"--enable_slicing", &j.vae_slicing}};
   for (size_t i = 0; i < argv.size(); ++i) {
     std::string flag = argv[i], value;
@@ -166,8 +167,10 @@ with a FLUX.1 folder (dev, schnell); the family is read from model_index.json.
 Step caching (faster, approximate; every parallel mix but PipeFusion takes the one-process decisions):
   --use_fbcache               First-Block Cache (diffusers' semantics): a step whose first block's output
                               changed little since the last full step reuses what the other blocks added
-  --cache_threshold X         how little: the relative change at or under which a step is reused
-                              (default 0.05; 0 reuses nothing; higher is faster and drifts further)
+  --use_teacache              TeaCache: steps reuse what every block added while the accumulated,
+                              rescaled change of the model's modulated input stays under the threshold
+  --cache_threshold X         how little (0 reuses nothing; higher is faster and drifts further); default
+                              0.05 for First-Block Cache, for TeaCache the family's (CogVideoX 0.1, FLUX.1 0.25)
 
 Parallel (xDiT's flags; processes = data x CFG x PipeFusion x ring x Ulysses, started here as
 dit-worker ranks; each degree 1 is the single-process path):
