@@ -6,6 +6,9 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 
+#include <cmath>
+#include <limits>
+
 #include "qcustomplot.h"
 
 namespace studio::gui {
@@ -106,12 +109,13 @@ void CompareView::compare(const RunRecord& a, const RunRecord& b) {
   slider->setRange(0, std::max(0, n - 1));
   max_difference = -1;
   mean_difference = -1;
+  psnr_db = -1;
   const bool comparable = ja.value("seed") == jb.value("seed") && ja.value("model") == jb.value("model") && n > 0 &&
                           a_.size() == b_.size() && a_[0].size() == b_[0].size();
   if (!comparable) {
     difference->setText(tr("Different seeds, models or sizes: the frames are shown side by side but not compared."));
   } else {
-    int64_t sum = 0, count = 0;
+    int64_t sum = 0, squares = 0, count = 0;
     max_difference = 0;
     for (int f = 0; f < n; ++f) {
       const QImage x = a_[size_t(f)].convertToFormat(QImage::Format_RGB888), y = b_[size_t(f)].convertToFormat(QImage::Format_RGB888);
@@ -121,16 +125,21 @@ void CompareView::compare(const RunRecord& a, const RunRecord& b) {
           const int d = std::abs(int(p[i]) - int(q[i]));
           max_difference = std::max(max_difference, d);
           sum += d;
+          squares += int64_t(d) * d;
           ++count;
         }
       }
     }
     mean_difference = double(sum) / double(std::max<int64_t>(count, 1));
+    const double mse = double(squares) / double(std::max<int64_t>(count, 1));
+    psnr_db = mse > 0 ? 10 * std::log10(255.0 * 255.0 / mse) : std::numeric_limits<double>::infinity();
     difference->setText(max_difference == 0
                             ? tr("Same seed and model: the %1 frames are identical, pixel for pixel.").arg(n)
-                            : tr("Same seed and model: frames differ by at most %1 of 255 levels (mean %2).")
+                            : tr("Same seed and model: frames differ by at most %1 of 255 levels (mean %2; "
+                                 "PSNR %3 dB).")
                                   .arg(max_difference)
-                                  .arg(mean_difference, 0, 'f', 4));
+                                  .arg(mean_difference, 0, 'f', 4)
+                                  .arg(psnr_db, 0, 'f', 1));
   }
   show_frame(0);
   timer_.start(125);

@@ -1,7 +1,7 @@
 // Two runs side by side: the settings that differ highlighted, step time and memory of both plotted
 // together, their frames played in sync, and, when seed and model are the same, the numerical difference
-// of their frames (RGB8 levels, from the lossless frames each run keeps): how a user proves that a
-// parallel configuration changes nothing.
+// of their frames (RGB8 levels, from the lossless frames each run keeps, and their PSNR): how a user proves
+// that a parallel configuration changes nothing, or sees how far a step cache moved the result.
 #pragma once
 #include <QLabel>
 #include <QSlider>
@@ -31,6 +31,7 @@ class CompareView : public QWidget {
   // The frames' largest and mean absolute difference in RGB8 levels (-1 when not comparable).
   int max_difference = -1;
   double mean_difference = -1;
+  double psnr_db = -1;  // infinite when identical
 
  private:
   void show_frame(int i);

@@ -153,9 +153,12 @@ class TestStudio : public QObject {
     w.compose->prompt->setPlainText("a paper boat drifts on a pond");
     w.compose->frames->setValue(9);
     w.compose->steps->setValue(10);
+    QSignalSpy spy(&w, &MainWindow::run_finished);
+    QVERIFY2(w.generate(), qPrintable(w.reason->text()));  // first without the cache, to compare with
+    QCOMPARE(wait_for_run(w, spy, 120000), 0);
+    QVERIFY(w.run_view->reused_steps == nullptr);
     w.compose->step_cache->setCurrentIndex(1);
     w.compose->cache_threshold->setValue(2);  // the demo model's random blocks change a lot from step to step
-    QSignalSpy spy(&w, &MainWindow::run_finished);
     QVERIFY2(w.generate(), qPrintable(w.reason->text()));
     QCOMPARE(wait_for_run(w, spy, 120000), 0);
     QVERIFY(w.run_view->reused_steps != nullptr);
@@ -166,6 +169,16 @@ class TestStudio : public QObject {
     for (const auto* l : w.run_view->findChildren<QLabel*>()) lines += l->text() + "\n";
     QVERIFY2(lines.contains(QString("reused %1").arg(reused)), qPrintable(lines));
     QCOMPARE(w.run_view->step_plot->graph(1)->name(), QString("reused (step cache)"));
+    // Side by side with the uncached run of the same seed: how far the cache moved the frames.
+    w.history->table->selectAll();
+    w.history->compare_button->click();
+    QVERIFY2(w.compare_view->psnr_db > 0 && std::isfinite(w.compare_view->psnr_db), qPrintable(w.compare_view->difference->text()));
+    QVERIFY2(w.compare_view->difference->text().contains("PSNR"), qPrintable(w.compare_view->difference->text()));
+    bool highlighted = false;  // the cache is among the settings that differ
+    for (int i = 0; i < w.compare_view->settings->rowCount(); ++i)
+      highlighted |= w.compare_view->settings->item(i, 0)->text() == "use_fbcache" &&
+                     w.compare_view->settings->item(i, 1)->text() != w.compare_view->settings->item(i, 2)->text();
+    QVERIFY(highlighted);
   }
 
   void about_says_what_the_worker_was_built_with() {
