@@ -6,7 +6,9 @@
 // with its flags, its summary line and its refusals; FLUX.1 through the same seam. TeaCache (no reference
 // run exists): a threshold of 0 equal to the uncached run, the first and last steps always run, and every
 // mix and data parallel deciding as one process does, for CogVideoX (an indicator every sequence rank
-// holds whole) and FLUX.1 (one split by rows).
+// holds whole) and FLUX.1 (one split by rows). MagCache: a calibration run writes the ratios (the same
+// under ring parallelism), a run with them follows the rule (retained first fifth, at most 2 reuses in a
+// row) alike in one process and under Ulysses, threshold 0 is the uncached run, and bad files are named.
 #include <ATen/ops/cat.h>
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include "cache/tea_cache.h"
 #include "parallel/parallel_model.h"
 #include "plan/family.h"
+#include "plan/mag_ratios.h"
 #include "pipeline/denoise.h"
 #include "plan/error.h"
 #include "process.h"
@@ -255,7 +258,7 @@ TEST_F(StepCaches, refusals_name_the_flag) {
   r = launch({"--use_fbcache", "--cache_threshold", "-1"});
   EXPECT_NE(r.code, 0);
   EXPECT_TRUE(test::contains(r.err, "--cache_threshold -1")) << r.err;
-  EXPECT_TRUE(test::contains(r.err, "First-Block Cache 0.05, TeaCache 0.1 for this model")) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "First-Block Cache 0.05, TeaCache 0.1 for this model, MagCache 0.12")) << r.err;
   r = launch({"--use_fbcache", "--cache_threshold", "much"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(test::contains(r.err, "--cache_threshold 'much': not a number")) << r.err;
@@ -267,7 +270,7 @@ TEST_F(StepCaches, refusals_name_the_flag) {
   EXPECT_TRUE(test::contains(r.err, "--use_teacache with --pipefusion_parallel_degree 2")) << r.err;
   r = launch({"--use_teacache", "--use_fbcache"});
   EXPECT_NE(r.code, 0);
-  EXPECT_TRUE(test::contains(r.err, "--use_fbcache and --use_teacache: one step cache at a time")) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "--use_fbcache, --use_teacache, --use_magcache: one step cache at a time")) << r.err;
 }
 
 TEST_F(StepCaches, teacache_threshold_zero_is_the_uncached_run) {
@@ -295,6 +298,82 @@ TEST_F(StepCaches, teacache_every_sequence_and_cfg_mix_decides_as_one_process) {
 
 TEST_F(StepCaches, teacache_data_parallel_decides_for_the_whole_batch) {
   expect_data_parallel_decides_for_the_batch(teacache(1.7, {1.0, 0.0}), "teacache");
+}
+
+TEST(MagRatios, are_interpolated_over_the_calls_as_magcache_does) {
+  const plan::MagRatios r{"m", 5, {2, 3, 4, 5}};
+  EXPECT_EQ(plan::mag_ratios_for(r, 5), (std::vector<double>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(plan::mag_ratios_for(r, 3), (std::vector<double>{1, 3, 5}));
+  // numpy rounds halves to even: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, 3.5 -> 4.
+  EXPECT_EQ(plan::mag_ratios_for(r, 9), (std::vector<double>{1, 1, 2, 3, 3, 3, 4, 5, 5}));
+}
+
+TEST_F(StepCaches, magcache_calibrates_then_runs_alike_in_every_mix) {
+  const std::string c = test::golden_case(base_), file = c + "/golden.safetensors";
+  const auto b = test::golden_json(base_);
+  const Args args{"--model", c, "--height", std::to_string(int(b["height"])), "--width",
+                  std::to_string(int(b["width"])), "--num_frames", std::to_string(int(b["num_frames"])),
+                  "--num_inference_steps", "12", "--prompt_embeds", file, "--latents", file};
+  const auto launch = [&](const Args& more, const std::string& out) {
+    const auto r = test::run(test::bin("dit-launch"), args + more + Args{"--save_tensors", out}, 180000);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.err;
+  };
+  const auto latents = [](const std::string& f) { return io::TensorFile(f, "t").get("final_latents", 5, ""); };
+  const std::string ratios = tmp_.path("ratios.json"), ring_ratios = tmp_.path("ring_ratios.json");
+  const std::string plain = tmp_.path("plain.safetensors");
+  EXPECT_TRUE(test::contains(launch({"--magcache_calibrate", ratios}, plain),
+                             "MagCache: wrote the ratios of 12 steps to " + ratios));
+  const auto one = plan::read_mag_ratios(ratios);
+  ASSERT_EQ(one.ratios.size(), 11u);
+  EXPECT_EQ(one.model, c);
+  // Measured over every rank's rows (5 parts of 72 tokens: padded), the same ratios.
+  launch({"--magcache_calibrate", ring_ratios, "--ring_degree", "5"}, tmp_.path("ring.safetensors"));
+  const auto ring = plan::read_mag_ratios(ring_ratios);
+  ASSERT_EQ(ring.ratios.size(), 11u);
+  for (size_t i = 0; i < 11; ++i) EXPECT_NEAR(ring.ratios[i], one.ratios[i], 1e-5 * one.ratios[i]) << "ratio " << i;
+  // Threshold 0 reuses nothing: the uncached run.
+  const std::string zero = tmp_.path("zero.safetensors");
+  EXPECT_TRUE(test::contains(launch({"--use_magcache", "--magcache_ratios", ratios, "--cache_threshold", "0"}, zero),
+                             "MagCache: 0 of 12 calls reused the blocks"));
+  EXPECT_EQ(test::max_abs_diff(latents(zero), latents(plain)), 0.0);
+  // A threshold nothing reaches: the first fifth (2 calls) runs, then never more than 2 reuses in a row.
+  const std::string wide = "MagCache: 7 of 12 calls reused the blocks (full calls: 1 2 5 8 11)";
+  const std::string a = tmp_.path("a.safetensors"), u = tmp_.path("u.safetensors");
+  EXPECT_TRUE(test::contains(launch({"--use_magcache", "--magcache_ratios", ratios, "--cache_threshold", "100"}, a),
+                             wide));
+  EXPECT_TRUE(test::contains(
+      launch({"--use_magcache", "--magcache_ratios", ratios, "--cache_threshold", "100", "--ulysses_degree", "2"}, u),
+      wide));
+  EXPECT_LT(test::max_abs_diff(latents(u), latents(a)), test::kRunTolerance);
+  EXPECT_GT(test::max_abs_diff(latents(a), latents(plain)), 1e-3);
+}
+
+TEST_F(StepCaches, magcache_refusals_name_the_flag_and_the_file) {
+  const std::string c = test::golden_case(base_);
+  const auto launch = [&](const Args& a) {
+    return test::run(test::bin("dit-launch"), Args{"--model", c, "--prompt_embeds", c + "/golden.safetensors"} + a,
+                     60000);
+  };
+  auto r = launch({"--use_magcache"});
+  EXPECT_EQ(r.code, 2);  // found while validating the job, before anything starts
+  EXPECT_TRUE(test::contains(r.err, "--use_magcache needs --magcache_ratios FILE")) << r.err;
+  const std::string bad = tmp_.path("bad.json");
+  test::write_file(bad, R"({"steps": 4, "ratios": [1.0, 0.9]})");
+  r = launch({"--use_magcache", "--magcache_ratios", bad});
+  EXPECT_EQ(r.code, 2);  // found while validating the job, before anything starts
+  EXPECT_TRUE(test::contains(r.err, bad + ": field 'ratios' = [1.0,0.9] must be a list of 3 numbers")) << r.err;
+  test::write_file(bad, R"({"steps": 3, "ratios": [1.0, -2]})");
+  r = launch({"--use_magcache", "--magcache_ratios", bad});
+  EXPECT_TRUE(test::contains(r.err, "field 'ratios' = -2 is not a positive number")) << r.err;
+  r = launch({"--use_magcache", "--magcache_ratios", tmp_.path("missing.json")});
+  EXPECT_TRUE(test::contains(r.err, "--magcache_ratios: ")) << r.err;
+  r = launch({"--use_fbcache", "--magcache_calibrate", tmp_.path("r.json")});
+  EXPECT_TRUE(test::contains(r.err, "--magcache_calibrate measures the uncached model")) << r.err;
+  r = launch({"--magcache_calibrate", tmp_.path("r.json"), "--pipefusion_parallel_degree", "2"});
+  EXPECT_TRUE(test::contains(r.err, "--magcache_calibrate with --pipefusion_parallel_degree 2")) << r.err;
+  r = launch({"--use_fbcache", "--use_magcache", "--magcache_ratios", bad});
+  EXPECT_TRUE(test::contains(r.err, "one step cache at a time")) << r.err;
 }
 
 }  // namespace

@@ -6,21 +6,29 @@
 #include <ATen/ops/sum.h>
 
 #include "cache/first_block_cache.h"
+#include "cache/mag_cache.h"
 #include "cache/tea_cache.h"
 #include "plan/family.h"
+#include "plan/mag_ratios.h"
 
 namespace studio::cache {
 
+at::Tensor StepCache::real_rows(const at::Tensor& t) const {
+  return share_.real_latent_rows >= 0 ? t.narrow(1, 0, share_.real_latent_rows) : t;
+}
+
+at::Tensor StepCache::summed_over_call(const at::Tensor& sums, bool over_sequence) const {
+  return (share_.sum_over_call ? share_.sum_over_call(sums, over_sequence) : sums).cpu();
+}
+
 double StepCache::relative_change(const at::Tensor& now, const at::Tensor& prev, bool latent_rows) const {
-  const auto real = [&](const at::Tensor& t) {
-    return latent_rows && share_.real_latent_rows >= 0 ? t.narrow(1, 0, share_.real_latent_rows) : t;
-  };
+  const auto real = [&](const at::Tensor& t) { return latent_rows ? real_rows(t) : t; };
   // Sums rather than means: both count the same elements. In float64, so that the order in which the
   // ranks' parts are added moves the ratio by rounding only.
-  auto sums = at::stack({at::sum(at::abs(real(now) - real(prev)), at::kDouble), at::sum(at::abs(real(prev)), at::kDouble)});
-  if (share_.sum_over_call) sums = share_.sum_over_call(sums, latent_rows);
-  const auto host = sums.cpu();
-  return host[0].item<double>() / host[1].item<double>();
+  const auto sums = summed_over_call(at::stack({at::sum(at::abs(real(now) - real(prev)), at::kDouble),
+                                                at::sum(at::abs(real(prev)), at::kDouble)}),
+                                     latent_rows);
+  return sums[0].item<double>() / sums[1].item<double>();
 }
 
 void StepCache::run_rest(const models::DitModel& model, size_t first, models::Tokens& x, const models::Conditioning& c,
@@ -48,6 +56,10 @@ std::unique_ptr<StepCache> make_step_cache(const plan::JobSpec& job, const plan:
   if (job.use_teacache)
     return std::make_unique<TeaCache>(threshold, plan::rules_of(model).teacache_coefficients(model),
                                       job.num_inference_steps);
+  if (job.use_magcache)
+    return std::make_unique<MagCache>(
+        threshold, plan::mag_ratios_for(plan::read_mag_ratios(job.magcache_ratios), job.num_inference_steps));
+  if (!job.magcache_calibrate.empty()) return std::make_unique<MagCalibration>();
   return nullptr;
 }
 

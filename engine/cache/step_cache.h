@@ -39,6 +39,12 @@ class StepCache : public models::BlockCache {
   static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
   // mean|now - prev| / mean|prev| over the whole call (`latent_rows`: both are [B, latent rows held, ...]).
   double relative_change(const at::Tensor& now, const at::Tensor& prev, bool latent_rows) const;
+  // The real (unpadded) latent rows of a [B, latent rows held, ...] tensor.
+  at::Tensor real_rows(const at::Tensor& t) const;
+  // A small tensor of sums, summed over the call's ranks (CallShare::sum_over_call), on the host.
+  at::Tensor summed_over_call(const at::Tensor& sums, bool over_sequence) const;
+  // What the blocks added to the latent rows at the last full call.
+  const at::Tensor& kept_latent() const { return rest_latent_; }
   // Blocks [first, num_blocks) over x, keeping what they add to the latent and text rows for reuse.
   void run_rest(const models::DitModel& model, size_t first, models::Tokens& x, const models::Conditioning& c,
                 const at::Tensor& rope_cos, const at::Tensor& rope_sin, const models::AttentionFn& attention);

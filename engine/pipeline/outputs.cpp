@@ -65,8 +65,10 @@ std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const 
           {"num_videos_per_prompt", std::to_string(job.num_videos_per_prompt)},
           {"parallel", par.describe()},
           {"use_fbcache", job.use_fbcache ? "true" : "false"},
-          {"use_teacache", job.use_teacache ? "true" : "false"}};
-  if (job.use_fbcache || job.use_teacache) m["cache_threshold"] = shortest(plan::cache_threshold(job, model));
+          {"use_teacache", job.use_teacache ? "true" : "false"},
+          {"use_magcache", job.use_magcache ? "true" : "false"}};
+  if (job.use_fbcache || job.use_teacache || job.use_magcache)
+    m["cache_threshold"] = shortest(plan::cache_threshold(job, model));
   return m;
 }
 

@@ -17,6 +17,7 @@
 #include "pipeline/reproduction.h"
 #include "plan/error.h"
 #include "plan/family.h"
+#include "plan/mag_ratios.h"
 #include "plan/parallel.h"
 
 namespace studio::pipeline {
@@ -56,6 +57,15 @@ std::string cache_summary(const std::string& name, const std::vector<bool>& full
   }
   return name + ": " + std::to_string(skipped) + " of " + std::to_string(full.size()) +
          " calls reused the blocks (full calls:" + steps + ")";
+}
+
+// MagCache's ratios measured by this run (every call's change but the first's), to the file asked for.
+void write_calibration(const plan::JobSpec& job, const plan::ModelFolder& model, const cache::StepCache& cache,
+                       const std::function<void(const std::string&)>& log) {
+  const auto& changes = cache.changes();
+  plan::MagRatios r{model.dir, int(changes.size()), std::vector<double>(changes.begin() + 1, changes.end())};
+  plan::write_mag_ratios(job.magcache_calibrate, r);
+  log("MagCache: wrote the ratios of " + std::to_string(r.steps) + " steps to " + job.magcache_calibrate);
 }
 
 // The caller's hooks, with the stop check agreed by every rank, the last step's latents remembered, and
@@ -112,8 +122,10 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
       keep_partial_latents(job, model, job_metadata(job, model, mesh.config()), partial, log);
     throw;
   }
-  if (const auto* cache = parallel_model ? parallel_model->cache() : nullptr)
-    log(cache_summary(cache->name(), cache->full_calls()));
+  if (const auto* cache = parallel_model ? parallel_model->cache() : nullptr) {
+    if (job.magcache_calibrate.empty()) log(cache_summary(cache->name(), cache->full_calls()));
+    else if (parallel::writes(mesh)) write_calibration(job, model, *cache, log);
+  }
   auto all = parallel::gather_samples(mesh, latents).cpu();
   r.seconds_denoising = since(t1);
   return all;  // the transformer's weights are released here, before the VAE loads

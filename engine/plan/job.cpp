@@ -8,6 +8,7 @@
 
 #include "plan/error.h"
 #include "plan/family.h"
+#include "plan/mag_ratios.h"
 #include "plan/output_format.h"
 
 namespace studio::plan {
@@ -51,8 +52,45 @@ void check_multiple(const char* field, int value, int step, const std::string& w
                               std::to_string(step) + " (" + why + "); " + nearest_multiples(value, step) + " would work"});
 }
 
+namespace {
+
+// One step cache at a time, its threshold in range, MagCache's ratios readable, calibration uncached.
+void check_step_cache(const JobSpec& job, const ModelFolder& model, std::vector<Problem>& out) {
+  const int caches = int(job.use_fbcache) + int(job.use_teacache) + int(job.use_magcache);
+  if (caches > 1)
+    out.push_back({"use_teacache", "--use_fbcache, --use_teacache, --use_magcache: one step cache at a time; choose one"});
+  if (!std::isnan(job.cache_threshold) && caches == 0)
+    out.push_back({"cache_threshold", "--cache_threshold: no step cache is on; add --use_fbcache, --use_teacache or "
+                                      "--use_magcache, or drop it"});
+  if (job.use_magcache && job.magcache_ratios.empty())
+    out.push_back({"magcache_ratios", "--use_magcache needs --magcache_ratios FILE: the model's calibrated ratios; "
+                                      "measure them once with an uncached run and --magcache_calibrate FILE"});
+  else if (job.use_magcache) {
+    try {
+      read_mag_ratios(job.magcache_ratios);
+    } catch (const InputError& e) {
+      out.push_back({"magcache_ratios", "--magcache_ratios: " + std::string(e.what())});
+    }
+  }
+  if (!job.magcache_calibrate.empty() && caches > 0)
+    out.push_back({"magcache_calibrate", "--magcache_calibrate measures the uncached model; drop the step cache "
+                                         "for this run"});
+  check_output_folder("magcache_calibrate", job.magcache_calibrate, out);
+  if (caches > 0 && !std::isnan(job.cache_threshold) && !(job.cache_threshold >= 0 && job.cache_threshold <= kMaxCacheThreshold))
+    out.push_back({"cache_threshold", "--cache_threshold " + std::to_string(job.cache_threshold) +
+                                          ": must be between 0 (skip nothing: the uncached result) and " +
+                                          std::to_string(int(kMaxCacheThreshold)) +
+                                          " (the default: First-Block Cache " + short_number(kFirstBlockCacheThreshold) +
+                                          ", TeaCache " + short_number(rules_of(model).teacache_threshold()) +
+                                          " for this model, MagCache " + short_number(kMagCacheThreshold) +
+                                          "; higher skips more)"});
+}
+
+}  // namespace
+
 double cache_threshold(const JobSpec& job, const ModelFolder& model) {
   if (!std::isnan(job.cache_threshold)) return job.cache_threshold;
+  if (job.use_magcache) return kMagCacheThreshold;
   return job.use_teacache ? rules_of(model).teacache_threshold() : kFirstBlockCacheThreshold;
 }
 
@@ -82,18 +120,7 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
     out.push_back({"prompt", "--prompt: " + model.dir + " has " + missing_text_parts(model) +
                                  " to encode words with; download the whole model folder (e.g. huggingface-cli "
                                  "download " + example_repo(model) + ") or pass --prompt_embeds FILE"});
-  if (job.use_fbcache && job.use_teacache)
-    out.push_back({"use_teacache", "--use_fbcache and --use_teacache: one step cache at a time; choose one"});
-  if (!std::isnan(job.cache_threshold) && !job.use_fbcache && !job.use_teacache)
-    out.push_back({"cache_threshold", "--cache_threshold: no step cache is on; add --use_fbcache or --use_teacache, "
-                                      "or drop it"});
-  else if (!std::isnan(job.cache_threshold) && !(job.cache_threshold >= 0 && job.cache_threshold <= kMaxCacheThreshold))
-    out.push_back({"cache_threshold", "--cache_threshold " + std::to_string(job.cache_threshold) +
-                                          ": must be between 0 (skip nothing: the uncached result) and " +
-                                          std::to_string(int(kMaxCacheThreshold)) +
-                                          " (the default: First-Block Cache " + short_number(kFirstBlockCacheThreshold) +
-                                          ", TeaCache " + short_number(rules.teacache_threshold()) +
-                                          " for this model; higher skips more)"});
+  check_step_cache(job, model, out);
   // Outputs are checked now, not after a long run.
   check_output_folder("save_tensors", job.save_tensors_file, out);
   check_output_folder("output", job.output_file, out);

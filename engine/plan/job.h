@@ -39,11 +39,15 @@ struct JobSpec {
   bool vae_slicing = false;        // decode the videos of a batch one at a time (diffusers' enable_slicing)
   bool use_fbcache = false;        // First-Block Cache: skip the blocks after the first on steps that change little
   bool use_teacache = false;       // TeaCache: skip every block while the accumulated change stays small
+  bool use_magcache = false;       // MagCache: skip while the calibrated magnitude error stays small
+  std::string magcache_ratios;     // MagCache's calibrated ratios (a file --magcache_calibrate wrote)
+  std::string magcache_calibrate;  // measure the ratios on this uncached run and write them there
   double cache_threshold = std::numeric_limits<double>::quiet_NaN();  // NaN = the method's default
 };
 
 // First-Block Cache's default threshold: diffusers' FirstBlockCacheConfig. The largest accepted.
 constexpr double kFirstBlockCacheThreshold = 0.05;
+constexpr double kMagCacheThreshold = 0.12;  // MagCache's own default (its Wan2.1 scripts' magcache_thresh)
 constexpr double kMaxCacheThreshold = 100;
 // The threshold a job's cache uses: its own, or the method's default for the model (TeaCache's is the
 // family's, FamilyRules::teacache_threshold).

@@ -46,6 +46,9 @@ std::string to_json(const JobFile& f) {
               {"enable_slicing", j.vae_slicing},
               {"use_fbcache", j.use_fbcache},
               {"use_teacache", j.use_teacache},
+              {"use_magcache", j.use_magcache},
+              {"magcache_ratios", j.magcache_ratios},
+              {"magcache_calibrate", j.magcache_calibrate},
               {"use_parallel_vae", p.use_parallel_vae},
               {"ulysses_degree", p.ulysses_degree},
               {"ring_degree", p.ring_degree},
@@ -113,6 +116,9 @@ JobFile job_file_from_json(const std::string& text, const std::string& file) {
   get("enable_slicing", j.vae_slicing);
   get("use_fbcache", j.use_fbcache);
   get("use_teacache", j.use_teacache);
+  get("use_magcache", j.use_magcache);
+  get("magcache_ratios", j.magcache_ratios);
+  get("magcache_calibrate", j.magcache_calibrate);
   get("cache_threshold", j.cache_threshold);
   get("use_parallel_vae", p.use_parallel_vae);
   get("ulysses_degree", p.ulysses_degree);

@@ -139,15 +139,15 @@ void check_shape(const ParallelConfig& p, const JobSpec& job, const ModelFolder&
   if (p.use_parallel_vae && job.vae_tiling)
     out.push_back({"use_parallel_vae", "--use_parallel_vae and --enable_tiling both divide the decoding's memory; "
                                        "choose one (parallel decoding gives the untiled result)"});
-  if ((job.use_fbcache || job.use_teacache) && p.pipefusion_parallel_degree > 1)
-    out.push_back({job.use_fbcache ? "use_fbcache" : "use_teacache",
-                   std::string(job.use_fbcache ? "--use_fbcache" : "--use_teacache") +
-                                      " with --pipefusion_parallel_degree " +
-                                      std::to_string(p.pipefusion_parallel_degree) +
-                                      ": the cache decides for the whole call before or after its first block, which "
-                                      "only the first stage runs, while PipeFusion's stages work on different "
-                                      "patches at once; split the work with "
-                                      "--ulysses_degree, --ring_degree, --use_cfg_parallel or --data_parallel_degree"});
+  const char* cache = job.use_fbcache ? "use_fbcache" : job.use_teacache ? "use_teacache"
+                     : job.use_magcache ? "use_magcache" : !job.magcache_calibrate.empty() ? "magcache_calibrate"
+                     : nullptr;
+  if (cache && p.pipefusion_parallel_degree > 1)
+    out.push_back({cache, std::string("--") + cache + " with --pipefusion_parallel_degree " +
+                              std::to_string(p.pipefusion_parallel_degree) +
+                              ": a step cache runs or reuses the blocks of a whole call at once, while PipeFusion's "
+                              "stages each hold some of them and work on different patches at once; split the work "
+                              "with --ulysses_degree, --ring_degree, --use_cfg_parallel or --data_parallel_degree"});
   if (p.pipefusion_parallel_degree > blocks)
     out.push_back({"pipefusion_parallel_degree", "--pipefusion_parallel_degree " +
                                                      std::to_string(p.pipefusion_parallel_degree) + ": the model has " +

@@ -83,12 +83,14 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
       {"--tile_sample_min_width", [&](auto& f, auto& v) { j.tile_sample_min_width = int(to_integer(f, v, 16, 1 << 16, "360")); }},
       {"--dtype", [&](auto&, auto& v) { j.dtype = v; }},
       {"--cache_threshold", [&](auto& f, auto& v) { j.cache_threshold = to_number(f, v, "0.1"); }},
+      {"--magcache_ratios", [&](auto&, auto& v) { j.magcache_ratios = v; }},
+      {"--magcache_calibrate", [&](auto&, auto& v) { j.magcache_calibrate = v; }},
   };
   const std::map<std::string, bool*> switches = {
       {"--use_dynamic_cfg", &j.use_dynamic_cfg}, {"--use_cfg_parallel", &p.use_cfg_parallel},
       {"--use_parallel_vae", &p.use_parallel_vae}, {"--keep_partial", &j.keep_partial},
       {"--allow_tf32", &j.allow_tf32},          {"--use_fbcache", &j.use_fbcache},
-      {"--use_teacache", &j.use_teacache},
+      {"--use_teacache", &j.use_teacache},      {"--use_magcache", &j.use_magcache},
       {"--enable_tiling", &j.vae_tiling},        {"--enable_slicing", &j.vae_slicing}};
   for (size_t i = 0; i < argv.size(); ++i) {
     std::string flag = argv[i], value;
@@ -169,8 +171,14 @@ Step caching (faster, approximate; every parallel mix but PipeFusion takes the o
                               changed little since the last full step reuses what the other blocks added
   --use_teacache              TeaCache: steps reuse what every block added while the accumulated,
                               rescaled change of the model's modulated input stays under the threshold
+  --use_magcache              MagCache: steps reuse what every block added while the error the model's
+                              calibrated magnitude ratios predict stays under the threshold (at most 2 in
+                              a row; the first fifth of the steps always run); needs --magcache_ratios
+  --magcache_ratios FILE      the ratios, measured once per model and step count by
+  --magcache_calibrate FILE   an uncached run that measures them and writes FILE
   --cache_threshold X         how little (0 reuses nothing; higher is faster and drifts further); default
-                              0.05 for First-Block Cache, for TeaCache the family's (CogVideoX 0.1, FLUX.1 0.25)
+                              0.05 for First-Block Cache, for TeaCache the family's (CogVideoX 0.1, FLUX.1
+                              0.25), 0.12 for MagCache
 
 Parallel (xDiT's flags; processes = data x CFG x PipeFusion x ring x Ulysses, started here as
 dit-worker ranks; each degree 1 is the single-process path):

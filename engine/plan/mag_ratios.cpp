@@ -1,0 +1,61 @@
+#include "plan/mag_ratios.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "plan/error.h"
+#include "plan/json_fields.h"
+#include "plan/model_folder.h"
+
+namespace studio::plan {
+
+MagRatios read_mag_ratios(const std::string& path) {
+  const Fields in(read_text_file(path, 1u << 20), path);
+  MagRatios r;
+  r.model = in.get<std::string>("model", "");
+  r.steps = in.in_range("steps", 0, 2, 100000);
+  const auto& v = in.raw().contains("ratios") ? in.raw()["ratios"] : json();
+  if (!v.is_array() || v.size() != size_t(r.steps - 1))
+    in.fail("ratios", in.dump("ratios"), "must be a list of " + std::to_string(r.steps - 1) +
+                                             " numbers (one for each call after the first); measure them again "
+                                             "with --magcache_calibrate FILE");
+  for (const auto& x : v) {
+    if (!x.is_number() || !std::isfinite(x.get<double>()) || x.get<double>() <= 0)
+      in.fail("ratios", x.dump(), "is not a positive number; measure the ratios again with --magcache_calibrate FILE");
+    r.ratios.push_back(x.get<double>());
+  }
+  return r;
+}
+
+void write_mag_ratios(const std::string& path, const MagRatios& r) {
+  const std::string tmp = path + ".partial";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << json{{"model", r.model}, {"steps", r.steps}, {"ratios", r.ratios}}.dump(2) << "\n";
+    if (!out.flush()) {
+      std::remove(tmp.c_str());
+      throw InputError(path + ": cannot write the MagCache ratios there (" + std::strerror(errno) + ")");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw InputError(path + ": cannot write the MagCache ratios there (" + why + ")");
+  }
+}
+
+std::vector<double> mag_ratios_for(const MagRatios& r, int steps) {
+  std::vector<double> src{1.0};
+  src.insert(src.end(), r.ratios.begin(), r.ratios.end());
+  if (int(src.size()) == steps) return src;
+  if (steps == 1) return {src.back()};
+  std::vector<double> out;
+  const double scale = double(src.size() - 1) / double(steps - 1);
+  for (int i = 0; i < steps; ++i) out.push_back(src[size_t(std::nearbyint(i * scale))]);
+  return out;
+}
+
+}  // namespace studio::plan
