@@ -1,10 +1,6 @@
 #include "plan/job_file.h"
 
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -62,22 +58,7 @@ std::string to_json(const JobFile& f) {
   return out.dump(2);
 }
 
-void write_job_file(const std::string& path, const JobFile& f) {
-  const std::string tmp = path + ".partial";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << to_json(f) << "\n";
-    if (!out.flush()) {
-      std::remove(tmp.c_str());
-      throw InputError(path + ": cannot write the job file there (" + std::strerror(errno) + ")");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw InputError(path + ": cannot write the job file there (" + why + ")");
-  }
-}
+void write_job_file(const std::string& path, const JobFile& f) { write_text_file(path, to_json(f) + "\n", "the job file"); }
 
 JobFile job_file_from_json(const std::string& text, const std::string& file) {
   // Types checked and integers range-checked as every config is read; the values themselves are the

@@ -1,10 +1,6 @@
 #include "plan/mag_ratios.h"
 
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
 
 #include "plan/error.h"
 #include "plan/json_fields.h"
@@ -31,20 +27,8 @@ MagRatios read_mag_ratios(const std::string& path) {
 }
 
 void write_mag_ratios(const std::string& path, const MagRatios& r) {
-  const std::string tmp = path + ".partial";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << json{{"model", r.model}, {"steps", r.steps}, {"ratios", r.ratios}}.dump(2) << "\n";
-    if (!out.flush()) {
-      std::remove(tmp.c_str());
-      throw InputError(path + ": cannot write the MagCache ratios there (" + std::strerror(errno) + ")");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw InputError(path + ": cannot write the MagCache ratios there (" + why + ")");
-  }
+  write_text_file(path, json{{"model", r.model}, {"steps", r.steps}, {"ratios", r.ratios}}.dump(2) + "\n",
+                  "the MagCache ratios");
 }
 
 std::vector<double> mag_ratios_for(const MagRatios& r, int steps) {

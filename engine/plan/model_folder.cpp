@@ -1,5 +1,8 @@
 #include "plan/model_folder.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -47,6 +50,23 @@ std::string read_text_file(const std::string& path, size_t max_bytes) {
   ss << in.rdbuf();
   if (!in && !in.eof()) throw InputError(path + ": read failed");
   return ss.str();
+}
+
+void write_text_file(const std::string& path, const std::string& text, const std::string& what) {
+  const std::string tmp = path + ".partial";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    if (!out.flush()) {
+      std::remove(tmp.c_str());
+      throw InputError(path + ": cannot write " + what + " there (" + std::strerror(errno) + ")");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw InputError(path + ": cannot write " + what + " there (" + why + ")");
+  }
 }
 
 TransformerConfig parse_transformer_config(const std::string& text, const std::string& file) {

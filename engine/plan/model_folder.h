@@ -140,5 +140,8 @@ T5Config parse_t5_config(const std::string& json_text, const std::string& file);
 
 // Reads a whole (small) file; InputError if it cannot be read or is larger than max_bytes.
 std::string read_text_file(const std::string& path, size_t max_bytes = 16u << 20);
+// Writes a small file whole or not at all (under a temporary name, then renamed); InputError names `what`
+// ("the job file") and why it could not be written.
+void write_text_file(const std::string& path, const std::string& text, const std::string& what);
 
 }  // namespace studio::plan
