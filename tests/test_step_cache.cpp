@@ -1,14 +1,14 @@
 // The step caches. First-Block Cache against diffusers 0.35.2 (fbcache_cogvx2b: cogvx2b_tiny, 12 steps,
-// threshold 0.44):
-// which calls ran every block, and the final latents to 1e-3, in one process and with ranks as threads
-// under Ulysses 2, Ring 3, Ring 5 (padded), Ulysses 2 x CFG parallel (every rank deciding on the
-// one-process change); data parallel equal to the one-process run of the same batch; a threshold of 0 equal to the uncached run; through dit-launch
-// with its flags, its summary line and its refusals; FLUX.1 through the same seam. TeaCache (no reference
-// run exists): a threshold of 0 equal to the uncached run, the first and last steps always run, and every
-// mix and data parallel deciding as one process does, for CogVideoX (an indicator every sequence rank
-// holds whole) and FLUX.1 (one split by rows). MagCache: a calibration run writes the ratios (the same
-// under ring parallelism), a run with them follows the rule (retained first fifth, at most 2 reuses in a
-// row) alike in one process and under Ulysses, threshold 0 is the uncached run, and bad files are named.
+// threshold 0.44): which calls ran every block, and the final latents to 1e-3, in one process and with
+// ranks as threads under Ulysses 2, Ring 3, Ring 5 (padded), Ulysses 2 x CFG parallel (every rank deciding
+// on the one-process change); data parallel equal to the one-process run of the same batch; a threshold
+// of 0 equal to the uncached run; through dit-launch with its flags, its summary line and its refusals;
+// FLUX.1 through the same seam. TeaCache (no reference run exists): a threshold of 0 equal to the
+// uncached run, the first and last steps always run, and every mix and data parallel deciding as one
+// process does, for CogVideoX (an indicator every sequence rank holds whole) and FLUX.1 (one split by
+// rows). MagCache: a calibration run writes the ratios (the same under ring parallelism), a run with them
+// follows the rule (retained first fifth, at most 2 reuses in a row) alike in one process and under
+// Ulysses, threshold 0 is the uncached run, and bad files are named.
 #include <ATen/ops/cat.h>
 
 #include <algorithm>

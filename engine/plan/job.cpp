@@ -58,7 +58,8 @@ namespace {
 void check_step_cache(const JobSpec& job, const ModelFolder& model, std::vector<Problem>& out) {
   const int caches = int(job.use_fbcache) + int(job.use_teacache) + int(job.use_magcache);
   if (caches > 1)
-    out.push_back({"use_teacache", "--use_fbcache, --use_teacache, --use_magcache: one step cache at a time; choose one"});
+    out.push_back({"use_teacache", "--use_fbcache, --use_teacache, --use_magcache: one step cache at a time; "
+                                   "choose one"});
   if (!std::isnan(job.cache_threshold) && caches == 0)
     out.push_back({"cache_threshold", "--cache_threshold: no step cache is on; add --use_fbcache, --use_teacache or "
                                       "--use_magcache, or drop it"});
@@ -76,7 +77,8 @@ void check_step_cache(const JobSpec& job, const ModelFolder& model, std::vector<
     out.push_back({"magcache_calibrate", "--magcache_calibrate measures the uncached model; drop the step cache "
                                          "for this run"});
   check_output_folder("magcache_calibrate", job.magcache_calibrate, out);
-  if (caches > 0 && !std::isnan(job.cache_threshold) && !(job.cache_threshold >= 0 && job.cache_threshold <= kMaxCacheThreshold))
+  const double t = job.cache_threshold;
+  if (caches > 0 && !std::isnan(t) && !(t >= 0 && t <= kMaxCacheThreshold))
     out.push_back({"cache_threshold", "--cache_threshold " + std::to_string(job.cache_threshold) +
                                           ": must be between 0 (skip nothing: the uncached result) and " +
                                           std::to_string(int(kMaxCacheThreshold)) +

@@ -58,7 +58,9 @@ std::string to_json(const JobFile& f) {
   return out.dump(2);
 }
 
-void write_job_file(const std::string& path, const JobFile& f) { write_text_file(path, to_json(f) + "\n", "the job file"); }
+void write_job_file(const std::string& path, const JobFile& f) {
+  write_text_file(path, to_json(f) + "\n", "the job file");
+}
 
 JobFile job_file_from_json(const std::string& text, const std::string& file) {
   // Types checked and integers range-checked as every config is read; the values themselves are the
