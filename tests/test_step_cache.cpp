@@ -44,6 +44,9 @@ struct CachedRun {
 };
 
 // The largest relative difference between two runs' changes, call by call (the first call has none).
+// Parallel and one-process runs round differently (other reduction orders, shard shapes); a change
+// computed over half the batch or a shard instead of the whole call is off by about 1e-2.
+constexpr double kChangeTolerance = 1e-4;
 double change_gap(const std::vector<double>& a, const std::vector<double>& b) {
   EXPECT_EQ(a.size(), b.size());
   double gap = 0;
@@ -117,7 +120,8 @@ class StepCaches : public ::testing::Test {
       for (int r = 0; r < p.world_size(); ++r) {
         ASSERT_TRUE(failure[size_t(r)].empty()) << p.describe() << " rank " << r << ": " << failure[size_t(r)];
         EXPECT_EQ(pattern(runs[size_t(r)].full_calls), pattern(one.full_calls)) << p.describe() << " rank " << r;
-        EXPECT_LT(change_gap(runs[size_t(r)].changes, one.changes), 1e-5) << p.describe() << " rank " << r;
+        EXPECT_LT(change_gap(runs[size_t(r)].changes, one.changes), kChangeTolerance)
+            << p.describe() << " rank " << r;
         for (size_t i = 1; i < runs[size_t(r)].changes.size(); ++i)
           EXPECT_EQ(runs[size_t(r)].changes[i], runs[0].changes[i]) << p.describe() << " rank " << r << " call " << i;
         const double err = test::max_abs_diff(runs[size_t(r)].latents, want);
@@ -142,8 +146,8 @@ class StepCaches : public ::testing::Test {
     for (int r = 0; r < 2; ++r) {
       ASSERT_TRUE(failure[size_t(r)].empty()) << "rank " << r << ": " << failure[size_t(r)];
       EXPECT_EQ(pattern(runs[size_t(r)].full_calls), pattern(one.full_calls)) << "rank " << r;
-      EXPECT_LT(change_gap(runs[size_t(r)].changes, one.changes), 1e-5) << "rank " << r;
-      EXPECT_LT(test::max_abs_diff(runs[size_t(r)].latents, one.latents.narrow(0, r, 1)), 1e-5) << "rank " << r;
+      EXPECT_LT(change_gap(runs[size_t(r)].changes, one.changes), kChangeTolerance) << "rank " << r;
+      EXPECT_LT(test::max_abs_diff(runs[size_t(r)].latents, one.latents.narrow(0, r, 1)), test::kRunTolerance) << "rank " << r;
     }
     std::printf("%s batch of 2: calls %s\n", what, pattern(one.full_calls).c_str());
   }
@@ -331,7 +335,8 @@ TEST_F(StepCaches, magcache_calibrates_then_runs_alike_in_every_mix) {
   launch({"--magcache_calibrate", ring_ratios, "--ring_degree", "5"}, tmp_.path("ring.safetensors"));
   const auto ring = plan::read_mag_ratios(ring_ratios);
   ASSERT_EQ(ring.ratios.size(), 11u);
-  for (size_t i = 0; i < 11; ++i) EXPECT_NEAR(ring.ratios[i], one.ratios[i], 1e-5 * one.ratios[i]) << "ratio " << i;
+  for (size_t i = 0; i < 11; ++i)
+    EXPECT_NEAR(ring.ratios[i], one.ratios[i], kChangeTolerance * one.ratios[i]) << "ratio " << i;
   // Threshold 0 reuses nothing: the uncached run.
   const std::string zero = tmp_.path("zero.safetensors");
   EXPECT_TRUE(test::contains(launch({"--use_magcache", "--magcache_ratios", ratios, "--cache_threshold", "0"}, zero),
