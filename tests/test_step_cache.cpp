@@ -290,8 +290,8 @@ TEST_F(StepCaches, teacache_always_runs_the_first_and_last_steps) {
 }
 
 // The tiny model's random weights move its timestep embedding far more between 12 steps than a trained
-// model's between 50 (changes of 0.6 to 1.1, where the published polynomials were fitted below about 0.3
-// and turn negative): the decisions in parallel are checked with the identity as the polynomial, whose
+// model's between 50 (changes of 0.6 to 1.1, where the published polynomials, fitted on small changes,
+// turn negative): the decisions in parallel are checked with the identity as the polynomial, whose
 // sums cross the threshold at calls 2, 5, 8 and 10 with at least 6% to spare.
 TEST_F(StepCaches, teacache_every_sequence_and_cfg_mix_decides_as_one_process) {
   const auto make = teacache(1.7, {1.0, 0.0});
