@@ -18,7 +18,6 @@
 #include "plan/family.h"
 #include "plan/job_check.h"
 #include "plan/job_file.h"
-#include "workers/launch/paths.h"
 
 namespace studio::gui {
 
@@ -27,6 +26,7 @@ MainWindow::MainWindow(const QString& data_dir)
   setWindowTitle(tr("DiT Studio"));
   compose = new ComposePanel;
   parallel = new ParallelPanel;
+  worker = new WorkerPicker;
   generate_button = new QPushButton(tr("Generate"));
   generate_button->setObjectName("generate");
   sweep_button = new QPushButton(tr("Sweep configurations"));
@@ -41,6 +41,7 @@ MainWindow::MainWindow(const QString& data_dir)
   auto* left = new QWidget;
   auto* left_layout = new QVBoxLayout(left);
   left_layout->addWidget(compose);
+  left_layout->addWidget(worker);
   left_layout->addWidget(parallel);
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(generate_button);
@@ -147,15 +148,35 @@ MainWindow::MainWindow(const QString& data_dir)
       const auto devices = workers::parse_devices(list_devices_.readAllStandardOutput().toStdString());
       worker_build_ = QString::fromStdString(devices.build);
       parallel->set_devices(devices);
+      worker->set_build(worker_build_);
     } catch (const std::exception& e) {
-      run_view->status->setText(QString::fromStdString(e.what()));
+      worker_build_.clear();
+      worker->set_build(QString::fromStdString(e.what()));
     }
+    Q_EMIT devices_listed();
   });
-  list_devices_.start(QString::fromStdString(workers::worker_program()), {"--list-devices"});
+  connect(&list_devices_, &QProcess::errorOccurred, this, [this](QProcess::ProcessError e) {
+    if (e != QProcess::FailedToStart) return;
+    worker_build_.clear();
+    worker->set_build(tr("%1 cannot be started: %2").arg(list_devices_.program(), list_devices_.errorString()));
+    Q_EMIT devices_listed();
+  });
+  connect(worker, &WorkerPicker::chosen, this, [this] { list_devices(); });
+  list_devices();
   auto* about = menuBar()->addMenu(tr("&Help"))->addAction(tr("&About DiT Studio"));
   connect(about, &QAction::triggered, this, [this] { QMessageBox::about(this, tr("About DiT Studio"), about_text()); });
   restore_settings();
   validate();
+}
+
+void MainWindow::list_devices() {
+  {
+    const QSignalBlocker quiet(&list_devices_);  // the one asked before is no longer the answer
+    list_devices_.kill();
+    list_devices_.waitForFinished(2000);
+  }
+  worker_build_.clear();
+  list_devices_.start(worker->current(), {"--list-devices"});
 }
 
 MainWindow::~MainWindow() {
@@ -283,7 +304,7 @@ void MainWindow::start_next() {
     if (parallel->on_gpus()) qputenv("CUDA_VISIBLE_DEVICES", parallel->selected_gpus().join(',').toUtf8());
     workers::LaunchPlan lp;
     lp.job = q.job;
-    lp.worker_exe = workers::worker_program();
+    lp.worker_exe = worker->current().toStdString();
     QString error;
     if (!runner_.start(lp, &error)) {
       reason->setText(error);
@@ -312,8 +333,8 @@ void MainWindow::start_next() {
 void MainWindow::cancel() { runner_.cancel(); }
 
 QString MainWindow::about_text() const {
-  return tr("DiT Studio %1\nGenerates images and video clips with Diffusion Transformers.\n\nWorker: %2")
-      .arg(STUDIO_VERSION, worker_build_.isEmpty() ? tr("asking dit-worker...") : worker_build_);
+  return tr("DiT Studio %1\nGenerates images and video clips with Diffusion Transformers.\n\nWorker: %2\n%3")
+      .arg(STUDIO_VERSION, worker_build_.isEmpty() ? tr("asking dit-worker...") : worker_build_, worker->current());
 }
 
 pid_t MainWindow::rank_pid(int rank) const {

@@ -26,6 +26,7 @@
 #include "gui/parallel_panel.h"
 #include "gui/player.h"
 #include "gui/run_view.h"
+#include "gui/worker_picker.h"
 
 namespace studio::gui {
 
@@ -56,6 +57,7 @@ class MainWindow : public QMainWindow {
 
   ComposePanel* compose;
   ParallelPanel* parallel;
+  WorkerPicker* worker;
   RunView* run_view;
   Player* player;
   History* history;
@@ -68,6 +70,7 @@ class MainWindow : public QMainWindow {
 
  Q_SIGNALS:
   void run_finished(const studio::workers::Outcome& outcome);
+  void devices_listed();  // the worker answered --list-devices (or failed to)
 
  protected:
   void closeEvent(QCloseEvent* e) override;
@@ -88,6 +91,7 @@ class MainWindow : public QMainWindow {
   std::optional<Queued> sweep_base_;
   std::map<int, std::vector<std::array<double, 3>>> steps_;  // rank -> (step, seconds, memory GiB)
   void restore_settings();
+  void list_devices();  // asks the chosen worker for the devices (and what it was built with)
   JobRunner runner_;
   QProcess list_devices_;
   QString worker_build_;  // from the device list; empty until the worker answers

@@ -15,7 +15,9 @@ for a in "$@"; do
   esac
 done
 
-build=(cmake ninja-build g++ pkg-config git python3)
+build=(cmake ninja-build g++ pkg-config git python3
+  librsvg2-bin help2man     # the icons from our SVG, the man pages from --help
+)
 engine=(
   libtorch-dev            # LibTorch 1.13 (CPU) with c10d
   libgloo-dev             # Gloo backend for c10d on CPU
@@ -30,6 +32,9 @@ tests=(
   iproute2                  # ip netns: the two-machine test
   openmpi-bin               # mpirun, and
   slurmd slurmctld slurm-client munge   # a one-machine Slurm: the cluster-launcher tests run the real programs
+  appstream desktop-file-utils lintian  # the package's metadata and the .deb checked as Debian checks them
+  debootstrap patchelf pigz # the install test's clean Debian root; the self-contained worker archive
+  ffmpeg                    # the install test reads the frames of the clips it made
 )
 gui=(qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite libqcustomplot-dev libqcustomplot2.1-qt6 libgl-dev xvfb)
 

@@ -19,10 +19,10 @@ function(studio_fuzzer name)
     set(F_SANITIZE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
   endif()
   add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/tests/${name}
-    COMMAND ${STUDIO_CLANGXX} -std=c++17 -O1 -g ${F_SANITIZE}
+    COMMAND ${STUDIO_CLANGXX} -std=c++17 -O1 -g ${F_SANITIZE} "-DSTUDIO_PRIVATE_LIB_FROM_BIN=\"${STUDIO_PRIVATE_LIB_FROM_BIN}\""
             -I${CMAKE_SOURCE_DIR} -I${CMAKE_SOURCE_DIR}/engine ${F_SOURCES} ${F_LIBS} -o ${CMAKE_BINARY_DIR}/tests/${name}
     DEPENDS ${F_SOURCES} ${F_HEADERS}
-    COMMENT "Building ${name} with clang")
+    COMMENT "Building ${name} with clang" VERBATIM)
   string(REPLACE "-" "_" target ${name})  # a target named as its output would clash with it in Ninja
   add_custom_target(${target} ALL DEPENDS ${CMAKE_BINARY_DIR}/tests/${name})
 endfunction()

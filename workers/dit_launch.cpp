@@ -34,7 +34,10 @@ int main(int argc, char** argv) {
     auto args = workers::parse_launch_args(std::vector<std::string>(argv + 1, argv + argc));
     if (args.help) return std::cout << workers::launch_usage(), workers::kOk;
     if (args.version) return std::cout << "dit-launch " STUDIO_VERSION "\n", workers::kOk;
-    const std::string worker = workers::worker_program();
+    const std::string worker = args.worker.empty() ? workers::worker_program() : workers::worker_at(args.worker);
+    if (worker.empty())
+      throw workers::ArgError("--worker " + args.worker + ": no executable dit-worker there; give the dit-worker "
+                              "file, the folder holding it, or the folder a worker archive was unpacked into");
     const bool demo = args.job.model_dir.empty();
     if (demo) args.job.model_dir = workers::demo_model_dir();
     plan::ModelFolder model;

@@ -1,7 +1,7 @@
 // dit-worker: one rank of a job. Started by dit-launch or the studio (or torchrun, srun, mpirun) with the
 // rank's identity in its environment and the job file as its argument; reports over the launcher's event
 // socket when DIT_EVENTS is set, else as plain lines on stderr.
-// Usage: dit-worker --job FILE | --list-devices | --version
+// Usage: dit-worker --job FILE | --list-devices | --version | --help
 #include <malloc.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -36,6 +36,30 @@ using namespace studio;
 
 std::atomic<bool> g_signalled{false};
 extern "C" void on_signal(int) { g_signalled.store(true); }
+
+constexpr const char* kUsage = R"(usage: dit-worker --job FILE | --list-devices | --version | --help
+
+One rank of a DiT Studio job. dit-launch and the studio start one per rank; so can torchrun, srun or
+mpirun (`torchrun --nproc_per_node N --no_python dit-worker --job FILE`, with FILE from
+`dit-launch --write_job FILE`).
+
+  --job FILE        run this rank of the job the file describes
+  --list-devices    print the GPUs, the CPU and this build as JSON, and exit
+  --version         print the version and what it was built with (LibTorch, CUDA, NCCL), and exit
+  --help            print this text
+
+Environment:
+  RANK, WORLD_SIZE, LOCAL_RANK        the rank's place (torchrun's names; SLURM_PROCID, SLURM_NTASKS,
+                                      SLURM_LOCALID and OMPI_COMM_WORLD_* are read too)
+  MASTER_ADDR, MASTER_PORT            where the ranks meet (default: this machine, port 29500)
+  DIT_EVENTS, DIT_EVENTS_TOKEN        the launcher's event socket and its secret (else plain lines on stderr)
+  DIT_COLLECTIVE_TIMEOUT_S            how long one collective may take (default 600)
+  TORCH_DISTRIBUTED_DEBUG=DETAIL      check that every rank calls the same collectives
+  CUDA_VISIBLE_DEVICES                the GPUs this rank may see; it uses cuda:LOCAL_RANK
+
+Exit status: 0 done, 1 internal failure, 2 bad argument, 3 bad input, 4 out of memory, 5 a peer lost,
+130 cancelled.
+)";
 
 std::string version_line() { return "dit-worker " STUDIO_VERSION " (" + compat::build_description() + ")"; }
 
@@ -200,8 +224,10 @@ int main(int argc, char** argv) {
       std::cout << version_line() << std::endl;
       return workers::kOk;
     }
+    if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h"))
+      return std::cout << kUsage, workers::kOk;
     if (argc != 3 || std::string(argv[1]) != "--job")
-      throw workers::ArgError("usage: dit-worker --job FILE | --list-devices | --version");
+      throw workers::ArgError("usage: dit-worker --job FILE | --list-devices | --version | --help");
     const auto env = parallel::DistEnv::from_environment();
     prefix = "[rank " + std::to_string(env.rank) + "] ";
     try {

@@ -44,7 +44,7 @@ std::string module_path() {
   char exe[PATH_MAX] = {0};
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   const fs::path bin = fs::path(n > 0 ? std::string(exe, size_t(n)) : ".").parent_path();
-  return (bin.parent_path() / "lib" / "libstudio_sentencepiece.so").string();
+  return (bin / STUDIO_PRIVATE_LIB_FROM_BIN / "libstudio_sentencepiece.so").lexically_normal().string();
 }
 
 const Api& api() {

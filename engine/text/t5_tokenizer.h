@@ -2,8 +2,8 @@
 // library: the text is split on the added tokens (<extra_id_N>, </s>, ...), each piece of text is
 // sentencepiece's own encoding (normalisation, the '▁' prefix), then truncation, </s>, and <pad> up to
 // the length asked for. Torch-free, so the GUI can count a prompt's tokens as it is typed.
-// sentencepiece itself is reached through a module loaded apart (lib/libstudio_sentencepiece.so beside
-// bin/, or $STUDIO_LIB_DIR): see sentencepiece_module.cpp for why.
+// sentencepiece itself is reached through a module loaded apart (lib/dit-studio/libstudio_sentencepiece.so
+// beside bin/, or $STUDIO_LIB_DIR): see sentencepiece_module.cpp for why.
 #pragma once
 #include <cstdint>
 #include <memory>

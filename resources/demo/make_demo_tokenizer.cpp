@@ -42,25 +42,27 @@ int main(int argc, char** argv) {
   }
   const fs::path out(argv[1]);
   fs::create_directories(out);
-  const fs::path corpus = out / "corpus.txt";
   {
-    std::ofstream c(corpus);
+    std::ofstream c(out / "corpus.txt");
     for (int repeat = 0; repeat < 4; ++repeat)
       for (const char* line : kCorpus) c << line << "\n";
   }
-  const std::string args = "--input=" + corpus.string() + " --model_prefix=" + (out / "spiece").string() +
+  // Relative names, from inside the folder: the trainer writes its arguments into the model, which is
+  // installed, and a package must not carry the paths of the machine that built it.
+  fs::current_path(out);
+  const std::string args = "--input=corpus.txt --model_prefix=spiece"
                            " --model_type=unigram --vocab_size=250 --hard_vocab_limit=false --pad_id=0 --eos_id=1"
                            " --unk_id=2 --bos_id=-1 --normalization_rule_name=nmt_nfkc --byte_fallback=false"
                            " --num_threads=1 --minloglevel=2";
   sentencepiece::SetRandomGeneratorSeed(1);  // the same demo model on every build
   const auto status = sentencepiece::SentencePieceTrainer::Train(args);
-  fs::remove(corpus);
-  fs::remove(out / "spiece.vocab");
+  fs::remove("corpus.txt");
+  fs::remove("spiece.vocab");
   if (!status.ok()) {
     std::cerr << "dit-make-demo-tokenizer: " << status.ToString() << "\n";
     return 1;
   }
-  std::ofstream(out / "tokenizer_config.json")
+  std::ofstream("tokenizer_config.json")
       << R"({"tokenizer_class": "T5Tokenizer", "legacy": true, "model_max_length": 16, "eos_token": "</s>",)"
       << R"( "pad_token": "<pad>", "unk_token": "<unk>", "extra_ids": 0})" << "\n";
   return 0;

@@ -59,6 +59,7 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
       {"--sampler_noise", [&](auto&, auto& v) { j.sampler_noise_file = v; }},
       {"--save_tensors", [&](auto&, auto& v) { j.save_tensors_file = v; }},
       {"--write_job", [&](auto&, auto& v) { a.write_job = v; }},
+      {"--worker", [&](auto&, auto& v) { a.worker = v; }},
       {"--output", [&](auto&, auto& v) { j.output_file = v; }},
       {"--fps", [&](auto& f, auto& v) { j.fps = int(to_integer(f, v, 1, 240, "8")); }},
       {"--num_videos_per_prompt", [&](auto& f, auto& v) { j.num_videos_per_prompt = int(to_integer(f, v, 1, 1024, "2")); }},
@@ -206,6 +207,9 @@ DIT_STUDIO_TOKEN set to the same secret in its environment):
   --heartbeat_timeout S       a rank silent this long is declared hung and the job stopped (default 30)
   --collective_timeout S      c10d's timeout for one collective (default 600)
   --events_log FILE           every event of every rank as a line of JSON
+  --worker PATH               the dit-worker to run: the file, its folder, or an unpacked worker archive
+                              (default: the first found in $DIT_STUDIO_WORKER_PATH, then beside dit-launch;
+                              e.g. the self-contained CUDA worker, see README)
   --write_job FILE            validate the job, write it as a job file and run nothing: start its ranks
                               with torchrun, srun or mpirun running `dit-worker --job FILE`
   --keep_partial              on cancel, keep the latents reached (FILE.partial.safetensors beside

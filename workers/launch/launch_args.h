@@ -26,6 +26,7 @@ struct LaunchArgs {
   plan::JobSpec job;
   plan::ParallelConfig parallel;
   RunSettings run;
+  std::string worker;     // --worker PATH: the dit-worker to run (else the first on the search path)
   std::string write_job;  // --write_job FILE: validate, write the job file for dit-worker --job, run nothing
   bool help = false;
   bool version = false;
