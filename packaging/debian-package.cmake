@@ -7,12 +7,14 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_PACKAGE_CONTACT "The DiT Studio developers <developers@ditstudio.invalid>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "generate video clips and images with Diffusion Transformers")
-set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "generate video clips and images with Diffusion Transformers
- DiT Studio generates short video clips (CogVideoX) and images (FLUX.1) from a prompt, with the
- model folders diffusers uses, on the CPU or, with the self-contained CUDA worker, on GPUs.
- .
- This package holds the desktop studio (dit-studio), the command-line launcher (dit-launch), the
- CPU worker (dit-worker, built with Debian's LibTorch) and a small built-in demo model.")
+# The extended description (CPack puts the summary above it); lines under 80 columns.
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "DiT Studio generates short video clips (CogVideoX) and images (FLUX.1)
+from a prompt, with the model folders diffusers uses, on the CPU or, with
+the self-contained CUDA worker, on GPUs.
+
+This package holds the desktop studio (dit-studio), the command-line
+launcher (dit-launch), the CPU worker (dit-worker, built with Debian's
+LibTorch) and a small built-in demo model.")
 set(CPACK_DEBIAN_PACKAGE_SECTION video)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://github.com/ditstudio/dit-studio")

@@ -125,6 +125,34 @@ TEST_F(DitLaunch, help_and_version) {
     EXPECT_TRUE(test::contains(r.out, flag)) << flag;
 }
 
+// The worker comes from --worker, else the first on $DIT_STUDIO_WORKER_PATH, else beside dit-launch: a
+// worker of our own (a script that notes each start, then runs the real one) shows which ran.
+TEST_F(DitLaunch, runs_the_worker_it_is_given_or_finds_on_the_path) {
+  namespace fs = std::filesystem;
+  const std::string archive = out("unpacked-worker"), note = out("started.txt");
+  fs::create_directories(archive + "/bin");
+  test::write_file(archive + "/bin/dit-worker",
+                   "#!/bin/sh\necho \"$0 $*\" >> '" + note + "'\nexec '" + test::bin("dit-worker") + "' \"$@\"\n");
+  fs::permissions(archive + "/bin/dit-worker", fs::perms::owner_all);
+  const Args job{"--prompt", "a boat",       "--num_inference_steps", "1",    "--num_frames", "9",
+                 "--height", "96", "--width", "144", "--output", out("clip.mp4")};
+  auto started = [&] { return fs::exists(note) ? test::read_file(note) : std::string(); };
+
+  auto r = launch(Args{"--worker", archive} + job);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(test::contains(started(), archive + "/bin/dit-worker --job")) << started();
+  fs::remove(note);
+  r = test::run(kLaunch, job, 120000, {{"DIT_STUDIO_WORKER_PATH", out("nothing-here") + ":" + archive}});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(test::contains(started(), "--job")) << "the worker on DIT_STUDIO_WORKER_PATH did not run";
+  fs::remove(note);
+  r = launch(job);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(started(), "") << "with no --worker and no path, the worker beside dit-launch runs";
+  expect_error({"--worker", out("nothing-here"), "--prompt", "x"}, 2,
+               {"--worker", "nothing-here: no executable dit-worker there"});
+}
+
 TEST_F(DitLaunch, bad_arguments_exit_2_with_one_line) {
   const std::string c = test::golden_case("cogvx2b_tiny");
   expect_error({"--model", c, "--bogus"}, 2, {"unknown option '--bogus'", "--help"});

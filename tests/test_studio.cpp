@@ -188,6 +188,52 @@ class TestStudio : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(w.about_text().contains("dit-worker " STUDIO_VERSION " (LibTorch "), 30000);
   }
 
+  void a_worker_added_is_listed_and_runs_the_jobs() {
+    // A worker of our own, as an unpacked archive: a script that notes each start and runs the real one.
+    const QString archive = tmp_.path() + "/unpacked-worker", note = tmp_.path() + "/worker-started.txt";
+    QVERIFY(QDir().mkpath(archive + "/bin"));
+    QFile script(archive + "/bin/dit-worker");
+    QVERIFY(script.open(QIODevice::WriteOnly));
+    script.write(QString("#!/bin/sh\necho \"$0 $*\" >> '%1'\nexec '%2' \"$@\"\n")
+                     .arg(note, QString(STUDIO_BIN_DIR "/dit-worker"))
+                     .toUtf8());
+    script.close();
+    script.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+    QSettings().remove("worker");  // what an earlier run of this test added
+    {
+      MainWindow w(tmp_.path() + "/worker");
+      QTRY_VERIFY_WITH_TIMEOUT(w.worker->build->text().startsWith("dit-worker " STUDIO_VERSION " (LibTorch "), 30000);
+      QCOMPARE(w.worker->workers->count(), 1);  // the one beside the studio
+      QVERIFY(!w.worker->add(tmp_.path() + "/nothing-here"));
+      QVERIFY2(w.worker->build->text().contains("nothing-here: no executable dit-worker there"),
+               qPrintable(w.worker->build->text()));
+      QVERIFY(w.worker->add(archive));
+      QCOMPARE(w.worker->workers->count(), 2);
+      QCOMPARE(w.worker->current(), archive + "/bin/dit-worker");
+      // It is asked for the devices (its build line shown), then runs the job.
+      QTRY_VERIFY_WITH_TIMEOUT(w.worker->build->text().startsWith("dit-worker " STUDIO_VERSION), 30000);
+      QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(note), 5000);
+      QVERIFY(w.about_text().contains(archive + "/bin/dit-worker"));
+      QFile::remove(note);
+      w.compose->prompt->setPlainText("a paper boat");
+      w.compose->frames->setValue(9);
+      w.compose->steps->setValue(1);
+      QSignalSpy spy(&w, &MainWindow::run_finished);
+      QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+      QCOMPARE(wait_for_run(w, spy, 120000), 0);
+      QFile started(note);
+      QVERIFY(started.open(QIODevice::ReadOnly));
+      QVERIFY(started.readAll().contains("/bin/dit-worker --job"));
+      w.close();
+    }
+    // The choice is kept: the next session starts with it.
+    MainWindow again(tmp_.path() + "/worker");
+    QCOMPARE(again.worker->current(), archive + "/bin/dit-worker");
+    again.worker->workers->setCurrentIndex(1);
+    QCOMPARE(again.worker->current(), QString(STUDIO_BIN_DIR "/dit-worker"));
+    QSettings().remove("worker");  // the other tests run the worker beside the studio
+  }
+
   void settings_persist_between_sessions() {
     {
       MainWindow w(tmp_.path() + "/p");
