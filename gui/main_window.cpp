@@ -82,6 +82,7 @@ MainWindow::MainWindow(const QString& data_dir)
   scroll->setMinimumWidth(430);
 
   run_view = new RunView;
+  run_view->setFocusPolicy(Qt::ClickFocus);  // a click in the run view gives Esc its meaning there
   player = new Player;
   history = new History;
   compare_view = new CompareView;
@@ -139,7 +140,10 @@ MainWindow::MainWindow(const QString& data_dir)
     generate();
   });
   new QShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return), this, [this] { generate(); });
-  new QShortcut(QKeySequence(Qt::Key_Escape), this, [this] { cancel(); });
+  // Esc stops a run only from the run view (not while typing in a field), and asks first.
+  new QShortcut(QKeySequence(Qt::Key_Escape), run_view, [this] {
+    if (confirm_stop(tr("Stop it? What it made so far is kept in History."))) cancel();
+  }, Qt::WidgetWithChildrenShortcut);
   new QShortcut(QKeySequence(Qt::Key_Space), player, [this] { player->playing() ? player->pause() : player->play(); });
 
   // The GPUs, from the worker (this program links no LibTorch); the CPU until it answers.
@@ -198,6 +202,15 @@ void MainWindow::restore_settings() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {
+  if (runner_.running() && !closing_) {
+    const QString queued = queue_.empty() ? QString() : tr(" The %n queued job(s) will not run.", "", int(queue_.size()));
+    if (!confirm_stop(tr("Stop it and quit? What it made so far is kept in History.") + queued)) return e->ignore();
+    // Stop the ranks and close once the run is recorded (on_finished), so that nothing is lost.
+    closing_ = true;
+    queue_.clear();
+    cancel();
+    return e->ignore();
+  }
   QSettings s;
   s.setValue("window/geometry", saveGeometry());
   if (auto* split = findChild<QSplitter*>("split")) s.setValue("window/split", split->saveState());
@@ -332,6 +345,21 @@ void MainWindow::start_next() {
 
 void MainWindow::cancel() { runner_.cancel(); }
 
+bool MainWindow::confirm_stop(const QString& why) {
+  if (!runner_.running()) return true;
+  const auto& ranks = runner_.ranks();
+  const int done = ranks.empty() ? 0 : ranks.front().step, total = ranks.empty() ? 0 : ranks.front().total;
+  if (done < 1) return true;  // nothing made yet: nothing to lose
+  QMessageBox box(QMessageBox::Question, tr("A run is in progress"),
+                  tr("The run has done %1 of %2 steps. %3").arg(done).arg(total).arg(why),
+                  QMessageBox::Yes | QMessageBox::No, this);
+  box.setObjectName("confirm_stop");
+  box.button(QMessageBox::Yes)->setText(tr("Stop the run"));
+  box.button(QMessageBox::No)->setText(tr("Keep running"));
+  box.setDefaultButton(QMessageBox::No);
+  return box.exec() == QMessageBox::Yes;
+}
+
 QString MainWindow::about_text() const {
   return tr("DiT Studio %1\nGenerates images and video clips with Diffusion Transformers.\n\nWorker: %2\n%3")
       .arg(STUDIO_VERSION, worker_build_.isEmpty() ? tr("asking dit-worker...") : worker_build_, worker->current());
@@ -373,7 +401,13 @@ void MainWindow::on_finished(const workers::Outcome& outcome, const std::vector<
   }
   r.steps = QString::fromUtf8(QJsonDocument(per_rank).toJson(QJsonDocument::Compact));
   r.status = outcome.exit_code == 0 ? tr("done") : QString::fromStdString(events::error_kind_name(outcome.kind));
-  r.folder = run_folder_;
+  if (closing_) r.status = tr("interrupted");
+  // A run stopped before it made anything leaves no empty folder behind.
+  if (QDir(run_folder_).entryList(QDir::Files | QDir::NoDotAndDotDot).isEmpty() &&
+      QDir(run_folder_ + "/frames").isEmpty()) {
+    QDir(run_folder_).removeRecursively();
+  }
+  r.folder = QDir(run_folder_).exists() ? run_folder_ : QString();
   r.seconds = double(QDateTime::currentMSecsSinceEpoch() - started_ms_) / 1000;
   for (const auto& rank : ranks) {
     r.mean_step_seconds = std::max(r.mean_step_seconds, rank.mean_step_seconds());
@@ -389,6 +423,10 @@ void MainWindow::on_finished(const workers::Outcome& outcome, const std::vector<
     if (!player->image_mode()) player->play();
   }
   Q_EMIT run_finished(outcome);
+  if (closing_) {
+    close();
+    return;
+  }
   start_next();
 }
 

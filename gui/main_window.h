@@ -48,6 +48,9 @@ class MainWindow : public QMainWindow {
   bool sweep();
   void run_sweep();
   void cancel();  // the running job; the queue goes on
+  // Asks before stopping a run past its first step (Esc in the run view, closing the window); true when
+  // there is nothing to lose or the user said to stop. `why`: what stopping would do.
+  bool confirm_stop(const QString& why);
   int queued() const { return int(queue_.size()); }
   bool running() const { return runner_.running(); }
   // The pid a rank reported in its hello (0 until then).
@@ -96,6 +99,7 @@ class MainWindow : public QMainWindow {
   QProcess list_devices_;
   QString worker_build_;  // from the device list; empty until the worker answers
   QString data_dir_, run_folder_;
+  bool closing_ = false;  // the window closes once the stopped run is recorded
   QImage thumbnail_;
   qint64 started_ms_ = 0;
 };

@@ -4,10 +4,12 @@
 // With STUDIO_SCREENSHOTS=DIR it also saves a picture of each view there (docs/screenshots).
 #undef QT_NO_KEYWORDS  // qcustomplot.h, included through the GUI, uses Qt's keywords
 #include <QMenu>
+#include <QMessageBox>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QtTest>
 
 #include <cmath>
@@ -33,6 +35,20 @@ void shoot(QWidget* w, const QString& name) {
   w->window()->grab().save(QString::fromUtf8(dir) + "/" + name + ".png");
 }
 
+// Answers the next "A run is in progress" question with `button` when it shows; *asked says it did.
+void answer_next_question(QMessageBox::StandardButton button, bool* asked) {
+  *asked = false;
+  auto* poll = new QTimer;
+  QObject::connect(poll, &QTimer::timeout, poll, [poll, button, asked] {
+    auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+    if (!box || box->objectName() != "confirm_stop") return;
+    *asked = true;
+    poll->deleteLater();
+    box->button(button)->click();
+  });
+  poll->start(50);
+}
+
 // Waits for the window's run to end; the outcome's exit code, or -1 on timeout.
 int wait_for_run(MainWindow& w, QSignalSpy& spy, int ms) {
   if (spy.isEmpty() && !spy.wait(ms)) return -1;
@@ -50,6 +66,7 @@ class TestStudio : public QObject {
     QStandardPaths::setTestModeEnabled(true);
     qputenv("DIT_STUDIO_BIN_DIR", STUDIO_BIN_DIR);  // dit-worker and the demo model, from the build tree
     QCoreApplication::setOrganizationName("DiT Studio tests");
+    QSettings().clear();  // each run of the suite starts as a first start, whatever an earlier run kept
     qRegisterMetaType<workers::Outcome>();
   }
 
@@ -232,6 +249,47 @@ class TestStudio : public QObject {
     again.worker->workers->setCurrentIndex(1);
     QCOMPARE(again.worker->current(), QString(STUDIO_BIN_DIR "/dit-worker"));
     QSettings().remove("worker");  // the other tests run the worker beside the studio
+  }
+
+  void esc_and_closing_ask_before_throwing_a_run_away() {
+    const QString data = tmp_.path() + "/stop";
+    bool asked = false;
+    {
+      MainWindow w(data);
+      w.show();
+      QVERIFY(QTest::qWaitForWindowActive(&w));
+      w.compose->prompt->setPlainText("a paper boat drifts on a pond");  // the demo's 50 steps: seconds
+      QSignalSpy spy(&w, &MainWindow::run_finished);
+      QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+      QTRY_VERIFY_WITH_TIMEOUT(w.run_view->bars.at(0)->value() >= 4, 60000);  // past its first steps
+      // Esc while typing in a field is the field's, not the run's.
+      w.compose->prompt->setFocus();
+      QTest::keyClick(w.compose->prompt, Qt::Key_Escape);
+      QTest::qWait(300);
+      QVERIFY(w.running());
+      // In the run view it asks; "Keep running" keeps it running.
+      w.run_view->setFocus();
+      answer_next_question(QMessageBox::No, &asked);
+      QTest::keyClick(w.run_view, Qt::Key_Escape);
+      QVERIFY(asked);
+      QTest::qWait(300);
+      QVERIFY(w.running());
+      // Closing asks too; stopping waits for the run to be recorded, then closes.
+      answer_next_question(QMessageBox::Yes, &asked);
+      QVERIFY(!w.close());
+      QVERIFY(asked);
+      QVERIFY(w.isVisible());
+      QCOMPARE(wait_for_run(w, spy, 60000), 130);
+      QTRY_VERIFY_WITH_TIMEOUT(!w.isVisible(), 5000);
+    }
+    MainWindow again(data);
+    const auto runs = again.history->runs();
+    QCOMPARE(int(runs.size()), 1);
+    QCOMPARE(runs.front().status, QString("interrupted"));
+    QCOMPARE(runs.front().prompt, QString("a paper boat drifts on a pond"));
+    // Stopped before decoding, it made no file: no empty folder is left behind.
+    QVERIFY(runs.front().folder.isEmpty());
+    QCOMPARE(QDir(data + "/runs").entryList(QDir::Dirs | QDir::NoDotAndDotDot), QStringList());
   }
 
   void settings_persist_between_sessions() {
