@@ -25,6 +25,7 @@ engine=(
   nlohmann-json3-dev      # JSON for configs, job files and events
   libsentencepiece-dev    # T5 tokenizer
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev   # clip export (MP4, WebM, GIF)
+  libcurl4-openssl-dev libssl-dev   # dit-models: the Hub's HTTP API, and sha256 of what it downloads
 )
 tests=(
   libgtest-dev              # GoogleTest: the suites

@@ -6,6 +6,9 @@
 #include <functional>
 #include <map>
 
+#include "hub/cache.h"
+#include "plan/error.h"
+
 namespace studio::workers {
 
 namespace {
@@ -29,6 +32,15 @@ double to_number(const std::string& flag, const std::string& v, const char* exam
   return x;
 }
 
+// --model ORG/NAME that is no folder here: the Hugging Face cache's snapshot, as from_pretrained finds it.
+std::string model_folder(const std::string& v) {
+  try {
+    return hub::local_model_dir(v);
+  } catch (const InputError& e) {
+    throw ArgError(std::string("--model ") + e.what());
+  }
+}
+
 }  // namespace
 
 LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
@@ -43,12 +55,13 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
   };
   using Setter = std::function<void(const std::string& flag, const std::string& value)>;
   const std::map<std::string, Setter> valued = {
-      {"--model", [&](auto&, auto& v) { j.model_dir = v; }},
+      {"--model", [&](auto&, auto& v) { j.model_dir = model_folder(v); }},
       {"--height", [&](auto& f, auto& v) { j.height = int(to_integer(f, v, 1, 1 << 16, "480")); }},
       {"--width", [&](auto& f, auto& v) { j.width = int(to_integer(f, v, 1, 1 << 16, "720")); }},
       {"--num_frames", [&](auto& f, auto& v) { j.num_frames = int(to_integer(f, v, 1, 1 << 16, "49")); }},
       {"--num_inference_steps", [&](auto& f, auto& v) { j.num_inference_steps = int(to_integer(f, v, 1, 100000, "50")); }},
       {"--guidance_scale", [&](auto& f, auto& v) { j.guidance_scale = to_number(f, v, "6.0"); }},
+      {"--guidance_scale_2", [&](auto& f, auto& v) { j.guidance_scale_2 = to_number(f, v, "3.0"); }},
       {"--seed", [&](auto& f, auto& v) { j.seed = uint64_t(to_integer(f, v, 0, INT64_MAX, "42")); }},
       {"--prompt_embeds", [&](auto&, auto& v) { j.prompt_embeds_file = v; }},
       {"--prompt", [&](auto&, auto& v) { j.prompt = v; }},
@@ -132,33 +145,41 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
 std::string launch_usage() {
   return R"(usage: dit-launch [--model DIR] --prompt TEXT [--output FILE] [options]
 
-Generates a video clip with a CogVideoX diffusers folder (CogVideoX-2b, -5b, 1.5-5B), or an image
-with a FLUX.1 folder (dev, schnell); the family is read from model_index.json.
+Generates a video clip with a CogVideoX diffusers folder (CogVideoX-2b, -5b, 1.5-5B) or a Wan folder
+(Wan2.1-T2V-1.3B, -14B, Wan2.2-T2V-A14B), or an image with a FLUX.1 folder (dev, schnell); the family is
+read from model_index.json.
 
-  --model DIR                 diffusers folder (model_index.json, transformer/, scheduler/, vae/);
-                              default: the built-in demo model (random weights: abstract motion)
-  --prompt TEXT               what to generate, encoded with the folder's T5 (tokenizer/, text_encoder/);
-                              FLUX.1: with CLIP (tokenizer/, text_encoder/) and T5 (the _2 folders)
+  --model DIR|ORG/NAME        diffusers folder (model_index.json, transformer/, scheduler/, vae/), or a
+                              Hub repo id found in the Hugging Face cache (HF_HUB_CACHE; fetch it with
+                              `dit-models download ORG/NAME`); default: the built-in demo model (random
+                              weights: abstract motion)
+  --prompt TEXT               what to generate, encoded with the folder's T5 (tokenizer/, text_encoder/;
+                              Wan: umT5, after its prompt cleaning); FLUX.1: with CLIP (tokenizer/,
+                              text_encoder/) and T5 (the _2 folders)
   --prompt_2 TEXT             FLUX.1: T5's own prompt (default: --prompt); CLIP reads 77 tokens only
-  --negative_prompt TEXT      what to steer away from (default: ""; CogVideoX only)
-  --max_sequence_length N     T5's tokens (default: the model's: CogVideoX 226, FLUX.1 512)
+  --negative_prompt TEXT      what to steer away from (default: ""; CogVideoX and Wan)
+  --max_sequence_length N     T5's tokens (default: the model's: CogVideoX 226, FLUX.1 and Wan 512)
   --prompt_embeds FILE        instead of --prompt: safetensors with prompt_embeds and
                               negative_prompt_embeds [B, T, D] (skips the text encoder); FLUX.1:
                               prompt_embeds [B, T, D] and pooled_prompt_embeds [B, P]
   --output FILE               the clip: .mp4 (H.264), .webm (VP9), .gif, or a folder (numbered PNGs)
-  --fps N                     default: the model's (8 for CogVideoX 1.0, 16 for 1.5)
-  --height H --width W        pixels, multiples of 16 (default: the model's sample size)
-  --num_frames F              4k+1 frames (default: the model's, 49 for CogVideoX 1.0)
-  --num_inference_steps S     default: the model's (50 for CogVideoX, 28 for FLUX.1-dev, 4 for schnell)
-  --guidance_scale G          default: the model's (6 for CogVideoX, where 1 or less turns classifier-free
-                              guidance off; 3.5 for FLUX.1-dev, an input of its guidance embedding)
+  --fps N                     default: the model's (8 for CogVideoX 1.0, 16 for 1.5 and Wan)
+  --height H --width W        pixels, multiples of 16 (default: the model's sample size; Wan 480 x 832)
+  --num_frames F              4k+1 frames (default: the model's, 49 for CogVideoX 1.0, 81 for Wan)
+  --num_inference_steps S     default: the model's (50 for CogVideoX and Wan, 28 for FLUX.1-dev, 4 for
+                              schnell)
+  --guidance_scale G          default: the model's (6 for CogVideoX, 5 for Wan2.1, 4 for Wan2.2, where 1
+                              or less turns classifier-free guidance off; 3.5 for FLUX.1-dev, an input of
+                              its guidance embedding)
+  --guidance_scale_2 G        Wan2.2: the low-noise expert's guidance (default: --guidance_scale)
   --use_dynamic_cfg           CogVideoX's cosine guidance schedule
   --seed N                    default 42; noise as torch.Generator("cpu").manual_seed(N) draws it
-  --latents FILE              safetensors with latents_init [B, F, C, H, W] (FLUX.1: packed [B, N, 64])
-                              (replaces the seeded noise)
+  --latents FILE              safetensors with latents_init [B, F, C, H, W] (Wan: [B, C, F, H, W];
+                              FLUX.1: packed [B, N, 64]) (replaces the seeded noise)
   --sampler_noise FILE        safetensors with scheduler_noise [steps, B, F, C, H, W] (DPM's per-step noise)
-  --save_tensors FILE         write final_latents [B, F, C, H, W] and the decoded video [B, 3, frames,
-                              H, W] (float32, before clamping) to a safetensors file
+  --save_tensors FILE         write final_latents [B, F, C, H, W] (Wan: [B, C, F, H, W]) and the
+                              decoded video [B, 3, frames, H, W] (float32, before clamping) to a
+                              safetensors file
   --num_videos_per_prompt N   videos to make; video i uses seed + i (default 1)
   --num_images_per_prompt N   the same for a model that makes images (FLUX.1)
   --device auto|cpu|cuda[:N]  default auto (CUDA when present)
@@ -179,7 +200,7 @@ Step caching (faster, approximate; every parallel mix but PipeFusion takes the o
   --magcache_calibrate FILE   an uncached run that measures them and writes FILE
   --cache_threshold X         how little (0 reuses nothing; higher is faster and drifts further); default
                               0.05 for First-Block Cache, for TeaCache the family's (CogVideoX 0.1, FLUX.1
-                              0.25), 0.12 for MagCache
+                              0.25, Wan 0.05), 0.12 for MagCache
 
 Parallel (xDiT's flags; processes = data x CFG x PipeFusion x ring x Ulysses, started here as
 dit-worker ranks; each degree 1 is the single-process path):
