@@ -187,7 +187,9 @@ T5Config parse_t5_config(const std::string& text, const std::string& file) {
   Fields f(text, file);
   T5Config c;
   auto type = f.get<std::string>("model_type", "t5");
-  if (type != "t5") f.fail("model_type", "\"" + type + "\"", "is not supported; the T5 text encoder is \"t5\"");
+  if (type != "t5" && type != "umt5")
+    f.fail("model_type", "\"" + type + "\"", "is not supported; the T5 text encoder is \"t5\" or \"umt5\"");
+  c.per_layer_bias = type == "umt5";
   c.d_model = f.positive("d_model", c.d_model, 65536);
   c.d_kv = f.positive("d_kv", c.d_kv, 1024);
   c.num_heads = f.positive("num_heads", c.num_heads, 1024);

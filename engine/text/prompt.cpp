@@ -1,14 +1,17 @@
 #include "text/prompt.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
 #include <ATen/ops/from_blob.h>
+#include <c10/core/InferenceMode.h>
 
 #include "compat/torch_compat.h"
 #include "plan/error.h"
 #include "text/clip_encoder.h"
 #include "text/clip_tokenizer.h"
+#include "text/prompt_clean.h"
 #include "text/t5_encoder.h"
 #include "text/t5_tokenizer.h"
 
@@ -42,6 +45,12 @@ void choose_device(double parameters, const std::string& name, at::ScalarType& d
     device = at::kCPU;
     dtype = at::kFloat;
   }
+}
+
+void require_text_parts(const plan::ModelFolder& model) {
+  if (!model.can_encode_words())
+    throw InputError(model.dir + ": " + plan::missing_text_parts(model) +
+                     ", so --prompt cannot be encoded. Download the whole model folder, or pass --prompt_embeds FILE");
 }
 
 // T5 on each text in turn: [1, L, d_model] float32 each, with the ids.
@@ -114,11 +123,57 @@ PromptEmbeds encode_flux(const plan::ModelFolder& model, const plan::JobSpec& jo
 
 }  // namespace
 
+PromptEmbeds encode_wan_prompts(const plan::ModelFolder& model, const plan::JobSpec& job, at::ScalarType dtype,
+                                at::Device device, const Log& log) {
+  require_text_parts(model);
+  const int max_length = job.max_sequence_length;
+  if (max_length < 1)
+    throw InputError("--max_sequence_length " + std::to_string(max_length) +
+                     " leaves no room for the prompt; Wan's pipeline uses 512");
+  const fs::path dir(model.dir);
+  const auto tokenizer = T5Tokenizer::load((dir / model.t5_tokenizer_part()).string());
+  struct Text {
+    at::Tensor ids, mask;
+    int64_t length;
+  };
+  std::vector<Text> texts;
+  for (const auto& [what, words] : {std::pair<std::string, std::string>{"the prompt", job.prompt},
+                                    {"the negative prompt", job.negative_prompt}}) {
+    auto e = tokenizer.encode(clean_wan_prompt(words), size_t(max_length));
+    note_truncation(e.untruncated, size_t(max_length) - 1, what + " (umT5)",
+                    "--max_sequence_length " + std::to_string(max_length), log);
+    const auto length = int64_t(std::count(e.mask.begin(), e.mask.end(), 1));
+    texts.push_back({ids_tensor(e.ids), ids_tensor(e.mask), length});
+  }
+  choose_device(model.text_encoder->parameters(), "umT5", dtype, device, log);
+  if (dtype == at::kHalf) {
+    log("the umT5 text encoder runs in bfloat16: T5 overflows in float16");
+    dtype = at::kBFloat16;
+  }
+  const std::string part = (dir / model.t5_part()).string();
+  log("encoding with " + part + " (umT5, " + std::to_string(model.text_encoder->num_layers) + " layers) on " +
+      device.str());
+  auto encoder = T5Encoder::load(part, *model.text_encoder, dtype, device);
+  std::vector<at::Tensor> embeds;
+  c10::InferenceMode guard;  // the encoder's outputs are inference tensors, zeroed in place
+  for (const auto& t : texts) {
+    auto e = encoder->forward(t.ids, t.mask).to(at::kCPU, at::kFloat);
+    e.narrow(1, t.length, max_length - t.length).zero_();  // the pipeline keeps each prompt's own tokens only
+    embeds.push_back(e);
+  }
+  PromptEmbeds out;
+  out.prompt_embeds = embeds[0];
+  out.negative_prompt_embeds = embeds[1];
+  out.input_ids = {{"input_ids", texts[0].ids},
+                   {"attention_mask", texts[0].mask},
+                   {"negative_input_ids", texts[1].ids},
+                   {"negative_attention_mask", texts[1].mask}};
+  return out;  // the encoder is released here
+}
+
 PromptEmbeds encode_prompts(const plan::ModelFolder& model, const plan::JobSpec& job, at::ScalarType dtype,
                             at::Device device, const Log& log) {
-  if (!model.can_encode_words())
-    throw InputError(model.dir + ": " + plan::missing_text_parts(model) +
-                     ", so --prompt cannot be encoded. Download the whole model folder, or pass --prompt_embeds FILE");
+  require_text_parts(model);
   return model.flux ? encode_flux(model, job, dtype, device, log) : encode_cogvideox(model, job, dtype, device, log);
 }
 

@@ -1,6 +1,8 @@
 #include "text/t5_encoder.h"
 
 #include <cmath>
+#include <limits>
+#include <stdexcept>
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/arange.h>
@@ -39,11 +41,15 @@ std::shared_ptr<T5Encoder> T5Encoder::load(io::WeightSet& w, const plan::T5Confi
                                 ? "shared.weight"
                                 : "encoder.embed_tokens.weight";
   e->shared_ = take(table, {cfg.vocab_size, d});
-  e->relative_bias_ = w.take("encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
-                             {cfg.relative_attention_num_buckets, cfg.num_heads}, at::kFloat, device);
+  auto bias_table = [&](int layer) {
+    return w.take("encoder.block." + std::to_string(layer) + ".layer.0.SelfAttention.relative_attention_bias.weight",
+                  {cfg.relative_attention_num_buckets, cfg.num_heads}, at::kFloat, device);
+  };
+  if (!cfg.per_layer_bias) e->relative_bias_ = bias_table(0);
   for (int i = 0; i < cfg.num_layers; ++i) {
     const std::string b = "encoder.block." + std::to_string(i) + ".layer.";
     Block blk;
+    if (cfg.per_layer_bias) blk.relative_bias = bias_table(i);
     blk.attn_norm = w.take(b + "0.layer_norm.weight", {d}, at::kFloat, device);
     blk.q = take(b + "0.SelfAttention.q.weight", {inner, d});
     blk.k = take(b + "0.SelfAttention.k.weight", {inner, d});
@@ -61,7 +67,9 @@ std::shared_ptr<T5Encoder> T5Encoder::load(io::WeightSet& w, const plan::T5Confi
   return e;
 }
 
-at::Tensor T5Encoder::position_bias(int64_t L) const {
+at::Tensor T5Encoder::position_bias(int64_t L, int layer) const {
+  if (layer < 0 || layer >= int(blocks_.size()))
+    throw std::out_of_range("T5Encoder::position_bias: no layer " + std::to_string(layer));
   // Bidirectional buckets: half for keys before the query, half after; exact up to half a half, then
   // logarithmic up to max_distance.
   const int64_t buckets = cfg_.relative_attention_num_buckets / 2, exact = buckets / 2;
@@ -74,7 +82,8 @@ at::Tensor T5Encoder::position_bias(int64_t L) const {
                            .to(at::kLong);
   large = at::minimum(large, at::full_like(large, buckets - 1));
   bucket = bucket + at::where(rel < exact, rel, large);
-  return at::embedding(relative_bias_, bucket).permute({2, 0, 1}).unsqueeze(0);  // [1, heads, L, L]
+  const at::Tensor& table = cfg_.per_layer_bias ? blocks_[size_t(layer)].relative_bias : relative_bias_;
+  return at::embedding(table, bucket).permute({2, 0, 1}).unsqueeze(0);  // [1, heads, L, L]
 }
 
 at::Tensor T5Encoder::embed(const at::Tensor& ids) const { return at::embedding(shared_, ids.to(device_)); }
@@ -91,14 +100,29 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
 }  // namespace
 
 at::Tensor T5Encoder::forward(const at::Tensor& ids, std::vector<at::Tensor>* block_outputs) const {
+  return forward(ids, at::Tensor(), block_outputs);
+}
+
+at::Tensor T5Encoder::forward(const at::Tensor& ids, const at::Tensor& mask,
+                              std::vector<at::Tensor>* block_outputs) const {
   c10::InferenceMode guard;
   const int64_t B = ids.size(0), L = ids.size(1), H = cfg_.num_heads;
   const double eps = cfg_.layer_norm_epsilon;
   if (ids.min().item<int64_t>() < 0 || ids.max().item<int64_t>() >= cfg_.vocab_size)
     throw InputError("text encoder: token ids outside the vocabulary of " + std::to_string(cfg_.vocab_size));
   at::Tensor x = embed(ids);
-  const at::Tensor bias = position_bias(L);
-  for (const auto& blk : blocks_) {
+  // transformers' extended mask: 0 where a key is a token, the lowest float where it is padding.
+  at::Tensor mask_bias;
+  if (mask.defined()) {
+    if (mask.sizes() != ids.sizes())
+      throw std::invalid_argument("T5Encoder::forward: the mask's shape differs from the ids'");
+    mask_bias = (1.0 - mask.to(device_, at::kFloat)).mul(std::numeric_limits<float>::lowest()).view({B, 1, 1, L});
+  }
+  const at::Tensor shared_bias = cfg_.per_layer_bias ? at::Tensor() : position_bias(L);
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    const Block& blk = blocks_[i];
+    at::Tensor bias = shared_bias.defined() ? shared_bias : position_bias(L, int(i));
+    if (mask_bias.defined()) bias = bias + mask_bias;
     auto h = rms_norm(x, blk.attn_norm, eps);
     auto heads = [&](const at::Tensor& w) { return at::linear(h, w).view({B, L, H, -1}).transpose(1, 2); };
     auto scores = at::matmul(heads(blk.q), heads(blk.k).transpose(-1, -2)).to(at::kFloat) + bias;  // no 1/sqrt(d)

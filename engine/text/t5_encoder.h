@@ -1,7 +1,10 @@
-// The T5 v1.1 encoder (transformers' T5EncoderModel) as CogVideoX uses it: token embeddings (not
-// scaled), a relative position bias computed once from layer 0's table and added in every layer,
+// The T5 v1.1 encoder (transformers' T5EncoderModel) as CogVideoX and FLUX.1 use it: token embeddings
+// (not scaled), a relative position bias computed once from layer 0's table and added in every layer,
 // unscaled attention scores, RMS norm in float32, gated-GELU feed-forward, pre-norm residuals and a
-// final norm. No attention mask: padding attends and is attended to, as the pipeline runs it.
+// final norm. Without a mask padding attends and is attended to, as those pipelines run it.
+// umT5 (UMT5EncoderModel, Wan's encoder; T5Config::per_layer_bias) is the same but for one thing: each
+// layer adds the bias from its own table. Wan runs it with the attention mask: masked keys get float32's
+// lowest value added to their scores, as transformers does.
 #pragma once
 #include <memory>
 #include <string>
@@ -25,13 +28,17 @@ class T5Encoder {
   // ids [B, L] (int64) -> last hidden state [B, L, d_model]; `block_outputs`, if given, receives each
   // block's output (before the final norm).
   at::Tensor forward(const at::Tensor& ids, std::vector<at::Tensor>* block_outputs = nullptr) const;
-  // The relative position bias [1, heads, L, L] added to every layer's scores.
-  at::Tensor position_bias(int64_t length) const;
+  // The same with an attention mask [B, L] (1 for tokens, 0 for padding): padding keys are not attended to.
+  at::Tensor forward(const at::Tensor& ids, const at::Tensor& mask,
+                     std::vector<at::Tensor>* block_outputs = nullptr) const;
+  // The relative position bias [1, heads, L, L] added to layer `layer`'s scores (every layer's for T5).
+  at::Tensor position_bias(int64_t length, int layer = 0) const;
   at::Tensor embed(const at::Tensor& ids) const;
 
  private:
   struct Block {
     at::Tensor attn_norm, q, k, v, o, ff_norm, wi_0, wi_1, wo;
+    at::Tensor relative_bias;  // [buckets, heads] float32: umT5's own table; undefined for T5
   };
   plan::T5Config cfg_;
   at::ScalarType dtype_ = at::kFloat;
