@@ -329,3 +329,63 @@ TEST_F(Hub, dit_launch_runs_a_repo_id_from_the_cache) {
   EXPECT_TRUE(test::contains(absent.err, "--model test-org/absent: no such folder here")) << absent.err;
   EXPECT_TRUE(test::contains(absent.err, "`dit-models download test-org/absent`")) << absent.err;
 }
+
+// dit-models as a user runs it, configured by huggingface_hub's environment variables.
+TEST_F(Hub, dit_models_downloads_lists_verifies_and_removes) {
+  server_.add_repo("gated-org/cogvx", test::golden_case("cogvx2b_t5_tiny"), "hf_right");
+  const test::EnvVars env{{"HF_ENDPOINT", server_.endpoint()}, {"HF_HUB_CACHE", settings_.cache_dir},
+                          {"HF_HOME", tmp_.path("home")}, {"HF_TOKEN", ""}};
+  auto models = [&](const test::Args& args, const test::EnvVars& extra = {}) {
+    test::EnvVars all = env;
+    all.insert(all.end(), extra.begin(), extra.end());
+    return test::run(test::bin("dit-models"), args, 60000, all);
+  };
+  auto r = models({"download", kFluxRepo});
+  ASSERT_EQ(r.code, 0) << r.err;
+  // model_index.json first (it says which folders to fetch), then the other 23 with progress.
+  EXPECT_TRUE(test::contains(r.err, "[23/23] ") && test::contains(r.err, "/s, ETA")) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "skipping 1 file the engine does not read (e.g. golden.safetensors)")) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "dit-launch --model " + std::string(kFluxRepo))) << r.err;
+  r = models({"list"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_TRUE(test::contains(r.out, kFluxRepo) && test::contains(r.out, "FLUX.1") && test::contains(r.out, "complete, verified"))
+      << r.out;
+  EXPECT_EQ(models({"verify", kFluxRepo}).code, 0);
+
+  // A flipped byte: verify names the file and exits 3.
+  const std::string vae = hub::snapshot_dir(settings_.cache_dir, kFluxRepo) + "/vae/diffusion_pytorch_model.safetensors";
+  const std::string blob = fs::canonical(vae).string();
+  std::string bytes = test::read_file(blob);
+  bytes[777] ^= 1;
+  test::write_file(blob, bytes);
+  r = models({"verify", kFluxRepo});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_TRUE(test::contains(r.err, "does not match: vae/diffusion_pytorch_model.safetensors")) << r.err;
+
+  // Gated: refused without a token (exit 3, saying what to do), then with the token file `login` writes.
+  r = models({"download", "gated-org/cogvx"});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_TRUE(test::contains(r.err, "HF_TOKEN") && test::contains(r.err, "huggingface-cli login")) << r.err;
+  fs::create_directories(tmp_.path("home"));
+  test::write_file(tmp_.path("home/token"), "hf_right\n");
+  r = models({"download", "gated-org/cogvx", "--revision", "main"});
+  EXPECT_EQ(r.code, 0) << r.err;
+
+  // Mistakes name the flag or value and what would work.
+  r = models({"download", "not-a-repo-id"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(test::contains(r.err, "'not-a-repo-id': not a Hub repository id; expected ORG/NAME")) << r.err;
+  r = models({"download", kFluxRepo, "--revision"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(test::contains(r.err, "--revision needs a value")) << r.err;
+  r = models({"fetch", kFluxRepo});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(test::contains(r.err, "unknown command 'fetch'")) << r.err;
+
+  r = models({"remove", kFluxRepo});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(repo_path()));
+  r = models({"remove", kFluxRepo});
+  EXPECT_EQ(r.code, 3);
+  EXPECT_TRUE(test::contains(r.err, "not in the cache")) << r.err;
+}

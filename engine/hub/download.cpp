@@ -87,6 +87,8 @@ class ProgressReporter {
   Clock::time_point start_ = Clock::now(), last_{};
 };
 
+std::string files(size_t n) { return std::to_string(n) + (n == 1 ? " file" : " files"); }
+
 }  // namespace
 
 bool engine_reads(const std::string& path) {
@@ -200,8 +202,7 @@ DownloadResult download_repo(HubClient& client, const std::string& repo_id, cons
     if (std::none_of(wanted.begin(), wanted.end(), [&](const RemoteFile& w) { return w.path == f.path; }))
       result.skipped.push_back(f.path);
   if (!result.skipped.empty())
-    note("skipping " + std::to_string(result.skipped.size()) + " files the engine does not read (e.g. " +
-         result.skipped.front() + ")");
+    note("skipping " + files(result.skipped.size()) + " the engine does not read (e.g. " + result.skipped.front() + ")");
 
   // Room for what is not here yet, before anything is fetched.
   uint64_t total = 0, needed = 0;
@@ -221,8 +222,8 @@ DownloadResult download_repo(HubClient& client, const std::string& repo_id, cons
     throw InputError(repo_id + ": needs " + human_bytes(needed) + " more in " + s.cache_dir + " (" +
                      std::to_string(to_fetch) + " files) but its disk has " + human_bytes(free) +
                      " free; free some space, or set HF_HUB_CACHE to a folder on a larger disk");
-  if (int reused = int(wanted.size()) - to_fetch; reused > 0)
-    note(std::to_string(reused) + " files already in the cache are linked, not fetched again");
+  if (int reused = int(wanted.size()) - to_fetch - result.fetched; reused > 0)
+    note(files(size_t(reused)) + " already in the cache: linked, not fetched again");
 
   ProgressReporter progress(o, total, to_fetch);
   for (const auto& f : wanted) {

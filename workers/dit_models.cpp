@@ -1,0 +1,210 @@
+// dit-models: the models in the Hugging Face Hub's cache, shared with huggingface-cli and diffusers:
+// lists them, downloads a repository (only what the engine reads, resumable, every file hashed before it
+// is linked), verifies one again, removes one. Links no LibTorch. Exit statuses as dit-launch's.
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "hub/cache.h"
+#include "hub/download.h"
+#include "plan/error.h"
+#include "workers/guarded_main.h"
+#include "workers/launch/launch_args.h"
+
+namespace {
+
+using namespace studio;
+
+std::atomic<bool> g_cancel{false};
+extern "C" void on_signal(int) { g_cancel.store(true); }
+
+const char* kUsage = R"(usage: dit-models COMMAND [REPO_ID] [options]
+
+Finds, downloads and checks diffusers models (CogVideoX, FLUX.1, Wan) in the Hugging Face Hub's cache,
+the one huggingface-cli and diffusers use: a model downloaded by either is found here and never fetched
+twice, and ours is theirs too. dit-launch --model ORG/NAME runs a model from this cache.
+
+Commands:
+  list                        the models in the cache: repo id, revision, size on disk, family, and
+                              whether it is complete and verified
+  download REPO_ID            fetch what the engine reads (safetensors, JSON configs, tokenizer files;
+                              never pickled .bin/.pt/.ckpt/.pth, nor fp16 variants) of e.g.
+                              THUDM/CogVideoX-2b; an interrupted download resumes where it stopped
+  verify REPO_ID              hash every file of the cached snapshot again (sha256 for weights, git's
+                              blob id for the rest) and name any that does not match
+  remove REPO_ID              delete the repository from the cache
+
+Options:
+  --revision R                a branch, tag or commit (default main)
+  -h, --help                  this text
+  --version                   the version
+
+Environment (as huggingface_hub reads it):
+  HF_HUB_CACHE                the cache (default $HF_HOME/hub, ~/.cache/huggingface/hub)
+  HF_HOME                     default ~/.cache/huggingface; its file `token` is read when HF_TOKEN is unset
+  HF_TOKEN                    an access token for gated models such as black-forest-labs/FLUX.1-dev
+                              (or run `huggingface-cli login`; accept the license on the model's page)
+  HF_ENDPOINT                 the Hub (default https://huggingface.co), e.g. a mirror
+
+Exit status: 0 done, 1 network or internal failure, 2 bad command-line argument, 3 bad input (the Hub
+refused, a file did not match its hash, too little disk space, a model not in the cache), 130 cancelled
+(SIGINT/SIGTERM; run the same download again to resume).
+)";
+
+struct Args {
+  std::string command, repo, revision = "main";
+  bool help = false, version = false;
+};
+
+Args parse(const std::vector<std::string>& argv) {
+  Args a;
+  std::vector<std::string> words;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& w = argv[i];
+    if (w == "-h" || w == "--help") a.help = true;
+    else if (w == "--version") a.version = true;
+    else if (w == "--revision" || w.rfind("--revision=", 0) == 0) {
+      if (w == "--revision" && (i + 1 >= argv.size() || argv[i + 1].rfind("--", 0) == 0))
+        throw workers::ArgError("--revision needs a value: a branch, tag or commit, e.g. --revision main");
+      a.revision = w == "--revision" ? argv[++i] : w.substr(11);
+      if (a.revision.empty() || a.revision.find("..") != std::string::npos)
+        throw workers::ArgError("--revision '" + a.revision + "': not a branch, tag or commit name; e.g. --revision main");
+    } else if (w.rfind("-", 0) == 0) throw workers::ArgError("unknown option '" + w + "'; see dit-models --help");
+    else words.push_back(w);
+  }
+  if (a.help || a.version) return a;
+  if (words.empty()) throw workers::ArgError("no command; expected list, download, verify or remove (see dit-models --help)");
+  a.command = words[0];
+  const bool wants_repo = a.command == "download" || a.command == "verify" || a.command == "remove";
+  if (!wants_repo && a.command != "list")
+    throw workers::ArgError("unknown command '" + a.command + "'; expected list, download, verify or remove");
+  if (wants_repo && words.size() < 2)
+    throw workers::ArgError(a.command + " needs a repository id, e.g. dit-models " + a.command + " THUDM/CogVideoX-2b");
+  if (words.size() > (wants_repo ? 2u : 1u))
+    throw workers::ArgError("'" + words.back() + "': one " + (wants_repo ? "repository id" : "command") + " only; see dit-models --help");
+  if (wants_repo) {
+    a.repo = words[1];
+    if (!hub::is_repo_id(a.repo))
+      throw workers::ArgError("'" + a.repo + "': not a Hub repository id; expected ORG/NAME, e.g. THUDM/CogVideoX-2b");
+  }
+  return a;
+}
+
+std::string duration(double s) {
+  char out[32];
+  if (s < 60) std::snprintf(out, sizeof out, "%.0f s", s);
+  else if (s < 3600) std::snprintf(out, sizeof out, "%d min %02d s", int(s) / 60, int(s) % 60);
+  else std::snprintf(out, sizeof out, "%d h %02d min", int(s) / 3600, int(s) / 60 % 60);
+  return out;
+}
+
+// One line per file on a pipe; a line redrawn in place on a terminal.
+class ProgressLine {
+ public:
+  explicit ProgressLine(bool tty) : tty_(tty) {}
+  void show(const hub::Progress& p) {
+    const bool file_done = p.file_total > 0 && p.file_bytes >= p.file_total;
+    if (!tty_ && !(file_done && p.file != last_file_)) return;
+    if (file_done) last_file_ = p.file;
+    char line[512];
+    std::snprintf(line, sizeof line, "[%d/%d] %s %s %3.0f%% | %s of %s, %s/s, ETA %s", p.files_done + (file_done ? 0 : 1),
+                  p.files_total, p.file.c_str(), p.hashing ? "hashing" : "", p.file_total ? 100.0 * double(p.file_bytes) / double(p.file_total) : 100.0,
+                  hub::human_bytes(p.bytes).c_str(), hub::human_bytes(p.total).c_str(),
+                  hub::human_bytes(uint64_t(p.bytes_per_second)).c_str(),
+                  p.eta_seconds < 0 ? "?" : duration(p.eta_seconds).c_str());
+    if (tty_) std::fprintf(stderr, "\r\033[K%s", line);
+    else std::fprintf(stderr, "%s\n", line);
+    drawn_ = tty_;
+  }
+  void end() {
+    if (drawn_) std::fprintf(stderr, "\n");
+    drawn_ = false;
+  }
+
+ private:
+  bool tty_, drawn_ = false;
+  std::string last_file_;
+};
+
+int list(const hub::HubSettings& s) {
+  const auto repos = hub::list_cache(s.cache_dir);
+  if (repos.empty()) {
+    std::cout << "no models in " << s.cache_dir << "; fetch one with e.g. `dit-models download THUDM/CogVideoX-2b`\n";
+    return workers::kOk;
+  }
+  std::printf("%-44s %-12s %10s  %-10s %s\n", "REPO", "REVISION", "SIZE", "FAMILY", "STATE");
+  for (const auto& r : repos) {
+    std::string revision = r.commit.substr(0, 8);
+    for (const auto& [ref, commit] : r.refs)
+      if (commit == r.commit) revision = ref;
+    const std::string state = !r.complete ? "incomplete: " + (r.problems.empty() ? std::string("?") : r.problems.front())
+                              : r.verified ? "complete, verified"
+                                           : "complete, not verified (dit-models verify " + r.repo_id + ")";
+    std::printf("%-44s %-12s %10s  %-10s %s\n", r.repo_id.c_str(), revision.c_str(), hub::human_bytes(r.bytes_on_disk).c_str(),
+                r.family.empty() ? "-" : r.family.c_str(), state.c_str());
+  }
+  std::cout << "cache: " << s.cache_dir << "\n";
+  return workers::kOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string prefix = "dit-models: ";
+  return workers::guarded_main(prefix, [&]() -> int {
+    const Args a = parse(std::vector<std::string>(argv + 1, argv + argc));
+    if (a.help) return std::cout << kUsage, workers::kOk;
+    if (a.version) return std::cout << "dit-models " STUDIO_VERSION "\n", workers::kOk;
+    const hub::HubSettings s = hub::settings_from_environment();
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    ProgressLine line(::isatty(STDERR_FILENO) == 1);
+    try {
+      if (a.command == "list") return list(s);
+      if (a.command == "remove") {
+        const uint64_t freed = hub::remove_repo(s.cache_dir, a.repo);
+        std::cerr << prefix << "removed " << a.repo << " (" << hub::human_bytes(freed) << ") from " << s.cache_dir << std::endl;
+        return workers::kOk;
+      }
+      if (a.command == "verify") {
+        const auto r = hub::verify_repo(s.cache_dir, a.repo, a.revision, [&](const hub::Progress& p) { line.show(p); }, &g_cancel);
+        line.end();
+        for (const auto& m : r.mismatched) std::cerr << prefix << "does not match: " << m << std::endl;
+        for (const auto& u : r.unchecked) std::cerr << prefix << "no hash to check against: " << u << std::endl;
+        if (!r.mismatched.empty())
+          throw InputError(a.repo + ": " + std::to_string(r.mismatched.size()) + " of " + std::to_string(r.files) +
+                           " files do not match their hash; `dit-models remove " + a.repo + "` then download it again");
+        std::cerr << prefix << a.repo << ": " << r.files << " files (" << hub::human_bytes(r.bytes) << ") match their hashes" << std::endl;
+        return workers::kOk;
+      }
+      hub::HubClient client(s);
+      hub::DownloadOptions o;
+      o.revision = a.revision;
+      o.cancel = &g_cancel;
+      o.on_progress = [&](const hub::Progress& p) { line.show(p); };
+      o.on_note = [&](const std::string& note) { line.end(), std::cerr << prefix << note << std::endl; };
+      const auto r = hub::download_repo(client, a.repo, o);
+      line.end();
+      std::cerr << prefix << a.repo << " at " << r.commit << ": " << r.files << " files (" << r.fetched << " fetched, "
+                << hub::human_bytes(r.bytes_fetched) << ") in " << r.snapshot << std::endl
+                << prefix << "run it with `dit-launch --model " << a.repo << " --prompt ...`" << std::endl;
+      return workers::kOk;
+    } catch (const hub::NetworkError& e) {
+      line.end();
+      std::cerr << prefix << "network failure: " << e.what() << std::endl;
+      return workers::kInternal;
+    } catch (const Cancelled&) {
+      line.end();
+      std::cerr << prefix << "cancelled; what arrived is kept: run the same command again to resume" << std::endl;
+      return workers::kCancelled;
+    } catch (...) {
+      line.end();
+      throw;
+    }
+  });
+}
