@@ -7,8 +7,6 @@
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros_like.h>
 
-#include <cmath>
-
 #include "models/wan_vae.h"
 #include "parallel/mesh.h"
 #include "parallel/parallel_vae.h"
@@ -79,7 +77,8 @@ TEST_P(WanParallelDecode, equals_one_process) {
   });
   for (const auto& f : failure) ASSERT_TRUE(f.empty()) << f;
   ASSERT_EQ(video.sizes(), whole.sizes());
-  const double err = test::max_abs_diff(video, whole), ref_err = test::max_abs_diff(video, test::golden_tensor(n, "video"));
+  const double err = test::max_abs_diff(video, whole);
+  const double ref_err = test::max_abs_diff(video, test::golden_tensor(n, "video"));
   std::printf("%s on %d ranks: %.3g from one process, %.3g from the reference (%lld latent rows)\n", n.c_str(), ranks,
               err, ref_err, (long long)z.size(3));
   EXPECT_LT(err, test::kCallTolerance);
@@ -136,7 +135,8 @@ TEST(WanVae, frame_counts_and_latents_layout) {
   const auto z = vae->prepare(latents, 1);
   ASSERT_EQ(z.size(2), latents.size(2) - 1);
   for (int c : {0, 7, 15}) {
-    const auto want = latents.select(1, c).narrow(1, 1, z.size(2)) * cfg.latents_std[size_t(c)] + cfg.latents_mean[size_t(c)];
+    const auto x = latents.select(1, c).narrow(1, 1, z.size(2));
+    const auto want = x * cfg.latents_std[size_t(c)] + cfg.latents_mean[size_t(c)];
     EXPECT_LT(test::max_abs_diff(z.select(1, c), want), 1e-5) << "channel " << c;
   }
 }
@@ -146,7 +146,8 @@ nlohmann::json golden_config() {
 }
 
 TEST(WanVae, config_fields_it_does_not_run_are_refused) {
-  const auto refused = [](const std::string& key, const nlohmann::json& value, std::initializer_list<const char*> parts) {
+  const auto refused = [](const std::string& key, const nlohmann::json& value,
+                          std::initializer_list<const char*> parts) {
     auto j = golden_config();
     j[key] = value;
     return test::throws_with<InputError>([&] { plan::parse_wan_vae_config(j.dump(), "vae/config.json"); }, parts);
