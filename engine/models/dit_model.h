@@ -28,7 +28,8 @@ struct TokenGrid {
 
 // The tokens between blocks: the text rows and the latent rows (video or image patches), each [B, n, width].
 // Attention sees one joint sequence, text rows first (CogVideoX, FLUX): sequence parallelism and PipeFusion
-// shard it so. A family whose text is reached by cross-attention instead (Wan) widens this seam.
+// shard it so. A family whose text is reached by cross-attention instead (Wan: DitModel::joint_text() is
+// false) keeps the text rows whole on every rank; only the latent rows are sharded.
 struct Tokens {
   at::Tensor latent;
   at::Tensor text;
@@ -54,6 +55,7 @@ struct StepInputs {
 // What the blocks are conditioned on in one call, made once per call.
 struct Conditioning {
   at::Tensor embedding;  // [B, embedding dim]: the timestep's (and the family's other global inputs')
+  at::Tensor head;       // [B, width]: the output head's own, where it differs (Wan's timestep embedding)
 };
 
 // What TeaCache measures of a call (its "modulated input" for the family), before the blocks run.
@@ -94,6 +96,9 @@ class DitModel {
   virtual Guidance guidance() const = 0;
   virtual int64_t width() const = 0;  // the tokens' features between blocks
   virtual size_t num_blocks() const = 0;
+  // Whether the text rows are part of the sequence attention sees (CogVideoX, FLUX), or reached by
+  // cross-attention and kept whole on every rank (Wan).
+  virtual bool joint_text() const { return true; }
 
   // InputError naming the tensor (the text one as `text_name`) and the shape that would fit.
   virtual void check_inputs(const at::Tensor& latents, const at::Tensor& text, const char* text_name) const = 0;

@@ -12,10 +12,10 @@
 
 namespace studio::models {
 
-// transformer/ of `folder`, every weight checked against its config, in `dtype` on `device`: the blocks in
-// `range` (a PipeFusion stage's), or all.
+// transformer/ of `folder` (expert 1: Wan2.2's transformer_2/), every weight checked against its config, in
+// `dtype` on `device`: the blocks in `range` (a PipeFusion stage's), or all.
 std::shared_ptr<DitModel> load_transformer(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device,
-                                           BlockRange range = {});
+                                           BlockRange range = {}, int expert = 0);
 // vae/ of `folder` (which must have one), likewise.
 std::shared_ptr<VaeDecoder> load_vae(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device);
 
@@ -33,6 +33,7 @@ at::Tensor latents_from_file(const plan::ModelFolder& folder, const at::Tensor& 
 struct LatentRgb {
   at::Tensor factors;  // [C, 3] float32
   at::Tensor bias;     // [3]
+  bool channels_first = false;  // a video's latents are [B, C, F, h, w] (Wan), not [B, F, C, h, w]
 };
 LatentRgb latent_rgb(const plan::ModelFolder& folder);
 

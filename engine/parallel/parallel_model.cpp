@@ -48,8 +48,9 @@ at::Tensor ParallelTransformer::branch(const models::StepInputs& in, const model
   }
   const auto cond = model_.condition(in);
   auto full = model_.embed(in, pos);
-  auto& sp = SequenceParallel::reuse(sequence_, mesh_, {full.text.size(1), full.latent.size(1), mesh_.config().sp_degree()},
-                                     full.latent.device());
+  auto& sp = SequenceParallel::reuse(
+      sequence_, mesh_, SequenceLayout::of(model_, full.text.size(1), full.latent.size(1), mesh_.config().sp_degree()),
+      full.latent.device());
   auto local = sp.shard(full);
   full = {};
   const auto [cos, sin] = sp.shard_rope(pos);

@@ -45,12 +45,14 @@ at::Tensor PipeFusionStage::synchronous(const models::StepInputs& in, const mode
   Group& pf = mesh_.group(plan::Dim::PipeFusion);
   const Step s = step_of(in);
   const auto& [B, T, grid, cond, opts] = s;
-  auto& sp = SequenceParallel::reuse(sequence_, mesh_, {T, grid.tokens(), mesh_.config().sp_degree()}, opts.device());
+  auto& sp = SequenceParallel::reuse(sequence_, mesh_,
+                                     SequenceLayout::of(model_, T, grid.tokens(), mesh_.config().sp_degree()),
+                                     opts.device());
   Tokens x;
   if (stage_ == 0) {
     x = sp.shard(model_.embed(in, pos));
   } else {
-    x.text = at::empty({B, sp.layout().text_chunk(), model_.width()}, opts);
+    x.text = at::empty({B, sp.layout().text == 0 ? T : sp.layout().text_chunk(), model_.width()}, opts);
     x.latent = at::empty({B, sp.layout().latent_chunk(), model_.width()}, opts);
     pf.run({{PeerOp::Recv, x.text, stage_ - 1}, {PeerOp::Recv, x.latent, stage_ - 1}});
   }
@@ -84,6 +86,10 @@ at::Tensor PipeFusionStage::pipelined(const models::StepInputs& in, const models
   Tokens full;
   if (stage_ == 0) full = model_.embed(in, pos);
   at::Tensor out;  // last stage: [B, latent tokens, patch features]
+  // Text outside the attended sequence (cross-attention) is needed whole by every patch: it travels with
+  // the first and is kept for the rest.
+  const bool joint = model_.joint_text();
+  at::Tensor text_whole;
   for (int64_t m = 0; m < patches; ++m) {
     // Patch m: token rows [r0, r1) of every frame; the text travels with the first patch.
     const int64_t r0 = m * grid.rows / patches, r1 = (m + 1) * grid.rows / patches;
@@ -102,21 +108,25 @@ at::Tensor PipeFusionStage::pipelined(const models::StepInputs& in, const models
       ops.push_back({PeerOp::Recv, x.latent, stage_ - 1});
       pf.run(std::move(ops));
     }
-    // Where the patch's keys go in the buffer: [text, latent] rows of the joint sequence.
-    const auto joint = m == 0 ? at::cat({at::arange(T, idx.options()), idx + T}) : idx + T;
+    if (!joint) {
+      if (m == 0) text_whole = x.text;
+      x.text = text_whole;
+    }
+    // Where the patch's keys go in the buffer: [text, latent] rows of the joint sequence, or latent rows.
+    const auto rows_at = !joint ? idx : m == 0 ? at::cat({at::arange(T, idx.options()), idx + T}) : idx + T;
     at::Tensor cos, sin;
     if (pos.rope_cos.defined()) cos = pos.rope_cos.index_select(0, idx), sin = pos.rope_sin.index_select(0, idx);
     for (size_t i = first_; i < end_; ++i) {
-      auto attention = [this, i, &joint](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-        keys_[i - first_].index_copy_(2, joint, k);
-        values_[i - first_].index_copy_(2, joint, v);
+      auto attention = [this, i, &rows_at](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+        keys_[i - first_].index_copy_(2, rows_at, k);
+        values_[i - first_].index_copy_(2, rows_at, v);
         return compat::attention(q, keys_[i - first_], values_[i - first_]);
       };
       model_.run_block(i, x, cond, cos, sin, attention);
     }
     if (stage_ + 1 < stages_) {
       std::vector<PeerOp> ops;
-      if (t > 0) ops.push_back({PeerOp::Send, x.text, stage_ + 1});
+      if (t > 0) ops.push_back({PeerOp::Send, x.text, stage_ + 1});  // with the first patch only
       ops.push_back({PeerOp::Send, x.latent, stage_ + 1});
       pf.run(std::move(ops));
     } else {

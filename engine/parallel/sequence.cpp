@@ -69,7 +69,7 @@ at::Tensor chunk_of(const at::Tensor& x, int64_t chunk, int parts, int part) {
 
 Tokens SequenceParallel::shard(const Tokens& full) const {
   return {chunk_of(full.latent, layout_.latent_chunk(), layout_.parts, part_),
-          chunk_of(full.text, layout_.text_chunk(), layout_.parts, part_)};
+          layout_.text == 0 ? full.text : chunk_of(full.text, layout_.text_chunk(), layout_.parts, part_)};
 }
 
 at::Tensor SequenceParallel::shard_latent_table(const at::Tensor& table, double pad) const {

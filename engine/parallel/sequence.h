@@ -19,8 +19,13 @@
 namespace studio::parallel {
 
 struct SequenceLayout {
+  // The rows attention sees: `text` is 0 for a family whose text is reached by cross-attention (Wan); its
+  // text rows are then kept whole on every rank.
   int64_t text = 0, latent = 0;
   int parts = 1;
+  static SequenceLayout of(const models::DitModel& model, int64_t text_rows, int64_t latent_rows, int parts) {
+    return {model.joint_text() ? text_rows : 0, latent_rows, parts};
+  }
   int64_t text_chunk() const { return (text + parts - 1) / parts; }
   int64_t latent_chunk() const { return (latent + parts - 1) / parts; }
   int64_t text_valid(int part) const;
@@ -40,7 +45,7 @@ class SequenceParallel {
 
   int part() const { return part_; }
   const SequenceLayout& layout() const { return layout_; }
-  // This rank's text and latent rows, zero-padded to the chunk sizes.
+  // This rank's text and latent rows, zero-padded to the chunk sizes (text outside the sequence: whole).
   models::Tokens shard(const models::Tokens& full) const;
   // Rows of a per-latent-token table (RoPE cos/sin) for this rank; padding rows are `pad`.
   at::Tensor shard_latent_table(const at::Tensor& table, double pad) const;

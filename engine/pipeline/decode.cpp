@@ -42,7 +42,9 @@ at::Tensor to_rgb8(const at::Tensor& video) {
 
 at::Tensor latent_preview(const at::Tensor& latents, const models::LatentRgb& rgb) {
   // A video's middle latent frame [C, h, w], or an image's latents.
-  const auto frame = latents.dim() == 5 ? latents[0][latents.size(1) / 2] : latents[0];
+  const auto frame = latents.dim() != 5      ? latents[0]
+                     : rgb.channels_first ? latents[0].select(1, latents.size(2) / 2)
+                                          : latents[0][latents.size(1) / 2];
   if (rgb.factors.defined() && frame.size(0) == rgb.factors.size(0)) {
     const auto y = at::matmul(frame.to(at::kFloat).cpu().permute({1, 2, 0}), rgb.factors) + rgb.bias;  // [h, w, 3]
     return at::round(((y + 1) / 2).clamp(0, 1) * 255).to(at::kByte).contiguous();

@@ -33,7 +33,7 @@ void check_inputs(const models::DitModel& model, const DenoiseInputs& in) {
 }
 
 at::Tensor denoise(const models::DitModel& model, sampling::Sampler& sampler, const DenoiseInputs& in,
-                   sampling::NoiseSource* noise, const Hooks& hooks, const ModelCall& call) {
+                   sampling::NoiseSource* noise, const Hooks& hooks, const ModelCall& call, const SecondExpert* second) {
   // No InferenceMode here: c10d's Gloo works on its own threads and cannot write into inference tensors.
   // Nothing requires grad, so no graph is recorded either way.
   check_inputs(model, in);
@@ -51,15 +51,23 @@ at::Tensor denoise(const models::DitModel& model, sampling::Sampler& sampler, co
   if (model.guidance() == models::Guidance::Embedded)
     guidance = at::full({batch}, in.guidance_scale, at::TensorOptions(at::kFloat).device(dev));
 
+  StepModel current{&model, call};
+  double scale = in.guidance_scale;
+  bool switched = false;
   for (int i = 0; i < N; ++i) {
     if (hooks.stop()) throw Cancelled();
+    if (second && !switched && sampler.timestep(i) < second->boundary_timestep) {
+      current = second->load();
+      scale = second->guidance_scale;
+      switched = true;
+    }
     const auto start = std::chrono::steady_clock::now();
     const models::StepInputs step{cfg ? at::cat({latents, latents}, 0) : latents, text,
                                   sampler.model_timestep(i, batch, dev), pooled, guidance};
-    at::Tensor pred = (call ? call(step, pos) : model.forward(step, pos)).to(at::kFloat);
+    at::Tensor pred = (current.call ? current.call(step, pos) : current.model->forward(step, pos)).to(at::kFloat);
     if (cfg) {
       auto parts = pred.chunk(2, 0);
-      const double g = sampling::guidance_at(in.guidance_scale, in.use_dynamic_cfg, int64_t(sampler.timestep(i)), N);
+      const double g = sampling::guidance_at(scale, in.use_dynamic_cfg, int64_t(sampler.timestep(i)), N);
       pred = parts[0] + g * (parts[1] - parts[0]);
     }
     latents = sampler.step(i, pred, latents, noise);

@@ -1,6 +1,7 @@
 // Embeddings -> final latents: the denoising loop of diffusers' pipelines (v0.32.2: CogVideoXPipeline,
-// FluxPipeline) for any family and sampler, with a per-step callback and a stop request checked before
-// every step. Classifier-free guidance runs both branches as one batch, unconditional first.
+// FluxPipeline; 0.35.2: WanPipeline) for any family and sampler, with a per-step callback and a stop request
+// checked before every step. Classifier-free guidance runs both branches as one batch, unconditional first
+// (WanPipeline makes two calls; each sample of a batch is computed alone, so the result is the same).
 #pragma once
 #include <string>
 #include <functional>
@@ -46,12 +47,28 @@ struct Hooks {
 // forward(); a parallel rank passes its wrapper (parallel/parallel_model.h).
 using ModelCall = std::function<at::Tensor(const models::StepInputs& in, const models::Positions& pos)>;
 
+// The transformer some steps run, and how it is called (its own forward() when `call` is empty).
+struct StepModel {
+  const models::DitModel* model = nullptr;
+  ModelCall call;
+};
+
+// Wan2.2's second expert: the steps whose timestep is below `boundary_timestep` run it, guided by
+// `guidance_scale`. `load()` is called once, before the first such step: it releases the first expert and
+// then loads the second, so that one expert is resident at a time.
+struct SecondExpert {
+  double boundary_timestep = 0;
+  double guidance_scale = 0;
+  std::function<StepModel()> load;
+};
+
 // Checks the inputs' shapes against the model; InputError names the tensor and what would fit.
 void check_inputs(const models::DitModel& model, const DenoiseInputs& in);
 
 // Returns the final latents as float32 on the model's device, in the model's latent layout.
+// `model` is not used again once `second` has loaded.
 at::Tensor denoise(const models::DitModel& model, sampling::Sampler& sampler,
                    const DenoiseInputs& in, sampling::NoiseSource* noise, const Hooks& hooks = {},
-                   const ModelCall& call = {});
+                   const ModelCall& call = {}, const SecondExpert* second = nullptr);
 
 }  // namespace studio::pipeline

@@ -19,8 +19,8 @@ at::Tensor initial_latents(const plan::JobSpec& job, const plan::ModelFolder& mo
   // An image's latents travel packed 2x2, as FluxPipeline keeps them.
   const std::vector<int64_t> want =
       geo.has_frames ? shape : std::vector<int64_t>{shape[0], geo.latent_tokens, 4 * geo.channels};
-  auto all = io::TensorFile(job.latents_file, "--latents")
-                 .get("latents_init", int64_t(want.size()), geo.has_frames ? "[B, F, C, H, W]" : "[B, N, 4C] (packed)");
+  const char* layout = geo.channels_first ? "[B, C, F, H, W]" : geo.has_frames ? "[B, F, C, H, W]" : "[B, N, 4C] (packed)";
+  auto all = io::TensorFile(job.latents_file, "--latents").get("latents_init", int64_t(want.size()), layout);
   if (all.sizes().vec() != want)
     throw InputError("--latents " + job.latents_file + ": latents_init has shape " + io::shape_str(all.sizes().vec()) +
                      " but --height " + std::to_string(job.height) + " --width " + std::to_string(job.width) +

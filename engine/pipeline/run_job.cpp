@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 
 #include <ATen/Context.h>
 
@@ -69,13 +70,15 @@ void write_calibration(const plan::JobSpec& job, const plan::ModelFolder& model,
 }
 
 // The caller's hooks, with the stop check agreed by every rank, the last step's latents remembered, and
-// whether the step reused a cache (one call a step: both guidance branches are one call).
+// whether the step reused a cache (one call a step: both guidance branches are one call) of the model the
+// step ran (`model`: the one in use, which Wan2.2's expert switch replaces).
 Hooks step_hooks(const Hooks& hooks, parallel::Mesh& mesh, const at::Device& device, PartialLatents& partial,
-                 const cache::StepCache* cache) {
+                 const std::shared_ptr<parallel::ParallelTransformer>& model) {
   Hooks h = hooks;
   h.stop_requested = parallel::agreed_stop(mesh, hooks.stop_requested, device);
-  h.on_step = [&hooks, &partial, cache](StepDone done) {
+  h.on_step = [&hooks, &partial, &model](StepDone done) {
     partial = {done.latents, done.step, done.total};
+    const cache::StepCache* cache = model ? model->cache() : nullptr;
     if (cache && !cache->full_calls().empty()) done.full = cache->full_calls().back() ? 1 : 0;
     if (hooks.on_step) hooks.on_step(done);
   };
@@ -93,7 +96,7 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
     const auto [first, end] = plan::stage_blocks(plan::rules_of(model).blocks(model), mesh.coords().pipefusion, stages);
     blocks = {size_t(first), size_t(end)};
   }
-  auto transformer = models::load_transformer(model, dtype, device, blocks);
+  std::shared_ptr<models::DitModel> transformer = models::load_transformer(model, dtype, device, blocks);
   r.seconds_loading = since(t0);
   const auto geo = plan::latent_geometry(job, model);
   log("denoising " + io::shape_str(geo.shape(job.num_videos_per_prompt)) + " latents (" +
@@ -104,28 +107,48 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
   const auto t1 = std::chrono::steady_clock::now();
   ModelCall call;  // the model's own forward() in one process without a cache
   std::shared_ptr<parallel::ParallelTransformer> parallel_model;
-  if (auto cache = cache::make_step_cache(job, model); mesh.world_size() > 1 || cache) {
-    parallel_model = std::make_shared<parallel::ParallelTransformer>(*transformer, mesh, std::move(cache));
-    call = [parallel_model](const models::StepInputs& step, const models::Positions& pos) {
-      return (*parallel_model)(step, pos);
-    };
-  }
+  const auto wrap = [&] {
+    if (auto cache = cache::make_step_cache(job, model); mesh.world_size() > 1 || cache) {
+      parallel_model = std::make_shared<parallel::ParallelTransformer>(*transformer, mesh, std::move(cache));
+      call = [pm = parallel_model.get()](const models::StepInputs& step, const models::Positions& pos) {
+        return (*pm)(step, pos);
+      };
+    }
+  };
+  const auto log_cache = [&] {
+    if (const auto* cache = parallel_model ? parallel_model->cache() : nullptr) {
+      if (job.magcache_calibrate.empty()) log(cache_summary(cache->name(), cache->full_calls()));
+      else if (parallel::writes(mesh)) write_calibration(job, model, *cache, log);
+    }
+  };
+  wrap();
+  std::optional<SecondExpert> second;
+  if (model.wan && model.wan->transformer_2)
+    second = SecondExpert{model.wan->boundary_ratio * plan::rules_of(model).train_steps(model), job.guidance_scale_2,
+                          [&] {
+                            log_cache();
+                            call = {};
+                            parallel_model.reset();
+                            transformer.reset();  // the first expert's weights go before the second's load
+                            log("switching to the low-noise expert: loading " +
+                                (std::filesystem::path(model.dir) / "transformer_2").string());
+                            transformer = models::load_transformer(model, dtype, device, blocks, 1);
+                            wrap();
+                            return StepModel{transformer.get(), call};
+                          }};
   if (hooks.on_phase) hooks.on_phase("denoising");
   PartialLatents partial;
   at::Tensor latents;
   try {
     const auto sampler = models::make_sampler(model, job.num_inference_steps, geo.latent_tokens);
-    latents = denoise(*transformer, *sampler, in, noise,
-                      step_hooks(hooks, mesh, device, partial, parallel_model ? parallel_model->cache() : nullptr), call);
+    latents = denoise(*transformer, *sampler, in, noise, step_hooks(hooks, mesh, device, partial, parallel_model),
+                      call, second ? &*second : nullptr);
   } catch (const Cancelled&) {
     if (job.keep_partial && parallel::writes(mesh))
       keep_partial_latents(job, model, job_metadata(job, model, mesh.config()), partial, log);
     throw;
   }
-  if (const auto* cache = parallel_model ? parallel_model->cache() : nullptr) {
-    if (job.magcache_calibrate.empty()) log(cache_summary(cache->name(), cache->full_calls()));
-    else if (parallel::writes(mesh)) write_calibration(job, model, *cache, log);
-  }
+  log_cache();
   auto all = parallel::gather_samples(mesh, latents).cpu();
   r.seconds_denoising = since(t1);
   return all;  // the transformer's weights are released here, before the VAE loads

@@ -2,6 +2,9 @@
 
 namespace studio::plan {
 
-const FamilyRules& rules_of(const ModelFolder& m) { return m.flux ? flux_rules() : cogvideox_rules(); }
+const FamilyRules& rules_of(const ModelFolder& m) {
+  if (m.flux) return flux_rules();
+  return m.wan ? wan_rules() : cogvideox_rules();
+}
 
 }  // namespace studio::plan

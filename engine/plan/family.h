@@ -1,6 +1,6 @@
 // A model family as the launcher, the studio and the workers see it, torch-free: its names, sizes,
 // defaults, geometry, the rules its jobs follow and its memory. Each family answers in its own file
-// (plan/cogvideox_family.cpp, plan/flux_family.cpp); plan/job.cpp and plan/parallel.cpp hold the rules
+// (plan/cogvideox_family.cpp, plan/flux_family.cpp, plan/wan_family.cpp); plan/job.cpp and plan/parallel.cpp hold the rules
 // that are the same for every family and ask the family for the rest.
 #pragma once
 #include <string>
@@ -43,6 +43,7 @@ class FamilyRules {
 const FamilyRules& rules_of(const ModelFolder& m);
 const FamilyRules& cogvideox_rules();
 const FamilyRules& flux_rules();
+const FamilyRules& wan_rules();
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 // A rank's transformer memory: the weights (`block_params` per block, PipeFusion dividing the blocks,

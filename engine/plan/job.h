@@ -17,6 +17,8 @@ struct JobSpec {
   int num_frames = 0;  // video frames; 0 = the model's default (images: 1)
   int num_inference_steps = 0;  // 0 = the model's default (CogVideoX 50, FLUX.1-dev 28, schnell 4)
   double guidance_scale = std::numeric_limits<double>::quiet_NaN();  // NaN = the model's default
+  // Wan2.2: the low-noise expert's guidance scale; NaN = guidance_scale (as WanPipeline)
+  double guidance_scale_2 = std::numeric_limits<double>::quiet_NaN();
   bool use_dynamic_cfg = false;
   uint64_t seed = 42;              // video i of the job uses seed + i
   int num_videos_per_prompt = 1;
@@ -61,10 +63,12 @@ struct LatentGeometry {
   int height = 0;  // latent pixels
   int width = 0;
   bool has_frames = true;     // the latents have a frame axis ([B, F, C, h, w]); an image's are [B, C, h, w]
+  bool channels_first = false;  // a video's latents are [B, C, F, h, w] (Wan)
   int64_t latent_tokens = 0;  // per sample, after patching (FLUX: after 2x2 packing)
   int text_tokens = 0;
   int pad_frames() const { return padded_frames - frames; }
   std::vector<int64_t> shape(int64_t batch) const {
+    if (has_frames && channels_first) return {batch, channels, padded_frames, height, width};
     if (has_frames) return {batch, padded_frames, channels, height, width};
     return {batch, channels, height, width};
   }

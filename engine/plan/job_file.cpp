@@ -54,6 +54,7 @@ std::string to_json(const JobFile& f) {
               {"use_cfg_parallel", p.use_cfg_parallel},
               {"data_parallel_degree", p.data_parallel_degree}};
   if (!std::isnan(j.guidance_scale)) out["guidance_scale"] = j.guidance_scale;  // unset: the model's default
+  if (!std::isnan(j.guidance_scale_2)) out["guidance_scale_2"] = j.guidance_scale_2;
   if (!std::isnan(j.cache_threshold)) out["cache_threshold"] = j.cache_threshold;  // unset: the method's default
   return out.dump(2);
 }
@@ -80,6 +81,7 @@ JobFile job_file_from_json(const std::string& text, const std::string& file) {
   get("num_frames", j.num_frames);
   get("num_inference_steps", j.num_inference_steps);
   get("guidance_scale", j.guidance_scale);
+  get("guidance_scale_2", j.guidance_scale_2);
   get("use_dynamic_cfg", j.use_dynamic_cfg);
   get("seed", j.seed);
   get("num_videos_per_prompt", j.num_videos_per_prompt);

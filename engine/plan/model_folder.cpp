@@ -24,6 +24,8 @@ const char* family_name(Family f) {
     case Family::CogVideoX_15: return "CogVideoX 1.5 (temporal patches, e.g. CogVideoX1.5-5B)";
     case Family::Flux_Dev: return "FLUX.1 with guidance embedding (e.g. FLUX.1-dev)";
     case Family::Flux_Schnell: return "FLUX.1 without guidance embedding (e.g. FLUX.1-schnell)";
+    case Family::Wan21: return "Wan2.1 text-to-video (e.g. Wan2.1-T2V-1.3B, -14B)";
+    case Family::Wan22: return "Wan2.2 text-to-video with two experts (e.g. Wan2.2-T2V-A14B)";
   }
   return "?";
 }
@@ -224,9 +226,50 @@ std::string example_repo(const ModelFolder& m) {
     case Family::Flux_Schnell: return "black-forest-labs/FLUX.1-schnell";
     case Family::CogVideoX_5B: return "THUDM/CogVideoX-5b";
     case Family::CogVideoX_15: return "THUDM/CogVideoX1.5-5B";
+    case Family::Wan21: return "Wan-AI/Wan2.1-T2V-1.3B-Diffusers";
+    case Family::Wan22: return "Wan-AI/Wan2.2-T2V-A14B-Diffusers";
     default: return "THUDM/CogVideoX-2b";
   }
 }
+
+namespace {
+
+// transformer/ (and Wan2.2's transformer_2/), scheduler/ and vae/ of a WanPipeline folder, checked against
+// each other and against model_index.json.
+WanParts read_wan_parts(Fields& idx, const std::string& index, const fs::path& root) {
+  auto config = [&](const char* part, const char* file) { return (root / part / file).string(); };
+  const std::string tcfg = config("transformer", "config.json"), scfg = config("scheduler", "scheduler_config.json");
+  WanParts w{parse_wan_transformer_config(read_text_file(tcfg), tcfg), std::nullopt, 0,
+             parse_unipc_config(read_text_file(scfg), scfg), std::nullopt};
+  if (idx.get<bool>("expand_timesteps", false))
+    idx.fail("expand_timesteps", "true", "is set: Wan2.2's TI2V-5B (per-token timesteps) is not supported yet; use "
+                                         "a Wan2.1 T2V or Wan2.2 T2V-A14B folder");
+  const bool second = idx.has("transformer_2") && idx.dump("transformer_2") != "[null,null]";
+  if (second) {
+    const std::string t2cfg = config("transformer_2", "config.json");
+    w.transformer_2 = parse_wan_transformer_config(read_text_file(t2cfg), t2cfg);
+    if (w.transformer_2->inner_dim() != w.transformer.inner_dim() ||
+        w.transformer_2->in_channels != w.transformer.in_channels || w.transformer_2->text_dim != w.transformer.text_dim)
+      throw InputError(t2cfg + ": the second expert's widths (inner dim " + std::to_string(w.transformer_2->inner_dim()) +
+                       ", in_channels, text_dim) must equal transformer/'s; the two experts share one run's latents");
+    if (!idx.has("boundary_ratio") || idx.dump("boundary_ratio") == "null")
+      idx.fail("boundary_ratio", "null", "must be a number between 0 and 1 when transformer_2 is set (Wan2.2 "
+                                         "switches experts at boundary_ratio x 1000 timesteps)");
+    w.boundary_ratio = idx.get<double>("boundary_ratio", 0);
+    if (!(w.boundary_ratio > 0 && w.boundary_ratio < 1))
+      idx.fail("boundary_ratio", idx.dump("boundary_ratio"), "must be between 0 and 1 (Wan2.2 A14B uses 0.875)");
+  }
+  const std::string vcfg = config("vae", "config.json");
+  if (fs::exists(vcfg)) {
+    w.vae = parse_wan_vae_config(read_text_file(vcfg), vcfg);
+    if (w.vae->z_dim != w.transformer.in_channels)
+      throw InputError(vcfg + ": z_dim " + std::to_string(w.vae->z_dim) + " does not match the transformer's "
+                       "in_channels " + std::to_string(w.transformer.in_channels) + " (the latent channels)");
+  }
+  return w;
+}
+
+}  // namespace
 
 ModelFolder read_model_folder(const std::string& dir) {
   std::error_code ec;
@@ -239,8 +282,9 @@ ModelFolder read_model_folder(const std::string& dir) {
   const std::string index = (root / "model_index.json").string();
   Fields idx(read_text_file(index), index);
   auto cls = idx.get<std::string>("_class_name", "");
-  if (cls != "CogVideoXPipeline" && cls != "FluxPipeline")
-    throw InputError(index + ": _class_name is '" + cls + "'; this version runs CogVideoXPipeline and FluxPipeline folders");
+  if (cls != "CogVideoXPipeline" && cls != "FluxPipeline" && cls != "WanPipeline")
+    throw InputError(index + ": _class_name is '" + cls +
+                     "'; this version runs CogVideoXPipeline, FluxPipeline and WanPipeline folders");
   for (const char* part : {"transformer", "scheduler"})
     if (!idx.has(part)) throw InputError(index + ": no '" + part + "' entry; a " + cls + " folder needs one");
   auto config = [&](const char* part, const char* file) { return (root / part / file).string(); };
@@ -263,6 +307,9 @@ ModelFolder read_model_folder(const std::string& dir) {
     f.has_clip_tokenizer = fs::exists(root / "tokenizer" / "vocab.json") && fs::exists(root / "tokenizer" / "merges.txt");
     m.family = f.transformer.guidance_embeds ? Family::Flux_Dev : Family::Flux_Schnell;
     m.flux = f;
+  } else if (cls == "WanPipeline") {
+    m.wan = read_wan_parts(idx, index, root);
+    m.family = m.wan->transformer_2 ? Family::Wan22 : Family::Wan21;
   } else {
     m.transformer = parse_transformer_config(read_text_file(tcfg), tcfg);
     m.family = m.transformer.family();
@@ -271,11 +318,13 @@ ModelFolder read_model_folder(const std::string& dir) {
   }
   const std::string ecfg = config(m.t5_part().c_str(), "config.json");
   if (fs::exists(ecfg)) m.text_encoder = parse_t5_config(read_text_file(ecfg), ecfg);
-  const int text_width = m.flux ? m.flux->transformer.joint_attention_dim : m.transformer.text_embed_dim;
+  const int text_width = m.flux  ? m.flux->transformer.joint_attention_dim
+                         : m.wan ? m.wan->transformer.text_dim
+                                 : m.transformer.text_embed_dim;
   if (m.text_encoder && m.text_encoder->d_model != text_width)
     throw InputError(ecfg + ": d_model " + std::to_string(m.text_encoder->d_model) + " does not match the transformer's " +
-                     (m.flux ? "joint_attention_dim " : "text_embed_dim ") + std::to_string(text_width) +
-                     " (the T5 embeddings' width)");
+                     (m.flux ? "joint_attention_dim " : m.wan ? "text_dim " : "text_embed_dim ") +
+                     std::to_string(text_width) + " (the T5 embeddings' width)");
   m.has_tokenizer = fs::exists(root / m.t5_tokenizer_part() / "spiece.model");
   return m;
 }

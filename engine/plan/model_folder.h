@@ -7,10 +7,12 @@
 
 #include "plan/clip_config.h"
 #include "plan/flux_config.h"
+#include "plan/wan_config.h"
+#include "plan/wan_vae_config.h"
 
 namespace studio::plan {
 
-enum class Family { CogVideoX_2B, CogVideoX_5B, CogVideoX_15, Flux_Dev, Flux_Schnell };
+enum class Family { CogVideoX_2B, CogVideoX_5B, CogVideoX_15, Flux_Dev, Flux_Schnell, Wan21, Wan22 };
 const char* family_name(Family f);
 
 // transformer/config.json of a CogVideoXTransformer3DModel.
@@ -99,6 +101,16 @@ struct FluxParts {
   bool has_clip_tokenizer = false;      // tokenizer/vocab.json and merges.txt
 };
 
+// The parts of a Wan2.1 / Wan2.2 text-to-video folder (WanPipeline).
+struct WanParts {
+  WanTransformerConfig transformer;
+  // Wan2.2's low-noise expert: it takes over below boundary_ratio * num_train_timesteps.
+  std::optional<WanTransformerConfig> transformer_2;
+  double boundary_ratio = 0;
+  UniPCConfig scheduler;
+  std::optional<WanVaeConfig> vae;
+};
+
 struct ModelFolder {
   std::string dir;
   Family family = Family::CogVideoX_2B;
@@ -108,6 +120,8 @@ struct ModelFolder {
   std::optional<VaeConfig> vae;
   // A FLUX.1 folder (FluxPipeline): this.
   std::optional<FluxParts> flux;
+  // A Wan folder (WanPipeline): this.
+  std::optional<WanParts> wan;
   std::optional<T5Config> text_encoder;  // the T5 encoder's config, when present
   bool has_tokenizer = false;             // T5's spiece.model
   // Where T5 and its tokenizer live: text_encoder/ and tokenizer/ (CogVideoX), the _2 folders (FLUX.1).
@@ -118,12 +132,16 @@ struct ModelFolder {
     return has_tokenizer && text_encoder && (!flux || (flux->clip && flux->has_clip_tokenizer));
   }
 
-  bool has_vae() const { return flux ? flux->vae.has_value() : vae.has_value(); }
+  bool has_vae() const { return flux ? flux->vae.has_value() : wan ? wan->vae.has_value() : vae.has_value(); }
   int vae_scale_spatial() const {
     if (flux) return flux->vae ? flux->vae->spatial_compression() : 8;
+    if (wan) return wan->vae ? wan->vae->spatial_compression() : 8;
     return vae ? vae->spatial_compression : 8;
   }
-  int vae_scale_temporal() const { return vae ? vae->temporal_compression_ratio : 4; }
+  int vae_scale_temporal() const {
+    if (wan) return wan->vae ? wan->vae->temporal_compression() : 4;
+    return vae ? vae->temporal_compression_ratio : 4;
+  }
 };
 
 // What words need and the folder lacks: "no tokenizer_2/ (spiece.model), no text_encoder/ (CLIP)"; "" if nothing.

@@ -174,6 +174,7 @@ PromptEmbeds encode_wan_prompts(const plan::ModelFolder& model, const plan::JobS
 PromptEmbeds encode_prompts(const plan::ModelFolder& model, const plan::JobSpec& job, at::ScalarType dtype,
                             at::Device device, const Log& log) {
   require_text_parts(model);
+  if (model.wan) return encode_wan_prompts(model, job, dtype, device, log);
   return model.flux ? encode_flux(model, job, dtype, device, log) : encode_cogvideox(model, job, dtype, device, log);
 }
 

@@ -1,0 +1,148 @@
+// Wan2.1 and Wan2.2 as a user runs them: dit-launch from the prompt and the seed on the complete
+// wan21_tiny / wan22_tiny folders (diffusers 0.35.2's WanPipeline), in one process and in the parallel mixes
+// the other families run: ids and masks exact, embeddings, the final latents and the decoded video against
+// the reference. Wan2.2 switches from its high-noise to its low-noise expert at the boundary, one resident
+// at a time. The parts alone are tested in test_wan_text, test_wan_transformer and test_wan_vae.
+#include <sstream>
+
+#include "io/tensor_file.h"
+#include "mixes.h"
+#include "plan/job.h"
+#include "plan/model_folder.h"
+#include "process.h"
+#include "tensor_support.h"
+
+using namespace studio;
+
+namespace {
+
+at::Tensor golden(const std::string& c, const std::string& name) { return test::golden_tensor(c, name); }
+
+// dit-launch on a golden case from its prompt and seed, with `flags` added; the tensors it saved.
+struct Run {
+  test::Finished result;
+  std::string tensors;
+};
+
+Run launch(const test::TempDir& tmp, const std::string& c, const std::string& flags) {
+  const auto g = test::golden_json(c);
+  Run run{{}, tmp.path(c + ".safetensors")};
+  test::Args args{"--model", test::golden_case(c), "--prompt", g["prompt"], "--negative_prompt", g["negative_prompt"],
+                  "--seed", std::to_string(int(g["seed"])), "--height", std::to_string(int(g["height"])),
+                  "--width", std::to_string(int(g["width"])), "--num_frames", std::to_string(int(g["num_frames"])),
+                  "--num_inference_steps", std::to_string(int(g["num_inference_steps"])),
+                  "--guidance_scale", std::to_string(double(g["guidance_scale"])),
+                  "--max_sequence_length", std::to_string(int(g["max_sequence_length"])), "--save_tensors", run.tensors};
+  if (g.contains("guidance_scale_2"))
+    args = args + test::Args{"--guidance_scale_2", std::to_string(double(g["guidance_scale_2"]))};
+  std::istringstream words(flags);
+  for (std::string w; words >> w;) args.push_back(w);
+  run.result = test::run(test::bin("dit-launch"), args, 240000);
+  return run;
+}
+
+void expect_reference(const std::string& c, const Run& run, const std::string& flags) {
+  ASSERT_EQ(run.result.code, 0) << run.result.err;
+  io::TensorFile f(run.tensors, "run");
+  for (const char* ids : {"input_ids", "attention_mask", "negative_input_ids", "negative_attention_mask"})
+    EXPECT_TRUE(at::equal(f.get_int64(ids), test::golden_ids(c, ids))) << ids;
+  EXPECT_LT(test::max_abs_diff(f.get("prompt_embeds", 3, ""), golden(c, "prompt_embeds")), 1e-4);
+  EXPECT_LT(test::max_abs_diff(f.get("negative_prompt_embeds", 3, ""), golden(c, "negative_prompt_embeds")), 1e-4);
+  // With two videos (data parallel) the first is the reference's: video i has its own seed, seed + i.
+  const double latents = test::max_abs_diff(f.get("final_latents", 5, "").narrow(0, 0, 1), golden(c, "final_latents"));
+  const double video = test::max_abs_diff(f.get("video", 5, "").narrow(0, 0, 1), golden(c, "video"));
+  std::printf("%s through dit-launch %s: final_latents %.3g, video %.3g\n", c.c_str(), flags.c_str(), latents, video);
+  EXPECT_LT(latents, 1e-3);
+  EXPECT_LT(video, 1e-3);
+}
+
+class Wan21ThroughDitLaunch : public ::testing::TestWithParam<const char*> {
+ protected:
+  test::TempDir tmp_;
+};
+
+TEST_P(Wan21ThroughDitLaunch, from_the_prompt_and_seed) {
+  expect_reference("wan21_tiny", launch(tmp_, "wan21_tiny", GetParam()), GetParam());
+}
+
+// 72 video tokens (3 latent frames of 4 x 6 patches), 2 heads: Ring 5 splits the tokens unevenly (padded
+// rows); PipeFusion's warm-up covers the 4 steps, so it is exact.
+INSTANTIATE_TEST_SUITE_P(Mixes, Wan21ThroughDitLaunch,
+                         ::testing::Values("", "--ulysses_degree 2 --use_parallel_vae", "--ring_degree 5",
+                                           "--ring_degree 2", "--ring_degree 3 --use_parallel_vae",
+                                           "--ulysses_degree 2 --ring_degree 2", "--use_cfg_parallel --ring_degree 2",
+                                           "--pipefusion_parallel_degree 2 --num_pipeline_patch 2 --warmup_steps 4",
+                                           "--pipefusion_parallel_degree 2 --ulysses_degree 2 --warmup_steps 4",
+                                           "--data_parallel_degree 2 --num_videos_per_prompt 2"),
+                         test::flags_name);
+
+class Wan22ThroughDitLaunch : public ::testing::TestWithParam<const char*> {
+ protected:
+  test::TempDir tmp_;
+};
+
+TEST_P(Wan22ThroughDitLaunch, two_experts_one_resident_at_a_time) {
+  const auto run = launch(tmp_, "wan22_tiny", GetParam());
+  expect_reference("wan22_tiny", run, GetParam());
+  // The switch is said once, after the high-noise expert's steps (4 of 6 here, by the boundary).
+  const std::string all = run.result.out + run.result.err;
+  const auto at = all.find("switching to the low-noise expert");
+  EXPECT_NE(at, std::string::npos) << all;
+  EXPECT_EQ(all.find("switching to the low-noise expert", at + 1), std::string::npos) << all;
+}
+
+INSTANTIATE_TEST_SUITE_P(Mixes, Wan22ThroughDitLaunch,
+                         ::testing::Values("", "--ulysses_degree 2 --use_parallel_vae",
+                                           "--use_cfg_parallel --ring_degree 2",
+                                           "--pipefusion_parallel_degree 2 --num_pipeline_patch 2 --warmup_steps 6"),
+                         test::flags_name);
+
+TEST(WanFolder, family_defaults_and_experts_are_read) {
+  const auto m21 = plan::read_model_folder(test::golden_case("wan21_tiny"));
+  ASSERT_TRUE(m21.wan.has_value());
+  EXPECT_EQ(m21.family, plan::Family::Wan21);
+  EXPECT_FALSE(m21.wan->transformer_2.has_value());
+  const auto m22 = plan::read_model_folder(test::golden_case("wan22_tiny"));
+  ASSERT_TRUE(m22.wan && m22.wan->transformer_2);
+  EXPECT_EQ(m22.family, plan::Family::Wan22);
+  EXPECT_DOUBLE_EQ(m22.wan->boundary_ratio, 0.875);
+  plan::JobSpec job;
+  plan::apply_model_defaults(job, m22);
+  EXPECT_EQ(job.height, 480);
+  EXPECT_EQ(job.width, 832);
+  EXPECT_EQ(job.num_frames, 81);
+  EXPECT_EQ(job.fps, 16);
+  EXPECT_EQ(job.num_inference_steps, 50);
+  EXPECT_EQ(job.max_sequence_length, 512);
+  EXPECT_DOUBLE_EQ(job.guidance_scale_2, job.guidance_scale);
+  const auto geo = plan::latent_geometry(job, m22);
+  EXPECT_EQ(geo.shape(1), (std::vector<int64_t>{1, 16, 21, 60, 104}));  // [B, C, F, h, w]
+}
+
+TEST(WanRefusals, each_names_the_flag_and_what_would_work) {
+  const std::string wan21 = test::golden_case("wan21_tiny");
+  // Exit 2: a job the model cannot run; 3: a model folder that is not as its configs must be.
+  auto refused = [&](const std::string& model, const test::Args& extra, std::initializer_list<const char*> parts,
+                     int code = 2) {
+    const auto r = test::run(test::bin("dit-launch"),
+                             test::Args{"--model", model, "--prompt", "a boat", "--height", "64", "--width", "96"} + extra,
+                             60000);
+    EXPECT_EQ(r.code, code) << r.err;
+    for (const char* p : parts) EXPECT_TRUE(test::contains(r.err, p)) << "missing '" << p << "' in: " << r.err;
+  };
+  refused(wan21, {"--guidance_scale_2", "3"}, {"--guidance_scale_2", "one transformer"});
+  refused(wan21, {"--num_frames", "10"}, {"--num_frames 10", "9 or 13 would work"});
+  refused(wan21, {"--height", "72"}, {"--height 72", "64 or 80 would work"});
+  refused(wan21, {"--use_dynamic_cfg"}, {"--use_dynamic_cfg", "constant scale"});
+  refused(test::golden_case("wan22_tiny"), {"--use_magcache", "--magcache_ratios", "/nonexistent"},
+          {"two experts", "--use_fbcache"});
+
+  // A folder whose second expert does not match the first is refused by name before anything loads.
+  test::TempDir tmp;
+  const std::string copy = tmp.path("wan22");
+  test::copy_tree(test::golden_case("wan22_tiny"), copy);
+  test::edit_json(copy + "/transformer_2/config.json", [](nlohmann::json& j) { j["num_attention_heads"] = 4; });
+  refused(copy, {}, {"transformer_2/config.json", "must equal transformer/'s"}, 3);
+}
+
+}  // namespace
