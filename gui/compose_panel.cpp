@@ -92,6 +92,13 @@ ComposePanel::ComposePanel(QWidget* parent) : QWidget(parent) {
   guidance = new QDoubleSpinBox;
   guidance->setRange(0, 30);
   guidance->setSingleStep(0.5);
+  guidance_2 = new QDoubleSpinBox;
+  guidance_2->setObjectName("guidance_scale_2");
+  guidance_2->setRange(0, 30);
+  guidance_2->setSingleStep(0.5);
+  guidance_2->setToolTip(tr("Wan2.2 denoises the first, noisiest steps with one expert and the rest with a second; "
+                            "this is the second expert's guidance (detail and texture), the one above is the "
+                            "first's (layout and motion)"));
   dynamic_cfg = new QCheckBox(tr("dynamic guidance (cosine schedule)"));
   for (auto [name, w] : {std::pair{"width", width}, std::pair{"height", height}, std::pair{"num_frames", frames},
                          std::pair{"fps", fps}, std::pair{"num_inference_steps", steps}})
@@ -107,6 +114,8 @@ ComposePanel::ComposePanel(QWidget* parent) : QWidget(parent) {
   form->addRow(problems_.make("num_inference_steps"));
   form->addRow(tr("Guidance"), guidance);
   form->addRow(problems_.make("guidance_scale"));
+  form->addRow(tr("Guidance, second expert"), guidance_2);
+  form->addRow(problems_.make("guidance_scale_2"));
   form->addRow(QString(), dynamic_cfg);
   // Step caching: off by default (it trades fidelity for speed); the threshold is how little a step's
   // first block may change for the step to reuse the other blocks' work.
@@ -143,7 +152,7 @@ ComposePanel::ComposePanel(QWidget* parent) : QWidget(parent) {
   connect(model_edit, &QLineEdit::editingFinished, this, [this] { load_model(); });
   connect(preset, qOverload<int>(&QComboBox::activated), this, [this](int i) {
     const auto all = presets();
-    if (i >= 0 && i < int(all.size())) set_job(all[size_t(i)]);
+    if (i >= 0 && i < int(all.size())) set_job(all[size_t(i)].job);
   });
   connect(prompt, &QPlainTextEdit::textChanged, this, &ComposePanel::changed);
   connect(prompt_2, &QLineEdit::textChanged, this, &ComposePanel::changed);
@@ -151,6 +160,7 @@ ComposePanel::ComposePanel(QWidget* parent) : QWidget(parent) {
   for (QSpinBox* s : {seed, width, height, frames, fps, steps})
     connect(s, qOverload<int>(&QSpinBox::valueChanged), this, &ComposePanel::changed);
   connect(guidance, qOverload<double>(&QDoubleSpinBox::valueChanged), this, &ComposePanel::changed);
+  connect(guidance_2, qOverload<double>(&QDoubleSpinBox::valueChanged), this, &ComposePanel::changed);
   connect(dynamic_cfg, &QCheckBox::toggled, this, &ComposePanel::changed);
   // A method starts from its own default threshold for the model.
   connect(step_cache, qOverload<int>(&QComboBox::currentIndexChanged), this, [this](int method) {
@@ -197,11 +207,10 @@ void ComposePanel::load_model() {
   preset->clear();
   const auto all = presets();
   const bool video = model_ && plan::rules_of(*model_).makes_video();
-  for (size_t i = 0; i < all.size(); ++i) {
-    const QString kind = i == 0 ? tr("Model's defaults") : tr("Draft");
-    const QString size = tr("%1 x %2").arg(all[i].width).arg(all[i].height);
-    const QString steps_text = tr("%n steps", nullptr, all[i].num_inference_steps);
-    preset->addItem(video ? tr("%1: %2, %3 frames, %4").arg(kind, size).arg(all[i].num_frames).arg(steps_text)
+  for (const auto& [kind, p] : all) {
+    const QString size = tr("%1 x %2").arg(p.width).arg(p.height);
+    const QString steps_text = tr("%n steps", nullptr, p.num_inference_steps);
+    preset->addItem(video ? tr("%1: %2, %3 frames, %4").arg(kind, size).arg(p.num_frames).arg(steps_text)
                           : tr("%1: %2, %3").arg(kind, size, steps_text));
   }
   family->setText(model_ ? tr("%1; sampler %2 (from scheduler/)")
@@ -224,7 +233,7 @@ void ComposePanel::apply_model_limits() {
   defaults_of_ = model_->family;
   plan::JobSpec j = job();
   j.width = j.height = j.num_frames = j.fps = j.num_inference_steps = 0;
-  j.guidance_scale = plan::JobSpec{}.guidance_scale;  // unset: the model's
+  j.guidance_scale = j.guidance_scale_2 = plan::JobSpec{}.guidance_scale;  // unset: the model's
   plan::apply_model_defaults(j, *model_);
   set_job(j);
 }
@@ -234,17 +243,25 @@ void ComposePanel::show_family_fields() {
   const auto& rules = plan::rules_of(*model_);
   // (A problem's own row shows only while it has something to say.)
   for (QWidget* w : std::initializer_list<QWidget*>{frames, fps}) form_->setRowVisible(w, rules.makes_video());
-  for (QWidget* w : std::initializer_list<QWidget*>{negative_prompt, dynamic_cfg})
-    form_->setRowVisible(w, rules.classifier_free());
+  form_->setRowVisible(negative_prompt, rules.classifier_free());
+  form_->setRowVisible(dynamic_cfg, rules.dynamic_cfg());
   form_->setRowVisible(prompt_2, rules.takes_prompt_2());
+  form_->setRowVisible(guidance_2, model_->family == plan::Family::Wan22);
 }
 
-std::vector<plan::JobSpec> ComposePanel::presets() const {
+std::vector<ComposePanel::Preset> ComposePanel::presets() const {
   if (!model_) return {};
   plan::JobSpec full = job();
   full.width = full.height = full.num_frames = full.fps = 0;
   full.num_inference_steps = plan::JobSpec{}.num_inference_steps;
   plan::apply_model_defaults(full, *model_);
+  std::vector<Preset> out{{model_->wan ? tr("Model's defaults, 480p") : tr("Model's defaults"), full}};
+  if (model_->wan) {  // Wan is trained at 480p (the default) and 720p (14B and A14B)
+    plan::JobSpec hd = full;
+    hd.width = 1280;
+    hd.height = 720;
+    out.push_back({tr("720p"), hd});
+  }
   // Half the size (in the model's pixel steps), about half the frames (in its frame steps), 20 steps.
   plan::JobSpec draft = full;
   const int pixel = plan::rules_of(*model_).pixel_step(*model_);
@@ -253,7 +270,8 @@ std::vector<plan::JobSpec> ComposePanel::presets() const {
   draft.height = std::max(pixel, full.height / 2 / pixel * pixel);
   draft.num_frames = (full.num_frames - 1) / t / 2 * t + 1;
   draft.num_inference_steps = 20;
-  return {full, draft};
+  out.push_back({tr("Draft"), draft});
+  return out;
 }
 
 plan::JobSpec ComposePanel::job() const {
@@ -269,6 +287,7 @@ plan::JobSpec ComposePanel::job() const {
   j.fps = fps->value();
   j.num_inference_steps = steps->value();
   j.guidance_scale = guidance->value();
+  j.guidance_scale_2 = guidance_2->value();
   j.use_dynamic_cfg = dynamic_cfg->isChecked();
   j.use_fbcache = step_cache->currentIndex() == 1;
   j.use_teacache = step_cache->currentIndex() == 2;
@@ -277,8 +296,10 @@ plan::JobSpec ComposePanel::job() const {
   if (model_) {
     const auto& rules = plan::rules_of(*model_);
     if (!rules.makes_video()) j.num_frames = 1;
-    if (!rules.classifier_free()) j.negative_prompt.clear(), j.use_dynamic_cfg = false;
+    if (!rules.classifier_free()) j.negative_prompt.clear();
+    if (!rules.dynamic_cfg()) j.use_dynamic_cfg = false;
     if (!rules.takes_prompt_2()) j.prompt_2.clear();
+    if (model_->family != plan::Family::Wan22) j.guidance_scale_2 = plan::JobSpec{}.guidance_scale_2;
   }
   return j;
 }
@@ -288,6 +309,7 @@ void ComposePanel::set_job(const plan::JobSpec& j) {
                                      QSignalBlocker(seed),
                                      QSignalBlocker(width),  QSignalBlocker(height),          QSignalBlocker(frames),
                                      QSignalBlocker(fps),    QSignalBlocker(steps),           QSignalBlocker(guidance),
+                                     QSignalBlocker(guidance_2),
                                      QSignalBlocker(dynamic_cfg), QSignalBlocker(step_cache),
                                      QSignalBlocker(cache_threshold)};
   if (!j.model_dir.empty() && QString::fromStdString(j.model_dir) != model_edit->text()) {
@@ -304,6 +326,7 @@ void ComposePanel::set_job(const plan::JobSpec& j) {
   fps->setValue(j.fps);
   steps->setValue(j.num_inference_steps);
   guidance->setValue(j.guidance_scale);
+  if (!std::isnan(j.guidance_scale_2)) guidance_2->setValue(j.guidance_scale_2);
   dynamic_cfg->setChecked(j.use_dynamic_cfg);
   step_cache->setCurrentIndex(j.use_teacache ? 2 : j.use_fbcache ? 1 : 0);
   cache_threshold->setEnabled(j.use_fbcache || j.use_teacache);

@@ -1,6 +1,6 @@
 // What to generate: the model folder (the built-in demo models, for clips and for images, always offered;
 // recent folders remembered), the prompt (and what the family reads besides: a negative prompt for
-// CogVideoX, T5's own prompt for FLUX.1), the seed and how it changes between runs, and the sizes, frames,
+// CogVideoX and Wan, T5's own prompt for FLUX.1, the second expert's guidance for Wan2.2), the seed and how it changes between runs, and the sizes, frames,
 // steps and guidance, with the steps and ranges the model's configs allow, and step caching. Only the fields the model's
 // family uses are shown, and a change of family starts from the new family's defaults.
 #pragma once
@@ -44,11 +44,12 @@ class ComposePanel : public QWidget {
   QSpinBox *seed, *width, *height, *frames, *fps, *steps;
   QComboBox* seed_mode;
   QDoubleSpinBox* guidance;
+  QDoubleSpinBox* guidance_2;  // Wan2.2: the low-noise expert's guidance
   QCheckBox* dynamic_cfg;
   QComboBox* step_cache;            // off, First-Block Cache, TeaCache
   QDoubleSpinBox* cache_threshold;  // its threshold (enabled while one is on)
   QLabel* family;  // the model family and its sampler, read from the folder
-  QComboBox* preset;  // the family's sizes: the model's defaults, or a quick draft of them
+  QComboBox* preset;  // the family's sizes: the model's defaults, the family's other sizes, a quick draft
 
  Q_SIGNALS:
   void changed();
@@ -57,7 +58,11 @@ class ComposePanel : public QWidget {
   void load_model();
   void apply_model_limits();
   void show_family_fields();
-  std::vector<plan::JobSpec> presets() const;
+  struct Preset {
+    QString kind;  // "Model's defaults", "720p", "Draft"
+    plan::JobSpec job;
+  };
+  std::vector<Preset> presets() const;
   std::optional<plan::ModelFolder> model_;
   QString model_error_;
   ProblemLabels problems_;

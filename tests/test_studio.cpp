@@ -450,6 +450,57 @@ class TestStudio : public QObject {
     QSettings().clear();
   }
 
+  // Wan2.2 from a complete folder (the wan22_tiny reference): its fields and defaults, the second expert's
+  // guidance, 480p and 720p presets; then a short two-rank clip, previewed while it denoises.
+  void a_wan_model_composes_and_runs_its_two_experts() {
+    const char* env = std::getenv("STUDIO_GOLDENS_DIR");
+    const QString goldens = env && *env ? QString(env) : QString(STUDIO_GOLDENS_DIR);
+    MainWindow w(tmp_.path() + "/wan");
+    w.resize(1280, 860);
+    w.show();
+    w.compose->set_model_dir(goldens + "/wan22_tiny");
+    QVERIFY2(w.compose->family->text().contains("Wan2.2") && w.compose->family->text().contains("UniPC"),
+             qPrintable(w.compose->family->text()));
+    QVERIFY(w.compose->frames->isVisible() && w.compose->negative_prompt->isVisible());
+    QVERIFY(w.compose->guidance_2->isVisible());
+    QVERIFY(!w.compose->dynamic_cfg->isVisible() && !w.compose->prompt_2->isVisible());
+    QCOMPARE(w.compose->width->value(), 832);
+    QCOMPARE(w.compose->height->value(), 480);
+    QCOMPARE(w.compose->frames->value(), 81);
+    QCOMPARE(w.compose->fps->value(), 16);
+    QCOMPARE(w.compose->steps->value(), 50);
+    QCOMPARE(w.compose->guidance->value(), 4.0);
+    QCOMPARE(w.compose->guidance_2->value(), 4.0);
+    QCOMPARE(w.compose->preset->count(), 3);
+    QVERIFY2(w.compose->preset->itemText(1).contains("720p") && w.compose->preset->itemText(1).contains("1280 x 720"),
+             qPrintable(w.compose->preset->itemText(1)));
+    w.compose->prompt->setPlainText("A red fox runs through the snowy forest");
+    w.compose->guidance_2->setValue(3.0);
+    w.compose->width->setValue(96);
+    w.compose->height->setValue(64);
+    w.compose->frames->setValue(9);
+    w.compose->steps->setValue(3);
+    w.parallel->ulysses->setValue(2);
+    QCOMPARE(w.compose->job().guidance_scale_2, 3.0);
+    QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
+    QSignalSpy spy(&w, &MainWindow::run_finished);
+    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+    QCOMPARE(wait_for_run(w, spy, 120000), 0);
+    QVERIFY(!w.player->image_mode());
+    QCOMPARE(w.player->frame_count(), 9);
+    QCOMPARE(w.player->frame(0).width(), 96);
+    QCOMPARE(w.player->frame(0).height(), 64);
+    const auto runs = w.history->runs();
+    QCOMPARE(runs.size(), size_t(1));
+    QVERIFY(QFile::exists(runs[0].folder + "/clip.mp4"));
+    QVERIFY2(runs[0].settings.contains("guidance_scale_2"), qPrintable(runs[0].settings));
+    // A model with one transformer hides the field again and leaves it out of the job.
+    w.compose->set_model_dir(goldens + "/wan21_tiny");
+    QVERIFY(!w.compose->guidance_2->isVisible());
+    QVERIFY(std::isnan(w.compose->job().guidance_scale_2));
+    QSettings().clear();
+  }
+
   // A damaged history database is named where the history is shown; the window still composes and runs.
   // A run whose stored settings were damaged is refused by name when reopened.
   void a_damaged_history_is_named_and_the_window_lives_on() {

@@ -14,6 +14,7 @@ class CogVideoXRules final : public FamilyRules {
   std::string sampler_name(const ModelFolder& m) const override { return plan::sampler_name(m.scheduler.kind); }
   bool makes_video() const override { return true; }
   bool classifier_free() const override { return true; }
+  bool dynamic_cfg() const override { return true; }
   bool takes_pooled_text() const override { return false; }
   bool takes_prompt_2() const override { return false; }
   int pixel_step(const ModelFolder& m) const override { return m.vae_scale_spatial() * m.transformer.patch_size; }

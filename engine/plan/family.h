@@ -20,6 +20,7 @@ class FamilyRules {
   virtual std::string sampler_name(const ModelFolder& m) const = 0;
   virtual bool makes_video() const = 0;         // frames and fps apply
   virtual bool classifier_free() const = 0;     // guidance runs a second branch (CFG parallelism applies)
+  virtual bool dynamic_cfg() const { return false; }  // --use_dynamic_cfg (CogVideoX's cosine schedule) applies
   virtual bool takes_pooled_text() const = 0;   // --prompt_embeds holds pooled_prompt_embeds too
   virtual bool takes_prompt_2() const = 0;      // a second text encoder reads its own prompt (--prompt_2)
   virtual int pixel_step(const ModelFolder& m) const = 0;  // height and width are multiples of it
