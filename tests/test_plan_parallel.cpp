@@ -209,3 +209,42 @@ TEST(PlanFlux, memory_of_the_real_model) {
   EXPECT_FALSE(plan::validate_parallel(sequence, job, model, 2, 20.0, 2).empty());
   EXPECT_TRUE(plan::validate_parallel(stages, job, model, 2, 20.0, 2).empty());
 }
+
+// Wan2.2-T2V-A14B's published configs: two experts of Wan2.1-14B's shape (40 layers of width 5120, about
+// 14B parameters: 26-30 GiB in bf16) of which one is resident at a time, and umT5-XXL (5.7B parameters
+// with its 256k vocabulary: about 11 GiB). At 480p, 81 frames: 32,760 video tokens.
+TEST(PlanWan, memory_of_the_real_model_is_one_expert) {
+  test::TempDir tmp;
+  const std::string dir = tmp.path("wan-a14b");
+  test::copy_tree(test::golden_case("wan22_tiny"), dir);
+  for (const char* expert : {"/transformer/config.json", "/transformer_2/config.json"})
+    test::edit_json(dir + expert, [](nlohmann::json& j) {
+      j.update({{"num_layers", 40}, {"attention_head_dim", 128}, {"num_attention_heads", 40}, {"ffn_dim", 13824},
+                {"text_dim", 4096}, {"freq_dim", 256}});
+    });
+  test::write_file(dir + "/text_encoder/config.json",
+                   R"({"model_type": "umt5", "d_model": 4096, "d_kv": 64, "num_heads": 64, "d_ff": 10240,
+                       "num_layers": 24, "vocab_size": 256384})");
+  const auto model = plan::read_model_folder(dir);
+  ASSERT_EQ(model.family, plan::Family::Wan22);
+  plan::JobSpec job;
+  job.prompt = "a red fox runs through the snowy forest";
+  plan::apply_model_defaults(job, model);
+  EXPECT_EQ(plan::latent_geometry(job, model).latent_tokens, 21 * 30 * 52);
+  plan::ParallelConfig one;
+  const auto m = plan::estimate_memory(one, job, model, 2);
+  EXPECT_GT(m.transformer_gib, 26.0);
+  // One expert's weights and the activations of a CFG batch: below two experts' 52 GiB of weights alone.
+  EXPECT_LT(m.transformer_gib, 45.0);
+  EXPECT_NEAR(m.text_encoder_gib, 10.7, 0.5);
+  plan::ParallelConfig stages;
+  stages.pipefusion_parallel_degree = 4;
+  stages.num_pipeline_patch = 4;
+  EXPECT_LT(plan::estimate_memory(stages, job, model, 2).transformer_gib, 0.5 * m.transformer_gib);
+  // On 4 x 24 GiB GPUs: PipeFusion over 4 stages fits; Ulysses 4 holds a whole expert on every rank and
+  // does not.
+  plan::ParallelConfig ulysses;
+  ulysses.ulysses_degree = 4;
+  EXPECT_FALSE(plan::validate_parallel(ulysses, job, model, 4, 24.0, 2).empty());
+  EXPECT_TRUE(plan::validate_parallel(stages, job, model, 4, 24.0, 2).empty());
+}
