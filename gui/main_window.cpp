@@ -93,6 +93,9 @@ MainWindow::MainWindow(const QString& data_dir)
   tabs->addTab(history, tr("History"));
   tabs->addTab(compare_view, tr("Compare"));
   tabs->addTab(sweep_view, tr("Sweep"));
+  models_view = new ModelsView;
+  tabs->addTab(models_view, tr("Models"));
+  connect(models_view, &ModelsView::use, compose, &ComposePanel::set_model_dir);
   auto* split = new QSplitter;
   split->setObjectName("split");
   split->addWidget(scroll);

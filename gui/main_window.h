@@ -22,6 +22,7 @@
 #include "gui/sweep_view.h"
 #include "plan/job_file.h"
 #include "gui/history.h"
+#include "gui/models_view.h"
 #include "gui/job_runner.h"
 #include "gui/parallel_panel.h"
 #include "gui/player.h"
@@ -66,6 +67,7 @@ class MainWindow : public QMainWindow {
   History* history;
   CompareView* compare_view;
   SweepView* sweep_view;
+  ModelsView* models_view;
   QListWidget* queue_list;
   QTabWidget* tabs;
   QPushButton *generate_button, *sweep_button, *cancel_button;

@@ -37,7 +37,9 @@ tests=(
   debootstrap patchelf pigz # the install test's clean Debian root; the self-contained worker archive
   ffmpeg                    # the install test reads the frames of the clips it made
 )
-gui=(qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite libqcustomplot-dev libqcustomplot2.1-qt6 libgl-dev xvfb)
+gui=(qt6-base-dev qt6-base-dev-tools libqt6sql6-sqlite libqcustomplot-dev libqcustomplot2.1-qt6 libgl-dev xvfb
+  qtkeychain-qt6-dev        # the Models tab keeps the Hugging Face token in the desktop's secret store
+)
 
 want=("${build[@]}" "${engine[@]}" "${tests[@]}")
 ((gui_wanted)) && want+=("${gui[@]}")

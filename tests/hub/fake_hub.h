@@ -3,14 +3,15 @@
 // linked by a Link header), resolve/ answering LFS files (safetensors, *.model) with a 302 to a content
 // URL carrying X-Linked-Etag (sha256) and the others directly with their git blob sha1 as ETag, Range
 // requests (206), X-Repo-Commit, and 401 from a gated repo's resolve/ without its token. Faults on demand:
-// a connection dropped after N bytes of a file (once), a file served with a byte changed, and files
-// listed with a size but no content. One connection at a time, each closed after its answer.
+// a connection dropped after N bytes of a file (once), a file sent slowly, a file served with a byte
+// changed, and files listed with a size but no content. One connection at a time, each closed after its answer.
 #pragma once
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -98,6 +99,11 @@ class FakeHub {
     std::lock_guard<std::mutex> l(mutex_);
     drop_after_[path] = bytes;
   }
+  // Sends the file in 16 KiB pieces, `ms` apart (a slow connection, to stop a download mid-file).
+  void slow(const std::string& path, int ms) {
+    std::lock_guard<std::mutex> l(mutex_);
+    slow_[path] = ms;
+  }
   void corrupt(const std::string& path, bool on = true) {
     std::lock_guard<std::mutex> l(mutex_);
     if (on) corrupt_.insert({path, true});
@@ -127,6 +133,7 @@ class FakeHub {
     std::vector<std::pair<std::string, std::string>> headers;
     std::string body;
     size_t drop_after = std::string::npos;  // close the connection after this many body bytes
+    int piece_ms = 0;                       // a pause between 16 KiB pieces
   };
 
   void serve() {
@@ -174,8 +181,10 @@ class FakeHub {
     for (const auto& [k, v] : a.headers) head += k + ": " + v + "\r\n";
     head += "\r\n";
     const std::string out = head + a.body.substr(0, std::min(a.body.size(), a.drop_after));
+    const size_t piece = a.piece_ms ? 16384 : out.size();
     for (size_t sent = 0; sent < out.size();) {
-      const ssize_t n = ::send(c, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
+      if (a.piece_ms && sent) std::this_thread::sleep_for(std::chrono::milliseconds(a.piece_ms));
+      const ssize_t n = ::send(c, out.data() + sent, std::min(piece, out.size() - sent), MSG_NOSIGNAL);
       if (n <= 0) return;
       sent += size_t(n);
     }
@@ -271,6 +280,7 @@ class FakeHub {
                                                 std::to_string(body.size())});
       body = body.substr(from);
     }
+    if (auto w = slow_.find(file); w != slow_.end()) a.piece_ms = w->second;
     if (auto d = drop_after_.find(file); d != drop_after_.end()) {
       a.drop_after = d->second;
       drop_after_.erase(d);
@@ -285,6 +295,7 @@ class FakeHub {
   std::mutex mutex_;
   std::map<std::string, Repo> repos_;
   std::map<std::string, uint64_t> drop_after_;
+  std::map<std::string, int> slow_;
   std::map<std::string, bool> corrupt_;
   std::vector<Request> requests_;
 };

@@ -1,0 +1,238 @@
+// The studio's Models tab, offscreen, against the local Hub stand-in (tests/hub/fake_hub.h) serving the
+// flux_words_tiny golden folder as repositories: an empty cache listed, a download paused mid-file and
+// resumed with Range, the model listed with its family and size, verified, used by the compose panel,
+// removed after the question; a cancelled download that leaves nothing; a gated repo refused without a
+// token, then fetched with the token typed in the view while no secret store is reachable.
+// With STUDIO_SCREENSHOTS=DIR it also saves a picture of the tab there (docs/screenshots).
+#undef QT_NO_KEYWORDS  // qcustomplot.h, included through the GUI, uses Qt's keywords
+#include <QElapsedTimer>
+#include <QMessageBox>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTimer>
+#include <QtTest>
+
+#include <filesystem>
+#include <memory>
+
+#include "gui/main_window.h"
+#include "gui/models_view.h"
+#include "hub/fake_hub.h"
+#include "hub/known_models.h"
+
+namespace fs = std::filesystem;
+using namespace studio;
+using namespace studio::gui;
+
+namespace {
+
+const char* kRepo = "test-org/flux-words-tiny";
+const char* kGated = "test-org/flux-gated";
+const char* kToken = "hf_test_token";
+const char* kSlowFile = "transformer/diffusion_pytorch_model.safetensors";
+
+void shoot(QWidget* w, const QString& name) {
+  const QByteArray dir = qgetenv("STUDIO_SCREENSHOTS");
+  if (dir.isEmpty()) return;
+  QTest::qWait(200);
+  w->window()->grab().save(QString::fromUtf8(dir) + "/" + name + ".png");
+}
+
+// Answers the next question box named `name` with `button` when it shows.
+void answer_next(const QString& name, QMessageBox::StandardButton button) {
+  auto* poll = new QTimer;
+  QObject::connect(poll, &QTimer::timeout, poll, [poll, name, button] {
+    auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+    if (!box || box->objectName() != name) return;
+    poll->deleteLater();
+    box->button(button)->click();
+  });
+  poll->start(50);
+}
+
+// The view's next task ending (HubTask::Ending), or -1 when none comes in `ms`.
+int wait_for_task(QSignalSpy& spy, int ms = 30000) {
+  if (spy.isEmpty() && !spy.wait(ms)) return -1;
+  return spy.takeFirst().at(0).toInt();
+}
+
+// What a download of the golden folder brings: every file but the golden's own tensors.
+uint64_t expected_bytes(const std::string& folder) {
+  uint64_t n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(folder))
+    if (e.is_regular_file() && e.path().filename() != "golden.safetensors") n += e.file_size();
+  return n;
+}
+
+bool has_partial_file(const std::string& dir) {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); ++it)
+    if (it->path().extension() == ".incomplete" && fs::file_size(it->path()) > 0) return true;
+  return false;
+}
+
+}  // namespace
+
+class TestModelsView : public QObject {
+  Q_OBJECT
+  QTemporaryDir tmp_;
+  std::unique_ptr<test::FakeHub> hub_;
+  std::string cache_;
+
+  // Waits until the download is inside the slow file, part of it written.
+  static bool inside_slow_file(ModelsView& v) {
+    return v.progress_label->text().contains("transformer/") && v.file_bar->value() > 0 && v.file_bar->value() < 1000;
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    qputenv("DIT_STUDIO_BIN_DIR", STUDIO_BIN_DIR);  // the demo model the compose panel starts from
+    QCoreApplication::setOrganizationName("DiT Studio models tests");
+    QSettings().clear();
+    // No secret store, whatever desktop runs the suite: the session bus points at nothing.
+    qputenv("DBUS_SESSION_BUS_ADDRESS", ("unix:path=" + tmp_.path() + "/no-bus").toUtf8());
+    qunsetenv("HF_TOKEN");
+    qputenv("HF_HOME", (tmp_.path() + "/hf").toUtf8());  // no token file either
+    cache_ = (tmp_.path() + "/hub").toStdString();
+    qputenv("HF_HUB_CACHE", QByteArray::fromStdString(cache_));
+    hub_ = std::make_unique<test::FakeHub>();
+    qputenv("HF_ENDPOINT", QByteArray::fromStdString(hub_->endpoint()));
+    hub_->add_repo(kRepo, test::golden_case("flux_words_tiny"));
+    hub_->add_repo(kGated, test::golden_case("flux_words_tiny"), kToken);
+  }
+
+  void downloads_pauses_resumes_uses_verifies_and_removes() {
+    MainWindow w(tmp_.path() + "/data");
+    w.resize(1280, 900);
+    w.show();
+    ModelsView& v = *w.models_view;
+    w.tabs->setCurrentWidget(&v);
+    // An empty cache, and the models we run with their sizes and memory.
+    QCOMPARE(v.cache_table->rowCount(), 0);
+    QVERIFY2(v.status->text().contains("No models in " + QString::fromStdString(cache_)), qPrintable(v.status->text()));
+    QCOMPARE(v.known_table->rowCount(), int(hub::known_models().size()));
+    QCOMPARE(v.known_table->item(3, 2)->text(), QString("black-forest-labs/FLUX.1-dev"));
+    QVERIFY(v.known_table->item(3, 1)->text().contains("gated"));
+    QCOMPARE(v.known_table->item(0, 3)->text(), QString("13.8 GB"));
+
+    // Paused inside the slow file: the partial file stays, and the window answers meanwhile.
+    hub_->slow(kSlowFile, 40);
+    QSignalSpy ended(&v, &ModelsView::task_finished);
+    QElapsedTimer returned;
+    returned.start();
+    QVERIFY2(v.download(kRepo), qPrintable(v.status->text()));
+    QVERIFY2(returned.elapsed() < 500, qPrintable(QString::number(returned.elapsed())));  // on its own thread
+    QVERIFY(!v.download(kRepo));  // one at a time
+    QTRY_VERIFY_WITH_TIMEOUT(inside_slow_file(v), 20000);
+    std::printf("paused at: %s\n", qPrintable(v.progress_label->text()));
+    QVERIFY(v.progress_label->text().contains("/s, ETA"));
+    v.pause_button->click();
+    QCOMPARE(wait_for_task(ended), int(HubTask::Stopped));
+    QVERIFY2(v.status->text().startsWith("Paused " + QString(kRepo)), qPrintable(v.status->text()));
+    QCOMPARE(v.pause_button->text(), QString("Resume"));
+    QVERIFY(v.cancel_button->isEnabled() && !v.download_button->isEnabled());
+    QVERIFY(has_partial_file(cache_));
+
+    // Resumed: the slow file continues from where it stopped, with Range.
+    hub_->slow(kSlowFile, 0);
+    hub_->forget_requests();
+    v.pause_button->click();
+    QCOMPARE(wait_for_task(ended), int(HubTask::Done));
+    QString ranges;
+    for (const auto& r : hub_->requests())
+      if (r.target.find(kSlowFile) != std::string::npos) ranges += QString::fromStdString(r.range) + " ";
+    std::printf("resumed with: %s\n", qPrintable(ranges));
+    QVERIFY2(ranges.startsWith("bytes=") && !ranges.startsWith("bytes=0-"), qPrintable(ranges));
+    QVERIFY2(v.status->text().startsWith("Downloaded " + QString(kRepo)), qPrintable(v.status->text()));
+    QVERIFY(!has_partial_file(cache_));
+
+    // Listed with its family, size, revision and state.
+    QCOMPARE(v.cache_table->rowCount(), 1);
+    QCOMPARE(v.cache_table->item(0, 0)->text(), QString(kRepo));
+    QCOMPARE(v.cache_table->item(0, 1)->text(), QString("FLUX.1"));
+    const uint64_t bytes = expected_bytes(test::golden_case("flux_words_tiny"));
+    QCOMPARE(v.cache_table->item(0, 2)->text(), QString::fromStdString(hub::human_bytes(bytes)));
+    QCOMPARE(hub::list_cache(cache_).at(0).bytes_on_disk, bytes);
+    QVERIFY2(v.cache_table->item(0, 3)->text().startsWith("main (" + QString::fromStdString(hub_->commit(kRepo)).left(8)),
+             qPrintable(v.cache_table->item(0, 3)->text()));
+    QCOMPARE(v.cache_table->item(0, 4)->text(), QString("complete, verified"));
+
+    // Use: the compose panel reads the snapshot, a FLUX.1 pipeline.
+    v.cache_table->selectRow(0);
+    QVERIFY(v.use_button->isEnabled());
+    QVERIFY2(!w.compose->family->text().contains("FLUX.1"), qPrintable(w.compose->family->text()));
+    v.use_button->click();
+    const QString snapshot = QString::fromStdString(hub::snapshot_dir(cache_, kRepo));
+    QCOMPARE(w.compose->model_edit->text(), snapshot);
+    QVERIFY2(w.compose->family->text().contains("FLUX.1"), qPrintable(w.compose->family->text()));
+    QVERIFY(w.compose->model() != nullptr);
+
+    // Verify hashes it again, off the GUI thread.
+    v.verify_button->click();
+    QVERIFY(!v.verify_button->isEnabled());
+    QCOMPARE(wait_for_task(ended), int(HubTask::Done));
+    QVERIFY2(v.status->text().contains("match their hashes"), qPrintable(v.status->text()));
+    shoot(&w, "models");
+
+    // Remove asks first: No keeps it, Yes removes it.
+    answer_next("confirm_remove", QMessageBox::No);
+    v.remove_button->click();
+    QCOMPARE(v.cache_table->rowCount(), 1);
+    answer_next("confirm_remove", QMessageBox::Yes);
+    v.remove_button->click();
+    QCOMPARE(v.cache_table->rowCount(), 0);
+    QVERIFY(!fs::exists(hub::repo_dir(cache_, kRepo)));
+    QVERIFY2(v.status->text().startsWith("Removed " + QString(kRepo)), qPrintable(v.status->text()));
+  }
+
+  void a_cancelled_download_leaves_nothing() {
+    ModelsView v;
+    v.show();
+    hub_->slow(kSlowFile, 40);
+    QSignalSpy ended(&v, &ModelsView::task_finished);
+    QVERIFY(v.download(kRepo));
+    QTRY_VERIFY_WITH_TIMEOUT(inside_slow_file(v), 20000);
+    v.cancel_button->click();
+    QCOMPARE(wait_for_task(ended), int(HubTask::Stopped));
+    hub_->slow(kSlowFile, 0);
+    QVERIFY2(v.status->text().startsWith("Cancelled " + QString(kRepo)), qPrintable(v.status->text()));
+    QVERIFY(!fs::exists(hub::repo_dir(cache_, kRepo)));
+    QCOMPARE(v.cache_table->rowCount(), 0);
+    QVERIFY(v.download_button->isEnabled() && !v.pause_button->isEnabled() && !v.cancel_button->isEnabled());
+  }
+
+  void a_gated_repo_needs_the_token() {
+    ModelsView v;
+    v.show();
+    // No secret store here: said in the view, with what happens to a token typed in.
+    QTRY_VERIFY_WITH_TIMEOUT(v.token_status->text().contains("No secret store is available"), 10000);
+    QVERIFY(v.token_status->text().contains("this session only"));
+    QSignalSpy ended(&v, &ModelsView::task_finished);
+    QVERIFY(v.download(kGated));
+    QCOMPARE(wait_for_task(ended), int(HubTask::Failed));
+    std::printf("refused: %s\n", qPrintable(v.status->text()));
+    QVERIFY2(v.status->text().contains("401 Unauthorized") && v.status->text().contains("Hugging Face token field"),
+             qPrintable(v.status->text()));
+    QCOMPARE(v.cache_table->rowCount(), 0);  // nothing arrived: no empty folder listed
+
+    v.token_edit->setText(kToken);
+    v.save_token_button->click();
+    QTRY_VERIFY_WITH_TIMEOUT(v.token_status->text().contains("this session only"), 10000);
+    QCOMPARE(v.settings().token, std::string(kToken));
+    QSettings settings;  // never in the settings
+    for (const QString& key : settings.allKeys()) QVERIFY(!settings.value(key).toString().contains(kToken));
+    QVERIFY(v.download(kGated));
+    QCOMPARE(wait_for_task(ended), int(HubTask::Done));
+    QCOMPARE(v.cache_table->rowCount(), 1);
+    QCOMPARE(v.cache_table->item(0, 0)->text(), QString(kGated));
+    bool sent = false;
+    for (const auto& r : hub_->requests()) sent |= r.authorization == std::string("Bearer ") + kToken;
+    QVERIFY(sent);
+  }
+};
+
+QTEST_MAIN(TestModelsView)
+#include "test_models_view.moc"
