@@ -51,12 +51,17 @@ void HubTask::download(const hub::HubSettings& settings, const QString& repo_id)
 
 void HubTask::verify(const QString& cache_dir, const QString& repo_id) {
   start([this, cache = cache_dir.toStdString(), repo = repo_id.toStdString()] {
-    const auto r = hub::verify_repo(cache, repo, "main", [this](const hub::Progress& p) { Q_EMIT progress(p); }, &cancel_);
+    const auto on_progress = [this](const hub::Progress& p) { Q_EMIT progress(p); };
+    const auto r = hub::verify_repo(cache, repo, "main", on_progress, &cancel_);
     if (!r.mismatched.empty()) {
       QString lines;
       for (const auto& m : r.mismatched) lines += "\n" + QString::fromStdString(m);
       Q_EMIT finished(Failed, tr("%1: %2 of %3 files do not match their hash; remove it and download it again:%4")
-                                  .arg(QString::fromStdString(repo)).arg(r.mismatched.size()).arg(r.files).arg(lines), {});
+                                  .arg(QString::fromStdString(repo))
+                                  .arg(r.mismatched.size())
+                                  .arg(r.files)
+                                  .arg(lines),
+                      {});
       return;
     }
     Q_EMIT finished(Done, tr("%1: %2 files (%3) match their hashes.")

@@ -146,7 +146,8 @@ ModelsView::ModelsView(QWidget* parent) : QWidget(parent) {
   connect(cancel_button, &QPushButton::clicked, this, &ModelsView::cancel);
   connect(&task_, &HubTask::progress, this, &ModelsView::on_progress);
   connect(&task_, &HubTask::note, this, [this](const QString& line) { show_status(line); });
-  connect(&task_, &HubTask::finished, this, [this](int ending, const QString& message) { on_finished(ending, message); });
+  connect(&task_, &HubTask::finished, this,
+          [this](int ending, const QString& message) { on_finished(ending, message); });
   connect(save_token_button, &QPushButton::clicked, this, [this] { tokens_.save(token_edit->text().trimmed()); });
   connect(&tokens_, &TokenStore::loaded, this, [this](const QString& token, const QString& message) {
     if (token_edit->text().isEmpty()) token_edit->setText(token);
@@ -188,7 +189,8 @@ void ModelsView::refresh() {
                           : r.verified ? tr("complete, verified")
                                        : tr("complete, not verified");
     set_row(cache_table, int(i),
-            {qs(r.repo_id), r.family.empty() ? tr("-") : qs(r.family), qs(hub::human_bytes(r.bytes_on_disk)), revision, state},
+            {qs(r.repo_id), r.family.empty() ? tr("-") : qs(r.family), qs(hub::human_bytes(r.bytes_on_disk)), revision,
+             state},
             qs(r.snapshot.empty() ? r.dir : r.snapshot));
     if (qs(r.repo_id) == selected) cache_table->selectRow(int(i));
   }
@@ -200,7 +202,8 @@ void ModelsView::refresh() {
 
 QString ModelsView::selected_repo() const {
   const auto rows = cache_table->selectionModel()->selectedRows();
-  return rows.isEmpty() || rows.first().row() >= int(repos_.size()) ? QString() : qs(repos_[size_t(rows.first().row())].repo_id);
+  if (rows.isEmpty() || rows.first().row() >= int(repos_.size())) return {};
+  return qs(repos_[size_t(rows.first().row())].repo_id);
 }
 
 void ModelsView::update_buttons() {
@@ -323,9 +326,11 @@ void ModelsView::on_finished(int ending, const QString& message) {
   } else if (ending == HubTask::Stopped && cancelling_) {
     cancelling_ = paused_ = false;
     if (op == Op::Download) discard_partial();
-    show_status(op == Op::Download ? tr("Cancelled %1: what it had fetched is deleted.").arg(repo_) : tr("Verification stopped."));
+    show_status(op == Op::Download ? tr("Cancelled %1: what it had fetched is deleted.").arg(repo_)
+                                   : tr("Verification stopped."));
   } else if (ending == HubTask::Stopped && paused_) {
-    show_status(tr("Paused %1 at %2: Resume continues where it stopped.").arg(repo_, progress_label->text().section('|', -1).trimmed()));
+    const QString where = progress_label->text().section('|', -1).trimmed();
+    show_status(tr("Paused %1 at %2: Resume continues where it stopped.").arg(repo_, where));
   } else {
     paused_ = false;
     if (op == Op::Download) forget_if_empty();
@@ -385,7 +390,8 @@ void ModelsView::use_selected() {
 void ModelsView::open_selected() {
   const QString repo = selected_repo();
   for (const auto& r : repos_)
-    if (qs(r.repo_id) == repo) QDesktopServices::openUrl(QUrl::fromLocalFile(qs(r.snapshot.empty() ? r.dir : r.snapshot)));
+    if (qs(r.repo_id) == repo)
+      QDesktopServices::openUrl(QUrl::fromLocalFile(qs(r.snapshot.empty() ? r.dir : r.snapshot)));
 }
 
 }  // namespace studio::gui

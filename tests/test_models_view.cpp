@@ -156,8 +156,8 @@ class TestModelsView : public QObject {
     const uint64_t bytes = expected_bytes(test::golden_case("flux_words_tiny"));
     QCOMPARE(v.cache_table->item(0, 2)->text(), QString::fromStdString(hub::human_bytes(bytes)));
     QCOMPARE(hub::list_cache(cache_).at(0).bytes_on_disk, bytes);
-    QVERIFY2(v.cache_table->item(0, 3)->text().startsWith("main (" + QString::fromStdString(hub_->commit(kRepo)).left(8)),
-             qPrintable(v.cache_table->item(0, 3)->text()));
+    const QString revision = v.cache_table->item(0, 3)->text();
+    QVERIFY2(revision.startsWith("main (" + QString::fromStdString(hub_->commit(kRepo)).left(8)), qPrintable(revision));
     QCOMPARE(v.cache_table->item(0, 4)->text(), QString("complete, verified"));
 
     // Use: the compose panel reads the snapshot, a FLUX.1 pipeline.
