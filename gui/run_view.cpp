@@ -81,7 +81,7 @@ void RunView::update_rank(const workers::RankView& r) {
     text += tr("  step %1/%2  %3 s/step").arg(r.step).arg(r.total).arg(r.step_seconds, 0, 'f', 2);
     if (r.step > 0 && r.step < r.total)
       text += tr("  ETA %1 s").arg(r.eta_seconds(), 0, 'f', 0);
-    if (r.cached) text += tr("  reused %1").arg(r.reused_steps);
+    if (r.cached) text += tr("  reused %1").arg(r.reused_calls);
   }
   if (r.resources.bytes_sent)
     text += tr("  moved %1 MB").arg(double(r.resources.bytes_sent + r.resources.bytes_received) / 1e6, 0, 'f', 1);
@@ -95,7 +95,7 @@ void RunView::message(const events::Message& m, const std::vector<workers::RankV
     const auto p = events::Progress::parse(m);
     step_plot->graph(rank)->addData(p.step, p.seconds);
     memory_plot->graph(rank)->addData(p.step, double(p.resources.in_use()) / (1 << 30));
-    if (rank == 0 && p.full == 0) {  // a step that reused the cache: a mark on its point
+    if (rank == 0 && p.full >= 0 && p.full < p.calls) {  // a step that reused the cache: a mark on its point
       if (!reused_steps) {
         reused_steps = step_plot->addGraph();
         reused_steps->setName(tr("reused (step cache)"));

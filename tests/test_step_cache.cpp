@@ -93,7 +93,9 @@ class StepCaches : public ::testing::Test {
 
   // The 12-step run through a ParallelTransformer on `mesh`, with the cache `make` makes (none: null).
   CachedRun run(parallel::Mesh& mesh, const MakeCache& make, const pipeline::DenoiseInputs& in) const {
-    parallel::ParallelTransformer call(*model_, mesh, make ? make() : nullptr);
+    cache::StepCaches caches;
+    if (make) caches.push_back(make());
+    parallel::ParallelTransformer call(*model_, mesh, std::move(caches));
     sampling::Scheduler sampler(folder_.scheduler, g_["num_inference_steps"]);
     sampling::SeededNoise unused(0);  // DDIM draws none
     CachedRun r;

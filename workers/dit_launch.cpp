@@ -118,8 +118,8 @@ int main(int argc, char** argv) {
       int n = std::snprintf(line, sizeof line, "done: loading %.2f s, denoising %.2f s, decoding and writing %.2f s",
                             d->seconds_loading, d->seconds_denoising, d->seconds_decoding);
       if (r0.cached)
-        std::snprintf(line + n, sizeof line - size_t(n), "; the step cache reused %d of %d steps", r0.reused_steps,
-                      r0.total);
+        std::snprintf(line + n, sizeof line - size_t(n), "; the step cache reused %d of %d %s", r0.reused_calls,
+                      r0.total * r0.calls_per_step, r0.calls_per_step > 1 ? "calls" : "steps");
       std::cerr << prefix << line << std::endl;
     }
     return workers::kOk;

@@ -142,7 +142,7 @@ void run_rank(const plan::JobFile& file, const plan::ModelFolder& model, const p
   hooks.on_phase = [&](const std::string& p) { reporter.phase(p); };
   hooks.on_step = [&](const pipeline::StepDone& d) {
     if (d.step == 1) apply_memory_limit(env.rank);
-    reporter.progress({env.rank, d.step, d.total, d.seconds, d.full, resources(device, *mesh)});
+    reporter.progress({env.rank, d.step, d.total, d.seconds, d.full, resources(device, *mesh), d.calls});
     if (env.rank == 0 && reporter.connected()) {
       auto p = picture(pipeline::latent_preview(d.latents, preview_rgb));
       p.rank = env.rank;

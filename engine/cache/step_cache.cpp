@@ -50,6 +50,8 @@ bool StepCache::record(bool full, double change) {
   return full;
 }
 
+namespace {
+
 std::unique_ptr<StepCache> make_step_cache(const plan::JobSpec& job, const plan::ModelFolder& model) {
   const double threshold = plan::cache_threshold(job, model);
   if (job.use_fbcache) return std::make_unique<FirstBlockCache>(threshold);
@@ -59,8 +61,25 @@ std::unique_ptr<StepCache> make_step_cache(const plan::JobSpec& job, const plan:
   if (job.use_magcache)
     return std::make_unique<MagCache>(
         threshold, plan::mag_ratios_for(plan::read_mag_ratios(job.magcache_ratios), job.num_inference_steps));
-  if (!job.magcache_calibrate.empty()) return std::make_unique<MagCalibration>();
   return nullptr;
+}
+
+}  // namespace
+
+StepCaches make_step_caches(const plan::JobSpec& job, const plan::ModelFolder& model) {
+  StepCaches caches;
+  // The calibration run skips nothing: one context measures the whole batch, one ratio a step.
+  if (!job.magcache_calibrate.empty()) {
+    caches.push_back(std::make_unique<MagCalibration>());
+    return caches;
+  }
+  if (auto cache = make_step_cache(job, model)) {
+    // Without guidance above 1 the reference makes one call a step, for the conditional branch alone.
+    const bool per_branch = plan::rules_of(model).calls_per_guidance_branch() && job.guidance_scale > 1;
+    caches.push_back(std::move(cache));
+    if (per_branch) caches.push_back(make_step_cache(job, model));
+  }
+  return caches;
 }
 
 }  // namespace studio::cache

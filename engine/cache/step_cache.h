@@ -60,7 +60,13 @@ class StepCache : public models::BlockCache {
   std::vector<double> changes_;
 };
 
-// The cache a job asks for (none: null), for a model of this folder.
-std::unique_ptr<StepCache> make_step_cache(const plan::JobSpec& job, const plan::ModelFolder& model);
+// A run's cache contexts: none; one, for what the family's reference runs as one call (the whole batch:
+// both guidance branches, every video); or two, [unconditional, conditional], where the reference calls the
+// transformer once per guidance branch (plan::FamilyRules::calls_per_guidance_branch, diffusers' "uncond"
+// and "cond" contexts): each decides on, and reuses, its own branch's calls alone.
+using StepCaches = std::vector<std::unique_ptr<StepCache>>;
+
+// The contexts a job asks for, for a model of this folder.
+StepCaches make_step_caches(const plan::JobSpec& job, const plan::ModelFolder& model);
 
 }  // namespace studio::cache

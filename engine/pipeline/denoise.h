@@ -29,7 +29,11 @@ struct StepDone {
   int step = 0, total = 0;  // 1-based
   double seconds = 0;       // the step's own time
   at::Tensor latents;       // after the step [B, F, C, h, w] (float32, on the model's device)
-  int full = -1;            // with a step cache: 1 when every block ran, 0 when the step reused; else -1
+  // With a step cache: how many of the step's `calls` transformer calls ran every block (the others
+  // reused); else -1. `calls` is 2 where the family's reference calls the transformer once per guidance
+  // branch (Wan) and a step cache keeps a context for each, else 1.
+  int full = -1;
+  int calls = 1;
 };
 
 // What a run tells its caller as it goes (every member may be empty).

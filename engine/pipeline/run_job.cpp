@@ -48,16 +48,20 @@ double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// "First-Block Cache: 8 of 12 calls reused the blocks (full calls: 1 5 10)".
-std::string cache_summary(const std::string& name, const std::vector<bool>& full) {
+// "First-Block Cache: 8 of 12 calls reused the blocks (full calls: 1 5 10)"; with two calls a step,
+// "First-Block Cache: 14 of 24 calls reused the blocks (full calls per step, of 2: 2 2 0 0 0 2 0 0 0 2 0 2)".
+std::string cache_summary(const std::string& name, const std::vector<int>& full, int calls_per_step) {
   std::string steps;
   size_t skipped = 0;
   for (size_t i = 0; i < full.size(); ++i) {
-    if (full[i]) steps += " " + std::to_string(i + 1);
-    skipped += !full[i];
+    if (calls_per_step > 1) steps += " " + std::to_string(full[i]);
+    else if (full[i]) steps += " " + std::to_string(i + 1);
+    skipped += size_t(calls_per_step - full[i]);
   }
-  return name + ": " + std::to_string(skipped) + " of " + std::to_string(full.size()) +
-         " calls reused the blocks (full calls:" + steps + ")";
+  return name + ": " + std::to_string(skipped) + " of " + std::to_string(full.size() * size_t(calls_per_step)) +
+         " calls reused the blocks (" +
+         (calls_per_step > 1 ? "full calls per step, of " + std::to_string(calls_per_step) + ":" : "full calls:") +
+         steps + ")";
 }
 
 // MagCache's ratios measured by this run (every call's change but the first's), to the file asked for.
@@ -70,16 +74,19 @@ void write_calibration(const plan::JobSpec& job, const plan::ModelFolder& model,
 }
 
 // The caller's hooks, with the stop check agreed by every rank, the last step's latents remembered, and
-// whether the step reused a cache (one call a step: both guidance branches are one call) of the model the
-// step ran (`model`: the one in use, which Wan2.2's expert switch replaces).
+// how many of the step's calls ran every block with a step cache (one call a step, or one per guidance
+// branch: ParallelTransformer::calls_per_step) of the model the step ran (`model`: the one in use, which
+// Wan2.2's expert switch replaces).
 Hooks step_hooks(const Hooks& hooks, parallel::Mesh& mesh, const at::Device& device, PartialLatents& partial,
                  const std::shared_ptr<parallel::ParallelTransformer>& model) {
   Hooks h = hooks;
   h.stop_requested = parallel::agreed_stop(mesh, hooks.stop_requested, device);
   h.on_step = [&hooks, &partial, &model](StepDone done) {
     partial = {done.latents, done.step, done.total};
-    const cache::StepCache* cache = model ? model->cache() : nullptr;
-    if (cache && !cache->full_calls().empty()) done.full = cache->full_calls().back() ? 1 : 0;
+    if (model && !model->full_calls_per_step().empty()) {
+      done.full = model->full_calls_per_step().back();
+      done.calls = model->calls_per_step();
+    }
     if (hooks.on_step) hooks.on_step(done);
   };
   return h;
@@ -108,8 +115,8 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
   ModelCall call;  // the model's own forward() in one process without a cache
   std::shared_ptr<parallel::ParallelTransformer> parallel_model;
   const auto wrap = [&] {
-    if (auto cache = cache::make_step_cache(job, model); mesh.world_size() > 1 || cache) {
-      parallel_model = std::make_shared<parallel::ParallelTransformer>(*transformer, mesh, std::move(cache));
+    if (auto caches = cache::make_step_caches(job, model); mesh.world_size() > 1 || !caches.empty()) {
+      parallel_model = std::make_shared<parallel::ParallelTransformer>(*transformer, mesh, std::move(caches));
       call = [pm = parallel_model.get()](const models::StepInputs& step, const models::Positions& pos) {
         return (*pm)(step, pos);
       };
@@ -117,7 +124,8 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
   };
   const auto log_cache = [&] {
     if (const auto* cache = parallel_model ? parallel_model->cache() : nullptr) {
-      if (job.magcache_calibrate.empty()) log(cache_summary(cache->name(), cache->full_calls()));
+      if (job.magcache_calibrate.empty())
+        log(cache_summary(cache->name(), parallel_model->full_calls_per_step(), parallel_model->calls_per_step()));
       else if (parallel::writes(mesh)) write_calibration(job, model, *cache, log);
     }
   };

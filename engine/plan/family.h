@@ -31,6 +31,9 @@ class FamilyRules {
   // the mildest threshold its authors published for the family (docs/design.md, "Step caching").
   virtual std::vector<double> teacache_coefficients(const ModelFolder& m) const = 0;
   virtual double teacache_threshold() const = 0;
+  // Whether the reference pipeline calls the transformer once per guidance branch (Wan: "cond", then
+  // "uncond") rather than once for the batch of both: a step cache then keeps a context per branch.
+  virtual bool calls_per_guidance_branch() const { return false; }
 
   // Fills the job's 0-valued sizes and steps and an unset guidance scale, as the reference pipeline does.
   virtual void apply_defaults(JobSpec& job, const ModelFolder& m) const = 0;

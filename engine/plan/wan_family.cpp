@@ -31,6 +31,7 @@ class WanRules final : public FamilyRules {
     return {-5784.54975374, 5449.50911966, -1811.16591783, 256.27178429, -13.02252404};
   }
   double teacache_threshold() const override { return 0.05; }
+  bool calls_per_guidance_branch() const override { return true; }  // WanPipeline's two calls a step
 
   void apply_defaults(JobSpec& job, const ModelFolder& m) const override {
     // WanPipeline.__call__'s defaults; 16 fps is what its examples export with.

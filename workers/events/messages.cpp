@@ -102,7 +102,8 @@ Phase Phase::parse(const Message& m) {
 
 Message Progress::make() const {
   Message m{Kind::Progress, {{"rank", rank}, {"step", step}, {"total", total}, {"seconds", seconds}}, {}};
-  if (full >= 0) m.body["full"] = full == 1;
+  if (full >= 0) m.body["full"] = full == calls;
+  if (full >= 0 && calls > 1) m.body.update({{"full_calls", full}, {"calls", calls}});
   put(m.body, resources);
   return m;
 }
@@ -115,6 +116,15 @@ Progress Progress::parse(const Message& m) {
   p.total = get<int>(m, "total");
   p.seconds = get<double>(m, "seconds");
   if (m.body.contains("full")) p.full = get<bool>(m, "full") ? 1 : 0;
+  if (m.body.contains("calls")) {
+    p.calls = get<int>(m, "calls");
+    const int full = get<int>(m, "full_calls");
+    if (p.full < 0 || p.calls < 1 || full < 0 || full > p.calls || (full == p.calls) != (p.full == 1))
+      throw ProtocolError("progress message: full_calls " + std::to_string(full) + " of " + std::to_string(p.calls) +
+                          " calls does not agree with full = " +
+                          (p.full < 0 ? "(absent)" : p.full == 1 ? "true" : "false"));
+    p.full = full;
+  }
   p.resources = read_resources(m);
   return p;
 }

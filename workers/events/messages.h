@@ -38,8 +38,12 @@ struct Resources {
 struct Progress {
   int rank = 0, step = 0, total = 0;
   double seconds = 0;  // this step's
-  int full = -1;       // with a step cache: 1 when every block ran, 0 when the step reused; else -1 (absent)
+  // With a step cache: how many of the step's `calls` transformer calls ran every block; else -1 (absent).
+  // On the wire, 'full' says whether all of them did; a step of more than one call (a call per guidance
+  // branch, Wan) adds 'full_calls' and 'calls'.
+  int full = -1;
   Resources resources;
+  int calls = 1;
   Message make() const;
   static Progress parse(const Message& m);
 };

@@ -20,7 +20,7 @@ std::string rank_status_line(const RankView& r) {
     n += std::snprintf(s + n, sizeof s - size_t(n), "  step %d/%d  %.2f s/step", r.step, r.total, r.step_seconds);
     if (r.step > 0 && r.step < r.total)
       n += std::snprintf(s + n, sizeof s - size_t(n), "  ETA %.0f s", r.eta_seconds());
-    if (r.cached) n += std::snprintf(s + n, sizeof s - size_t(n), "  reused %d", r.reused_steps);
+    if (r.cached) n += std::snprintf(s + n, sizeof s - size_t(n), "  reused %d", r.reused_calls);
   }
   const auto& m = r.resources;
   if (m.device_allocated) n += std::snprintf(s + n, sizeof s - size_t(n), "  GPU %s", human_bytes(m.device_allocated).c_str());

@@ -299,7 +299,8 @@ void Supervisor::handle(int rank, const events::Message& m) {
       r.step_seconds = p.seconds;
       r.total_step_seconds += p.seconds;
       r.cached = p.full >= 0;
-      r.reused_steps += p.full == 0;
+      r.calls_per_step = p.calls;
+      if (p.full >= 0) r.reused_calls += p.calls - p.full;
       r.resources = p.resources;
       break;
     }

@@ -45,7 +45,8 @@ struct RankView {
   int step = 0, total = 0;
   double step_seconds = 0, total_step_seconds = 0;
   bool cached = false;    // the job runs with a step cache
-  int reused_steps = 0;   // steps so far that reused it
+  int calls_per_step = 1;  // its transformer calls a step (2 where each guidance branch is its own call)
+  int reused_calls = 0;    // calls so far that reused it (with one call a step: steps)
   events::Resources resources;
   bool connected = false, finished = false;
   std::optional<events::Done> done;
