@@ -8,13 +8,14 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_PACKAGE_CONTACT "The DiT Studio developers <developers@ditstudio.invalid>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "generate video clips and images with Diffusion Transformers")
 # The extended description (CPack puts the summary above it); lines under 80 columns.
-set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "DiT Studio generates short video clips (CogVideoX) and images (FLUX.1)
-from a prompt, with the model folders diffusers uses, on the CPU or, with
-the self-contained CUDA worker, on GPUs.
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "DiT Studio generates short video clips (CogVideoX, Wan) and images
+(FLUX.1) from a prompt, with the model folders diffusers uses, on the CPU
+or, with the self-contained CUDA worker, on GPUs.
 
 This package holds the desktop studio (dit-studio), the command-line
 launcher (dit-launch), the CPU worker (dit-worker, built with Debian's
-LibTorch) and a small built-in demo model.")
+LibTorch), the model downloader (dit-models) and a small built-in demo
+model.")
 set(CPACK_DEBIAN_PACKAGE_SECTION video)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://github.com/ditstudio/dit-studio")
@@ -28,6 +29,9 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenblas0-pthread")
 if(TARGET dit-studio)
   string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", qt6-qpa-plugins, libqt6sql6-sqlite")
+  # qtkeychain reaches the desktop's secret store through libsecret, which it loads at run time; without
+  # it the Models view keeps a Hub token for the session only (and says so).
+  set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libsecret-1-0")
 endif()
 
 # A native package's changelog, in Debian's format, for this version.

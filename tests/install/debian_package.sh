@@ -83,6 +83,8 @@ settings="$root/home/artist/.config/DiT Studio/dit-studio.conf"
 mkdir -p "$(dirname "$settings")"
 printf '[worker]\nchosen=/usr/bin/dit-worker\n' > "$settings"
 echo "dit-studio: up offscreen, window 1280 x 860, history at ~/.local/share/DiT Studio/dit-studio"
+in_root dit-models list > "$tmp/models.out" 2>&1 || { cat "$tmp/models.out"; fail "dit-models list in the installed system"; }
+echo "dit-models: runs in the installed system ($(head -1 "$tmp/models.out"))"
 
 # Purge: nothing of the package is left; the user's files are.
 in_root env DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq dit-studio > "$tmp/purge.log" 2>&1 ||
@@ -91,7 +93,7 @@ left=()
 while read -r f; do [[ -f $root$f || -L $root$f ]] && left+=("$f"); done < "$tmp/files.txt"
 ((${#left[@]} == 0)) || fail "purged, but these files are left: ${left[*]}"
 stray=$(find "$root/usr" "$root/etc" "$root/var/lib/dpkg/info" \( -iname '*dit-studio*' -o -iname '*ditstudio*' \
-        -o -name 'dit-launch*' -o -name 'dit-worker*' \) 2>/dev/null || true)
+        -o -name 'dit-launch*' -o -name 'dit-worker*' -o -name 'dit-models*' \) 2>/dev/null || true)
 [[ -z $stray ]] || fail "purged, but these are left: $stray"
 [[ -f $history && -f $settings ]] || fail "purging removed the user's history or settings"
 echo "purge: all $(wc -l < "$tmp/files.txt") paths of the package gone; the user's history and settings kept"
