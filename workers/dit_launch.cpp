@@ -10,10 +10,13 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "plan/cost_model.h"
 #include "plan/error.h"
+#include "plan/family.h"
 #include "plan/job_check.h"
 #include "plan/job_file.h"
 #include "workers/guarded_main.h"
+#include "workers/launch/calibration.h"
 #include "workers/launch/devices.h"
 #include "workers/launch/launch_args.h"
 #include "workers/launch/paths.h"
@@ -24,6 +27,59 @@ namespace {
 
 std::atomic<bool> g_cancel{false};
 extern "C" void on_signal(int) { g_cancel.store(true); }
+
+// --plan, --auto, --calibrate: the configurations ranked by the cost model on the processes this machine
+// has. Returns true when dit-launch is done (it printed what was asked); --auto sets the best one in `args`.
+bool plan_configs(studio::workers::LaunchArgs& args, const studio::plan::ModelFolder& model, const std::string& worker,
+                  studio::workers::Devices devices, double memory_gib) {
+  using namespace studio;
+  if (devices.cpu_cores == 0) devices = workers::list_devices(worker);  // the cache's key, on the CPU too
+  const bool gpus = !devices.gpus.empty();
+  const int processes = args.run.nproc_per_node > 0 ? args.run.nproc_per_node
+                        : gpus                      ? int(devices.gpus.size())
+                                                    : std::max(1, devices.cpu_cores);
+  plan::JobSpec job = args.job;
+  plan::apply_model_defaults(job, model);
+  if (const auto problems = plan::validate(job, model); !problems.empty()) throw workers::ArgError(problems.front().message);
+  const int b = plan::bytes_per_value(job, gpus);
+  const std::string dtype = b == 2 ? (job.dtype == "float16" ? "float16" : "bfloat16") : "float32";
+  bool cached = false;
+  const auto cal = workers::calibration_for(worker, devices, processes, dtype, args.calibrate, &cached);
+  if (args.calibrate && !args.plan && !args.auto_pick) {
+    std::cout << plan::calibration_json(cal) << std::endl;
+    std::cerr << "dit-launch: measured; cached in "
+              << workers::calibration_cache_file(workers::calibration_key(devices, processes, dtype)) << std::endl;
+    return true;
+  }
+  const auto ranked = plan::rank_configs(job, model, processes, cal, memory_gib, b);
+  if (ranked.empty())
+    throw workers::ArgError("no parallel configuration runs this job on " + std::to_string(processes) +
+                            " processes; set --nproc_per_node to another count");
+  if (args.plan && args.json) return std::cout << plan::predictions_json(ranked) << std::endl, true;
+  if (args.plan) {
+    std::printf("%s, %d steps, on %d %s (%s; calibration %s)\n", plan::family_name(model.family), job.num_inference_steps,
+                processes, gpus ? "GPUs" : "CPU processes", dtype.c_str(), cached ? "from the cache" : "measured now");
+    std::printf("%4s %9s %9s %9s %9s %9s %8s %9s  %-4s %s\n", "rank", "s/step", "compute", "comm", "bubble",
+                "total s", "VAE s", "GiB/rank", "fits", "flags");
+    int i = 0;
+    for (const auto& r : ranked)
+      std::printf("%4d %9.3f %9.3f %9.3f %9.3f %9.1f %8.1f %9.2f  %-4s %s\n", ++i, r.seconds_per_step, r.compute_s,
+                  r.communication_s, r.bubble_s, r.total_s, r.vae_s, r.peak_bytes_per_rank / plan::kGiB,
+                  r.fits ? "yes" : "no", r.config.flags().c_str());
+    return true;
+  }
+  const auto& best = ranked.front();
+  if (!best.fits) throw workers::ArgError("no configuration fits: " + best.reason);
+  std::cerr << "dit-launch: --auto chose " << best.config.describe() << ": predicted " << best.seconds_per_step
+            << " s/step (" << best.total_s << " s in all), the fastest of " << ranked.size()
+            << " configurations for " << processes << " processes"
+            << (ranked.size() > 1 ? ", next " + ranked[1].config.describe() + " at " +
+                                        std::to_string(ranked[1].seconds_per_step) + " s/step"
+                                  : std::string())
+            << ", " << best.peak_bytes_per_rank / plan::kGiB << " GiB per rank" << std::endl;
+  args.parallel = best.config;
+  return false;
+}
 
 }  // namespace
 
@@ -54,6 +110,11 @@ int main(int argc, char** argv) {
     const bool for_cluster = !args.write_job.empty();
     if (args.job.device != "cpu" && !for_cluster) devices = workers::list_devices(worker);
     const bool gpus = !devices.gpus.empty();
+    double memory_gib = 0;  // the smallest GPU's
+    for (const auto& g : devices.gpus)
+      memory_gib = memory_gib == 0 ? double(g.memory_bytes) / (1 << 30) : std::min(memory_gib, double(g.memory_bytes) / (1 << 30));
+    if ((args.plan || args.auto_pick || args.calibrate) && plan_configs(args, model, worker, devices, memory_gib))
+      return workers::kOk;
     const int world = args.parallel.world_size();
     auto& run = args.run;
     if (run.nproc_per_node == 0) run.nproc_per_node = run.nnodes > 1 ? std::max(1, world / run.nnodes) : 0;
@@ -61,9 +122,6 @@ int main(int argc, char** argv) {
                           : run.nnodes > 1 ? run.nnodes * run.nproc_per_node
                           : gpus           ? int(devices.gpus.size())
                                            : world;
-    double memory_gib = 0;  // the smallest GPU's
-    for (const auto& g : devices.gpus)
-      memory_gib = memory_gib == 0 ? double(g.memory_bytes) / (1 << 30) : std::min(memory_gib, double(g.memory_bytes) / (1 << 30));
     const auto problems = plan::check_job(args.job, args.parallel, model, {processes, memory_gib, gpus});
     if (!problems.empty()) throw workers::ArgError(problems.front().message);
     if (for_cluster) {

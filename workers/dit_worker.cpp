@@ -28,6 +28,7 @@
 #include "plan/job_file.h"
 #include "workers/guarded_main.h"
 #include "workers/launch/launch_args.h"
+#include "workers/rank/calibrate.h"
 #include "workers/rank/reporter.h"
 
 namespace {
@@ -37,13 +38,16 @@ using namespace studio;
 std::atomic<bool> g_signalled{false};
 extern "C" void on_signal(int) { g_signalled.store(true); }
 
-constexpr const char* kUsage = R"(usage: dit-worker --job FILE | --list-devices | --version | --help
+constexpr const char* kUsage = R"(usage: dit-worker --job FILE | --calibrate DTYPE | --list-devices | --version | --help
 
 One rank of a DiT Studio job. dit-launch and the studio start one per rank; so can torchrun, srun or
 mpirun (`torchrun --nproc_per_node N --no_python dit-worker --job FILE`, with FILE from
 `dit-launch --write_job FILE`).
 
   --job FILE        run this rank of the job the file describes
+  --calibrate DTYPE measure this rank's matmul and attention rates at DTYPE (auto, float32, bfloat16,
+                    float16) and the links to the other ranks, for the cost model; rank 0 prints them as
+                    JSON (dit-launch --calibrate starts the ranks and caches the result)
   --list-devices    print the GPUs, the CPU and this build as JSON, and exit
   --version         print the version and what it was built with (LibTorch, CUDA, NCCL), and exit
   --help            print this text
@@ -226,9 +230,14 @@ int main(int argc, char** argv) {
     }
     if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h"))
       return std::cout << kUsage, workers::kOk;
-    if (argc != 3 || std::string(argv[1]) != "--job")
-      throw workers::ArgError("usage: dit-worker --job FILE | --list-devices | --version | --help");
+    if (argc != 3 || (std::string(argv[1]) != "--job" && std::string(argv[1]) != "--calibrate"))
+      throw workers::ArgError("usage: dit-worker --job FILE | --calibrate DTYPE | --list-devices | --version | --help");
     const auto env = parallel::DistEnv::from_environment();
+    if (std::string(argv[1]) == "--calibrate") {
+      const auto c = workers::calibrate(env, argv[2]);
+      if (env.rank == 0) std::cout << plan::calibration_json(c) << std::endl;
+      return workers::kOk;
+    }
     prefix = "[rank " + std::to_string(env.rank) + "] ";
     try {
       return run(argv[2], env);

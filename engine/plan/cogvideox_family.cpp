@@ -31,6 +31,18 @@ class CogVideoXRules final : public FamilyRules {
     }
   }
   double teacache_threshold() const override { return 0.1; }
+  // q/k/v/out (4 D^2) and the feed-forward (8 D^2) per token; the adaptive norms' linears act once per
+  // sample, not per token.
+  double gemm_flops_per_token(const ModelFolder& m) const override {
+    const double D = m.transformer.inner_dim();
+    return 2 * 12 * D * D;
+  }
+  double attention_flops_per_pair(const ModelFolder& m) const override { return 4.0 * m.transformer.inner_dim(); }
+  // The decoder's levels from full size down, layers_per_block + 1 resnets of 3x3x3 convolutions each.
+  double vae_flops_per_pixel(const ModelFolder& m) const override {
+    if (!m.vae) return 0;
+    return decoder_flops_per_pixel(m.vae->block_out_channels, m.vae->layers_per_block + 1, 27);
+  }
 
   void apply_defaults(JobSpec& job, const ModelFolder& m) const override {
     const auto& t = m.transformer;

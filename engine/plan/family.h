@@ -34,6 +34,14 @@ class FamilyRules {
   // Whether the reference pipeline calls the transformer once per guidance branch (Wan: "cond", then
   // "uncond") rather than once for the batch of both: a step cache then keeps a context per branch.
   virtual bool calls_per_guidance_branch() const { return false; }
+  // The cost model's counts (plan/cost_model.h, docs/cost-model.md), FLOPs as 2 per multiply-add: one
+  // block's GEMMs per token it holds (the linear layers' weights times 2); its attention per query-key pair
+  // (Q K^T and P V over the inner width: 4 x heads x head_dim); whether the text joins the attended sequence
+  // (else the latent attends to it in a cross-attention); the VAE decoder per output pixel and frame.
+  virtual double gemm_flops_per_token(const ModelFolder& m) const = 0;
+  virtual double attention_flops_per_pair(const ModelFolder& m) const = 0;
+  virtual bool joint_text() const { return true; }
+  virtual double vae_flops_per_pixel(const ModelFolder& m) const = 0;
 
   // Fills the job's 0-valued sizes and steps and an unset guidance scale, as the reference pipeline does.
   virtual void apply_defaults(JobSpec& job, const ModelFolder& m) const = 0;
@@ -56,6 +64,11 @@ constexpr double kGiB = 1024.0 * 1024 * 1024;
 // attention gathers.
 double transformer_gib(const ParallelConfig& p, const JobSpec& job, const ModelFolder& m, double block_params,
                        double other_params, double width, int bytes_per_value);
+
+// A convolutional decoder's FLOPs per output pixel: `resnets` residual blocks of two convolutions of
+// `taps` taps (27 for 3x3x3, 9 for 3x3) at each level, `widths` from the full-size level down, each level
+// below at a quarter of the pixels of the one above.
+double decoder_flops_per_pixel(const std::vector<int>& widths, int resnets, int taps);
 
 // "height", 100, 16 -> "--height 100: must be a positive multiple of 16 (...); 96 or 112 would work"
 void check_multiple(const char* field, int value, int step, const std::string& why, std::vector<Problem>& out);

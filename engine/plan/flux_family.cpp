@@ -30,6 +30,21 @@ class FluxRules final : public FamilyRules {
     return {4.98651651e+02, -2.83781631e+02, 5.58554382e+01, -3.82021401e+00, 2.64230861e-01};
   }
   double teacache_threshold() const override { return 0.25; }
+  // Per token, both kinds of block have 12 D^2 of linear weights (double-stream: q/k/v/out 4 D^2 and the
+  // feed-forward 8 D^2 of its stream; single-stream: q/k/v 3, MLP in 4, joint out 5); modulations act once
+  // per sample.
+  double gemm_flops_per_token(const ModelFolder& m) const override {
+    const double D = m.flux->transformer.inner_dim();
+    return 2 * 12 * D * D;
+  }
+  double attention_flops_per_pair(const ModelFolder& m) const override {
+    return 4.0 * m.flux->transformer.inner_dim();
+  }
+  // An image: the 2D decoder's levels from full size down, layers_per_block + 1 resnets of 3x3 convolutions.
+  double vae_flops_per_pixel(const ModelFolder& m) const override {
+    if (!m.flux->vae) return 0;
+    return decoder_flops_per_pixel(m.flux->vae->block_out_channels, m.flux->vae->layers_per_block + 1, 9);
+  }
 
   void apply_defaults(JobSpec& job, const ModelFolder& m) const override {
     const bool dev = m.family == Family::Flux_Dev;

@@ -32,6 +32,23 @@ class WanRules final : public FamilyRules {
   }
   double teacache_threshold() const override { return 0.05; }
   bool calls_per_guidance_branch() const override { return true; }  // WanPipeline's two calls a step
+  // Per latent token: self-attention's q/k/v/out (4 D^2), cross-attention's q and out (2 D^2; its keys and
+  // values are the text's), the feed-forward (2 D ffn).
+  double gemm_flops_per_token(const ModelFolder& m) const override {
+    const auto& t = m.wan->transformer;
+    const double D = t.inner_dim();
+    return 2 * (6 * D * D + 2 * D * t.ffn_dim);
+  }
+  double attention_flops_per_pair(const ModelFolder& m) const override { return 4.0 * m.wan->transformer.inner_dim(); }
+  bool joint_text() const override { return false; }  // the text is attended to by cross-attention
+  // The causal 3D decoder's levels from full size down, num_res_blocks + 1 resnets of 3x3x3 convolutions.
+  double vae_flops_per_pixel(const ModelFolder& m) const override {
+    if (!m.wan->vae) return 0;
+    const auto& v = *m.wan->vae;
+    std::vector<int> widths;
+    for (int d : v.dim_mult) widths.push_back(v.decoder_base_dim * d);
+    return decoder_flops_per_pixel(widths, v.num_res_blocks + 1, 27);
+  }
 
   void apply_defaults(JobSpec& job, const ModelFolder& m) const override {
     // WanPipeline.__call__'s defaults; 16 fps is what its examples export with.

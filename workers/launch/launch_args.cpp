@@ -105,7 +105,9 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
       {"--use_parallel_vae", &p.use_parallel_vae}, {"--keep_partial", &j.keep_partial},
       {"--allow_tf32", &j.allow_tf32},          {"--use_fbcache", &j.use_fbcache},
       {"--use_teacache", &j.use_teacache},      {"--use_magcache", &j.use_magcache},
-      {"--enable_tiling", &j.vae_tiling},        {"--enable_slicing", &j.vae_slicing}};
+      {"--enable_tiling", &j.vae_tiling},        {"--enable_slicing", &j.vae_slicing},
+      {"--plan", &a.plan},                      {"--json", &a.json},
+      {"--auto", &a.auto_pick},                 {"--calibrate", &a.calibrate}};
   for (size_t i = 0; i < argv.size(); ++i) {
     std::string flag = argv[i], value;
     bool inline_value = false;
@@ -133,6 +135,8 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
       throw ArgError("unknown option '" + argv[i] + "'; see dit-launch --help for the options");
     }
   }
+  if (a.json && !a.plan) throw ArgError("--json goes with --plan (the ranked configurations as a JSON array)");
+  if (a.plan && a.auto_pick) throw ArgError("--plan prints the ranking and runs nothing; --auto runs the best: choose one");
   if (a.run.node_rank >= a.run.nnodes)
     throw ArgError("--node_rank " + std::to_string(a.run.node_rank) + ": must be below --nnodes " +
                    std::to_string(a.run.nnodes) + " (machines are numbered from 0)");
@@ -212,6 +216,15 @@ dit-worker ranks; each degree 1 is the single-process path):
   --num_pipeline_patch N      PipeFusion's patches of the latent rows (default 1)
   --warmup_steps N            PipeFusion's synchronous steps before pipelining (default 1)
   --use_parallel_vae          every rank decodes a band of rows (exact; memory per rank ~1/N)
+
+Choosing a configuration (the cost model, docs/cost-model.md; the devices are measured once, in seconds,
+and the figures cached per device set in $XDG_CACHE_HOME/dit-studio/):
+  --plan                      print every valid configuration for the GPUs here (or --nproc_per_node CPU
+                              processes) ranked by predicted time, with memory per rank; run nothing
+  --json                      with --plan: a JSON array of {args, seconds_per_step, peak_bytes_per_rank,
+                              fits, ...}
+  --auto                      run the configuration predicted fastest among those that fit, saying why
+  --calibrate                 measure the devices and links again (alone: print the figures and exit)
 
 Decoding in one process (diffusers' names):
   --enable_tiling             overlapping tiles: memory of a tile, seams blended

@@ -28,6 +28,9 @@ struct LaunchArgs {
   RunSettings run;
   std::string worker;     // --worker PATH: the dit-worker to run (else the first on the search path)
   std::string write_job;  // --write_job FILE: validate, write the job file for dit-worker --job, run nothing
+  // The cost model (plan/cost_model.h): --plan prints every valid configuration ranked by predicted time
+  // (--json: as a JSON array), --auto runs the best, --calibrate measures the devices again.
+  bool plan = false, json = false, auto_pick = false, calibrate = false;
   bool help = false;
   bool version = false;
 };

@@ -1,0 +1,208 @@
+#include "plan/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "plan/error.h"
+#include "plan/family.h"
+
+namespace studio::plan {
+
+namespace {
+
+// The VAE decoder's convolutions run at this fraction of the GEMM rate (docs/cost-model.md: measured
+// 180 of 330 GFLOP/s on the CPU, docs/performance.md's decode of the 4-layer CogVideoX-2B case).
+constexpr double kConvEfficiency = 0.55;
+
+// Per-rank rate with `busy` ranks working at once: a rank alone runs at `alone`; when more ranks share the
+// devices (CPU processes on the same cores), the `all`-ranks measurement divides among those that work.
+double rate(double alone, double all, int ranks, int busy) {
+  if (busy <= 1 || all <= 0) return alone;
+  return std::min(alone, all * ranks / busy);
+}
+
+double link_time(const Calibration& c, double bytes, int calls) {
+  if (calls == 0) return 0;
+  return calls * c.link_latency_s + (c.link_bytes_per_s > 0 ? bytes / c.link_bytes_per_s : 0);
+}
+
+JobSpec with_defaults(JobSpec job, const ModelFolder& m) {
+  rules_of(m).apply_defaults(job, m);
+  return job;
+}
+
+}  // namespace
+
+StepWork count_step_work(const ParallelConfig& p, const JobSpec& job_in, const ModelFolder& model, int b,
+                         bool pipelined) {
+  const auto& rules = rules_of(model);
+  const JobSpec job = with_defaults(job_in, model);
+  const auto g = latent_geometry(job, model);
+  const double text = job.max_sequence_length, latent = double(g.latent_tokens);
+  const bool joint = rules.joint_text();
+  const double seq = latent + (joint ? text : 0);  // the attended sequence
+  const double branches = rules.classifier_free() && job.guidance_scale > 1 ? 2 : 1;
+  const double videos = std::max(1, job.num_videos_per_prompt);
+  const int U = p.ulysses_degree, R = p.ring_degree, sp = p.sp_degree(), S = p.pipefusion_parallel_degree;
+  const int H = rules.attention_heads(model), Hp = (H + U - 1) / U * U;  // heads padded to divide among U
+  const double D = rules.attention_flops_per_pair(model) / 4, d = D / H;
+  const double per_pair = rules.attention_flops_per_pair(model) * Hp / H;
+
+  StepWork w;
+  w.batch = videos / p.data_parallel_degree * branches / p.cfg_degree();
+  w.tokens = std::ceil(seq / sp);
+  const auto [first, end] = stage_blocks(rules.blocks(model), 0, S);
+  w.blocks = end - first;
+  w.gemm_flops = w.batch * w.tokens * w.blocks * rules.gemm_flops_per_token(model);
+  const double latent_here = joint ? w.tokens * latent / seq : w.tokens;
+  w.attention_flops = w.batch * w.blocks * per_pair * (w.tokens * seq + (joint ? 0 : latent_here * text));
+
+  const double qkv = w.batch * Hp * d * w.tokens * b;  // one of q, k, v or the output, on this rank
+  if (U > 1) {
+    w.ulysses_calls = 4 * w.blocks;
+    w.ulysses_bytes = w.ulysses_calls * qkv * (U - 1) / U;
+  }
+  if (R > 1) {
+    w.ring_calls = w.blocks * (R - 1);
+    w.ring_bytes = w.ring_calls * 2 * qkv;
+  }
+  // The output: the latent's values for this rank's samples, gathered over the sequence ranks, then the
+  // CFG pair; PipeFusion's last stage broadcasts it to the others.
+  const double out = w.batch * double(g.frames) * g.channels * g.height * g.width * b;
+  if (sp > 1) w.gather_bytes += out / sp * (sp - 1), ++w.gather_calls;
+  if (p.use_cfg_parallel) w.gather_bytes += out, ++w.gather_calls;
+  if (S > 1) w.gather_bytes += out, ++w.gather_calls;
+  if (S > 1) {
+    const int patches = pipelined ? p.num_pipeline_patch : 1;
+    w.pipe_bytes = w.batch * D * b * (pipelined ? seq / patches : w.tokens);
+    w.pipe_hops = pipelined ? patches + S - 1 : S - 1;
+  }
+  if (model.has_vae() && job.height > 0)
+    w.vae_flops = rules.vae_flops_per_pixel(model) * job.height * job.width * std::max(1, job.num_frames) * videos /
+                  (p.use_parallel_vae ? p.world_size() : p.data_parallel_degree);
+  return w;
+}
+
+Prediction predict(const ParallelConfig& p, const JobSpec& job_in, const ModelFolder& model, const Calibration& c,
+                   int b, double memory_gib) {
+  const JobSpec job = with_defaults(job_in, model);
+  const int P = p.world_size(), S = p.pipefusion_parallel_degree;
+  auto compute = [&](const StepWork& w, int busy) {
+    return w.gemm_flops / rate(c.gemm_flops_per_s, c.gemm_flops_per_s_all, c.ranks, busy) +
+           w.attention_flops / rate(c.attention_flops_per_s, c.attention_flops_per_s_all, c.ranks, busy);
+  };
+  auto collectives = [&](const StepWork& w) {
+    return link_time(c, w.ulysses_bytes, w.ulysses_calls) + link_time(c, w.ring_bytes, w.ring_calls) +
+           link_time(c, w.gather_bytes, w.gather_calls);
+  };
+  Prediction r;
+  r.config = p;
+  const StepWork sync = count_step_work(p, job, model, b, false);
+  const double full_rate_compute = compute(sync, P);
+  if (S == 1) {
+    r.compute_s = full_rate_compute;
+    r.communication_s = collectives(sync);
+  } else {
+    // Warm-up: the stages run one after another, P / S ranks busy at a time.
+    const double sync_compute = S * compute(sync, std::max(1, P / S));
+    const double sync_comm = collectives(sync) + link_time(c, sync.pipe_bytes * sync.pipe_hops, sync.pipe_hops);
+    // Pipelined: M patches through S stages, M + S - 1 patch slots, each a patch's compute and its hop.
+    const StepWork pipe = count_step_work(p, job, model, b, true);
+    const int M = p.num_pipeline_patch;
+    const double slot = compute(pipe, P) / M;
+    const double pipe_comm = collectives(pipe) + link_time(c, pipe.pipe_bytes * pipe.pipe_hops, pipe.pipe_hops);
+    const double warm = std::min(1.0, double(std::min(p.warmup_steps, job.num_inference_steps)) /
+                                          std::max(1, job.num_inference_steps));
+    r.compute_s = full_rate_compute;
+    r.bubble_s = warm * (sync_compute - full_rate_compute) + (1 - warm) * (slot * (M + S - 1) - full_rate_compute);
+    r.communication_s = warm * sync_comm + (1 - warm) * pipe_comm;
+  }
+  r.seconds_per_step = r.compute_s + r.bubble_s + r.communication_s;
+  const int decoders = p.use_parallel_vae ? P : p.data_parallel_degree;
+  r.vae_s = sync.vae_flops / (rate(c.gemm_flops_per_s, c.gemm_flops_per_s_all, c.ranks, decoders) * kConvEfficiency);
+  r.total_s = job.num_inference_steps * r.seconds_per_step + r.vae_s;
+  r.peak_bytes_per_rank = estimate_memory(p, job, model, b).peak_gib() * kGiB;
+  if (memory_gib > 0)
+    for (const auto& problem : validate_parallel(p, job, model, P, memory_gib, b))
+      if (problem.field == "memory") r.fits = false, r.reason = problem.message;
+  return r;
+}
+
+std::vector<Prediction> rank_configs(const JobSpec& job_in, const ModelFolder& model, int processes,
+                                     const Calibration& cal, double memory_gib, int b) {
+  const JobSpec job = with_defaults(job_in, model);
+  // PipeFusion pipelined after one warm-up step, and (the only way it mixes with ring or Ulysses) warm-up
+  // for every step; each with and without the parallel decode.
+  ParallelConfig pipelined, synchronous;
+  synchronous.warmup_steps = job.num_inference_steps;
+  std::vector<ParallelConfig> configs = valid_configs(job, model, processes, pipelined);
+  for (const auto& p : valid_configs(job, model, processes, synchronous))
+    if (p.pipefusion_parallel_degree > 1 && p.sp_degree() > 1) configs.push_back(p);
+  if (model.has_vae() && processes > 1)
+    for (size_t i = 0, n = configs.size(); i < n; ++i) {
+      ParallelConfig p = configs[i];
+      p.use_parallel_vae = true;
+      if (validate_parallel(p, job, model, processes).empty()) configs.push_back(p);
+    }
+  std::vector<Prediction> out;
+  for (const auto& p : configs) out.push_back(predict(p, job, model, cal, b, memory_gib));
+  std::stable_sort(out.begin(), out.end(), [](const Prediction& a, const Prediction& z) {
+    return a.fits != z.fits ? a.fits : a.total_s < z.total_s;
+  });
+  return out;
+}
+
+std::string predictions_json(const std::vector<Prediction>& ranked) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& r : ranked) {
+    nlohmann::json o = {{"args", r.config.flags() == "(no parallel flags)" ? "" : r.config.flags()},
+                        {"configuration", r.config.describe()},
+                        {"seconds_per_step", r.seconds_per_step},
+                        {"compute_seconds", r.compute_s},
+                        {"communication_seconds", r.communication_s},
+                        {"bubble_seconds", r.bubble_s},
+                        {"vae_seconds", r.vae_s},
+                        {"total_seconds", r.total_s},
+                        {"peak_bytes_per_rank", r.peak_bytes_per_rank},
+                        {"fits", r.fits}};
+    if (!r.fits) o["reason"] = r.reason;
+    a.push_back(o);
+  }
+  return a.dump(2);
+}
+
+std::string calibration_json(const Calibration& c) {
+  return nlohmann::json{{"ranks", c.ranks},
+                        {"dtype", c.dtype},
+                        {"gemm_flops_per_s", c.gemm_flops_per_s},
+                        {"gemm_flops_per_s_all", c.gemm_flops_per_s_all},
+                        {"attention_flops_per_s", c.attention_flops_per_s},
+                        {"attention_flops_per_s_all", c.attention_flops_per_s_all},
+                        {"link_bytes_per_s", c.link_bytes_per_s},
+                        {"link_latency_s", c.link_latency_s}}
+      .dump(2);
+}
+
+Calibration calibration_from_json(const std::string& text, const std::string& file) {
+  try {
+    const auto j = nlohmann::json::parse(text);
+    Calibration c;
+    c.ranks = j.at("ranks").get<int>();
+    c.dtype = j.at("dtype").get<std::string>();
+    c.gemm_flops_per_s = j.at("gemm_flops_per_s").get<double>();
+    c.gemm_flops_per_s_all = j.at("gemm_flops_per_s_all").get<double>();
+    c.attention_flops_per_s = j.at("attention_flops_per_s").get<double>();
+    c.attention_flops_per_s_all = j.at("attention_flops_per_s_all").get<double>();
+    c.link_bytes_per_s = j.at("link_bytes_per_s").get<double>();
+    c.link_latency_s = j.at("link_latency_s").get<double>();
+    if (c.ranks < 1 || c.gemm_flops_per_s <= 0 || c.attention_flops_per_s <= 0)
+      throw InputError(file + ": ranks and the rates must be positive; run dit-launch --calibrate again");
+    return c;
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(file + ": not a calibration (" + e.what() + "); delete it or run dit-launch --calibrate again");
+  }
+}
+
+}  // namespace studio::plan

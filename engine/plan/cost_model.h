@@ -1,0 +1,74 @@
+// The cost model: for a job and a parallel configuration, the predicted seconds per step (compute,
+// communication, PipeFusion's bubble and warm-up) and of the VAE decode, and the peak memory per rank, from
+// the family's FLOP counts, the degrees, and rates measured on the devices (`dit-worker --calibrate`).
+// Torch-free: the launcher and the studio rank configurations before any process starts.
+// Every number is explained in docs/cost-model.md.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "plan/parallel.h"
+
+namespace studio::plan {
+
+// What `dit-worker --calibrate` measured on the devices of `ranks` ranks, at one dtype.
+struct Calibration {
+  int ranks = 1;
+  std::string dtype = "float32";
+  double gemm_flops_per_s = 0;           // one rank alone: a large matmul
+  double gemm_flops_per_s_all = 0;       // per rank while every rank runs one at once (shared cores)
+  double attention_flops_per_s = 0;      // one rank alone: the fused attention kernel
+  double attention_flops_per_s_all = 0;  // per rank while every rank runs it
+  double link_bytes_per_s = 0;           // per rank: bytes it sends per second in an all-to-all of every rank
+  double link_latency_s = 0;             // one small collective of every rank
+};
+
+// The counts of one configuration's step, per rank (the busiest one), before any rate is applied.
+struct StepWork {
+  double batch = 1;             // samples this rank carries through each block
+  double tokens = 0;            // tokens it holds through the GEMMs (its sequence share)
+  int blocks = 0;               // blocks it runs (its PipeFusion stage's)
+  double gemm_flops = 0;        // per step
+  double attention_flops = 0;   // per step
+  double ulysses_bytes = 0;     // sent per step in Ulysses' all-to-alls (4 per block)
+  int ulysses_calls = 0;
+  double ring_bytes = 0;        // sent per step passing key/value blocks around the ring
+  int ring_calls = 0;
+  double gather_bytes = 0;      // sent per step sharing the output (sequence and CFG all-gathers)
+  int gather_calls = 0;
+  double pipe_bytes = 0;        // sent per step from a PipeFusion stage to the next, one patch (or whole)
+  int pipe_hops = 0;            // point-to-point sends on the critical path
+  double vae_flops = 0;         // the decode of the job, on the busiest rank
+};
+
+StepWork count_step_work(const ParallelConfig& p, const JobSpec& job, const ModelFolder& model, int bytes_per_value,
+                         bool pipelined);
+
+struct Prediction {
+  ParallelConfig config;
+  double compute_s = 0;        // per step, averaged over warm-up and pipelined steps
+  double communication_s = 0;  // per step
+  double bubble_s = 0;         // per step: PipeFusion's fill and drain, and its synchronous warm-up
+  double seconds_per_step = 0;
+  double vae_s = 0;            // the decode, once per job
+  double total_s = 0;          // steps x seconds_per_step + vae_s
+  double peak_bytes_per_rank = 0;
+  bool fits = true;
+  std::string reason;          // why it does not fit
+};
+
+Prediction predict(const ParallelConfig& p, const JobSpec& job, const ModelFolder& model, const Calibration& cal,
+                   int bytes_per_value, double memory_gib = 0);
+
+// Every valid configuration of the job on `processes` processes with its prediction, the fitting ones
+// first, each part sorted by predicted total time. `memory_gib`: each device's memory (0: unknown, all fit).
+std::vector<Prediction> rank_configs(const JobSpec& job, const ModelFolder& model, int processes,
+                                     const Calibration& cal, double memory_gib, int bytes_per_value = 4);
+
+// The JSON array `dit-launch --plan --json` prints: [{args, seconds_per_step, peak_bytes_per_rank, fits,
+// ...}], and the calibration as its cache stores it.
+std::string predictions_json(const std::vector<Prediction>& ranked);
+std::string calibration_json(const Calibration& c);
+Calibration calibration_from_json(const std::string& text, const std::string& file);
+
+}  // namespace studio::plan

@@ -1,0 +1,189 @@
+// The cost model's arithmetic (plan/cost_model.h) against counts made by hand for one configuration of
+// each kind, on the tiny CogVideoX-2B-shaped reference case; and `dit-launch --plan --json` as a user
+// runs it (which measures the CPU through dit-worker --calibrate once and caches it).
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "plan/cost_model.h"
+#include "plan/family.h"
+#include "process.h"
+#include "support.h"
+
+using namespace studio;
+
+namespace {
+
+// cogvx2b_tiny: 4 heads x 16 (width D = 64), 2 layers, time embedding 32, text 32 -> 8 tokens; at its
+// 64 x 96 x 9 frames the latent is 3 frames of 8 x 12, 72 tokens after 2 x 2 patches; with the 8 text tokens
+// a sequence of 80. Guidance 6: a CFG batch of 2. float32 (4 bytes).
+class CostModel : public ::testing::Test {
+ protected:
+  plan::ModelFolder model_ = plan::read_model_folder(test::golden_case("cogvx2b_tiny"));
+  plan::JobSpec job_ = [this] {
+    plan::JobSpec j;
+    j.prompt_embeds_file = "embeds.safetensors";
+    j.height = 64, j.width = 96, j.num_frames = 9, j.num_inference_steps = 4;
+    plan::apply_model_defaults(j, model_);
+    return j;
+  }();
+  static constexpr double kGemmPerToken = 2 * 12 * 64 * 64;  // q/k/v/out 4 D^2, feed-forward 8 D^2
+  static constexpr double kPerPair = 4 * 64;                  // Q K^T and P V
+  static constexpr double kOut = 3 * 4 * 8 * 12 * 4.0;        // one sample's latent output, bytes
+
+  plan::StepWork work(const plan::ParallelConfig& p, bool pipelined = false) {
+    return plan::count_step_work(p, job_, model_, 4, pipelined);
+  }
+};
+
+TEST_F(CostModel, one_process) {
+  const auto w = work({});
+  EXPECT_EQ(w.batch, 2);
+  EXPECT_EQ(w.tokens, 80);
+  EXPECT_DOUBLE_EQ(w.gemm_flops, 2 * 80 * 2 * kGemmPerToken);           // 31,457,280
+  EXPECT_DOUBLE_EQ(w.attention_flops, 2 * 2 * kPerPair * 80 * 80);      // 6,553,600
+  EXPECT_EQ(w.ulysses_calls + w.ring_calls + w.gather_calls + w.pipe_hops, 0);
+  // The VAE: levels of 8, 8, 16, 16 channels, 2 resnets of two 3x3x3 convolutions each, a quarter of the
+  // pixels per level down: 13,824 + 3,456 + 3,456 + 864 FLOPs per pixel, 64 x 96 x 9 pixels.
+  EXPECT_DOUBLE_EQ(w.vae_flops, 21600.0 * 64 * 96 * 9);
+}
+
+TEST_F(CostModel, ulysses) {
+  plan::ParallelConfig p;
+  p.ulysses_degree = 2;
+  const auto w = work(p);
+  EXPECT_EQ(w.tokens, 40);
+  EXPECT_DOUBLE_EQ(w.gemm_flops, 2 * 40 * 2 * kGemmPerToken);
+  EXPECT_DOUBLE_EQ(w.attention_flops, 2 * 2 * kPerPair * 40 * 80);  // 2 heads of all 80 rows
+  // 4 all-to-alls a block of [2, 4 heads, 40 rows, 16] floats, half of each sent.
+  EXPECT_EQ(w.ulysses_calls, 8);
+  EXPECT_DOUBLE_EQ(w.ulysses_bytes, 8 * (2 * 4 * 40 * 16 * 4.0) / 2);  // 81,920
+  EXPECT_EQ(w.gather_calls, 1);
+  EXPECT_DOUBLE_EQ(w.gather_bytes, 2 * kOut / 2);
+
+  // 3 ranks: 4 heads padded to 6, 27 rows each.
+  p.ulysses_degree = 3;
+  const auto w3 = work(p);
+  EXPECT_EQ(w3.tokens, 27);
+  EXPECT_DOUBLE_EQ(w3.attention_flops, 2 * 2 * kPerPair * 6 / 4 * 27 * 80);
+  EXPECT_DOUBLE_EQ(w3.ulysses_bytes, 8 * (2 * 6 * 27 * 16 * 4.0) * 2 / 3);
+
+  // Memory: weights (2 blocks of 12 D E + 12 D^2 = 73,728, and 12,288 once) and activations
+  // (batch 2 x D x 4 bytes x (16 x 40 local tokens + 2 x 80 gathered)): 638,976 + 409,600 bytes = 1 MiB.
+  p.ulysses_degree = 2;
+  const auto m = plan::estimate_memory(p, job_, model_, 4);
+  EXPECT_DOUBLE_EQ(m.transformer_gib * plan::kGiB, 1048576);
+
+  // Time: compute at the rates, 8 + 1 collectives at the latency, their bytes at the bandwidth.
+  plan::Calibration c;
+  c.ranks = 2, c.gemm_flops_per_s = c.gemm_flops_per_s_all = 1e9;
+  c.attention_flops_per_s = c.attention_flops_per_s_all = 5e8;
+  c.link_bytes_per_s = 1e8, c.link_latency_s = 1e-4;
+  const auto r = plan::predict(p, job_, model_, c, 4);
+  EXPECT_DOUBLE_EQ(r.compute_s, 2 * 40 * 2 * kGemmPerToken / 1e9 + 2 * 2 * kPerPair * 40 * 80 / 5e8);
+  EXPECT_NEAR(r.communication_s, 9 * 1e-4 + (81920 + kOut) / 1e8, 1e-12);
+  EXPECT_DOUBLE_EQ(r.total_s, 4 * r.seconds_per_step + r.vae_s);
+  EXPECT_DOUBLE_EQ(r.peak_bytes_per_rank, m.peak_gib() * plan::kGiB);
+}
+
+TEST_F(CostModel, ring) {
+  plan::ParallelConfig p;
+  p.ring_degree = 2;
+  const auto w = work(p);
+  EXPECT_DOUBLE_EQ(w.attention_flops, 2 * 2 * kPerPair * 40 * 80);  // 40 queries against both key blocks
+  // One key/value block a layer: [2, 2, 4, 40, 16] floats.
+  EXPECT_EQ(w.ring_calls, 2);
+  EXPECT_DOUBLE_EQ(w.ring_bytes, 2 * (2 * 2 * 4 * 40 * 16 * 4.0));
+  EXPECT_EQ(w.ulysses_calls, 0);
+}
+
+TEST_F(CostModel, cfg_parallel) {
+  plan::ParallelConfig p;
+  p.use_cfg_parallel = true;
+  const auto w = work(p);
+  EXPECT_EQ(w.batch, 1);
+  EXPECT_DOUBLE_EQ(w.gemm_flops, 1 * 80 * 2 * kGemmPerToken);
+  EXPECT_DOUBLE_EQ(w.attention_flops, 1 * 2 * kPerPair * 80 * 80);
+  EXPECT_EQ(w.gather_calls, 1);
+  EXPECT_DOUBLE_EQ(w.gather_bytes, kOut);  // this rank's branch of the output
+}
+
+TEST_F(CostModel, data_parallel) {
+  job_.num_videos_per_prompt = 2;
+  plan::ParallelConfig p;
+  p.data_parallel_degree = 2;
+  const auto w = work(p);
+  EXPECT_EQ(w.batch, 2);  // one video, its CFG pair
+  EXPECT_DOUBLE_EQ(w.gemm_flops, 2 * 80 * 2 * kGemmPerToken);
+  EXPECT_EQ(w.ulysses_calls + w.ring_calls + w.gather_calls + w.pipe_hops, 0);
+  EXPECT_DOUBLE_EQ(w.vae_flops, 21600.0 * 64 * 96 * 9);  // each group decodes its own video
+}
+
+TEST_F(CostModel, pipefusion) {
+  plan::ParallelConfig p;
+  p.pipefusion_parallel_degree = 2;
+  p.num_pipeline_patch = 2;
+  p.warmup_steps = 1;
+  const auto sync = work(p, false), pipe = work(p, true);
+  EXPECT_EQ(sync.blocks, 1);
+  EXPECT_DOUBLE_EQ(sync.gemm_flops, 2 * 80 * 1 * kGemmPerToken);
+  // Warm-up: the whole [2, 80, 64] sequence once to the next stage; pipelined: 2 patches of 40 rows,
+  // M + S - 1 = 3 hops on the critical path.
+  EXPECT_EQ(sync.pipe_hops, 1);
+  EXPECT_DOUBLE_EQ(sync.pipe_bytes, 2 * 80 * 64 * 4.0);
+  EXPECT_EQ(pipe.pipe_hops, 3);
+  EXPECT_DOUBLE_EQ(pipe.pipe_bytes, 2 * 40 * 64 * 4.0);
+  EXPECT_DOUBLE_EQ(sync.gather_bytes, 2 * kOut);  // the last stage's broadcast
+
+  // Two ranks sharing the cores: alone 1e9, together 0.5e9 each. Warm-up (1 of 4 steps): stage after
+  // stage at 1e9, 2 x 1 block; pipelined: 3 slots of half a stage's work at 0.5e9.
+  plan::Calibration c;
+  c.ranks = 2, c.gemm_flops_per_s = c.attention_flops_per_s = 1e9;
+  c.gemm_flops_per_s_all = c.attention_flops_per_s_all = 0.5e9;
+  const auto r = plan::predict(p, job_, model_, c, 4);
+  const double stage = sync.gemm_flops + sync.attention_flops;
+  EXPECT_DOUBLE_EQ(r.compute_s, stage / 0.5e9);
+  EXPECT_NEAR(r.compute_s + r.bubble_s, 0.25 * (2 * stage / 1e9) + 0.75 * (3 * stage / 2 / 0.5e9), 1e-12);
+}
+
+TEST_F(CostModel, ranking_marks_what_does_not_fit) {
+  plan::Calibration c;
+  c.ranks = 2, c.gemm_flops_per_s = c.attention_flops_per_s = 1e9;
+  c.gemm_flops_per_s_all = c.attention_flops_per_s_all = 0.5e9;
+  c.link_bytes_per_s = 1e8, c.link_latency_s = 1e-4;
+  const auto ranked = plan::rank_configs(job_, model_, 2, c, 0.1 /* GiB: below the VAE's 0.5 */, 4);
+  ASSERT_FALSE(ranked.empty());
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    EXPECT_FALSE(ranked[i].fits) << ranked[i].config.describe();
+    EXPECT_TRUE(test::contains(ranked[i].reason, "GiB per rank")) << ranked[i].reason;
+    if (i > 0) EXPECT_LE(ranked[i - 1].total_s, ranked[i].total_s);
+  }
+}
+
+TEST(DitLaunchPlan, json_through_the_real_binary) {
+  test::TempDir cache;
+  const std::string c = test::golden_case("cogvx2b_tiny");
+  const test::Args args{"--model", c, "--prompt_embeds", c + "/golden.safetensors", "--num_inference_steps", "4",
+                        "--plan", "--json", "--nproc_per_node", "2"};
+  const auto r = test::run(test::bin("dit-launch"), args, 120000, {{"XDG_CACHE_HOME", cache.path()}});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto a = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(a.is_array());
+  ASSERT_GE(a.size(), 4u);  // ulysses 2, ring 2, CFG 2, PipeFusion 2 (and each with the parallel decode)
+  double last = 0;
+  for (const auto& o : a) {
+    ASSERT_TRUE(o.at("args").is_string());
+    ASSERT_TRUE(o.at("seconds_per_step").is_number());
+    ASSERT_TRUE(o.at("peak_bytes_per_rank").is_number());
+    ASSERT_TRUE(o.at("fits").is_boolean());
+    EXPECT_GT(o["seconds_per_step"].get<double>(), 0);
+    EXPECT_GE(o["total_seconds"].get<double>(), last);
+    last = o["total_seconds"].get<double>();
+  }
+  // The calibration is cached: a second plan measures nothing and ranks the same.
+  const auto again = test::run(test::bin("dit-launch"), args, 120000, {{"XDG_CACHE_HOME", cache.path()}});
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(nlohmann::json::parse(again.out), a);
+}
+
+}  // namespace

@@ -1,0 +1,104 @@
+#include "workers/rank/calibrate.h"
+
+#include <chrono>
+
+#include <ATen/Context.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/randn.h>
+#include <ATen/ops/stack.h>
+#include <ATen/ops/zeros.h>
+
+#include "compat/torch_compat.h"
+#include "parallel/mesh.h"
+#include "plan/error.h"
+
+namespace studio::workers {
+
+namespace {
+
+// Each measurement repeats until this much time has passed (after one untimed run), so that calibrating
+// takes seconds on any device.
+constexpr double kMeasureSeconds = 0.3;
+
+at::ScalarType dtype_of(const std::string& name, const at::Device& dev) {
+  if (name == "auto") return dev.is_cuda() ? at::kBFloat16 : at::kFloat;
+  if (name == "float32") return at::kFloat;
+  if (name == "bfloat16") return at::kBFloat16;
+  if (name == "float16") return at::kHalf;
+  throw InputError("--calibrate '" + name + "': expected auto, float32, bfloat16 or float16");
+}
+
+// Operations per second of `run`, which does `flops` each time: after one untimed run, `times` runs, or
+// (times 0) as many as kMeasureSeconds holds. Collectives need a count every rank agrees on.
+template <class F>
+double rate_of(double flops, const at::Device& dev, F run, int times = 0) {
+  run();
+  compat::synchronize(dev);
+  const auto t0 = std::chrono::steady_clock::now();
+  int n = 0;
+  double s = 0;
+  do {
+    run();
+    compat::synchronize(dev);
+    ++n;
+    s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  } while (times > 0 ? n < times : s < kMeasureSeconds);
+  return flops * n / s;
+}
+
+// The mean of one number over every rank.
+double mean(parallel::Group& world, double x, const at::Device& dev) {
+  auto parts = world.all_gather(at::full({1}, x, at::TensorOptions(at::kDouble).device(dev)));
+  return at::stack(parts).mean().item<double>();
+}
+
+}  // namespace
+
+plan::Calibration calibrate(const parallel::DistEnv& env, const std::string& dtype_name) {
+  at::Device dev = at::kCPU;
+  if (at::hasCUDA()) {
+    dev = at::Device(at::kCUDA, int8_t(parallel::gpu_index(env.local_rank, int(at::getNumGPUs()))));
+    compat::bind_device(dev);
+  }
+  const auto dtype = dtype_of(dtype_name, dev);
+  plan::ParallelConfig all;
+  all.ulysses_degree = env.world_size;  // one group of every rank
+  auto mesh = parallel::Mesh::create(all, env, dev, std::chrono::seconds(120));
+  auto& world = mesh->world();
+  const auto opts = at::TensorOptions(dtype).device(dev);
+
+  // Sizes large enough to reach a device's steady rate, small enough for a CPU core's cache-friendly tiles.
+  const int64_t n = dev.is_cuda() ? 4096 : 1024, tokens = dev.is_cuda() ? 4096 : 1024, heads = 8, d = 64;
+  const auto a = at::randn({n, n}, opts), b = at::randn({n, n}, opts);
+  const auto q = at::randn({1, heads, tokens, d}, opts), k = at::randn({1, heads, tokens, d}, opts),
+             v = at::randn({1, heads, tokens, d}, opts);
+  auto gemm = [&] { return rate_of(2.0 * n * n * n, dev, [&] { (void)at::matmul(a, b); }); };
+  auto attention = [&] {
+    return rate_of(4.0 * heads * d * tokens * tokens, dev, [&] { (void)compat::attention(q, k, v); });
+  };
+
+  plan::Calibration c;
+  c.ranks = env.world_size;
+  c.dtype = dtype_name == "auto" ? (dtype == at::kBFloat16 ? "bfloat16" : "float32") : dtype_name;
+  // Alone: rank 0 works while the others wait at the next collective.
+  double gemm_alone = 0, attention_alone = 0;
+  if (env.rank == 0) gemm_alone = gemm(), attention_alone = attention();
+  c.gemm_flops_per_s = mean(world, gemm_alone, dev) * env.world_size;
+  c.attention_flops_per_s = mean(world, attention_alone, dev) * env.world_size;
+  // Together.
+  c.gemm_flops_per_s_all = mean(world, gemm(), dev);
+  c.attention_flops_per_s_all = mean(world, attention(), dev);
+  if (env.world_size > 1) {
+    // An all-to-all of 16 MB per rank: each rank sends (W - 1) / W of it.
+    const int64_t W = env.world_size, per_rank = (int64_t(16) << 20) / 4 / W * W;
+    const auto big = at::randn({W, per_rank / W}, at::TensorOptions(at::kFloat).device(dev));
+    const double sent = 4.0 * per_rank * (W - 1) / W;
+    c.link_bytes_per_s = mean(world, rate_of(sent, dev, [&] { (void)world.all_to_all(big); }, 5), dev);
+    const auto tiny = at::zeros({1}, at::TensorOptions(at::kFloat).device(dev));
+    c.link_latency_s = 1 / mean(world, rate_of(1, dev, [&] { (void)world.all_gather(tiny); }, 50), dev);
+  }
+  return c;
+}
+
+}  // namespace studio::workers
