@@ -1,12 +1,18 @@
 #include "gui/player.h"
 
+#include <QDateTime>
+#include <QDir>
 #include <QFileDialog>
+#include <QFileInfo>
+#include <QUrl>
 #include <QHBoxLayout>
 #include <QMessageBox>
 #include <QVBoxLayout>
 
 #include <cstring>
 
+#include "gui/compare_view.h"
+#include "gui/run_info.h"
 #include "plan/output_format.h"
 #include "video/clip_writer.h"
 #include "video/image_writer.h"
@@ -28,10 +34,15 @@ std::vector<uint8_t> packed_rgb(const QImage& image) {
 
 Player::Player(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
-  screen = new QLabel(tr("The frames of a run appear here as they are decoded."));
+  title = new QLabel(tr("No run shown: a run's frames appear here as they are decoded, or play one from History."));
+  title->setObjectName("player_title");
+  title->setWordWrap(true);
+  layout->addWidget(title);
+  screen = new QLabel;
   screen->setObjectName("screen");
   screen->setAlignment(Qt::AlignCenter);
   screen->setMinimumSize(288, 192);
+  screen->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Ignored);  // the picture follows the window
   layout->addWidget(screen, 1);
   slider = new QSlider(Qt::Horizontal);
   slider->setObjectName("scrub");
@@ -46,10 +57,24 @@ Player::Player(QWidget* parent) : QWidget(parent) {
   speed = new QComboBox;
   speed->addItems({"0.25x", "0.5x", "1x", "2x"});
   speed->setCurrentIndex(2);
+  speed->setToolTip(tr("Playback speed"));
+  format = new QComboBox;
+  format->setObjectName("export_format");
+  format->setToolTip(tr("The format Export writes, with every setting of the run in its metadata and a .json beside it"));
   export_button = new QPushButton(tr("Export…"));
-  for (QWidget* w : std::initializer_list<QWidget*>{back, play_button, forward, loop, speed, export_button})
+  for (QWidget* w : std::initializer_list<QWidget*>{back, play_button, forward, loop, speed})
     controls->addWidget(w);
+  controls->addStretch();
+  controls->addWidget(format);
+  controls->addWidget(export_button);
   layout->addLayout(controls);
+  note = new QLabel;
+  note->setObjectName("export_note");
+  note->setTextFormat(Qt::RichText);
+  note->setOpenExternalLinks(true);
+  note->setWordWrap(true);
+  layout->addWidget(note);
+  list_formats();
 
   connect(&timer_, &QTimer::timeout, this, &Player::advance);
   connect(slider, &QSlider::valueChanged, this, &Player::show_frame);
@@ -57,23 +82,58 @@ Player::Player(QWidget* parent) : QWidget(parent) {
   connect(back, &QPushButton::clicked, this, [this] { show_frame(std::max(0, current_ - 1)); });
   connect(forward, &QPushButton::clicked, this, [this] { show_frame(std::min(frame_count() - 1, current_ + 1)); });
   connect(speed, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { set_fps(fps_); });
-  connect(export_button, &QPushButton::clicked, this, [this] {
-    const QString path =
-        image_mode_ ? QFileDialog::getSaveFileName(this, tr("Export the image"), "image.png",
-                                                   tr("Images (*.png *.jpg *.jpeg *.webp)"))
-                    : QFileDialog::getSaveFileName(this, tr("Export the clip"), "clip.mp4",
-                                                   tr("Clips (*.mp4 *.webm *.gif);;PNG frames (folder/)"));
-    QString error;
-    if (!path.isEmpty() && !export_to(path, &error)) QMessageBox::warning(this, tr("Export failed"), error);
-  });
+  connect(export_button, &QPushButton::clicked, this, &Player::export_dialog);
+}
+
+// The formats of the mode: the extension each writes as its data ("/" for a folder of PNG frames).
+void Player::list_formats() {
+  format->clear();
+  if (image_mode_) {
+    format->addItem(tr("PNG image"), ".png");
+    format->addItem(tr("JPEG image"), ".jpg");
+    format->addItem(tr("WebP image"), ".webp");
+  } else {
+    format->addItem(tr("MP4 (H.264)"), ".mp4");
+    format->addItem(tr("WebM (VP9)"), ".webm");
+    format->addItem(tr("GIF"), ".gif");
+    format->addItem(tr("PNG frames (a folder)"), "/");
+  }
+}
+
+void Player::export_dialog() {
+  const QString ext = format->currentData().toString();
+  const QString base = source_.isEmpty() ? QDir::homePath() : QFileInfo(source_).absolutePath();
+  const QString name = base + "/" + (image_mode_ ? "image" : "clip") + (ext == "/" ? "" : ext);
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export as %1").arg(format->currentText()), name,
+                                                    ext == "/" ? tr("A folder of PNG frames (*)")
+                                                               : tr("%1 (*%2)").arg(format->currentText(), ext));
+  QString error;
+  if (!path.isEmpty() && export_chosen(path, &error).isEmpty()) QMessageBox::warning(this, tr("Export failed"), error);
+}
+
+QString Player::export_chosen(const QString& chosen, QString* error) {
+  const QString ext = format->currentData().toString();
+  QString path = chosen;
+  while (path.size() > 1 && path.endsWith('/')) path.chop(1);
+  // The selector decides: a name typed with another format's extension gets this one's.
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  if (QStringList{"mp4", "webm", "gif", "png", "jpg", "jpeg", "webp"}.contains(suffix)) path.chop(suffix.size() + 1);
+  path += ext;
+  if (!export_to(path, error)) return {};
+  const QString folder = ext == "/" ? path : QFileInfo(path).absolutePath();
+  note->setText(tr("Exported to %1 (every setting in its metadata and in %2). <a href=\"%3\">Open folder</a>")
+                    .arg(path.toHtmlEscaped(),
+                         ext == "/" ? tr("the folder's JSON") : QFileInfo(path).fileName().toHtmlEscaped() + ".json",
+                         QUrl::fromLocalFile(folder).toString()));
+  Q_EMIT exported(path);
+  return path;
 }
 
 void Player::set_image_mode(bool image) {
   image_mode_ = image;
   for (QWidget* w : std::initializer_list<QWidget*>{slider, back_button, play_button, forward_button, loop, speed})
     w->setVisible(!image);
-  screen->setText(image ? tr("The image of a run appears here when it is decoded.")
-                        : tr("The frames of a run appear here as they are decoded."));
+  list_formats();
 }
 
 void Player::clear() {
@@ -82,6 +142,33 @@ void Player::clear() {
   current_ = -1;
   slider->setRange(0, 0);
   screen->clear();
+}
+
+void Player::begin(const QString& folder, const plan::JobFile& job, const QString& what) {
+  clear();
+  source_ = folder;
+  set_image_mode(!makes_clips(job.job));
+  set_fps(job.job.fps > 0 ? job.job.fps : 8);
+  set_metadata(run_metadata(job));
+  title->setText(what);
+  note->clear();
+}
+
+bool Player::load_run(const RunRecord& r, QString* error) {
+  const auto job = job_of(r.settings);
+  if (!job) return *error = tr("The settings of run %1 cannot be read.").arg(r.id), false;
+  auto frames = load_frames(r.folder);
+  if (frames.empty())
+    return *error = tr("Run %1 kept no frames (%2).").arg(r.id).arg(r.folder.isEmpty() ? tr("it made none") : r.folder),
+           false;
+  begin(r.folder, *job, tr("Run %1 of %2: \"%3\", seed %4, kept in %5")
+                                .arg(r.id)
+                                .arg(QDateTime::fromString(r.created, Qt::ISODate).toString("yyyy-MM-dd hh:mm"),
+                                     r.prompt.left(80))
+                                .arg(r.seed)
+                                .arg(r.folder));
+  for (int i = 0; i < int(frames.size()); ++i) set_frame(i, frames[size_t(i)]);
+  return true;
 }
 
 void Player::set_frame(int index, const QImage& frame) {
@@ -105,6 +192,11 @@ void Player::show_frame(int i) {
   slider->setValue(i);
   screen->setPixmap(QPixmap::fromImage(frames_[size_t(i)]).scaled(screen->size(), Qt::KeepAspectRatio,
                                                                   Qt::SmoothTransformation));
+}
+
+void Player::resizeEvent(QResizeEvent* e) {
+  QWidget::resizeEvent(e);
+  if (current_ >= 0) show_frame(current_);
 }
 
 void Player::play() {

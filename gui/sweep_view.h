@@ -1,7 +1,10 @@
 // A configuration sweep: the same job under each valid parallel configuration for the selected devices
-// (all of them checked; uncheck the ones not wanted), run one after another from the queue, then a table and a bar chart of time per step, total time, peak
-// memory per rank and bytes moved, the fastest highlighted and one click to adopt it.
+// (all of them checked; uncheck the ones not wanted), run one after another from the queue, then a table
+// of time per step, total time, peak memory per rank and bytes moved, and a bar chart of the metric
+// chosen, each bar under its short name (U2, R2, U2xR2, PF2x2, CFG, DP2); the fastest highlighted and
+// one click to adopt it.
 #pragma once
+#include <QComboBox>
 #include <QPushButton>
 #include <QTableWidget>
 #include <QWidget>
@@ -28,9 +31,15 @@ class SweepView : public QWidget {
   // The run of row `row` ended; `ok` when it completed.
   void record(int row, const RunRecord& r, bool ok);
   std::optional<plan::ParallelConfig> fastest() const;
+  void draw_chart();  // the chosen metric of the runs done
+
+  // The chart's bars: the short labels and values of the runs done, in table order.
+  QStringList bar_labels;
+  QVector<double> bar_values;
 
   QTableWidget* table;
   QCustomPlot* chart;
+  QComboBox* metric;  // seconds per step, total seconds, peak GiB per rank, MB moved per rank
   QPushButton *run, *adopt;
 
  Q_SIGNALS:
@@ -39,7 +48,7 @@ class SweepView : public QWidget {
 
  private:
   std::vector<plan::ParallelConfig> configs_;
-  std::vector<std::optional<double>> step_seconds_;
+  std::vector<std::optional<RunRecord>> done_;
 };
 
 }  // namespace studio::gui

@@ -1,0 +1,35 @@
+// What the results views say about a run, from its job file: short names for a parallel configuration
+// ("U2xR2", "PF2x2", "CFG", "DP2"), readable names for its settings, the one-line facts the history lists,
+// and every setting as the metadata an exported file carries (the same fields the worker writes, plus the
+// whole job file). Torch-free: the model folder is read with engine/plan.
+#pragma once
+#include <QString>
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "plan/job_file.h"
+
+namespace studio::gui {
+
+// "U2", "R2", "U2xR2", "PF2x2" (stages x patches), "CFG", "DP2", joined with "x"; "1 process" alone.
+QString short_label(const plan::ParallelConfig& p);
+
+// The job file's field as a person reads it ("ring_degree" -> "Ring degree"); the key itself when unknown.
+QString setting_label(const QString& key);
+
+// A run's job file from the history's settings; nullopt when they cannot be read.
+std::optional<plan::JobFile> job_of(const QString& settings);
+
+// Every setting of the job for an exported file's tags and sidecar: model, family, sampler, seed, size,
+// frames, fps, steps, guidance, negative prompt, caches, parallel..., and "settings": the job file's JSON.
+std::map<std::string, std::string> run_metadata(const plan::JobFile& f);
+
+// Whether the job's model makes clips (true when its folder cannot be read: the clip controls stay).
+bool makes_clips(const plan::JobSpec& job);
+
+// 75 s as "1 min 15 s", 8.25 as "8.3 s".
+QString duration_text(double seconds);
+
+}  // namespace studio::gui

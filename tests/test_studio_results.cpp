@@ -1,0 +1,312 @@
+// The studio's results, offscreen, with real workers and the demo model: History as a library (its
+// columns, search, play into the Player, selection by run id, delete asked and undone), the Player keeping
+// a past run while the next starts and stops, export in the chosen format with every setting read back by
+// engine/video, the run view's plots (hidden before data, y from zero, whole steps), the sweep chart's
+// short labels and metrics, and Compare's readable settings and difference picture.
+// With STUDIO_SCREENSHOTS=DIR it saves these views at 1280 x 800 and 1920 x 1080 there.
+#undef QT_NO_KEYWORDS  // qcustomplot.h, included through the GUI, uses Qt's keywords
+#include <QMessageBox>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTimer>
+#include <QtTest>
+
+#include "gui/main_window.h"
+#include "gui/run_info.h"
+#include "gui/step_plots.h"
+#include "qcustomplot.h"
+#include "video/clip_writer.h"
+
+using namespace studio;
+using namespace studio::gui;
+
+Q_DECLARE_METATYPE(studio::workers::Outcome)
+
+namespace {
+
+void shoot(QWidget* w, const QString& name) {
+  const QByteArray dir = qgetenv("STUDIO_SCREENSHOTS");
+  if (dir.isEmpty()) return;
+  for (QSize size : {QSize(1280, 800), QSize(1920, 1080)}) {
+    w->window()->resize(size);
+    QTest::qWait(300);
+    w->window()->grab().save(
+        QString("%1/%2-%3x%4.png").arg(QString::fromUtf8(dir), name).arg(size.width()).arg(size.height()));
+  }
+  w->window()->resize(1280, 800);
+}
+
+// Clicks `button` in the next message box named `name` when it shows; *asked says it did.
+void answer_next(const QString& name, QMessageBox::StandardButton button, bool* asked) {
+  *asked = false;
+  auto* poll = new QTimer;
+  QObject::connect(poll, &QTimer::timeout, poll, [poll, name, button, asked] {
+    auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+    if (!box || box->objectName() != name) return;
+    *asked = true;
+    poll->deleteLater();
+    box->button(button)->click();
+  });
+  poll->start(50);
+}
+
+int wait_for_run(QSignalSpy& spy, int ms) {
+  if (spy.isEmpty() && !spy.wait(ms)) return -1;
+  return spy.takeFirst().at(0).value<workers::Outcome>().exit_code;
+}
+
+QString cell(const History& h, qint64 id, const QString& column) {
+  for (int c = 0; c < h.table->columnCount(); ++c)
+    if (h.table->horizontalHeaderItem(c)->text() == column)
+      for (int r = 0; r < h.table->rowCount(); ++r)
+        if (h.table->item(r, 0)->data(Qt::UserRole).toLongLong() == id) return h.table->item(r, c)->text();
+  return "(none)";
+}
+
+}  // namespace
+
+class TestStudioResults : public QObject {
+  Q_OBJECT
+  QTemporaryDir tmp_;
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    qputenv("DIT_STUDIO_BIN_DIR", STUDIO_BIN_DIR);
+    QCoreApplication::setOrganizationName("DiT Studio results tests");
+    QSettings().clear();
+    qRegisterMetaType<workers::Outcome>();
+  }
+
+  // One window through the whole library: runs, play, a run that stops, export, selection, delete, compare.
+  void history_is_a_library_and_the_player_keeps_any_run() {
+    const QString data = tmp_.path() + "/library";
+    MainWindow w(data);
+    w.resize(1280, 800);
+    w.show();
+    // Before any run the plots are hidden, a line says what will be there.
+    QVERIFY(w.run_view->step_plot->isHidden() && w.run_view->memory_plot->isHidden());
+    QVERIFY(!w.run_view->plots->waiting->isHidden());
+
+    w.compose->prompt->setPlainText("a paper boat drifts on a pond");
+    w.compose->negative_prompt->setText("blurry");
+    w.compose->frames->setValue(9);
+    w.compose->steps->setValue(3);
+    w.parallel->ulysses->setValue(2);
+    QSignalSpy spy(&w, &MainWindow::run_finished);
+    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+    QCOMPARE(wait_for_run(spy, 120000), 0);
+    // The plots: shown, y from zero, steps in whole numbers, one colour per rank (none pale).
+    QVERIFY(!w.run_view->step_plot->isHidden() && !w.run_view->memory_plot->isHidden());
+    QVERIFY(w.run_view->plots->waiting->isHidden());
+    for (auto* p : {w.run_view->step_plot, w.run_view->memory_plot}) {
+      QCOMPARE(p->yAxis->range().lower, 0.0);
+      auto ticker = p->xAxis->ticker().dynamicCast<QCPAxisTickerFixed>();
+      QVERIFY(ticker && ticker->tickStep() == 1.0);
+    }
+    QVERIFY(rank_colour(0) != rank_colour(1) && rank_colour(1).lightness() < 160);
+    w.tabs->setCurrentWidget(w.run_view);
+    QVERIFY(w.run_view->step_plot->height() >= 180);
+    shoot(w.run_view, "run");
+
+    // In the library with its key settings as columns.
+    const qint64 first = w.history->runs().front().id;
+    const QString first_folder = w.history->runs().front().folder;
+    QCOMPARE(cell(*w.history, first, "Model"), QString("demo-model"));
+    QCOMPARE(cell(*w.history, first, "Size"), QString("288 x 192"));
+    QCOMPARE(cell(*w.history, first, "Frames"), QString("9"));
+    QCOMPARE(cell(*w.history, first, "Steps"), QString("3"));
+    QCOMPARE(cell(*w.history, first, "Configuration"), QString("U2"));
+    QCOMPARE(cell(*w.history, first, "Status"), QString("done"));
+    QVERIFY(cell(*w.history, first, "Total").endsWith(" s"));
+    QCOMPARE(w.history->gallery->count(), 1);
+    // Play loads it into the Player.
+    w.tabs->setCurrentWidget(w.history);
+    w.history->select({first});
+    w.history->play_button->click();
+    QCOMPARE(w.tabs->currentWidget(), static_cast<QWidget*>(w.player));
+    QCOMPARE(w.player->source(), first_folder);
+    QCOMPARE(w.player->frame_count(), 9);
+    QVERIFY(w.player->title->text().contains("a paper boat"));
+
+    // A second run starting, then stopped before it made a frame, leaves the Player as it was.
+    w.compose->prompt->setPlainText("a lighthouse at dusk");
+    w.compose->steps->setValue(200);
+    w.parallel->ulysses->setValue(1);
+    w.parallel->ring->setValue(2);
+    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+    QTRY_VERIFY_WITH_TIMEOUT(w.run_view->bars.at(0)->value() >= 1, 60000);
+    QCOMPARE(w.player->source(), first_folder);
+    QCOMPARE(w.player->frame_count(), 9);
+    w.cancel();
+    QCOMPARE(wait_for_run(spy, 60000), 130);
+    QCOMPARE(w.player->source(), first_folder);
+    QCOMPARE(w.player->frame_count(), 9);
+    // The plots start over with it: its points only (ranges from zero).
+    QVERIFY(w.run_view->step_plot->graph(0)->dataCount() < 200);
+
+    // A third run, the first one's settings with Ring 2: finished, it takes the Player over.
+    w.compose->prompt->setPlainText("a paper boat drifts on a pond");
+    w.compose->steps->setValue(3);
+    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+    QCOMPARE(wait_for_run(spy, 120000), 0);
+    QCOMPARE(w.history->runs().size(), size_t(3));
+    const qint64 third = w.history->runs().front().id;
+    QCOMPARE(w.player->source(), w.history->runs().front().folder);
+    QCOMPARE(cell(*w.history, third, "Configuration"), QString("R2"));
+
+    // Search by prompt.
+    w.history->search->setText("LIGHTHOUSE");
+    QCOMPARE(w.history->table->rowCount(), 1);
+    w.history->search->clear();
+    QCOMPARE(w.history->table->rowCount(), 3);
+
+    // The selection follows the runs, not the rows: a run arriving on top keeps the same two selected.
+    w.history->select({first, third});
+    RunRecord arriving = w.history->runs().front();
+    arriving.id = 0;
+    arriving.prompt = "a run that just finished";
+    arriving.folder.clear();
+    const qint64 fourth = w.history->add(arriving);
+    QCOMPARE(w.history->selected_ids(), (std::vector<qint64>{third, first}));
+    QCOMPARE(w.history->gallery->selectedItems().size(), 2);
+    QVERIFY(w.history->compare_button->isEnabled());
+
+    // Compare the two: readable names, only what differs shown (the output file hidden), the difference picture.
+    w.history->compare_button->click();
+    QCOMPARE(w.tabs->currentWidget(), static_cast<QWidget*>(w.compare_view));
+    auto* split = w.findChild<QSplitter*>("split");
+    QVERIFY(!split->widget(0)->isVisible());  // full width
+    auto* s = w.compare_view->settings;
+    QStringList shown;
+    for (int i = 0; i < s->rowCount(); ++i)
+      if (!s->isRowHidden(i)) shown << s->item(i, 0)->data(Qt::UserRole).toString();
+    QCOMPARE(shown, (QStringList{"ring_degree", "ulysses_degree"}));
+    for (int i = 0; i < s->rowCount(); ++i)
+      if (s->item(i, 0)->data(Qt::UserRole) == "ring_degree") QCOMPARE(s->item(i, 0)->text(), QString("Ring degree"));
+    w.compare_view->show_all->setChecked(true);
+    int visible = 0;
+    for (int i = 0; i < s->rowCount(); ++i) visible += !s->isRowHidden(i);
+    QCOMPARE(visible, s->rowCount());
+    w.compare_view->show_all->setChecked(false);
+    QVERIFY2(w.compare_view->max_difference >= 0 && w.compare_view->max_difference <= 1,
+             qPrintable(w.compare_view->difference->text()));
+    QVERIFY(!w.compare_view->difference_image->pixmap().isNull());
+    QVERIFY(w.compare_view->plot->yAxis->range().lower == 0);
+    shoot(w.compare_view, "compare");
+    w.tabs->setCurrentWidget(w.history);
+    QVERIFY(split->widget(0)->isVisible());
+
+    // Export in the format chosen, the name given without an extension: every setting in the file's
+    // metadata and its sidecar, and where it went said with a link to the folder.
+    w.history->select({first});
+    QString error;
+    QVERIFY(w.player->load_run(*w.history->run(first), &error));
+    w.player->format->setCurrentIndex(w.player->format->findData(".webm"));
+    QSignalSpy exported(w.player, &Player::exported);
+    const QString written = w.player->export_chosen(tmp_.path() + "/boat", &error);
+    QCOMPARE(written, tmp_.path() + "/boat.webm");
+    QCOMPARE(exported.size(), 1);
+    QVERIFY(w.player->note->text().contains(written) && w.player->note->text().contains("Open folder"));
+    const auto probe = video::probe_clip(written.toStdString());
+    QCOMPARE(probe.frames, 9);
+    QCOMPARE(probe.metadata.at("num_inference_steps"), std::string("3"));
+    QCOMPARE(probe.metadata.at("negative_prompt"), std::string("blurry"));
+    QCOMPARE(probe.metadata.at("guidance_scale"), std::string("6"));
+    QCOMPARE(probe.metadata.at("sampler").empty(), false);
+    QCOMPARE(probe.metadata.at("parallel"), std::string("ulysses 2 (2 processes)"));
+    QVERIFY(QFile::exists(written + ".json"));
+    // MP4 keeps them too; a folder of PNG frames only when it is the format chosen.
+    w.player->format->setCurrentIndex(w.player->format->findData(".mp4"));
+    const QString mp4 = w.player->export_chosen(tmp_.path() + "/boat.gif", &error);
+    QCOMPARE(mp4, tmp_.path() + "/boat.mp4");
+    QCOMPARE(video::probe_clip(mp4.toStdString()).metadata.at("num_inference_steps"), std::string("3"));
+    QVERIFY(!QFileInfo(tmp_.path() + "/boat").isDir());
+    w.player->format->setCurrentIndex(w.player->format->findData("/"));
+    const QString pngs = w.player->export_chosen(tmp_.path() + "/frames", &error);
+    QCOMPARE(video::probe_clip(pngs.toStdString()).frames, 9);
+    w.tabs->setCurrentWidget(w.player);
+    shoot(w.player, "player");
+
+    // Delete asks; "Keep them" keeps them.
+    bool asked = false;
+    w.history->select({first});
+    answer_next("confirm_delete", QMessageBox::No, &asked);
+    w.history->delete_button->click();
+    QVERIFY(asked);
+    QVERIFY(QDir(first_folder).exists() && w.history->run(first));
+    // "Delete": the record and the files go (to the trash), Undo brings both back under the same id.
+    answer_next("confirm_delete", QMessageBox::Yes, &asked);
+    w.history->delete_button->click();
+    QVERIFY(asked);
+    QVERIFY(!QDir(first_folder).exists() && !w.history->run(first));
+    QVERIFY(w.history->undo_button->isEnabled());
+    w.history->undo_button->click();
+    QVERIFY(QDir(first_folder).exists() && QFile::exists(first_folder + "/clip.mp4"));
+    QCOMPARE(w.history->run(first)->folder, first_folder);
+    QCOMPARE(w.history->selected_ids(), std::vector<qint64>{first});
+    w.history->remove(fourth);
+    w.tabs->setCurrentWidget(w.history);
+    shoot(w.history, "history");
+    w.history->gallery_button->click();
+    shoot(w.history, "gallery");
+    w.history->list_button->click();
+    // Deleted again and the studio closed: the trash is emptied, nothing can come back.
+    w.history->remove(first);
+    QVERIFY(QDir(data + "/trash").exists());
+    w.close();
+  }
+
+  void trash_is_purged_when_the_studio_closes() {
+    const QString data = tmp_.path() + "/library";
+    QVERIFY(!QDir(data + "/trash").exists());
+    MainWindow again(data);
+    QCOMPARE(again.history->runs().size(), size_t(2));  // the lighthouse run (stopped) and the third
+  }
+
+  // The chart of a sweep's results: short labels, filled bars, the metric chosen.
+  void sweep_chart_reads_at_a_glance() {
+    MainWindow w(tmp_.path() + "/sweep");
+    w.resize(1280, 800);
+    w.show();
+    std::vector<plan::ParallelConfig> configs(6);
+    configs[0].ulysses_degree = 2;
+    configs[1].ring_degree = 2;
+    configs[2].ulysses_degree = 2;
+    configs[2].ring_degree = 2;
+    configs[3].pipefusion_parallel_degree = 2;
+    configs[3].num_pipeline_patch = 2;
+    configs[4].use_cfg_parallel = true;
+    configs[5].data_parallel_degree = 2;
+    auto* v = w.sweep_view;
+    v->start(configs);
+    for (int i = 0; i < 6; ++i) {
+      RunRecord r;
+      r.mean_step_seconds = 0.5 + 0.1 * i;
+      r.seconds = 20 - i;
+      r.peak_gib = 1 + i;
+      r.bytes_moved = qint64(1e6) * (10 + i);
+      r.status = "done";
+      v->record(i, r, true);
+    }
+    QCOMPARE(v->bar_labels, (QStringList{"U2", "R2", "U2xR2", "PF2x2", "CFG", "DP2"}));
+    QCOMPARE(v->bar_values.front(), 0.5);
+    v->metric->setCurrentIndex(1);  // total seconds
+    QCOMPARE(v->bar_values.front(), 20.0);
+    QVERIFY(v->chart->yAxis->label().contains("total"));
+    v->metric->setCurrentIndex(2);
+    QCOMPARE(v->bar_values.back(), 6.0);
+    auto* bars = qobject_cast<QCPBars*>(v->chart->plottable(0));
+    QVERIFY(bars && bars->brush().style() == Qt::SolidPattern);
+    QCOMPARE(v->chart->yAxis->range().lower, 0.0);
+    QCOMPARE(v->chart->xAxis->tickLabelRotation(), 0.0);
+    v->metric->setCurrentIndex(0);
+    w.tabs->setCurrentWidget(v);
+    shoot(v, "sweep");
+  }
+};
+
+QTEST_MAIN(TestStudioResults)
+#include "test_studio_results.moc"
