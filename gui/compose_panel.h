@@ -1,8 +1,11 @@
-// What to generate: the model folder (the built-in demo models, for clips and for images, always offered;
-// recent folders remembered), the prompt (and what the family reads besides: a negative prompt for
-// CogVideoX and Wan, T5's own prompt for FLUX.1, the second expert's guidance for Wan2.2), the seed and how it changes between runs, and the sizes, frames,
-// steps and guidance, with the steps and ranges the model's configs allow, and step caching. Only the fields the model's
-// family uses are shown, and a change of family starts from the new family's defaults.
+// The studio's left column: what to generate. On top and never scrolled, the prompt with its token count
+// against what the model's text encoder reads (a warning when some will be ignored), the prompt for T5
+// (FLUX.1) and the negative prompt (CogVideoX, Wan), then the caller's actions (Generate). Below, scrolled:
+// the model folder (the demo models always one click away; recent folders remembered), the preset by
+// shape and seconds (or "Custom"), and the collapsible groups: "Size and length", "Sampling" (seed, steps,
+// guidance, step cache), the caller's (GPUs and parallelism), "Decoding". Only the fields the model's
+// family reads are shown, and a change of family starts from the new family's defaults. Every setting has
+// a tooltip (plan/field_labels.h), and the mouse wheel changes only a focused field.
 #pragma once
 #include <QCheckBox>
 #include <QComboBox>
@@ -12,11 +15,17 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QSpinBox>
+#include <QVBoxLayout>
 #include <QWidget>
 
 #include <optional>
 
+#include "gui/collapsible.h"
+#include "gui/compose_presets.h"
+#include "gui/path_edit.h"
 #include "gui/problem_labels.h"
+#include "gui/token_count.h"
+#include "gui/wheel_guard.h"
 #include "plan/job.h"
 
 namespace studio::gui {
@@ -25,6 +34,7 @@ class ComposePanel : public QWidget {
   Q_OBJECT
  public:
   explicit ComposePanel(QWidget* parent = nullptr);
+  QSize sizeHint() const override { return {500, QWidget::sizeHint().height()}; }
 
   // The job as the widgets say (output and device are the caller's).
   plan::JobSpec job() const;
@@ -36,11 +46,25 @@ class ComposePanel : public QWidget {
   // The seed for the next run (random or incremented as the seed mode says), shown in the seed field.
   uint64_t next_seed();
   ProblemLabels& problems() { return problems_; }
+  // Shows the problems by their fields (a missing prompt as a grey hint, not an error), opens a closed
+  // group that has one, and returns those of fields it has no place for.
+  std::vector<plan::Problem> show_problems(const std::vector<plan::Problem>& problems);
+  bool prompt_missing() const;
 
-  QLineEdit* model_edit;
+  // The layout's slots for the caller: actions under the prompt (never scrolled); a group before
+  // "Decoding"; a row in "Decoding"; anything below the groups.
+  void set_actions(QWidget* actions);
+  Collapsible* add_group(const QString& title, QWidget* content, bool open);
+  void add_decoding_row(QWidget* field);  // labelled by its objectName's field label
+  void add_below(QWidget* w);
+  // Tooltips and the wheel guard for every setting under the column (call once it is complete).
+  void finish_settings();
+
+  PathEdit* model_edit;
   QPlainTextEdit* prompt;
   QLineEdit* prompt_2;  // FLUX.1: T5's own prompt (empty: the prompt)
   QLineEdit* negative_prompt;
+  QLabel *prompt_tokens, *prompt_2_tokens, *negative_tokens;  // "12 / 15 tokens", and what will be cut
   QSpinBox *seed, *width, *height, *frames, *fps, *steps;
   QComboBox* seed_mode;
   QDoubleSpinBox* guidance;
@@ -48,25 +72,30 @@ class ComposePanel : public QWidget {
   QCheckBox* dynamic_cfg;
   QComboBox* step_cache;            // off, First-Block Cache, TeaCache
   QDoubleSpinBox* cache_threshold;  // its threshold (enabled while one is on)
+  QCheckBox* vae_tiling;
   QLabel* family;  // the model family and its sampler, read from the folder
-  QComboBox* preset;  // the family's sizes: the model's defaults, the family's other sizes, a quick draft
+  QComboBox* preset;  // by shape and seconds: the model's size, a draft, other shapes; "Custom" otherwise
+  Collapsible *size_group, *sampling_group, *decoding_group;
 
  Q_SIGNALS:
   void changed();
 
  private:
+  QWidget* build_prompt_section();
+  QWidget* build_model_section();
+  void build_groups();
   void load_model();
   void apply_model_limits();
   void show_family_fields();
-  struct Preset {
-    QString kind;  // "Model's defaults", "720p", "Draft"
-    plan::JobSpec job;
-  };
-  std::vector<Preset> presets() const;
+  void show_tokens();
+  void show_preset();
   std::optional<plan::ModelFolder> model_;
   QString model_error_;
   ProblemLabels problems_;
-  QFormLayout* form_;
+  TokenCounter tokens_;
+  WheelGuard wheel_guard_;
+  QFormLayout *prompt_form_, *size_form_, *sampling_form_, *decoding_form_;
+  QVBoxLayout *column_, *scrolled_;
   std::optional<plan::Family> defaults_of_;  // the family whose defaults the fields were last set to
   bool first_seed_use_ = true;  // "+1 each run" starts from the seed shown
 };

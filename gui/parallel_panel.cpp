@@ -3,6 +3,11 @@
 #include <QFormLayout>
 #include <QMenu>
 
+#include <thread>
+
+#include "plan/field_labels.h"
+#include "plan/parallel_defaults.h"
+
 namespace studio::gui {
 
 namespace {
@@ -32,21 +37,20 @@ ParallelPanel::ParallelPanel(QWidget* parent) : QWidget(parent) {
   cfg->setObjectName("use_cfg_parallel");
   parallel_vae = new QCheckBox(tr("every rank decodes a band of rows"));
   parallel_vae->setObjectName("use_parallel_vae");
-  const std::pair<const char*, QWidget*> rows[] = {
-      {"Ulysses", ulysses},          {"Ring", ring},        {"PipeFusion stages", pipefusion},
-      {"PipeFusion patches", patches}, {"Warm-up steps", warmup}, {"CFG parallel", cfg},
-      {"Data parallel", data},       {"Parallel VAE", parallel_vae}};
-  for (auto [label, w] : rows) {
-    form->addRow(tr(label), w);
-    form->addRow(problems_.make(w->objectName().toStdString()));
-  }
+  for (QWidget* w : std::initializer_list<QWidget*>{ulysses, ring, pipefusion, patches, warmup, cfg, data})
+    form->addRow(QString::fromStdString(plan::field_label(w->objectName().toStdString())), w);
   product = new QLabel;
   product->setObjectName("product");
+  product->setWordWrap(true);
   form->addRow(tr("Ranks"), product);
-  form->addRow(problems_.make("world_size"));
-  form->addRow(problems_.make("memory"));
+  // One place for the group's problems, below its fields: a problem appearing moves none of them.
+  form->addRow(problems_.make({"world_size", "memory", "ulysses_degree", "ring_degree", "pipefusion_parallel_degree",
+                               "num_pipeline_patch", "warmup_steps", "use_cfg_parallel", "data_parallel_degree",
+                               "use_parallel_vae"}));
   suggestions = new QToolButton;
   suggestions->setText(tr("Valid configurations"));
+  suggestions->setToolTip(tr("Every configuration that fills the selected devices and that this job and model "
+                             "allow, nearest to the current one first"));
   suggestions->setPopupMode(QToolButton::InstantPopup);
   suggestions->setMenu(new QMenu(suggestions));
   form->addRow(QString(), suggestions);
@@ -54,6 +58,7 @@ ParallelPanel::ParallelPanel(QWidget* parent) : QWidget(parent) {
   for (QSpinBox* s : {ulysses, ring, pipefusion, patches, warmup, data})
     connect(s, qOverload<int>(&QSpinBox::valueChanged), this, &ParallelPanel::changed);
   for (QCheckBox* c : {cfg, parallel_vae}) connect(c, &QCheckBox::toggled, this, &ParallelPanel::changed);
+  connect(devices, &QListWidget::itemChanged, this, &ParallelPanel::devices_changed);
   connect(devices, &QListWidget::itemChanged, this, &ParallelPanel::changed);
   set_config(plan::ParallelConfig{});
   set_devices({});
@@ -77,6 +82,7 @@ void ParallelPanel::set_devices(const workers::Devices& d) {
     cpu->setToolTip(d.note.empty() ? tr("no GPU found") : QString::fromStdString(d.note));
     devices->addItem(cpu);
   }
+  Q_EMIT devices_changed();
   Q_EMIT changed();
 }
 
@@ -141,6 +147,19 @@ void ParallelPanel::offer(const std::vector<plan::ParallelConfig>& valid) {
   suggestions->setEnabled(!valid.empty());
   product->setText(QString::fromStdString(config().describe()) +
                    (on_gpus() ? tr(" on %1 selected GPU(s)").arg(selected_gpus().size()) : tr(" on the CPU")));
+}
+
+std::vector<plan::Problem> ParallelPanel::show_problems(const std::vector<plan::Problem>& problems) {
+  std::vector<plan::Problem> warnings;
+  if (!on_gpus())
+    if (auto w = plan::cpu_processes_warning(config().world_size(), int(std::thread::hardware_concurrency())))
+      warnings.push_back(*w);
+  return problems_.show(problems, warnings);
+}
+
+void ParallelPanel::fit_to_devices(const plan::JobSpec& job, const plan::ModelFolder& model) {
+  if (!on_gpus() || processes() < 1 || config().world_size() == processes()) return;
+  set_config(plan::default_parallel(job, model, processes()));
 }
 
 }  // namespace studio::gui

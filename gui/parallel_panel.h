@@ -1,6 +1,8 @@
 // Where and how to run: the GPUs of this machine (from `dit-worker --list-devices`; the CPU when there
 // are none), the degree of each kind of parallelism, and the valid configurations for the selection one
-// click away.
+// click away. A change of devices starts from the default configuration for them (plan/parallel_defaults.h)
+// unless the one set already fills them; on the CPU, more processes than cores is warned about.
+// Parallel VAE is a decoding setting: its check box is placed by the caller (the "Decoding" group).
 #pragma once
 #include <QCheckBox>
 #include <QLabel>
@@ -32,6 +34,10 @@ class ParallelPanel : public QWidget {
   // Offers these under "Valid configurations" (the caller computes them for the current job).
   void offer(const std::vector<plan::ParallelConfig>& valid);
   ProblemLabels& problems() { return problems_; }
+  // Shows the problems of its fields (with the CPU's warning); returns the others.
+  std::vector<plan::Problem> show_problems(const std::vector<plan::Problem>& problems);
+  // On GPUs, when the configuration does not fill the selected ones: plan::default_parallel for them.
+  void fit_to_devices(const plan::JobSpec& job, const plan::ModelFolder& model);
 
   QListWidget* devices;
   QSpinBox *ulysses, *ring, *pipefusion, *patches, *warmup, *data;
@@ -41,6 +47,7 @@ class ParallelPanel : public QWidget {
 
  Q_SIGNALS:
   void changed();
+  void devices_changed();  // listed again, or a GPU checked or unchecked
 
  private:
   workers::Devices devices_;

@@ -1,5 +1,6 @@
-// Problems from engine/plan shown next to the field that causes them: a red label under each field's
-// widget, hidden while the field is fine.
+// Problems from engine/plan shown in the window's words (plan::in_window_words: "Height 200: ..."), in
+// one label per group of fields placed below the group: a problem appearing moves nothing above it, so a
+// field never slides away from the pointer. Errors in red, warnings in amber, hints in grey.
 #pragma once
 #include <QLabel>
 #include <QString>
@@ -14,14 +15,19 @@ namespace studio::gui {
 
 class ProblemLabels {
  public:
-  // A label for `field` (plan's field name, e.g. "height"), to be placed under its widget.
-  QLabel* make(const std::string& field);
-  // Shows the problems of the fields it knows; returns the others.
-  std::vector<plan::Problem> show(const std::vector<plan::Problem>& problems);
+  // The label for the problems of `fields` (plan's field names, e.g. "height"), to go below them.
+  QLabel* make(const std::vector<std::string>& fields);
+  // Shows the problems of the fields it has a label for; returns the others' errors, in the window's words.
+  std::vector<plan::Problem> show(const std::vector<plan::Problem>& errors,
+                                  const std::vector<plan::Problem>& warnings = {},
+                                  const std::vector<plan::Problem>& hints = {});
+  // What is shown for `field` (every kind), one message a line.
   QString text(const std::string& field) const;
 
  private:
-  std::map<std::string, QLabel*> labels_;
+  std::map<std::string, QLabel*> label_of_;  // field -> its group's label
+  std::vector<QLabel*> labels_;
+  std::map<std::string, QString> shown_;  // field -> its messages
 };
 
 }  // namespace studio::gui
