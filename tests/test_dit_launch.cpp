@@ -249,7 +249,7 @@ TEST_F(DitLaunch, read_only_folder_is_refused_before_any_work) {
   if (!launch_on_tmpfs("ro", {"--prompt", "a boat", "--output", out("mnt/clip.mp4")}, r, left))
     STUDIO_SKIP_WITHOUT_PRIVILEGE("cannot mount a tmpfs in a private namespace here (needs root or user namespaces)");
   ASSERT_EQ(r.code, 2) << r.err;
-  EXPECT_TRUE(test::contains(r.err, "is not writable")) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "is on a read-only file system")) << r.err;
   EXPECT_FALSE(test::contains(r.err, "step 1/"));
 }
 

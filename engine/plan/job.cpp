@@ -1,7 +1,5 @@
 #include "plan/job.h"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -10,6 +8,7 @@
 #include "plan/family.h"
 #include "plan/mag_ratios.h"
 #include "plan/output_format.h"
+#include "plan/output_folder.h"
 
 namespace studio::plan {
 
@@ -23,18 +22,20 @@ std::string short_number(double x) {
   return s.str();
 }
 
-// The folder a file will be written to must exist and be writable: checked before any work.
-void check_output_folder(const char* field, const std::string& file, std::vector<Problem>& out) {
+// The folder a file will be written to must exist, take a file and have room for `needed` bytes:
+// checked before any work, with the true reason (plan/output_folder.h).
+void check_output_folder(const char* field, const std::string& file, std::vector<Problem>& out, uint64_t needed = 0) {
   if (file.empty()) return;
   std::string trimmed = file;
   while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
-  const auto dir = std::filesystem::absolute(trimmed).parent_path();
-  const std::string flag = std::string("--") + field + " " + file;
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec))
-    out.push_back({field, flag + ": the folder " + dir.string() + " does not exist; create it or choose another path"});
-  else if (::access(dir.c_str(), W_OK) != 0)
-    out.push_back({field, flag + ": the folder " + dir.string() + " is not writable; choose another path"});
+  const auto dir = std::filesystem::absolute(trimmed).parent_path().string();
+  const auto c = check_folder(dir, needed);
+  if (c.ok()) return;
+  static const char* const remedy[] = {"", "; create it or choose another path", "; choose another path",
+                                       "; choose another path", "; choose a folder on a writable disk",
+                                       "; free some space or choose another disk"};
+  out.push_back({field, std::string("--") + field + " " + file + ": the folder " + dir + " " + c.reason(dir) +
+                            remedy[int(c.state)]});
 }
 
 std::string nearest_multiples(int value, int step) {
@@ -131,7 +132,7 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
   check_step_cache(job, model, out);
   // Outputs are checked now, not after a long run.
   check_output_folder("save_tensors", job.save_tensors_file, out);
-  check_output_folder("output", job.output_file, out);
+  check_output_folder("output", job.output_file, out, expected_output_bytes(job));
   if (!job.output_file.empty()) {
     try {
       const bool image = is_image(format_for(job.output_file));

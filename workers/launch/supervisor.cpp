@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,11 +16,14 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <string_view>
 
 #include "workers/guarded_main.h"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+
+extern char** environ;
 
 namespace studio::workers {
 
@@ -47,6 +51,18 @@ int exit_status_of(int status) {
 
 events::ErrorKind kind_of_status(int status) {
   return WIFSIGNALED(status) ? events::ErrorKind::Crash : kind_of_exit(WEXITSTATUS(status));
+}
+
+// This process's environment with `set` put in (replacing any same-named variable), as NAME=VALUE.
+std::vector<std::string> environment_with(const std::vector<std::pair<std::string, std::string>>& set) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string_view entry(*e);
+    const auto name = entry.substr(0, entry.find('='));
+    if (std::none_of(set.begin(), set.end(), [&](const auto& kv) { return kv.first == name; })) env.emplace_back(entry);
+  }
+  for (const auto& [name, value] : set) env.push_back(name + "=" + value);
+  return env;
 }
 
 bool same_secret(const std::string& a, const std::string& b) {
@@ -141,40 +157,54 @@ void Supervisor::start() {
     if (!events_log_) throw std::runtime_error("cannot write the events log " + plan_.run.events_log + ": " + strerror(errno));
   }
 
+  // Everything a rank's process needs is built here, before the spawn: posix_spawn's child runs only
+  // the file actions and the process group below, then execve (no allocation, nothing but system calls).
+  const std::string exe = plan_.worker_exe;
+  std::string arg0 = "dit-worker", arg1 = "--job", arg2 = job_path;
+  char* argv[] = {arg0.data(), arg1.data(), arg2.data(), nullptr};
   for (int i = 0; i < plan_.local_ranks(); ++i) {
     const int rank = plan_.run.node_rank * plan_.local_ranks() + i;
+    auto env = environment_with({{"RANK", std::to_string(rank)},
+                                 {"LOCAL_RANK", std::to_string(i)},
+                                 {"WORLD_SIZE", std::to_string(world)},
+                                 {"MASTER_ADDR", plan_.run.master_addr},
+                                 {"MASTER_PORT", std::to_string(plan_.run.master_port)},
+                                 {"DIT_EVENTS", endpoint},
+                                 // the environment, not argv: ps shows argv to all
+                                 {"DIT_EVENTS_TOKEN", plan_.token},
+                                 {"DIT_COLLECTIVE_TIMEOUT_S", std::to_string(plan_.run.collective_timeout_s)}});
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) {
       stop_all();
       throw std::runtime_error(std::string("cannot make a pipe for rank ") + std::to_string(rank) + ": " + strerror(errno));
     }
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-      const std::string why = strerror(errno);
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    ::posix_spawn_file_actions_init(&actions);
+    ::posix_spawn_file_actions_adddup2(&actions, fds[1], 1);  // dup2 clears O_CLOEXEC on the copies
+    ::posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+    ::posix_spawnattr_init(&attr);
+    ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    ::posix_spawnattr_setpgroup(&attr, group_);  // 0: the first rank leads a new group the others join
+    pid_t pid = 0;
+    // glibc reports a failed exec here (its child shares the errno through CLONE_VFORK).
+    const int err = ::posix_spawn(&pid, exe.c_str(), &actions, &attr, argv, envp.data());
+    ::posix_spawn_file_actions_destroy(&actions);
+    ::posix_spawnattr_destroy(&attr);
+    ::close(fds[1]);
+    if (err != 0) {
       ::close(fds[0]);
-      ::close(fds[1]);
       if (group_) ::kill(-group_, SIGKILL);  // the others would wait for the missing rank until timing out
-      throw std::runtime_error("cannot start rank " + std::to_string(rank) + ": " + why);
-    }
-    if (pid == 0) {
-      ::setpgid(0, group_);  // the first rank leads the group the others join
-      ::dup2(fds[1], 1);
-      ::dup2(fds[1], 2);
-      ::setenv("RANK", std::to_string(rank).c_str(), 1);
-      ::setenv("LOCAL_RANK", std::to_string(i).c_str(), 1);
-      ::setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
-      ::setenv("MASTER_ADDR", plan_.run.master_addr.c_str(), 1);
-      ::setenv("MASTER_PORT", std::to_string(plan_.run.master_port).c_str(), 1);
-      ::setenv("DIT_EVENTS", endpoint.c_str(), 1);
-      ::setenv("DIT_EVENTS_TOKEN", plan_.token.c_str(), 1);  // the environment, not argv: ps shows argv to all
-      ::setenv("DIT_COLLECTIVE_TIMEOUT_S", std::to_string(plan_.run.collective_timeout_s).c_str(), 1);
-      ::execl(plan_.worker_exe.c_str(), "dit-worker", "--job", job_path.c_str(), static_cast<char*>(nullptr));
-      std::fprintf(stderr, "cannot start %s: %s\n", plan_.worker_exe.c_str(), strerror(errno));
-      ::_exit(1);
+      for (auto& l : locals_) {
+        ::waitpid(l.pid, nullptr, 0);
+        l.exited = true;
+      }
+      throw std::runtime_error("cannot start rank " + std::to_string(rank) + " (" + exe + "): " + strerror(err));
     }
     if (!group_) group_ = pid;
-    ::setpgid(pid, group_);  // also from here, so that no kill can race the child's own call
-    ::close(fds[1]);
     ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
     locals_.push_back(Local{rank, pid, fds[0]});
   }

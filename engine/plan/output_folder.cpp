@@ -1,0 +1,114 @@
+#include "plan/output_folder.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "plan/error.h"
+#include "plan/output_format.h"
+
+namespace studio::plan {
+
+namespace {
+
+FolderState state_of_errno(int e) {
+  switch (e) {
+    case EROFS: return FolderState::ReadOnly;
+    case ENOSPC:
+    case EDQUOT: return FolderState::NoSpace;
+    case ENOENT: return FolderState::Missing;
+    case ENOTDIR: return FolderState::NotFolder;
+    default: return FolderState::NotWritable;
+  }
+}
+
+FolderCheck failed(FolderState s, int e = 0) { return {s, 0, 0, e ? std::strerror(e) : ""}; }
+
+// Creates, writes and removes a small file in `dir`: what access() cannot tell (a read-only mount seen
+// by root, a full disk, a quota) shows here.
+int test_write(const std::string& dir) {
+  std::string path = dir + "/.dit-studio-write-test-XXXXXX";
+  const int fd = ::mkstemp(path.data());
+  if (fd < 0) return errno;
+  const char probe[] = "dit-studio write test\n";
+  int e = 0;
+  if (::write(fd, probe, sizeof probe - 1) != ssize_t(sizeof probe - 1)) e = errno ? errno : ENOSPC;
+  if (::close(fd) != 0 && !e) e = errno;
+  ::unlink(path.c_str());
+  return e;
+}
+
+}  // namespace
+
+FolderCheck check_folder(const std::string& dir, uint64_t needed_bytes) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return failed(errno == ENOTDIR ? FolderState::Missing : state_of_errno(errno), errno);
+  if (!S_ISDIR(st.st_mode)) return failed(FolderState::NotFolder);
+  struct statvfs fs {};
+  const bool known = ::statvfs(dir.c_str(), &fs) == 0;
+  if (known && (fs.f_flag & ST_RDONLY)) return failed(FolderState::ReadOnly);
+  if (::access(dir.c_str(), W_OK) != 0) return failed(state_of_errno(errno), errno);
+  if (const int e = test_write(dir)) return failed(state_of_errno(e), e);
+  FolderCheck c;
+  if (!known) return c;  // statvfs is not answered everywhere (some FUSE mounts): the test write passed
+  c.free_bytes = uint64_t(fs.f_bavail) * fs.f_frsize;
+  c.needed_bytes = needed_bytes;
+  if (c.free_bytes < needed_bytes) c.state = FolderState::NoSpace;
+  return c;
+}
+
+std::string FolderCheck::reason(const std::string& dir) const {
+  const std::string why = detail.empty() ? "" : " (" + detail + ")";
+  switch (state) {
+    case FolderState::Ok: return "can be written";
+    case FolderState::Missing: return "does not exist";
+    case FolderState::NotFolder: return "is not a folder";
+    case FolderState::NotWritable: return "is not writable by this user" + why;
+    case FolderState::ReadOnly: return "is on a read-only file system";
+    case FolderState::NoSpace:
+      if (needed_bytes == 0) return "is on a full disk" + why;
+      return "has " + human_bytes(free_bytes) + " free, less than the " + human_bytes(needed_bytes) + " this job writes";
+  }
+  return "cannot be written (" + dir + ")";
+}
+
+uint64_t raw_frame_bytes(const JobSpec& job) {
+  if (job.width <= 0 || job.height <= 0) return 0;
+  const uint64_t frames = uint64_t(std::max(1, job.num_frames)) * uint64_t(std::max(1, job.num_videos_per_prompt));
+  return frames * uint64_t(job.width) * uint64_t(job.height) * 3;
+}
+
+uint64_t expected_output_bytes(const JobSpec& job) {
+  if (job.output_file.empty()) return 0;
+  Format f;
+  try {
+    f = format_for(job.output_file);
+  } catch (const InputError&) {
+    return 0;  // the job's check names the bad path itself
+  }
+  const uint64_t raw = raw_frame_bytes(job);
+  switch (f) {
+    case Format::PNG:
+    case Format::ImagePNG: return raw;
+    case Format::GIF: return raw / 10;
+    default: return raw / 100;  // H.264, VP9, JPEG, WebP at their usual quality
+  }
+}
+
+std::string human_bytes(uint64_t bytes) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  double v = double(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+}  // namespace studio::plan

@@ -1,0 +1,325 @@
+// The studio's plumbing, offscreen, with real workers: each rank's live output in the log pane (filtered
+// by rank, a killed rank's lines highlighted, kept in the run's folder), the GUI thread never stalled by
+// a run (the Supervisor and the PNG encoding on threads of their own), a rank that cannot be spawned
+// reported at once, and the output folder chosen in Settings and checked before a job starts with the
+// true reason: missing, not a folder, a read-only mount, no space (plan/output_folder.h, the launcher's
+// check too).
+//
+// The read-only and full folders are real mounts: main() moves this test into a private mount namespace
+// (as root, or in a user namespace of its own) before any thread starts; where neither is allowed those
+// cases fall back to a read-only file system the machine already has (/sys in most containers) or skip.
+// With STUDIO_SCREENSHOTS=DIR it saves the run view with its log, and the Settings dialog, there.
+#undef QT_NO_KEYWORDS  // qcustomplot.h, included through the GUI, uses Qt's keywords
+#include <QDialogButtonBox>
+#include <QElapsedTimer>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTimer>
+#include <QtTest>
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <fstream>
+#include <set>
+
+#include "gui/job_runner.h"
+#include "gui/main_window.h"
+#include "gui/output_settings.h"
+#include "plan/model_folder.h"
+#include "plan/output_folder.h"
+
+using namespace studio;
+using namespace studio::gui;
+
+Q_DECLARE_METATYPE(studio::workers::Outcome)
+
+namespace {
+
+bool g_private_mounts = false;  // main() got this process a mount namespace of its own
+
+bool write_file(const char* path, const std::string& text) {
+  std::ofstream f(path);
+  return bool(f << text);
+}
+
+// Before any thread exists (a user namespace needs a single-threaded process).
+bool enter_private_mount_namespace() {
+  const uid_t uid = ::getuid();
+  const gid_t gid = ::getgid();
+  if (::unshare(CLONE_NEWNS) != 0) {
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return false;
+    write_file("/proc/self/setgroups", "deny");
+    if (!write_file("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1") ||
+        !write_file("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1"))
+      return false;
+  }
+  return ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0;  // nothing leaks out
+}
+
+bool mount_read_only(const QString& dir) {
+  const QByteArray d = dir.toUtf8();
+  return g_private_mounts && ::mount(d.constData(), d.constData(), nullptr, MS_BIND, nullptr) == 0 &&
+         ::mount(nullptr, d.constData(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) == 0;
+}
+
+bool mount_small_tmpfs(const QString& dir, const char* size) {
+  return g_private_mounts && ::mount("tmpfs", dir.toUtf8().constData(), "tmpfs", 0, size) == 0;
+}
+
+// A read-only file system this machine already has, for when no mount can be made.
+QString existing_read_only_folder() {
+  for (const char* dir : {"/sys", "/proc/sys", "/sys/fs/cgroup"}) {
+    struct statvfs fs {};
+    if (::statvfs(dir, &fs) == 0 && (fs.f_flag & ST_RDONLY)) return dir;
+  }
+  return {};
+}
+
+void shoot(QWidget* w, const QString& name) {
+  const QByteArray dir = qgetenv("STUDIO_SCREENSHOTS");
+  if (dir.isEmpty()) return;
+  QTest::qWait(200);
+  w->window()->grab().save(QString::fromUtf8(dir) + "/" + name + ".png");
+}
+
+int wait_for_run(QSignalSpy& spy, int ms) {
+  if (spy.isEmpty() && !spy.wait(ms)) return -1;
+  return spy.takeFirst().at(0).value<workers::Outcome>().exit_code;
+}
+
+QStringList shown_lines(const LogPane& log) { return log.text->toPlainText().split('\n', Qt::SkipEmptyParts); }
+
+}  // namespace
+
+class TestStudioPlumbing : public QObject {
+  Q_OBJECT
+  QTemporaryDir tmp_;
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    qputenv("DIT_STUDIO_BIN_DIR", STUDIO_BIN_DIR);
+    QCoreApplication::setOrganizationName("DiT Studio plumbing tests");
+    QSettings().clear();
+    qRegisterMetaType<workers::Outcome>();
+    qInfo("private mount namespace: %s", g_private_mounts ? "yes" : "no (read-only cases use the machine's own)");
+  }
+
+  void the_log_shows_each_rank_and_filters_and_the_gui_thread_never_stalls() {
+    const QString runs = tmp_.path() + "/chosen-runs";
+    QVERIFY(QDir().mkpath(runs));
+    MainWindow w(tmp_.path() + "/log");
+    w.resize(1280, 800);
+    w.show();
+    {  // the output folder, chosen in Settings and kept
+      SettingsDialog settings(tmp_.path() + "/log", &w);
+      settings.output_folder->setText(runs);
+      QVERIFY2(settings.folder_state->text().contains("free"), qPrintable(settings.folder_state->text()));
+      settings.show();
+      shoot(&settings, "settings");
+      settings.accept();
+      QCOMPARE(settings.result(), int(QDialog::Accepted));
+    }
+    QCOMPARE(QSettings().value("output/folder").toString(), runs);
+    QCOMPARE(output_root(tmp_.path() + "/log"), runs);
+    w.compose->prompt->setPlainText("a paper boat drifts on a pond");
+    w.compose->frames->setValue(9);
+    w.compose->steps->setValue(4);
+    w.compose->width->setValue(576);  // larger frames than the default, for the PNG encoding
+    w.compose->height->setValue(384);
+    w.parallel->ulysses->setValue(2);
+    // The GUI thread's longest gap between ticks of a 10 ms timer, from the start to the end of the run.
+    QElapsedTimer clock;
+    qint64 last = 0, longest = 0, longest_at = 0;
+    QTimer ticker;
+    ticker.setInterval(10);
+    connect(&ticker, &QTimer::timeout, this, [&] {
+      const qint64 now = clock.elapsed();
+      if (now - last > longest) longest = now - last, longest_at = now;
+      last = now;
+    });
+    QSignalSpy spy(&w, &MainWindow::run_finished);
+    clock.start();
+    ticker.start();
+    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+    QVERIFY2(w.running(), qPrintable(w.reason->text()));
+    QCOMPARE(wait_for_run(spy, 180000), 0);
+    ticker.stop();
+    qInfo("the GUI thread's longest stall during a 2-rank run of %lld ms: %lld ms, ending at %lld ms", clock.elapsed(),
+          longest, longest_at);
+    QVERIFY2(longest < 1500, qPrintable(QString("the GUI thread stalled for %1 ms").arg(longest)));
+
+    auto* log = w.run_view->log;
+    std::set<int> ranks;
+    for (const auto& l : log->lines()) ranks.insert(l.rank);
+    QVERIFY2(ranks.count(0) && ranks.count(1), qPrintable(log->text->toPlainText()));
+    QCOMPARE(log->rank_filter->count(), 3);  // all, rank 0, rank 1
+    const QStringList all = shown_lines(*log);
+    QVERIFY(all.size() >= 2);
+    for (int rank : {0, 1}) {
+      log->show_rank(rank);
+      const QStringList lines = shown_lines(*log);
+      QVERIFY(!lines.isEmpty());
+      QVERIFY(lines.size() < all.size());
+      for (const auto& line : lines) QVERIFY2(line.startsWith(QString("[rank %1] ").arg(rank)), qPrintable(line));
+    }
+    log->show_rank(-1);
+    QCOMPARE(shown_lines(*log).size(), all.size());
+    for (const auto& l : log->lines()) QVERIFY2(!l.failure, qPrintable(l.text));  // nothing failed
+    // The run went to the chosen folder with its frames (encoded off the GUI thread) and its log.
+    const auto run = w.history->runs().front();
+    QVERIFY2(run.folder.startsWith(runs + "/"), qPrintable(run.folder));
+    QCOMPARE(QDir(run.folder + "/frames").entryList({"*.png"}).size(), 9);
+    QCOMPARE(QImage(run.folder + "/frames/0008.png").size(), QSize(576, 384));
+    QVERIFY(QFile::exists(run.folder + "/log.txt"));
+    log->toggle->setChecked(true);
+    w.tabs->setCurrentWidget(w.run_view);
+    shoot(&w, "run-log-1280x800");
+    QSettings().remove("output/folder");
+  }
+
+  void cleanupTestCase() {  // the test's mounts, so that its folder can go
+    for (const char* dir : {"/read-only", "/small"}) ::umount2((tmp_.path() + dir).toUtf8().constData(), MNT_DETACH);
+  }
+
+  void a_killed_rank_s_lines_are_highlighted_and_kept() {
+    MainWindow w(tmp_.path() + "/killed");
+    w.resize(1920, 1080);
+    w.show();
+    w.compose->prompt->setPlainText("a paper boat");
+    w.compose->frames->setValue(9);
+    w.compose->steps->setValue(1000);
+    w.parallel->ring->setValue(2);
+    QSignalSpy spy(&w, &MainWindow::run_finished);
+    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+    pid_t victim = 0;
+    QTRY_VERIFY_WITH_TIMEOUT((victim = w.rank_pid(1)) > 0, 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(w.run_view->bars[1]->value() > 0, 60000);  // into the denoising steps
+    ::kill(victim, SIGKILL);
+    QCOMPARE(wait_for_run(spy, 30000), 128 + SIGKILL);
+    auto* log = w.run_view->log;
+    QVERIFY(log->expanded());  // opened to show the failure
+    int rank1_marked = 0, rank0_marked = 0, launcher_marked = 0;
+    for (const auto& l : log->lines()) {
+      if (!l.failure) continue;
+      rank1_marked += l.rank == 1;
+      rank0_marked += l.rank == 0;
+      launcher_marked += l.rank < 0 && l.text.contains("was killed by signal 9");
+    }
+    QVERIFY2(rank1_marked > 0, qPrintable(log->text->toPlainText()));
+    QCOMPARE(rank0_marked, 0);  // it only lost its peer
+    QCOMPARE(launcher_marked, 1);
+    QVERIFY(log->text->document()->toHtml().contains("#fadbd8"));  // drawn highlighted
+    // The rows show how each rank ended, the killed one in red; none is left at "starting".
+    QString rows;
+    for (const auto* l : w.run_view->findChildren<QLabel*>())
+      if (l->text().startsWith("rank ")) rows += l->text() + "\n";
+    QVERIFY2(rows.contains("rank 1  killed at step") && !rows.contains("starting"), qPrintable(rows));
+    shoot(&w, "run-log-1920x1080");
+    // Kept in the run's folder: loaded again, the same lines are marked.
+    const auto run = w.history->runs().front();
+    QVERIFY2(QFile::exists(run.folder + "/log.txt"), qPrintable(run.folder));
+    LogPane again;
+    QVERIFY(again.load(run.folder + "/log.txt"));
+    int marked_again = 0;
+    for (const auto& l : again.lines()) marked_again += l.failure;
+    QCOMPARE(marked_again, rank1_marked + launcher_marked);
+  }
+
+  void a_rank_that_cannot_be_spawned_fails_the_start_at_once() {
+    JobRunner runner;
+    workers::LaunchPlan lp;
+    lp.job.job.model_dir = "/nowhere";
+    lp.worker_exe = tmp_.path().toStdString() + "/no-such-dit-worker";
+    QString error;
+    QVERIFY(!runner.start(lp, &error));
+    QVERIFY2(error.contains("cannot start rank 0") && error.contains("No such file or directory"), qPrintable(error));
+    QVERIFY(!runner.running());
+  }
+
+  void the_output_folder_is_checked_before_a_job_starts_with_the_true_reason() {
+    // Missing, and not a folder.
+    const QString missing = tmp_.path() + "/not-made";
+    QCOMPARE(plan::check_folder(missing.toStdString()).state, plan::FolderState::Missing);
+    QFile file(tmp_.path() + "/a-file");
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.close();
+    QCOMPARE(plan::check_folder(file.fileName().toStdString()).state, plan::FolderState::NotFolder);
+    QVERIFY(plan::check_folder(tmp_.path().toStdString()).ok());
+
+    // Read-only: a read-only bind mount of a folder that exists (root passes access(W_OK) there).
+    QString read_only = tmp_.path() + "/read-only";
+    QVERIFY(QDir().mkpath(read_only));
+    if (!mount_read_only(read_only)) read_only = existing_read_only_folder();
+    if (read_only.isEmpty()) QSKIP("no private mount namespace and no read-only file system to test with");
+    qInfo("read-only folder: %s", qPrintable(read_only));
+    const auto c = plan::check_folder(read_only.toStdString());
+    QCOMPARE(c.state, plan::FolderState::ReadOnly);
+
+    MainWindow w(tmp_.path() + "/checked");
+    w.compose->prompt->setPlainText("a paper boat");
+    w.compose->frames->setValue(9);
+    w.compose->steps->setValue(2);
+    // The launcher's check of the same job: the flag wording, the same truth.
+    auto job = w.compose->job();
+    job.output_file = (read_only + "/clip.mp4").toStdString();
+    std::string output_problem;
+    for (const auto& p : plan::validate(job, plan::read_model_folder(job.model_dir)))
+      if (p.field == "output") output_problem = p.message;
+    QVERIFY2(output_problem.find("is on a read-only file system") != std::string::npos &&
+                 output_problem.find("does not exist") == std::string::npos,
+             output_problem.c_str());
+    job.output_file = (missing + "/clip.mp4").toStdString();
+    output_problem.clear();
+    for (const auto& p : plan::validate(job, plan::read_model_folder(job.model_dir)))
+      if (p.field == "output") output_problem = p.message;
+    QVERIFY2(output_problem.find("does not exist") != std::string::npos, output_problem.c_str());
+
+    // The window: the job does not start, and says why in its own words.
+    const int runs_before = int(w.history->runs().size());
+    for (const auto& [folder, words] : {std::pair{read_only, QString("is on a read-only file system")},
+                                        std::pair{missing, QString("does not exist: create it, or choose another")}}) {
+      set_output_root(folder);
+      QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+      QVERIFY(!w.running());
+      QVERIFY2(w.reason->text().contains(words) && w.reason->text().contains("Settings"), qPrintable(w.reason->text()));
+      QVERIFY(!w.reason->text().contains("--output"));
+    }
+    QCOMPARE(int(w.history->runs().size()), runs_before);  // nothing started, nothing recorded
+    QVERIFY(w.run_view->bars.empty());                     // no rank rows left at "starting"
+    // Settings refuses the folder with the same reason.
+    SettingsDialog settings(tmp_.path() + "/checked");
+    settings.output_folder->setText(read_only);
+    settings.accept();
+    QCOMPARE(settings.result(), int(QDialog::Rejected));
+    QVERIFY2(settings.folder_state->text().contains("read-only file system"), qPrintable(settings.folder_state->text()));
+
+    // No space: a 64 KiB file system cannot take the run's frames.
+    const QString small = tmp_.path() + "/small";
+    QVERIFY(QDir().mkpath(small));
+    if (!mount_small_tmpfs(small, "size=64k")) QSKIP("no private mount namespace for a small tmpfs");
+    QCOMPARE(plan::check_folder(small.toStdString(), 1 << 20).state, plan::FolderState::NoSpace);
+    set_output_root(small);
+    QVERIFY(w.generate());
+    QVERIFY(!w.running());
+    QVERIFY2(w.reason->text().contains("free, less than the") && w.reason->text().contains("free some space"),
+             qPrintable(w.reason->text()));
+    set_output_root({});
+  }
+};
+
+int main(int argc, char** argv) {
+  g_private_mounts = enter_private_mount_namespace();
+  QApplication app(argc, argv);
+  TestStudioPlumbing t;
+  return QTest::qExec(&t, argc, argv);
+}
+
+#include "test_studio_plumbing.moc"
