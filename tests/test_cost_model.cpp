@@ -135,15 +135,21 @@ TEST_F(CostModel, pipefusion) {
   EXPECT_DOUBLE_EQ(pipe.pipe_bytes, 2 * 40 * 64 * 4.0);
   EXPECT_DOUBLE_EQ(sync.gather_bytes, 2 * kOut);  // the last stage's broadcast
 
-  // Two ranks sharing the cores: alone 1e9, together 0.5e9 each. Warm-up (1 of 4 steps): stage after
-  // stage at 1e9, 2 x 1 block; pipelined: 3 slots of half a stage's work at 0.5e9.
+  // Devices of their own (GPUs: alone = together = 1e9). Warm-up (1 of 4 steps): stage after stage,
+  // 2 x a stage's work; pipelined: 3 slots of half a stage's work.
   plan::Calibration c;
   c.ranks = 2, c.gemm_flops_per_s = c.attention_flops_per_s = 1e9;
-  c.gemm_flops_per_s_all = c.attention_flops_per_s_all = 0.5e9;
-  const auto r = plan::predict(p, job_, model_, c, 4);
+  c.gemm_flops_per_s_all = c.attention_flops_per_s_all = 1e9;
   const double stage = sync.gemm_flops + sync.attention_flops;
+  auto r = plan::predict(p, job_, model_, c, 4);
+  EXPECT_DOUBLE_EQ(r.compute_s, stage / 1e9);
+  EXPECT_NEAR(r.compute_s + r.bubble_s, 0.25 * (2 * stage / 1e9) + 0.75 * (3 * stage / 2 / 1e9), 1e-12);
+  // Two ranks sharing the cores (together 0.5e9 each): the pipelined step is bound by both stages' work
+  // over the machine's 1e9, more than its critical path of 3 half-stage slots at 1e9.
+  c.gemm_flops_per_s_all = c.attention_flops_per_s_all = 0.5e9;
+  r = plan::predict(p, job_, model_, c, 4);
   EXPECT_DOUBLE_EQ(r.compute_s, stage / 0.5e9);
-  EXPECT_NEAR(r.compute_s + r.bubble_s, 0.25 * (2 * stage / 1e9) + 0.75 * (3 * stage / 2 / 0.5e9), 1e-12);
+  EXPECT_NEAR(r.compute_s + r.bubble_s, 0.25 * (2 * stage / 1e9) + 0.75 * (2 * stage / 1e9), 1e-12);
 }
 
 TEST_F(CostModel, ranking_marks_what_does_not_fit) {

@@ -105,18 +105,28 @@ Prediction predict(const ParallelConfig& p, const JobSpec& job_in, const ModelFo
     r.compute_s = full_rate_compute;
     r.communication_s = collectives(sync);
   } else {
-    // Warm-up: the stages run one after another, P / S ranks busy at a time.
-    const double sync_compute = S * compute(sync, std::max(1, P / S));
+    // Warm-up: the stages run one after another, P / S ranks busy at a time; `stages` is the whole
+    // model's work in units of the largest stage's (stages may differ by a block).
+    const double stages = double(rules_of(model).blocks(model)) / sync.blocks;
+    const double sync_compute = stages * compute(sync, std::max(1, P / S));
     const double sync_comm = collectives(sync) + link_time(c, sync.pipe_bytes * sync.pipe_hops, sync.pipe_hops);
-    // Pipelined: M patches through S stages, M + S - 1 patch slots, each a patch's compute and its hop.
+    // Pipelined: M patches through S stages, M + S - 1 patch slots of a patch's compute (the critical
+    // path, the stages' ranks at work at once); on shared devices at least every rank's work over the
+    // machine's rate (a stage waiting for its patch leaves the cores to the others).
     const StepWork pipe = count_step_work(p, job, model, b, true);
     const int M = p.num_pipeline_patch;
-    const double slot = compute(pipe, P) / M;
+    const double critical = compute(pipe, std::max(1, P / S)) * (M + S - 1) / M;
+    const double machine = c.gemm_flops_per_s_all > 0 && c.attention_flops_per_s_all > 0
+                               ? P / S * stages * (pipe.gemm_flops / (c.gemm_flops_per_s_all * c.ranks) +
+                                                   pipe.attention_flops / (c.attention_flops_per_s_all * c.ranks))
+                               : 0;
     const double pipe_comm = collectives(pipe) + link_time(c, pipe.pipe_bytes * pipe.pipe_hops, pipe.pipe_hops);
     const double warm = std::min(1.0, double(std::min(p.warmup_steps, job.num_inference_steps)) /
                                           std::max(1, job.num_inference_steps));
-    r.compute_s = full_rate_compute;
-    r.bubble_s = warm * (sync_compute - full_rate_compute) + (1 - warm) * (slot * (M + S - 1) - full_rate_compute);
+    // Compute: the work with every rank at work (on shared devices, the machine's share of all stages);
+    // the bubble: what the warm-up and the fill and drain add to it.
+    r.compute_s = machine > 0 ? std::min(full_rate_compute, machine) : full_rate_compute;
+    r.bubble_s = warm * sync_compute + (1 - warm) * std::max(critical, machine) - r.compute_s;
     r.communication_s = warm * sync_comm + (1 - warm) * pipe_comm;
   }
   r.seconds_per_step = r.compute_s + r.bubble_s + r.communication_s;

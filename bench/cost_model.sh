@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The cost model (docs/cost-model.md) against measurements: every valid configuration of the mid-size
+# CogVideoX-2B shape (real widths: 30 heads x 64, width 1920, 226 text tokens; LAYERS blocks, 240 x 352 x 13
+# frames: 1,320 video + 226 text tokens, guidance 6: a CFG batch of 2, float32) on 1, 2, 3 and 4 CPU
+# processes (or GPUs, one process each, when dit-worker sees them). For each process count `dit-launch
+# --plan --json` predicts (calibrating first, in a fresh cache), then each configuration runs STEPS steps;
+# measured: the mean over the steps of the slowest rank's step time. Prints a markdown table of predicted
+# against measured, and per process count and over all, the Spearman rank correlation and whether the
+# predicted best is the measured best or within 10% of it.
+# Usage: bench/cost_model.sh [BUILD_DIR] [LAYERS] [STEPS] [PROCESS COUNTS...]
+set -euo pipefail
+build=${1:-build}
+layers=${2:-4}
+steps=${3:-3}
+shift $(( $# > 3 ? 3 : $# ))
+counts=("$@")
+[ ${#counts[@]} -gt 0 ] || counts=(1 2 3 4)
+size=(--height 240 --width 352 --num_frames 13)
+work=$(mktemp -d /tmp/dit-cost-model-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+"$build/bin/bench-make-model" "$work/model" --layers "$layers" "${size[@]}" >/dev/null
+export XDG_CACHE_HOME="$work/cache"
+job=(--model "$work/model" --prompt_embeds "$work/model/embeds.safetensors" "${size[@]}" --num_inference_steps "$steps")
+
+echo "CogVideoX-2B widths, $layers layers, 240x352x13, $steps steps, guidance 6 (CFG batch of 2), $(nproc) cores"
+echo
+echo "| processes | configuration | predicted s/step | measured s/step | predicted / measured |"
+echo "|---|---|---|---|---|"
+: >"$work/all.tsv"
+# Every prediction first: the calibrations of each process count close together in time.
+for n in "${counts[@]}"; do
+  "$build/bin/dit-launch" "${job[@]}" --plan --json --nproc_per_node "$n" >"$work/plan-$n.json"
+done
+for n in "${counts[@]}"; do
+  # One line per configuration: its flags and predicted seconds per step.
+  sed -nE 's/^ *"args": "([^"]*)",?$/\1/p; s/^ *"seconds_per_step": ([0-9.e+-]+),?$/\1/p' "$work/plan-$n.json" |
+    paste -d '|' - - >"$work/plan.tsv"
+  : >"$work/n.tsv"
+  while IFS='|' read -r flags predicted; do
+    if "$build/bin/dit-launch" "${job[@]}" $flags --events_log "$work/events" >"$work/log" 2>&1; then
+      measured=$(grep '"kind":"progress"' "$work/events" |
+                 awk 'match($0, /"step":[0-9]+/) { s = substr($0, RSTART + 7, RLENGTH - 7);
+                        match($0, /"seconds":[0-9.e+-]+/); t = substr($0, RSTART + 10, RLENGTH - 10) + 0;
+                        if (t > m[s]) m[s] = t }
+                      END { for (s in m) { sum += m[s]; k++ } printf "%.3f", sum / k }')
+    else
+      measured=failed
+      tail -3 "$work/log" >&2
+    fi
+    printf "| %s | %s | %.3f | %s | %s |\n" "$n" "${flags:-one process}" "$predicted" "$measured" \
+      "$(awk -v p="$predicted" -v m="$measured" 'BEGIN { if (m + 0 > 0) printf "%.2f", p / m }')"
+    [ "$measured" = failed ] || printf "%s\t%s\t%s\t%s\n" "$n" "${flags:-one process}" "$predicted" "$measured" |
+      tee -a "$work/all.tsv" >>"$work/n.tsv"
+  done <"$work/plan.tsv"
+  cp "$work/n.tsv" "$work/count-$n.tsv"
+done
+
+# Spearman's rho (ties take their mean rank) and the predicted best against the measured best.
+verdict() {
+  awk -F'\t' -v label="$1" '
+    function ranks(col, r,   i, j, k, v) {
+      for (i = 1; i <= n; i++) { v = x[i, col]; k = 0; j = 0
+        for (t = 1; t <= n; t++) { if (x[t, col] < v) k++; else if (x[t, col] == v) j++ }
+        r[i] = k + (j + 1) / 2 }
+    }
+    { n++; name[n] = $1 " " $2; x[n, 1] = $3 + 0; x[n, 2] = $4 + 0 }
+    END {
+      if (n < 2) { printf "- %s: %d configuration(s), nothing to rank\n", label, n; exit }
+      ranks(1, a); ranks(2, b)
+      for (i = 1; i <= n; i++) { ma += a[i] / n; mb += b[i] / n }
+      for (i = 1; i <= n; i++) { sab += (a[i] - ma) * (b[i] - mb); saa += (a[i] - ma) ^ 2; sbb += (b[i] - mb) ^ 2 }
+      rho = (saa > 0 && sbb > 0) ? sab / sqrt(saa * sbb) : 0
+      pb = 1; mbest = 1
+      for (i = 2; i <= n; i++) { if (x[i, 1] < x[pb, 1]) pb = i; if (x[i, 2] < x[mbest, 2]) mbest = i }
+      gap = x[pb, 2] / x[mbest, 2] - 1
+      printf "- %s: %d configurations, Spearman %.2f; predicted best `%s` measures %.3f s/step, the measured best `%s` %.3f s/step (%+.1f%%): %s\n",
+             label, n, rho, name[pb], x[pb, 2], name[mbest], x[mbest, 2], 100 * gap,
+             (gap <= 0.10 && rho >= 0.8) ? "goal met" : (gap <= 0.10 ? "best within 10%, Spearman below 0.8" : "best not within 10%")
+    }' "$2"
+}
+echo
+for n in "${counts[@]}"; do verdict "$n processes" "$work/count-$n.tsv"; done
+verdict "all process counts" "$work/all.tsv"
