@@ -1,51 +1,54 @@
-// Writes a CogVideoX-2B-shaped diffusers folder with random weights for benchmarks: the real config
-// (30 heads x 64, width 1920, text 4096 -> 226 tokens, 480 x 720 x 49 frames) with `--layers N` blocks
-// (the real model has 30), and prompt embeddings for it. `--height --width --num_frames` change the
-// sample size in the configs (pixels and frames: dit-launch's defaults); `--vae` adds vae/ with the real
-// CogVideoX-2b VAE config and random weights, so that diffusers can load the folder too.
-// Usage: bench-make-model OUT_DIR [--layers N] [--height H --width W --num_frames F] [--vae]
+// Writes a diffusers folder with random weights and the real config of a published model, for benchmarks:
+// - cogvideox (default): CogVideoX-2B (30 heads x 64, width 1920, text 4096 -> 226 tokens, 480 x 720 x 49
+//   frames); `--height --width --num_frames` change the sample size in its config (dit-launch's defaults);
+// - wan21: Wan2.1-T2V-1.3B (12 heads x 128, ffn 8960, text 4096 -> 512 tokens, flow_shift 3.0 for 480p);
+// - wan22: the same expert twice (transformer/ and transformer_2/, different weights), boundary_ratio
+//   0.875 as Wan2.2 A14B, to show one expert resident at a time.
+// `--layers N` sets the blocks (both real models have 30); `--vae` adds vae/ with the real VAE config (the
+// decoder's weights: the engine has no encoder); `--bfloat16` stores the transformer in bfloat16 (half the
+// disk and, run with --dtype bfloat16, weights the engine maps instead of copying). No text encoder:
+// embeds.safetensors holds random prompt_embeds and negative_prompt_embeds for --prompt_embeds. Prints the
+// plan's estimate of the transformer weights per rank for 1, 2 and 4 PipeFusion stages.
+// Usage: bench-make-model OUT_DIR [--family cogvideox|wan21|wan22] [--layers N] [--height H --width W
+//        --num_frames F] [--vae] [--bfloat16]
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
+#include "io/safetensors_file.h"
 #include "io/tensor_file.h"
 #include "io/weights.h"
 #include "models/cogvideox_transformer.h"
 #include "models/cogvideox_vae.h"
+#include "models/wan_transformer.h"
+#include "models/wan_vae.h"
+#include "plan/family.h"
 #include "plan/model_folder.h"
+#include "plan/parallel.h"
 #include "sampling/noise.h"
 
 namespace fs = std::filesystem;
 using namespace studio;
 
-int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::cerr << "usage: bench-make-model OUT_DIR [--layers N] [--height H --width W --num_frames F] [--vae]\n";
-    return 2;
-  }
+namespace {
+
+struct Options {
+  std::string family = "cogvideox";
   int layers = 30, height = 480, width = 720, frames = 49;
-  bool vae = false;
-  for (int i = 2; i < argc; ++i) {
-    const bool value = i + 1 < argc;
-    if (!std::strcmp(argv[i], "--vae")) vae = true;
-    else if (value && !std::strcmp(argv[i], "--layers")) layers = std::atoi(argv[++i]);
-    else if (value && !std::strcmp(argv[i], "--height")) height = std::atoi(argv[++i]);
-    else if (value && !std::strcmp(argv[i], "--width")) width = std::atoi(argv[++i]);
-    else if (value && !std::strcmp(argv[i], "--num_frames")) frames = std::atoi(argv[++i]);
-    else return std::cerr << "bench-make-model: unknown or incomplete option " << argv[i] << "\n", 2;
-  }
-  const fs::path out(argv[1]);
-  fs::create_directories(out / "transformer");
-  fs::create_directories(out / "scheduler");
+  bool vae = false, bfloat16 = false;
+};
+
+void write_cogvideox_configs(const fs::path& out, const Options& o) {
   std::ofstream(out / "model_index.json") << R"({"_class_name": "CogVideoXPipeline", "scheduler": ["diffusers",
     "CogVideoXDDIMScheduler"], "transformer": ["diffusers", "CogVideoXTransformer3DModel"])"
-                                          << (vae ? R"(, "vae": ["diffusers", "AutoencoderKLCogVideoX"]})" : "}");
+                                          << (o.vae ? R"(, "vae": ["diffusers", "AutoencoderKLCogVideoX"]})" : "}");
   std::ofstream(out / "transformer" / "config.json")
       << R"({"_class_name": "CogVideoXTransformer3DModel", "num_attention_heads": 30, "attention_head_dim": 64,
     "in_channels": 16, "out_channels": 16, "time_embed_dim": 512, "text_embed_dim": 4096, "num_layers": )"
-      << layers << R"(, "sample_width": )" << width / 8 << R"(, "sample_height": )" << height / 8
-      << R"(, "sample_frames": )" << frames << R"(, "patch_size": 2,
+      << o.layers << R"(, "sample_width": )" << o.width / 8 << R"(, "sample_height": )" << o.height / 8
+      << R"(, "sample_frames": )" << o.frames << R"(, "patch_size": 2,
     "max_text_seq_length": 226, "use_rotary_positional_embeddings": false})";
   // CogVideoX-2b's scheduler config in full: diffusers' class defaults for missing fields are not its values.
   std::ofstream(out / "scheduler" / "scheduler_config.json")
@@ -53,8 +56,7 @@ int main(int argc, char** argv) {
     "beta_end": 0.012, "beta_schedule": "scaled_linear", "clip_sample": false, "set_alpha_to_one": true,
     "steps_offset": 0, "prediction_type": "v_prediction", "timestep_spacing": "trailing",
     "rescale_betas_zero_snr": true, "snr_shift_scale": 3.0})";
-  if (vae) {
-    fs::create_directories(out / "vae");
+  if (o.vae)
     std::ofstream(out / "vae" / "config.json") << R"({"_class_name": "AutoencoderKLCogVideoX", "act_fn": "silu",
     "block_out_channels": [128, 256, 256, 512], "down_block_types": ["CogVideoXDownBlock3D", "CogVideoXDownBlock3D",
     "CogVideoXDownBlock3D", "CogVideoXDownBlock3D"], "force_upcast": true, "in_channels": 3, "latent_channels": 16,
@@ -63,19 +65,144 @@ int main(int argc, char** argv) {
     "shift_factor": null, "temporal_compression_ratio": 4, "up_block_types": ["CogVideoXUpBlock3D",
     "CogVideoXUpBlock3D", "CogVideoXUpBlock3D", "CogVideoXUpBlock3D"], "use_post_quant_conv": false,
     "use_quant_conv": false})";
+}
+
+// Wan-AI/Wan2.1-T2V-1.3B-Diffusers' configs (diffusers 0.35.2), its text encoder and tokenizer left out.
+void write_wan_configs(const fs::path& out, const Options& o, bool two_experts) {
+  const char* expert = R"("WanTransformer3DModel"])";
+  std::ofstream(out / "model_index.json")
+      << R"({"_class_name": "WanPipeline", "_diffusers_version": "0.35.2", "scheduler": ["diffusers",
+    "UniPCMultistepScheduler"], "text_encoder": [null, null], "tokenizer": [null, null],
+    "transformer": ["diffusers", )" << expert
+      << (o.vae ? R"(, "vae": ["diffusers", "AutoencoderKLWan"])" : "") << R"(, "expand_timesteps": false, )"
+      << (two_experts ? std::string(R"("boundary_ratio": 0.875, "transformer_2": ["diffusers", )") + expert
+                      : std::string(R"("boundary_ratio": null, "transformer_2": [null, null])"))
+      << "}";
+  for (const char* part : {"transformer", "transformer_2"}) {
+    if (!two_experts && std::string(part) == "transformer_2") continue;
+    fs::create_directories(out / part);
+    std::ofstream(out / part / "config.json")
+        << R"({"_class_name": "WanTransformer3DModel", "_diffusers_version": "0.35.2", "added_kv_proj_dim": null,
+    "attention_head_dim": 128, "cross_attn_norm": true, "eps": 1e-06, "ffn_dim": 8960, "freq_dim": 256,
+    "image_dim": null, "in_channels": 16, "num_attention_heads": 12, "num_layers": )"
+        << o.layers << R"(, "out_channels": 16, "patch_size": [1, 2, 2],
+    "pos_embed_seq_len": null, "qk_norm": "rms_norm_across_heads", "rope_max_seq_len": 1024, "text_dim": 4096})";
   }
+  // wan21_tiny's scheduler config (diffusers' own for Wan2.1) with flow_shift 3.0, the 480p value.
+  std::ofstream(out / "scheduler" / "scheduler_config.json")
+      << R"({"_class_name": "UniPCMultistepScheduler", "_diffusers_version": "0.35.2", "beta_end": 0.02,
+    "beta_schedule": "linear", "beta_start": 0.0001, "disable_corrector": [], "dynamic_thresholding_ratio": 0.995,
+    "final_sigmas_type": "zero", "flow_shift": 3.0, "lower_order_final": true, "num_train_timesteps": 1000,
+    "predict_x0": true, "prediction_type": "flow_prediction", "rescale_betas_zero_snr": false,
+    "sample_max_value": 1.0, "solver_order": 2, "solver_p": null, "solver_type": "bh2", "steps_offset": 0,
+    "thresholding": false, "time_shift_type": "exponential", "timestep_spacing": "linspace", "trained_betas": null,
+    "use_beta_sigmas": false, "use_dynamic_shifting": false, "use_exponential_sigmas": false,
+    "use_flow_sigmas": true, "use_karras_sigmas": false})";
+  if (o.vae)
+    std::ofstream(out / "vae" / "config.json")
+        << R"({"_class_name": "AutoencoderKLWan", "_diffusers_version": "0.35.2", "attn_scales": [], "base_dim": 96,
+    "decoder_base_dim": null, "dim_mult": [1, 2, 4, 4], "dropout": 0.0, "in_channels": 3, "is_residual": false,
+    "latents_mean": [-0.7571, -0.7089, -0.9113, 0.1075, -0.1745, 0.9653, -0.1517, 1.5508, 0.4134, -0.0715,
+      0.5517, -0.3632, -0.1922, -0.9497, 0.2503, -0.2921],
+    "latents_std": [2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708, 2.6052, 2.0743, 3.2687, 2.1526, 2.8652,
+      1.5579, 1.6382, 1.1253, 2.8251, 1.916],
+    "num_res_blocks": 2, "out_channels": 3, "patch_size": null, "scale_factor_spatial": 8,
+    "scale_factor_temporal": 4, "temperal_downsample": [false, true, true], "z_dim": 16})";
+}
+
+// Rewrites a float32 safetensors file in bfloat16, one tensor at a time (a 1.3B model is 5.2 GB in float32).
+void store_as_bfloat16(const fs::path& file) {
+  const fs::path f32 = file.string() + ".float32";
+  fs::rename(file, f32);
+  {
+    const auto in = io::SafetensorsFile::open(f32.string());
+    std::vector<at::Tensor> kept;
+    std::vector<io::TensorToWrite> rows;
+    for (const auto& t : in->tensors()) {
+      kept.push_back(io::to_tensor(in, t, at::kBFloat16, at::kCPU));
+      rows.push_back({t.name, io::DType::BF16, t.shape, kept.back().data_ptr()});
+    }
+    io::write_safetensors(file.string(), rows);
+  }
+  fs::remove(f32);
+}
+
+// Makes `part`'s weights with `seed` by loading the model from a synthetic set, and saves them.
+template <class Load>
+void write_weights(const fs::path& part, uint64_t seed, bool bfloat16, Load load) {
+  const fs::path file = part / "diffusion_pytorch_model.safetensors";
+  {
+    auto w = io::WeightSet::synthetic(seed);
+    load(w);
+    w.save(file.string());
+  }
+  if (bfloat16) store_as_bfloat16(file);
+}
+
+void print_weight_estimate(const plan::ModelFolder& folder, int bytes) {
+  plan::JobSpec weights_only;  // no sample size: the estimate holds no activations
+  for (int stages : {1, 2, 4}) {
+    plan::ParallelConfig p;
+    p.pipefusion_parallel_degree = stages;
+    std::printf("plan: transformer weights per rank with %d PipeFusion stage(s): %.2f GiB\n", stages,
+                plan::estimate_memory(p, weights_only, folder, bytes).transformer_gib);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* usage = "usage: bench-make-model OUT_DIR [--family cogvideox|wan21|wan22] [--layers N] "
+                      "[--height H --width W --num_frames F] [--vae] [--bfloat16]\n";
+  if (argc < 2) return std::cerr << usage, 2;
+  Options o;
+  for (int i = 2; i < argc; ++i) {
+    const bool value = i + 1 < argc;
+    if (!std::strcmp(argv[i], "--vae")) o.vae = true;
+    else if (!std::strcmp(argv[i], "--bfloat16")) o.bfloat16 = true;
+    else if (value && !std::strcmp(argv[i], "--family")) o.family = argv[++i];
+    else if (value && !std::strcmp(argv[i], "--layers")) o.layers = std::atoi(argv[++i]);
+    else if (value && !std::strcmp(argv[i], "--height")) o.height = std::atoi(argv[++i]);
+    else if (value && !std::strcmp(argv[i], "--width")) o.width = std::atoi(argv[++i]);
+    else if (value && !std::strcmp(argv[i], "--num_frames")) o.frames = std::atoi(argv[++i]);
+    else return std::cerr << "bench-make-model: unknown or incomplete option " << argv[i] << "\n" << usage, 2;
+  }
+  const bool wan = o.family == "wan21" || o.family == "wan22";
+  if (!wan && o.family != "cogvideox")
+    return std::cerr << "bench-make-model: --family " << o.family << ": cogvideox, wan21 or wan22\n", 2;
+  const fs::path out(argv[1]);
+  fs::create_directories(out / "transformer");
+  fs::create_directories(out / "scheduler");
+  if (o.vae) fs::create_directories(out / "vae");
+  if (wan) write_wan_configs(out, o, o.family == "wan22");
+  else write_cogvideox_configs(out, o);
+
   const auto folder = plan::read_model_folder(out.string());
-  auto w = io::WeightSet::synthetic(11);
-  models::CogVideoXTransformer::load(w, folder.transformer, at::kFloat, at::kCPU);
-  w.save((out / "transformer" / "diffusion_pytorch_model.safetensors").string());
-  if (vae) {  // the decoder only: the engine has no encoder (diffusers' encoder stays unloaded)
-    auto vw = io::WeightSet::synthetic(13);
-    models::CogVideoXVae::load(vw, *folder.vae, at::kFloat, at::kCPU);
-    vw.save((out / "vae" / "diffusion_pytorch_model.safetensors").string());
+  if (wan) {
+    std::vector<const char*> experts{"transformer"};
+    if (folder.wan->transformer_2) experts.push_back("transformer_2");
+    for (size_t e = 0; e < experts.size(); ++e)
+      write_weights(out / experts[e], 11 + 10 * e, o.bfloat16, [&](io::WeightSet& w) {
+        models::WanTransformer::load(w, folder.wan->transformer, at::kFloat, at::kCPU);
+      });
+    if (o.vae)  // the decoder only (diffusers' encoder stays unloaded)
+      write_weights(out / "vae", 13, false,
+                    [&](io::WeightSet& w) { models::WanVae::load(w, *folder.wan->vae, at::kFloat, at::kCPU); });
+  } else {
+    write_weights(out / "transformer", 11, o.bfloat16, [&](io::WeightSet& w) {
+      models::CogVideoXTransformer::load(w, folder.transformer, at::kFloat, at::kCPU);
+    });
+    if (o.vae)
+      write_weights(out / "vae", 13, false,
+                    [&](io::WeightSet& w) { models::CogVideoXVae::load(w, *folder.vae, at::kFloat, at::kCPU); });
   }
+  const int64_t text_tokens = wan ? 512 : 226;
   sampling::SeededNoise noise(12);
   io::save_tensors((out / "embeds.safetensors").string(),
-                   {{"prompt_embeds", noise.draw({1, 226, 4096})}, {"negative_prompt_embeds", noise.draw({1, 226, 4096})}});
-  std::cout << "wrote " << out.string() << " (" << layers << " layers" << (vae ? ", vae" : "") << ")\n";
+                   {{"prompt_embeds", noise.draw({1, text_tokens, 4096})},
+                    {"negative_prompt_embeds", noise.draw({1, text_tokens, 4096})}});
+  std::cout << "wrote " << out.string() << " (" << o.family << ", " << o.layers << " layers"
+            << (o.vae ? ", vae" : "") << (o.bfloat16 ? ", bfloat16" : "") << ")\n";
+  print_weight_estimate(folder, o.bfloat16 ? 2 : 4);
   return 0;
 }
