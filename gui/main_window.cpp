@@ -14,10 +14,14 @@
 #include <QStandardPaths>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 #include "plan/error.h"
 #include "plan/family.h"
 #include "plan/job_check.h"
 #include "plan/job_file.h"
+#include "gui/results_wiring.h"
+#include "gui/output_settings.h"
 
 namespace studio::gui {
 
@@ -38,17 +42,31 @@ MainWindow::MainWindow(const QString& data_dir)
   reason->setWordWrap(true);
   reason->setStyleSheet("color: #c0392b;");
 
-  auto* left = new QWidget;
-  auto* left_layout = new QVBoxLayout(left);
-  left_layout->addWidget(compose);
-  left_layout->addWidget(worker);
-  left_layout->addWidget(parallel);
+  // The left column (compose_panel.h): the prompt, then these actions, never scrolled; the groups below.
+  auto* actions = new QWidget;
+  auto* actions_layout = new QVBoxLayout(actions);
+  actions_layout->setContentsMargins(8, 0, 0, 4);
   auto* buttons = new QHBoxLayout;
-  buttons->addWidget(generate_button);
+  buttons->addWidget(generate_button, 1);
   buttons->addWidget(sweep_button);
   buttons->addWidget(cancel_button);
-  left_layout->addLayout(buttons);
-  left_layout->addWidget(reason);
+  actions_layout->addLayout(buttons);
+  actions_layout->addWidget(reason);
+  compose->set_actions(actions);
+  auto* gpus = new QWidget;
+  auto* gpus_layout = new QVBoxLayout(gpus);
+  gpus_layout->setContentsMargins(0, 0, 0, 0);
+  gpus_layout->addWidget(worker);
+  gpus_layout->addWidget(parallel);
+  worker->workers->setObjectName("worker");
+  auto* gpu_group = compose->add_group(tr("GPUs and parallelism"), gpus, false);
+  connect(parallel, &ParallelPanel::changed, gpu_group, [this, gpu_group] {  // the configuration, even closed
+    gpu_group->header->setText(tr("GPUs and parallelism: %1").arg(QString::fromStdString(parallel->config().describe())));
+  });
+  compose->add_decoding_row(parallel->parallel_vae);
+  auto* left = new QWidget;
+  auto* left_layout = new QVBoxLayout(left);
+  left_layout->setContentsMargins(0, 0, 0, 0);
   queue_list = new QListWidget;
   queue_list->setObjectName("queue");
   queue_list->setMaximumHeight(90);
@@ -75,11 +93,9 @@ MainWindow::MainWindow(const QString& data_dir)
     queue_.erase(queue_.begin() + i);
     show_queue();
   });
-  left_layout->addStretch();
-  auto* scroll = new QScrollArea;
-  scroll->setWidget(left);
-  scroll->setWidgetResizable(true);
-  scroll->setMinimumWidth(430);
+  compose->add_below(left);
+  compose->finish_settings();
+  compose->setMinimumWidth(430);
 
   run_view = new RunView;
   run_view->setFocusPolicy(Qt::ClickFocus);  // a click in the run view gives Esc its meaning there
@@ -98,7 +114,7 @@ MainWindow::MainWindow(const QString& data_dir)
   connect(models_view, &ModelsView::use, compose, &ComposePanel::set_model_dir);
   auto* split = new QSplitter;
   split->setObjectName("split");
-  split->addWidget(scroll);
+  split->addWidget(compose);
   split->addWidget(tabs);
   split->setStretchFactor(1, 1);
   setCentralWidget(split);
@@ -107,6 +123,9 @@ MainWindow::MainWindow(const QString& data_dir)
   if (!history->open(data_dir_ + "/history.sqlite", &error)) reason->setText(error);
   connect(compose, &ComposePanel::changed, this, [this] { validate(); });
   connect(parallel, &ParallelPanel::changed, this, [this] { validate(); });
+  connect(parallel, &ParallelPanel::devices_changed, this, [this] {
+    if (compose->model()) parallel->fit_to_devices(compose->job(), *compose->model());
+  });
   connect(generate_button, &QPushButton::clicked, this, [this] { generate(); });
   connect(sweep_button, &QPushButton::clicked, this, [this] { sweep(); });
   connect(sweep_view, &SweepView::run_requested, this, &MainWindow::run_sweep);
@@ -115,9 +134,14 @@ MainWindow::MainWindow(const QString& data_dir)
     compare_view->compare(a, b);
     tabs->setCurrentWidget(compare_view);
   });
+  connect_results(this);
   connect(cancel_button, &QPushButton::clicked, this, [this] { cancel(); });
   connect(&runner_, &JobRunner::message, this, &MainWindow::on_message);
-  connect(&runner_, &JobRunner::note, this, [this](const QString& line) { run_view->status->setText(line); });
+  connect(&runner_, &JobRunner::picture, this, &MainWindow::on_picture);
+  connect(&runner_, &JobRunner::note, this, [this](const QString& line) {
+    run_view->status->setText(line);
+    run_view->log->note(line);
+  });
   connect(&runner_, &JobRunner::finished, this, &MainWindow::on_finished);
   // A run's settings come back from the history database, which may have been damaged or edited.
   auto settings_of = [this](const RunRecord& r) -> std::optional<plan::JobFile> {
@@ -170,6 +194,9 @@ MainWindow::MainWindow(const QString& data_dir)
   });
   connect(worker, &WorkerPicker::chosen, this, [this] { list_devices(); });
   list_devices();
+  auto* settings = menuBar()->addMenu(tr("&Settings"))->addAction(tr("&Output folder…"));
+  settings->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Comma));
+  connect(settings, &QAction::triggered, this, [this] { SettingsDialog(data_dir_, this).exec(); });
   auto* about = menuBar()->addMenu(tr("&Help"))->addAction(tr("&About DiT Studio"));
   connect(about, &QAction::triggered, this, [this] { QMessageBox::about(this, tr("About DiT Studio"), about_text()); });
   restore_settings();
@@ -228,17 +255,21 @@ std::vector<plan::Problem> MainWindow::validate() {
   if (!model) problems.push_back({"model", compose->model_error().toStdString()});
   plan::JobSpec job = compose->job();
   if (model) {
-    if (job.prompt.empty()) problems.push_back({"prompt", "write a prompt: what the clip should show"});
     const auto p = parallel->config();
     const auto more = plan::check_job(job, p, *model, {parallel->processes(), parallel->memory_gib(), parallel->on_gpus()});
     problems.insert(problems.end(), more.begin(), more.end());
     parallel->offer(plan::valid_configs(job, *model, parallel->on_gpus() ? parallel->processes() : std::max(1, p.world_size()), p));
   }
-  auto rest = compose->problems().show(problems);
-  rest = parallel->problems().show(rest);
+  auto rest = compose->show_problems(problems);  // in the window's words; a missing prompt as a hint
+  rest = parallel->show_problems(rest);
   QString text;
   for (const auto& p : rest) text += (text.isEmpty() ? "" : "\n") + QString::fromStdString(p.message);
-  if (!problems.empty() && text.isEmpty()) text = tr("Generate is off until the problems shown above are fixed.");
+  const bool only_prompt = compose->prompt_missing() &&
+                           std::all_of(problems.begin(), problems.end(), [](const auto& p) { return p.field == "prompt"; });
+  // A missing prompt is said in grey under it (and on Generate's tooltip), not as an error.
+  if (!problems.empty() && text.isEmpty() && !only_prompt)
+    text = tr("Generate is off until the problems shown in the settings are fixed.");
+  generate_button->setToolTip(problems.empty() ? tr("Ctrl+Return") : only_prompt ? tr("Write a prompt to generate") : text);
   reason->setText(text);
   generate_button->setEnabled(problems.empty());
   generate_button->setText(runner_.running() ? tr("Add to queue") : tr("Generate"));
@@ -303,11 +334,17 @@ void MainWindow::show_queue() {
 }
 
 void MainWindow::start_next() {
+  QString not_started;  // why the last job taken could not start (validate() below rewrites `reason`)
   while (!runner_.running() && !queue_.empty()) {
     Queued q = queue_.front();
     queue_.pop_front();
     show_queue();
-    run_folder_ = data_dir_ + "/runs/" + QDateTime::currentDateTime().toString("yyyyMMdd-hhmmss-zzz");
+    const QString root = output_root(data_dir_);
+    if (const QString why = check_output_root(root, q.job.job); !why.isEmpty()) {
+      not_started = why;  // before any rank starts: the true reason, in the window's words
+      continue;
+    }
+    run_folder_ = root + "/" + QDateTime::currentDateTime().toString("yyyyMMdd-hhmmss-zzz");
     QDir().mkpath(run_folder_ + "/frames");
     // A clip or an image, as the model's family makes (the folder was read when the job was checked).
     bool clip = true;
@@ -322,8 +359,9 @@ void MainWindow::start_next() {
     lp.job = q.job;
     lp.worker_exe = worker->current().toStdString();
     QString error;
-    if (!runner_.start(lp, &error)) {
-      reason->setText(error);
+    if (!runner_.start(lp, &error, run_folder_ + "/frames")) {
+      not_started = error;
+      QDir(run_folder_).removeRecursively();
       continue;
     }
     current_ = q;
@@ -335,15 +373,11 @@ void MainWindow::start_next() {
                                                      .arg(QString::fromStdString(job.prompt).left(60))
                                                      .arg(job.seed)
                                                      .arg(QString::fromStdString(q.job.parallel.describe())));
-    player->clear();
-    player->set_image_mode(!clip);
-    player->set_fps(job.fps);
-    player->set_metadata({{"prompt", job.prompt}, {"seed", std::to_string(job.seed)}, {"model", job.model_dir},
-                          {"parallel", q.job.parallel.describe()}, {"generator", "DiT Studio " STUDIO_VERSION}});
     if (q.sweep_row < 0) tabs->setCurrentWidget(run_view);
     cancel_button->setEnabled(true);
   }
   validate();
+  if (!not_started.isEmpty()) reason->setText(not_started);
 }
 
 void MainWindow::cancel() { runner_.cancel(); }
@@ -379,17 +413,27 @@ void MainWindow::on_message(const events::Message& m) {
     const auto p = events::Progress::parse(m);
     steps_[p.rank].push_back({double(p.step), p.seconds, double(p.resources.in_use()) / (1 << 30)});
   }
-  if (m.kind != events::Kind::Frame) return;
-  const auto pic = events::Picture::parse(m);
-  if (pic.video != 0) return;
-  const QImage img = to_image(pic);
+}
+
+// Decoded, and saved as PNG in the run's frames/, on the job's thread (JobRunner).
+void MainWindow::on_picture(const RunPicture& pic) {
+  run_view->show_picture(pic);
+  if (!pic.frame || pic.video != 0) return;
+  const QImage& img = pic.image;
+  if (player->source() != run_folder_)  // the Player keeps the run it shows until this one has a frame
+    player->begin(run_folder_, current_.job, tr("\"%1\", seed %2, saved in %3")
+                                                 .arg(QString::fromStdString(current_.job.job.prompt).left(80))
+                                                 .arg(current_.job.job.seed)
+                                                 .arg(run_folder_));
   player->set_frame(pic.index, img);
-  img.save(QString("%1/frames/%2.png").arg(run_folder_).arg(pic.index, 4, 10, QChar('0')));  // lossless, for comparing
   if (thumbnail_.isNull()) thumbnail_ = img.scaledToHeight(96);
 }
 
 void MainWindow::on_finished(const workers::Outcome& outcome, const std::vector<workers::RankView>& ranks) {
-  run_view->finish(outcome);
+  run_view->finish(outcome, ranks);
+  // The run's log stays in its folder; a failed run keeps its folder for it.
+  if (outcome.kind != events::ErrorKind::Cancelled || !QDir(run_folder_ + "/frames").isEmpty())
+    run_view->log->save(run_folder_ + "/log.txt");
   cancel_button->setEnabled(false);
   RunRecord r;
   r.created = QDateTime::currentDateTime().toString(Qt::ISODate);
@@ -421,7 +465,7 @@ void MainWindow::on_finished(const workers::Outcome& outcome, const std::vector<
   r.thumbnail = thumbnail_;
   history->add(r);
   if (current_.sweep_row >= 0) sweep_view->record(current_.sweep_row, r, outcome.exit_code == 0);
-  if (outcome.exit_code == 0 && player->frame_count() > 0 && current_.sweep_row < 0 && queue_.empty()) {
+  if (outcome.exit_code == 0 && player->source() == run_folder_ && current_.sweep_row < 0 && queue_.empty()) {
     tabs->setCurrentWidget(player);
     if (!player->image_mode()) player->play();
   }

@@ -82,6 +82,7 @@ class MainWindow : public QMainWindow {
 
  private:
   void on_message(const events::Message& m);
+  void on_picture(const RunPicture& p);
   void on_finished(const workers::Outcome& outcome, const std::vector<workers::RankView>& ranks);
   struct Queued {
     plan::JobFile job;

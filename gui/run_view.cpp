@@ -3,24 +3,10 @@
 #include <QGridLayout>
 #include <QVBoxLayout>
 
+#include "gui/step_plots.h"
 #include "qcustomplot.h"
 
 namespace studio::gui {
-
-namespace {
-
-QCustomPlot* plot(const QString& y_label) {
-  auto* p = new QCustomPlot;
-  p->setMinimumHeight(150);
-  p->xAxis->setLabel(QObject::tr("step"));
-  p->yAxis->setLabel(y_label);
-  p->legend->setVisible(true);
-  return p;
-}
-
-QColor rank_colour(int r) { return QColor::fromHsv((r * 67) % 360, 200, 200); }
-
-}  // namespace
 
 RunView::RunView(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
@@ -35,12 +21,12 @@ RunView::RunView(QWidget* parent) : QWidget(parent) {
   preview->setMinimumSize(288, 192);
   preview->setAlignment(Qt::AlignCenter);
   layout->addWidget(preview, 1);
-  step_plot = plot(tr("seconds per step"));
-  memory_plot = plot(tr("memory (GiB)"));
-  auto* plots = new QHBoxLayout;
-  plots->addWidget(step_plot);
-  plots->addWidget(memory_plot);
-  layout->addLayout(plots);
+  plots = new StepPlots;
+  step_plot = plots->step_plot;
+  memory_plot = plots->memory_plot;
+  layout->addWidget(plots, 1);
+  log = new LogPane;
+  layout->addWidget(log);
 }
 
 void RunView::start(int ranks, const QString& what) {
@@ -48,15 +34,9 @@ void RunView::start(int ranks, const QString& what) {
   for (auto* w : labels_) w->deleteLater();
   bars.clear();
   labels_.clear();
-  reused_steps = nullptr;  // clearGraphs() deletes it
-  for (auto* p : {step_plot, memory_plot}) {
-    p->clearGraphs();
-    for (int r = 0; r < ranks; ++r) {
-      p->addGraph()->setName(tr("rank %1").arg(r));
-      p->graph(r)->setPen(QPen(rank_colour(r), 1.5));
-    }
-    p->replot();
-  }
+  reused_steps = nullptr;
+  plots->start(ranks);
+  log->start(ranks);
   for (int r = 0; r < ranks; ++r) {
     auto* bar = new QProgressBar;
     bar->setObjectName(QString("rank_progress_%1").arg(r));
@@ -93,17 +73,9 @@ void RunView::message(const events::Message& m, const std::vector<workers::RankV
   if (rank >= 0 && size_t(rank) < ranks.size()) update_rank(ranks[size_t(rank)]);
   if (m.kind == events::Kind::Progress && size_t(rank) < bars.size()) {
     const auto p = events::Progress::parse(m);
-    step_plot->graph(rank)->addData(p.step, p.seconds);
-    memory_plot->graph(rank)->addData(p.step, double(p.resources.in_use()) / (1 << 30));
-    if (rank == 0 && p.full >= 0 && p.full < p.calls) {  // a step that reused the cache: a mark on its point
-      if (!reused_steps) {
-        reused_steps = step_plot->addGraph();
-        reused_steps->setName(tr("reused (step cache)"));
-        reused_steps->setLineStyle(QCPGraph::lsNone);
-        reused_steps->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, Qt::black, Qt::white, 7));
-      }
-      reused_steps->addData(p.step, p.seconds);
-    }
+    if (rank == 0 && p.full >= 0 && p.full < p.calls)  // a step that reused the cache: a mark on its point
+      reused_steps = plots->mark_reused(p.step, p.seconds);
+    plots->add(rank, p.step, p.seconds, double(p.resources.in_use()) / (1 << 30));
     // The slowest rank so far stands out.
     int slowest = 0;
     for (size_t r = 0; r < ranks.size(); ++r)
@@ -112,28 +84,38 @@ void RunView::message(const events::Message& m, const std::vector<workers::RankV
       QFont f = labels_[size_t(r)]->font();
       f.setBold(r == slowest && ranks.size() > 1);
       labels_[size_t(r)]->setFont(f);
-      step_plot->graph(r)->setPen(QPen(rank_colour(r), r == slowest ? 3 : 1.5));
     }
-    for (auto* plot : {step_plot, memory_plot}) {
-      plot->rescaleAxes();
-      plot->replot();
-    }
+    plots->set_slowest(slowest);
   }
-  if (m.kind == events::Kind::Preview || m.kind == events::Kind::Frame) {
-    preview->setPixmap(QPixmap::fromImage(to_image(events::Picture::parse(m))).scaled(preview->size(), Qt::KeepAspectRatio,
-                                                              m.kind == events::Kind::Preview ? Qt::FastTransformation
-                                                                                              : Qt::SmoothTransformation));
-  }
+  if (m.kind == events::Kind::Log || m.kind == events::Kind::Error) log->add(m);
 }
 
-QImage to_image(const events::Picture& p) {
-  return QImage(reinterpret_cast<const uchar*>(p.rgb.data()), p.width, p.height, p.width * 3, QImage::Format_RGB888)
-      .copy();  // the QImage above only borrows the message's bytes
+void RunView::show_picture(const RunPicture& p) {
+  preview->setPixmap(QPixmap::fromImage(p.image).scaled(preview->size(), Qt::KeepAspectRatio,
+                                                        p.frame ? Qt::SmoothTransformation : Qt::FastTransformation));
 }
 
-void RunView::finish(const workers::Outcome& outcome) {
+void RunView::finish(const workers::Outcome& outcome, const std::vector<workers::RankView>& ranks) {
   status->setText(outcome.exit_code == 0 ? tr("Done.") : QString::fromStdString(outcome.message));
   status->setStyleSheet(outcome.exit_code == 0 || outcome.kind == events::ErrorKind::Cancelled ? "" : "color: #c0392b;");
+  for (const auto& r : ranks) {
+    if (size_t(r.rank) >= labels_.size()) continue;
+    update_rank(r);
+    if (outcome.exit_code == 0) continue;
+    auto* label = labels_[size_t(r.rank)];
+    if (r.phase != "starting")  // how it ended, where (no ETA left)
+      label->setText(tr("rank %1  %2 at step %3/%4").arg(r.rank).arg(QString::fromStdString(r.phase)).arg(r.step).arg(r.total));
+    if (r.rank == outcome.failed_rank) {
+      label->setStyleSheet("color: #c0392b;");
+    } else if (r.phase == "starting") {
+      const QString why = outcome.kind == events::ErrorKind::Cancelled ? tr("cancelled")
+                          : outcome.failed_rank >= 0 ? tr("rank %1 failed").arg(outcome.failed_rank)
+                                                     : QString::fromStdString(outcome.message).section('\n', 0, 0);
+      label->setText(tr("rank %1  not started: %2").arg(r.rank).arg(why));
+      label->setStyleSheet("color: #7f8c8d;");
+    }
+  }
+  log->finish(outcome, ranks);
 }
 
 }  // namespace studio::gui

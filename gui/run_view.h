@@ -9,6 +9,8 @@
 
 #include <vector>
 
+#include "gui/frame_encoder.h"
+#include "gui/log_pane.h"
 #include "workers/events/messages.h"
 #include "workers/launch/supervisor.h"
 
@@ -18,17 +20,24 @@ class QGridLayout;
 
 namespace studio::gui {
 
+class StepPlots;
+
 class RunView : public QWidget {
   Q_OBJECT
  public:
   explicit RunView(QWidget* parent = nullptr);
   void start(int ranks, const QString& what);  // `what`: the job in a few words (prompt, seed)
   void message(const events::Message& m, const std::vector<workers::RankView>& ranks);
-  void finish(const workers::Outcome& outcome);
+  // A step's preview or a decoded frame (decoded off the GUI thread: JobRunner::picture).
+  void show_picture(const RunPicture& p);
+  // The outcome, and every rank's row as it ended (a failure shown on its rows, none left at "starting").
+  void finish(const workers::Outcome& outcome, const std::vector<workers::RankView>& ranks = {});
 
   std::vector<QProgressBar*> bars;
   QLabel* preview;
   QLabel* status;
+  LogPane* log;  // each rank's output, below the plots
+  StepPlots* plots;  // step time and memory per rank (step_plots.*)
   QCustomPlot* step_plot;
   QCustomPlot* memory_plot;
   // On step_plot, rank 0's steps that reused the step cache (made at the first one; null before).
@@ -39,8 +48,5 @@ class RunView : public QWidget {
   QGridLayout* grid_;
   std::vector<QLabel*> labels_;
 };
-
-// An RGB8 picture from the events (a preview or a frame) as an image of its own.
-QImage to_image(const events::Picture& p);
 
 }  // namespace studio::gui

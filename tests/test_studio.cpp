@@ -86,7 +86,7 @@ class TestStudio : public QObject {
     QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
     w.compose->height->setValue(200);
     QVERIFY(!w.generate_button->isEnabled());
-    QVERIFY2(w.compose->problems().text("height").contains("--height 200: must be a positive multiple of 16"),
+    QVERIFY2(w.compose->problems().text("height").contains("Height 200: must be a positive multiple of 16"),
              qPrintable(w.compose->problems().text("height")));
     w.compose->height->setValue(192);
     QVERIFY(w.generate_button->isEnabled());
@@ -102,7 +102,7 @@ class TestStudio : public QObject {
     QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
     QCOMPARE(w.parallel->problems().text("pipefusion_parallel_degree"), QString());
     // The family's presets: a draft of half the size and frames, then back to the model's defaults.
-    QCOMPARE(w.compose->preset->count(), 2);
+    QVERIFY(w.compose->preset->count() >= 2);  // the model's size, a draft, other shapes
     Q_EMIT w.compose->preset->activated(1);
     QCOMPARE(w.compose->width->value(), 144);
     QCOMPARE(w.compose->height->value(), 96);
@@ -150,7 +150,7 @@ class TestStudio : public QObject {
     // PipeFusion cannot take it: said next to the cache, and Generate waits.
     w.parallel->pipefusion->setValue(2);
     QVERIFY(!w.generate_button->isEnabled());
-    QVERIFY2(w.compose->problems().text("use_fbcache").contains("--use_fbcache with --pipefusion_parallel_degree 2"),
+    QVERIFY2(w.compose->problems().text("use_fbcache").contains("First-Block Cache with PipeFusion stages 2"),
              qPrintable(w.compose->problems().text("use_fbcache")));
     w.parallel->pipefusion->setValue(1);
     QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
@@ -193,7 +193,7 @@ class TestStudio : public QObject {
     QVERIFY2(w.compare_view->difference->text().contains("PSNR"), qPrintable(w.compare_view->difference->text()));
     bool highlighted = false;  // the cache is among the settings that differ
     for (int i = 0; i < w.compare_view->settings->rowCount(); ++i)
-      highlighted |= w.compare_view->settings->item(i, 0)->text() == "use_fbcache" &&
+      highlighted |= w.compare_view->settings->item(i, 0)->data(Qt::UserRole) == "use_fbcache" &&
                      w.compare_view->settings->item(i, 1)->text() != w.compare_view->settings->item(i, 2)->text();
     QVERIFY(highlighted);
   }
@@ -361,7 +361,7 @@ class TestStudio : public QObject {
              qPrintable(w.compare_view->difference->text()));
     bool highlighted = false;
     for (int i = 0; i < w.compare_view->settings->rowCount(); ++i)
-      if (w.compare_view->settings->item(i, 0)->text() == "ring_degree")
+      if (w.compare_view->settings->item(i, 0)->data(Qt::UserRole) == "ring_degree")
         highlighted = w.compare_view->settings->item(i, 1)->background().color() != QColor(Qt::white) &&
                       w.compare_view->settings->item(i, 1)->background().style() != Qt::NoBrush;
     QVERIFY(highlighted);
@@ -440,7 +440,9 @@ class TestStudio : public QObject {
     QCOMPARE(w.tabs->currentWidget(), static_cast<QWidget*>(w.compare_view));
     QVERIFY2(w.compare_view->max_difference >= 0 && w.compare_view->max_difference <= 1,
              qPrintable(w.compare_view->difference->text()));
-    // Back to the clip model: its own fields and defaults return.
+    // Back to the run view (Compare takes the whole width) and the clip model: its own fields and defaults
+    // return.
+    w.tabs->setCurrentWidget(w.run_view);
     w.compose->set_model_dir(QString::fromStdString(workers::demo_model_dir()));
     QVERIFY(w.compose->frames->isVisible() && w.compose->negative_prompt->isVisible());
     QVERIFY(!w.compose->prompt_2->isVisible());
@@ -471,7 +473,7 @@ class TestStudio : public QObject {
     QCOMPARE(w.compose->steps->value(), 50);
     QCOMPARE(w.compose->guidance->value(), 4.0);
     QCOMPARE(w.compose->guidance_2->value(), 4.0);
-    QCOMPARE(w.compose->preset->count(), 3);
+    QVERIFY(w.compose->preset->count() >= 3);
     QVERIFY2(w.compose->preset->itemText(1).contains("720p") && w.compose->preset->itemText(1).contains("1280 x 720"),
              qPrintable(w.compose->preset->itemText(1)));
     w.compose->prompt->setPlainText("A red fox runs through the snowy forest");

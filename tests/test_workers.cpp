@@ -298,7 +298,7 @@ TEST_F(Workers, bad_input_is_refused_clearly) {
   EXPECT_TRUE(test::contains(r.err, "too large")) << r.err;
   r = test::run(kWorker, {"--jobs"}, kRunMs);
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(test::contains(r.err, "usage: dit-worker --job FILE | --list-devices")) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "usage: dit-worker --job FILE | --calibrate DTYPE | --list-devices")) << r.err;
 }
 
 TEST_F(Workers, list_devices_offers_the_cpu) {
