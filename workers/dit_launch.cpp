@@ -4,6 +4,7 @@
 // itself and links no LibTorch: the studio drives the same ranks the same way.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -70,13 +71,16 @@ bool plan_configs(studio::workers::LaunchArgs& args, const studio::plan::ModelFo
   }
   const auto& best = ranked.front();
   if (!best.fits) throw workers::ArgError("no configuration fits: " + best.reason);
-  std::cerr << "dit-launch: --auto chose " << best.config.describe() << ": predicted " << best.seconds_per_step
-            << " s/step (" << best.total_s << " s in all), the fastest of " << ranked.size()
-            << " configurations for " << processes << " processes"
-            << (ranked.size() > 1 ? ", next " + ranked[1].config.describe() + " at " +
-                                        std::to_string(ranked[1].seconds_per_step) + " s/step"
-                                  : std::string())
-            << ", " << best.peak_bytes_per_rank / plan::kGiB << " GiB per rank" << std::endl;
+  const long fitting = std::count_if(ranked.begin(), ranked.end(), [](const auto& r) { return r.fits; });
+  char why[600];
+  int n = std::snprintf(why, sizeof why, "dit-launch: --auto chose %s: predicted %.3g s/step (%.3g s in all), %.2f GiB "
+                        "per rank, the fastest of the %ld configurations that fit %d processes",
+                        best.config.describe().c_str(), best.seconds_per_step, best.total_s,
+                        best.peak_bytes_per_rank / plan::kGiB, fitting, processes);
+  if (ranked.size() > 1)
+    std::snprintf(why + n, sizeof why - size_t(n), "; next: %s at %.3g s/step", ranked[1].config.describe().c_str(),
+                  ranked[1].seconds_per_step);
+  std::cerr << why << std::endl;
   args.parallel = best.config;
   return false;
 }

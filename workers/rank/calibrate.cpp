@@ -96,6 +96,12 @@ plan::Calibration calibrate(const parallel::DistEnv& env, const std::string& dty
   // Together.
   c.gemm_flops_per_s_all = mean(world, gemm(), dev);
   c.attention_flops_per_s_all = mean(world, attention(), dev);
+  if (!dev.is_cuda()) {
+    // CPU ranks share one machine whose cores a rank alone already uses (LibTorch's threads): together they
+    // cannot go faster than it, whatever a moment of other load did to the two measurements.
+    c.gemm_flops_per_s_all = std::min(c.gemm_flops_per_s_all, c.gemm_flops_per_s / env.world_size);
+    c.attention_flops_per_s_all = std::min(c.attention_flops_per_s_all, c.attention_flops_per_s / env.world_size);
+  }
   if (env.world_size > 1) {
     // An all-to-all of 16 MB per rank: each rank sends (W - 1) / W of it.
     const int64_t W = env.world_size, per_rank = (int64_t(16) << 20) / 4 / W * W;
