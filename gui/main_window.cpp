@@ -258,7 +258,8 @@ std::vector<plan::Problem> MainWindow::validate() {
     const auto p = parallel->config();
     const auto more = plan::check_job(job, p, *model, {parallel->processes(), parallel->memory_gib(), parallel->on_gpus()});
     problems.insert(problems.end(), more.begin(), more.end());
-    parallel->offer(plan::valid_configs(job, *model, parallel->on_gpus() ? parallel->processes() : std::max(1, p.world_size()), p));
+    parallel->offer(plan::valid_configs(job, *model, parallel->on_gpus() ? parallel->processes() : std::max(1, p.world_size()), p),
+                    &job, model);
   }
   auto rest = compose->show_problems(problems);  // in the window's words; a missing prompt as a hint
   rest = parallel->show_problems(rest);

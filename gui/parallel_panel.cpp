@@ -1,12 +1,18 @@
 #include "gui/parallel_panel.h"
 
+#include <QApplication>
 #include <QFormLayout>
+#include <QHBoxLayout>
 #include <QMenu>
 
+#include <algorithm>
 #include <thread>
 
+#include "plan/family.h"
 #include "plan/field_labels.h"
 #include "plan/parallel_defaults.h"
+#include "workers/launch/calibration.h"
+#include "workers/launch/paths.h"
 
 namespace studio::gui {
 
@@ -53,7 +59,17 @@ ParallelPanel::ParallelPanel(QWidget* parent) : QWidget(parent) {
                              "allow, nearest to the current one first"));
   suggestions->setPopupMode(QToolButton::InstantPopup);
   suggestions->setMenu(new QMenu(suggestions));
-  form->addRow(QString(), suggestions);
+  auto_pick = new QToolButton;
+  auto_pick->setObjectName("auto");
+  auto_pick->setText(tr("Auto"));
+  auto_pick->setToolTip(tr("The valid configuration the cost model predicts fastest among those that fit "
+                           "(the devices are measured once, in seconds; docs/cost-model.md)"));
+  auto* choose = new QHBoxLayout;
+  choose->addWidget(suggestions);
+  choose->addWidget(auto_pick);
+  choose->addStretch();
+  form->addRow(QString(), choose);
+  connect(auto_pick, &QToolButton::clicked, this, &ParallelPanel::choose_fastest);
 
   for (QSpinBox* s : {ulysses, ring, pipefusion, patches, warmup, data})
     connect(s, qOverload<int>(&QSpinBox::valueChanged), this, &ParallelPanel::changed);
@@ -133,11 +149,57 @@ double ParallelPanel::memory_gib() const {
   return m;
 }
 
-void ParallelPanel::offer(const std::vector<plan::ParallelConfig>& valid) {
+std::vector<plan::Prediction> ParallelPanel::rank(bool measure) {
+  if (!job_ || !model_ || valid_.empty()) return {};
+  const int processes = valid_.front().world_size(), b = plan::bytes_per_value(*job_, on_gpus());
+  const std::string dtype = b == 2 ? (job_->dtype == "float16" ? "float16" : "bfloat16") : "float32";
+  std::optional<plan::Calibration> cal = workers::cached_calibration(devices_, processes, dtype);
+  if (!cal && measure) {
+    const std::string worker = workers::worker_program();
+    if (worker.empty()) return {};
+    QApplication::setOverrideCursor(Qt::WaitCursor);
+    try {
+      cal = workers::calibration_for(worker, devices_, processes, dtype, false);
+    } catch (const std::exception&) {
+    }
+    QApplication::restoreOverrideCursor();
+  }
+  if (!cal) return {};
+  std::vector<plan::Prediction> out;
+  for (const auto& p : valid_) out.push_back(plan::predict(p, *job_, *model_, *cal, b, memory_gib()));
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& z) {
+    return a.fits != z.fits ? a.fits : a.total_s < z.total_s;
+  });
+  return out;
+}
+
+void ParallelPanel::choose_fastest() {
+  const auto ranked = rank(true);
+  if (ranked.empty() || !ranked.front().fits) return;
+  plan::ParallelConfig best = ranked.front().config;
+  best.use_parallel_vae = parallel_vae->isChecked();
+  set_config(best);
+}
+
+void ParallelPanel::offer(const std::vector<plan::ParallelConfig>& valid, const plan::JobSpec* job,
+                          const plan::ModelFolder* model) {
+  valid_ = valid;
+  job_ = job ? std::optional(*job) : std::nullopt;
+  model_ = model ? std::optional(*model) : std::nullopt;
   QMenu* menu = suggestions->menu();
   menu->clear();
-  for (const auto& p : valid) {
-    auto* a = menu->addAction(QString::fromStdString(p.describe()));
+  const auto ranked = rank(false);
+  std::vector<std::pair<plan::ParallelConfig, QString>> entries;
+  for (const auto& r : ranked)
+    entries.push_back({r.config, QString::fromStdString(r.config.describe()) +
+                                     tr(": %1 s/step, %2 GiB per rank%3")
+                                         .arg(r.seconds_per_step, 0, 'g', 3)
+                                         .arg(r.peak_bytes_per_rank / plan::kGiB, 0, 'f', 1)
+                                         .arg(r.fits ? QString() : tr(" (does not fit)"))});
+  if (ranked.empty())
+    for (const auto& p : valid) entries.push_back({p, QString::fromStdString(p.describe())});
+  for (const auto& [p, text] : entries) {
+    auto* a = menu->addAction(text);
     connect(a, &QAction::triggered, this, [this, p] {
       plan::ParallelConfig keep = p;
       keep.use_parallel_vae = parallel_vae->isChecked();
@@ -145,6 +207,7 @@ void ParallelPanel::offer(const std::vector<plan::ParallelConfig>& valid) {
     });
   }
   suggestions->setEnabled(!valid.empty());
+  auto_pick->setEnabled(!valid.empty() && model != nullptr);
   product->setText(QString::fromStdString(config().describe()) +
                    (on_gpus() ? tr(" on %1 selected GPU(s)").arg(selected_gpus().size()) : tr(" on the CPU")));
 }

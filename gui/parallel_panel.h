@@ -4,6 +4,8 @@
 // unless the one set already fills them; on the CPU, more processes than cores is warned about.
 // Parallel VAE is a decoding setting: its check box is placed by the caller (the "Decoding" group).
 #pragma once
+#include <optional>
+
 #include <QCheckBox>
 #include <QLabel>
 #include <QListWidget>
@@ -12,6 +14,7 @@
 #include <QWidget>
 
 #include "gui/problem_labels.h"
+#include "plan/cost_model.h"
 #include "plan/parallel.h"
 #include "workers/launch/devices.h"
 
@@ -31,8 +34,11 @@ class ParallelPanel : public QWidget {
   // The smallest selected GPU's memory in GiB; 0 on the CPU.
   double memory_gib() const;
   QStringList selected_gpus() const;  // indices, for CUDA_VISIBLE_DEVICES
-  // Offers these under "Valid configurations" (the caller computes them for the current job).
-  void offer(const std::vector<plan::ParallelConfig>& valid);
+  // Offers these under "Valid configurations" (the caller computes them for the current job); given the
+  // job and model, each with the cost model's predicted seconds per step and memory per rank, fastest
+  // first, when the devices have been calibrated (plan/cost_model.h; "Auto" calibrates them).
+  void offer(const std::vector<plan::ParallelConfig>& valid, const plan::JobSpec* job = nullptr,
+             const plan::ModelFolder* model = nullptr);
   ProblemLabels& problems() { return problems_; }
   // Shows the problems of its fields (with the CPU's warning); returns the others.
   std::vector<plan::Problem> show_problems(const std::vector<plan::Problem>& problems);
@@ -42,7 +48,7 @@ class ParallelPanel : public QWidget {
   QListWidget* devices;
   QSpinBox *ulysses, *ring, *pipefusion, *patches, *warmup, *data;
   QCheckBox *cfg, *parallel_vae;
-  QToolButton* suggestions;
+  QToolButton *suggestions, *auto_pick;
   QLabel* product;
 
  Q_SIGNALS:
@@ -50,7 +56,13 @@ class ParallelPanel : public QWidget {
   void devices_changed();  // listed again, or a GPU checked or unchecked
 
  private:
+  // The predictions of what offer() was last given; Auto measures the devices first when they are not.
+  std::vector<plan::Prediction> rank(bool measure);
+  void choose_fastest();
   workers::Devices devices_;
+  std::vector<plan::ParallelConfig> valid_;
+  std::optional<plan::JobSpec> job_;
+  std::optional<plan::ModelFolder> model_;
   ProblemLabels problems_;
 };
 

@@ -74,29 +74,34 @@ std::string calibration_cache_file(const std::string& key) {
   return cache_dir() + "/calibration-" + hex_hash(key) + ".json";
 }
 
+std::optional<plan::Calibration> cached_calibration(const Devices& devices, int ranks, const std::string& dtype) {
+  const std::string key = calibration_key(devices, ranks, dtype), file = calibration_cache_file(key);
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto j = nlohmann::json::parse(text.str(), nullptr, false);
+  if (!in || !j.is_object() || j.value("key", "") != key || !j.contains("calibration")) return std::nullopt;
+  try {
+    return plan::calibration_from_json(j["calibration"].dump(), file);
+  } catch (const std::exception&) {  // unreadable: measured again and replaced by calibration_for
+    return std::nullopt;
+  }
+}
+
 plan::Calibration calibration_for(const std::string& worker, const Devices& devices, int ranks,
                                   const std::string& dtype, bool again, bool* used_cache) {
-  const std::string key = calibration_key(devices, ranks, dtype), file = calibration_cache_file(key);
+  const std::string file = calibration_cache_file(calibration_key(devices, ranks, dtype));
   if (used_cache) *used_cache = false;
-  if (!again) {
-    std::ifstream in(file);
-    std::stringstream text;
-    text << in.rdbuf();
-    const auto j = nlohmann::json::parse(text.str(), nullptr, false);
-    if (in && j.is_object() && j.value("key", "") == key && j.contains("calibration")) {
-      try {
-        auto c = plan::calibration_from_json(j["calibration"].dump(), file);
-        if (used_cache) *used_cache = true;
-        return c;
-      } catch (const std::exception&) {  // unreadable: measure again and replace it
-      }
+  if (!again)
+    if (auto c = cached_calibration(devices, ranks, dtype)) {
+      if (used_cache) *used_cache = true;
+      return *c;
     }
-  }
   const auto c = measure(worker, ranks, dtype);
   std::error_code ec;
   fs::create_directories(fs::path(file).parent_path(), ec);
   const std::string tmp = file + ".tmp";
-  std::ofstream(tmp) << nlohmann::json{{"key", key}, {"calibration", nlohmann::json::parse(plan::calibration_json(c))}}.dump(2)
+  std::ofstream(tmp) << nlohmann::json{{"key", calibration_key(devices, ranks, dtype)}, {"calibration", nlohmann::json::parse(plan::calibration_json(c))}}.dump(2)
                      << "\n";
   fs::rename(tmp, file, ec);  // a cache that cannot be written only costs a measurement next time
   return c;

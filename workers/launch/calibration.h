@@ -3,6 +3,7 @@
 // `dit-worker --calibrate` ranks (a few seconds) and cached ($XDG_CACHE_HOME/dit-studio/, else
 // ~/.cache/dit-studio/, one file per device set, rank count and dtype). Torch-free.
 #pragma once
+#include <optional>
 #include <string>
 
 #include "plan/cost_model.h"
@@ -14,6 +15,9 @@ namespace studio::workers {
 // the worker's build, the ranks and the dtype. A change of any of them is a new measurement.
 std::string calibration_key(const Devices& devices, int ranks, const std::string& dtype);
 std::string calibration_cache_file(const std::string& key);
+
+// The cached calibration for this key, if any (measures nothing: for the studio's lists).
+std::optional<plan::Calibration> cached_calibration(const Devices& devices, int ranks, const std::string& dtype);
 
 // `measure`: measure again even when the cache holds this key. `used_cache` says which happened.
 plan::Calibration calibration_for(const std::string& worker_exe, const Devices& devices, int ranks,
