@@ -80,19 +80,14 @@ ComposePanel::ComposePanel(QWidget* parent) : QWidget(parent) {
   connect(negative_prompt, &QLineEdit::textChanged, this, &ComposePanel::changed);
   for (QSpinBox* s : {seed, width, height, frames, fps, steps})
     connect(s, qOverload<int>(&QSpinBox::valueChanged), this, &ComposePanel::changed);
-  for (QDoubleSpinBox* s : {guidance, guidance_2, cache_threshold})
+  for (QDoubleSpinBox* s : {guidance, guidance_2})
     connect(s, qOverload<double>(&QDoubleSpinBox::valueChanged), this, &ComposePanel::changed);
   for (QCheckBox* c : {dynamic_cfg, vae_tiling}) connect(c, &QCheckBox::toggled, this, &ComposePanel::changed);
-  // A method starts from its own default threshold for the model.
-  connect(step_cache, qOverload<int>(&QComboBox::currentIndexChanged), this, [this](int method) {
-    cache_threshold->setEnabled(method > 0);
-    plan::JobSpec j;
-    j.use_fbcache = method == 1;
-    j.use_teacache = method == 2;
-    if (model_ && method > 0) {
-      const QSignalBlocker quiet(cache_threshold);
-      cache_threshold->setValue(plan::cache_threshold(j, *model_));
-    }
+  connect(cache_field, &StepCacheField::changed, this, &ComposePanel::changed);
+  connect(cache_field, &StepCacheField::calibrate_requested, this, [this] {
+    calibrating_ = true;
+    Q_EMIT calibrate_requested();
+    calibrating_ = false;
     Q_EMIT changed();
   });
   // A preset sets the size, length and steps; the rest stays as the user set it.
@@ -236,18 +231,10 @@ void ComposePanel::build_groups() {
   form->addRow(label("guidance_scale_2"), guidance_2);
   form->addRow(label("use_dynamic_cfg"), dynamic_cfg);
   // Step caching: off by default (it trades fidelity for speed).
-  step_cache = new QComboBox;
-  step_cache->setObjectName("step_cache");
-  step_cache->addItems({tr("off"), tr("First-Block Cache"), tr("TeaCache")});
-  cache_threshold = new QDoubleSpinBox;
-  cache_threshold->setObjectName("cache_threshold");
-  cache_threshold->setRange(0, plan::kMaxCacheThreshold);
-  cache_threshold->setDecimals(3);
-  cache_threshold->setSingleStep(0.01);
-  cache_threshold->setValue(plan::kFirstBlockCacheThreshold);
-  cache_threshold->setEnabled(false);
-  form->addRow(label("step_cache"), step_cache);
-  form->addRow(label("cache_threshold"), cache_threshold);
+  cache_field = new StepCacheField;
+  step_cache = cache_field->method;
+  cache_threshold = cache_field->threshold;
+  form->addRow(label("step_cache"), cache_field);
   form->addRow(problems_.make({"seed", "num_inference_steps", "guidance_scale", "guidance_scale_2", "use_dynamic_cfg",
                                "use_fbcache", "use_teacache", "use_magcache", "magcache_ratios", "magcache_calibrate",
                                "cache_threshold"}));
@@ -284,6 +271,8 @@ void ComposePanel::finish_settings() {
     if (!help.empty() && w->toolTip().isEmpty()) w->setToolTip(QString::fromStdString(help));
   }
   wheel_guard_.guard(this);
+  cache_field->slider->setFocusPolicy(Qt::StrongFocus);  // the guard knows spin and combo boxes only
+  cache_field->slider->installEventFilter(&wheel_guard_);
 }
 
 void ComposePanel::set_model_dir(const QString& dir) {
@@ -305,6 +294,7 @@ void ComposePanel::load_model() {
     model_error_ = QString::fromStdString(e.what());
   }
   tokens_.set_model(model());
+  cache_field->set_model(model());
   problems_.show(model_error_.isEmpty() ? std::vector<plan::Problem>{}
                                         : std::vector<plan::Problem>{{"model", model_error_.toStdString()}});
   apply_model_limits();
@@ -384,6 +374,7 @@ std::vector<plan::Problem> ComposePanel::show_problems(const std::vector<plan::P
     hints.push_back({"prompt", video ? "To generate, write a prompt: what the clip should show."
                                      : "To generate, write a prompt: what the picture should show."});
   }
+  cache_field->show_ratios(model_edit->text(), steps->value());  // a calibration run may have written them
   return problems_.show(errors, {}, hints);
 }
 
@@ -402,9 +393,7 @@ plan::JobSpec ComposePanel::job() const {
   j.guidance_scale = guidance->value();
   j.guidance_scale_2 = guidance_2->value();
   j.use_dynamic_cfg = dynamic_cfg->isChecked();
-  j.use_fbcache = step_cache->currentIndex() == 1;
-  j.use_teacache = step_cache->currentIndex() == 2;
-  if (step_cache->currentIndex() > 0) j.cache_threshold = cache_threshold->value();
+  cache_field->apply(j, calibrating_);
   j.vae_tiling = vae_tiling->isChecked();
   // What a hidden field holds (left from another family) is not part of the job.
   if (model_) {
@@ -423,7 +412,7 @@ void ComposePanel::set_job(const plan::JobSpec& j) {
       QSignalBlocker(prompt),   QSignalBlocker(prompt_2),    QSignalBlocker(negative_prompt), QSignalBlocker(seed),
       QSignalBlocker(width),    QSignalBlocker(height),      QSignalBlocker(frames),          QSignalBlocker(fps),
       QSignalBlocker(steps),    QSignalBlocker(guidance),    QSignalBlocker(guidance_2),      QSignalBlocker(dynamic_cfg),
-      QSignalBlocker(step_cache), QSignalBlocker(cache_threshold), QSignalBlocker(vae_tiling)};
+      QSignalBlocker(cache_field), QSignalBlocker(vae_tiling)};
   if (!j.model_dir.empty() && QString::fromStdString(j.model_dir) != model_edit->text()) {
     model_edit->setText(QString::fromStdString(j.model_dir));
     load_model();
@@ -440,10 +429,7 @@ void ComposePanel::set_job(const plan::JobSpec& j) {
   guidance->setValue(j.guidance_scale);
   if (!std::isnan(j.guidance_scale_2)) guidance_2->setValue(j.guidance_scale_2);
   dynamic_cfg->setChecked(j.use_dynamic_cfg);
-  step_cache->setCurrentIndex(j.use_teacache ? 2 : j.use_fbcache ? 1 : 0);
-  cache_threshold->setEnabled(j.use_fbcache || j.use_teacache);
-  if (model_) cache_threshold->setValue(plan::cache_threshold(j, *model_));
-  else if (!std::isnan(j.cache_threshold)) cache_threshold->setValue(j.cache_threshold);
+  cache_field->show_job(j);
   vae_tiling->setChecked(j.vae_tiling);
   Q_EMIT changed();
 }

@@ -24,6 +24,7 @@
 #include "gui/compose_presets.h"
 #include "gui/path_edit.h"
 #include "gui/problem_labels.h"
+#include "gui/step_cache_field.h"
 #include "gui/token_count.h"
 #include "gui/wheel_guard.h"
 #include "plan/job.h"
@@ -70,8 +71,9 @@ class ComposePanel : public QWidget {
   QDoubleSpinBox* guidance;
   QDoubleSpinBox* guidance_2;  // Wan2.2: the low-noise expert's guidance
   QCheckBox* dynamic_cfg;
-  QComboBox* step_cache;            // off, First-Block Cache, TeaCache
-  QDoubleSpinBox* cache_threshold;  // its threshold (enabled while one is on)
+  StepCacheField* cache_field;      // the step cache: method, fidelity/speed slider, MagCache's ratios
+  QComboBox* step_cache;            // cache_field's method: off, First-Block Cache, TeaCache, MagCache
+  QDoubleSpinBox* cache_threshold;  // cache_field's threshold (enabled while one is on)
   QCheckBox* vae_tiling;
   QLabel* family;  // the model family and its sampler, read from the folder
   QComboBox* preset;  // by shape and seconds: the model's size, a draft, other shapes; "Custom" otherwise
@@ -79,6 +81,8 @@ class ComposePanel : public QWidget {
 
  Q_SIGNALS:
   void changed();
+  // "Calibrate now" for MagCache: while this is emitted, job() is the uncached run that measures the ratios.
+  void calibrate_requested();
 
  private:
   QWidget* build_prompt_section();
@@ -98,6 +102,7 @@ class ComposePanel : public QWidget {
   QVBoxLayout *column_, *scrolled_;
   std::optional<plan::Family> defaults_of_;  // the family whose defaults the fields were last set to
   bool first_seed_use_ = true;  // "+1 each run" starts from the seed shown
+  bool calibrating_ = false;    // job() is MagCache's calibration run
 };
 
 }  // namespace studio::gui

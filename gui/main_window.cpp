@@ -122,6 +122,7 @@ MainWindow::MainWindow(const QString& data_dir)
   QString error;
   if (!history->open(data_dir_ + "/history.sqlite", &error)) reason->setText(error);
   connect(compose, &ComposePanel::changed, this, [this] { validate(); });
+  connect(compose, &ComposePanel::calibrate_requested, this, [this] { generate(); });  // MagCache's ratios
   connect(parallel, &ParallelPanel::changed, this, [this] { validate(); });
   connect(parallel, &ParallelPanel::devices_changed, this, [this] {
     if (compose->model()) parallel->fit_to_devices(compose->job(), *compose->model());
