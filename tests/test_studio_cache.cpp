@@ -1,7 +1,8 @@
 // The compose column's step cache, offscreen with the real window, worker and demo models: the fidelity/speed
 // slider's ends and its default mark for each method and family, a typed threshold moving the slider, and
 // MagCache: its message when the model has no ratios yet, "Calibrate now" running the demo model uncached to
-// write them, and the MagCache run that then uses them (its history settings carry the method and the file).
+// write them, and the MagCache run that then uses them (its history settings carry the method and the file);
+// the step-time plot marking a Wan step where either guidance branch's call reused the cache.
 #undef QT_NO_KEYWORDS  // qcustomplot.h, included through the GUI, uses Qt's keywords
 #include <QFile>
 #include <QSettings>
@@ -11,6 +12,8 @@
 #include <QtTest>
 
 #include "gui/main_window.h"
+#include "gui/run_view.h"
+#include "qcustomplot.h"
 #include "plan/mag_ratios.h"
 #include "workers/launch/paths.h"
 
@@ -143,6 +146,26 @@ class TestStudioCache : public QObject {
     QVERIFY(!w.generate_button->isEnabled());
     w.compose->steps->setValue(6);
     QVERIFY(w.generate_button->isEnabled());
+  }
+
+  void a_step_with_any_reused_branch_is_marked() {
+    // Wan calls the transformer once per guidance branch, each deciding on its own: a step is marked
+    // when either call reused the cache, not only when both did.
+    RunView v;
+    v.start(1, "wan");
+    std::vector<workers::RankView> ranks(1);
+    ranks[0].cached = true;
+    ranks[0].calls_per_step = 2;
+    const int full_calls[] = {2, 1, 0, 2};  // both ran, one branch reused, both reused, both ran
+    for (int step = 1; step <= 4; ++step) {
+      events::Progress p;
+      p.step = step, p.total = 4, p.seconds = 0.5, p.calls = 2, p.full = full_calls[step - 1];
+      v.message(p.make(), ranks);
+    }
+    QVERIFY(v.reused_steps != nullptr);
+    QCOMPARE(v.reused_steps->dataCount(), 2);
+    QCOMPARE(v.reused_steps->data()->at(0)->key, 2.0);
+    QCOMPARE(v.reused_steps->data()->at(1)->key, 3.0);
   }
 };
 
