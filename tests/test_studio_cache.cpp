@@ -2,9 +2,11 @@
 // slider's ends and its default mark for each method and family, a typed threshold moving the slider, and
 // MagCache: its message when the model has no ratios yet, "Calibrate now" running the demo model uncached to
 // write them, and the MagCache run that then uses them (its history settings carry the method and the file);
-// the step-time plot marking a Wan step where either guidance branch's call reused the cache.
+// the step-time plot marking a Wan step where either guidance branch's call reused the cache. With
+// STUDIO_SCREENSHOTS=DIR it saves the compose column with MagCache's ratios there (step-cache.png).
 #undef QT_NO_KEYWORDS  // qcustomplot.h, included through the GUI, uses Qt's keywords
 #include <QFile>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -21,6 +23,13 @@ using namespace studio;
 using namespace studio::gui;
 
 namespace {
+
+void shoot(QWidget* w, const QString& name) {
+  const QByteArray dir = qgetenv("STUDIO_SCREENSHOTS");
+  if (dir.isEmpty()) return;
+  QTest::qWait(200);
+  w->window()->grab().save(QString::fromUtf8(dir) + "/" + name + ".png");
+}
 
 int wait_for_run(QSignalSpy& spy, int ms) {
   if (spy.isEmpty() && !spy.wait(ms)) return -1;
@@ -132,6 +141,9 @@ class TestStudioCache : public QObject {
              qPrintable(w.compose->cache_field->ratios_label->text()));
     QCOMPARE(QString::fromStdString(w.compose->job().magcache_ratios), file);
     QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
+    w.compose->sampling_group->ensurePolished();
+    w.compose->findChild<QScrollArea*>("settings")->ensureWidgetVisible(w.compose->cache_field);
+    shoot(&w, "step-cache");
     QVERIFY2(w.generate(), qPrintable(w.reason->text()));
     QCOMPARE(wait_for_run(spy, 120000), 0);
     const auto runs = w.history->runs();
