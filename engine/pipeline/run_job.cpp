@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <optional>
 
-#include <ATen/Context.h>
 
 #include "compat/torch_compat.h"
 #include "io/safetensors_file.h"
@@ -13,6 +12,7 @@
 #include "models/families.h"
 #include "parallel/job_ranks.h"
 #include "parallel/parallel_model.h"
+#include "pipeline/device_choice.h"
 #include "pipeline/embeddings.h"
 #include "pipeline/outputs.h"
 #include "pipeline/reproduction.h"
@@ -24,25 +24,6 @@
 namespace studio::pipeline {
 
 namespace {
-
-at::Device pick_device(const std::string& name) {
-  if (name == "auto") return at::hasCUDA() ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
-  if (name == "cpu") return at::kCPU;
-  if (name.rfind("cuda", 0) == 0) {
-    if (!at::hasCUDA())
-      throw InputError("--device " + name + ": this build or machine has no CUDA device; use --device cpu");
-    return at::Device(name);
-  }
-  throw InputError("--device '" + name + "': expected auto, cpu, cuda or cuda:N");
-}
-
-at::ScalarType pick_dtype(const std::string& name, const at::Device& dev) {
-  if (name == "auto") return dev.is_cuda() ? at::kBFloat16 : at::kFloat;
-  if (name == "float32") return at::kFloat;
-  if (name == "bfloat16") return at::kBFloat16;
-  if (name == "float16") return at::kHalf;
-  throw InputError("--dtype '" + name + "': expected auto, float32, bfloat16 or float16");
-}
 
 double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -12,7 +12,7 @@
 
 #include "compat/torch_compat.h"
 #include "parallel/mesh.h"
-#include "plan/error.h"
+#include "pipeline/device_choice.h"
 
 namespace studio::workers {
 
@@ -22,14 +22,6 @@ namespace {
 // fastest counts (other work on a shared machine slows some of them), so that calibrating takes seconds.
 constexpr double kMeasureSeconds = 0.3;
 constexpr int kWindows = 3;
-
-at::ScalarType dtype_of(const std::string& name, const at::Device& dev) {
-  if (name == "auto") return dev.is_cuda() ? at::kBFloat16 : at::kFloat;
-  if (name == "float32") return at::kFloat;
-  if (name == "bfloat16") return at::kBFloat16;
-  if (name == "float16") return at::kHalf;
-  throw InputError("--calibrate '" + name + "': expected auto, float32, bfloat16 or float16");
-}
 
 // Operations per second of `run`, which does `flops` each time: after one untimed run, `times` runs, or
 // (times 0) the fastest of kWindows windows of kMeasureSeconds / kWindows. Collectives need a count every
@@ -68,7 +60,7 @@ plan::Calibration calibrate(const parallel::DistEnv& env, const std::string& dty
     dev = at::Device(at::kCUDA, int8_t(parallel::gpu_index(env.local_rank, int(at::getNumGPUs()))));
     compat::bind_device(dev);
   }
-  const auto dtype = dtype_of(dtype_name, dev);
+  const auto dtype = pipeline::pick_dtype(dtype_name, dev, "--calibrate");
   plan::ParallelConfig all;
   all.ulysses_degree = env.world_size;  // one group of every rank
   auto mesh = parallel::Mesh::create(all, env, dev, std::chrono::seconds(120));
