@@ -21,10 +21,13 @@
 #include "gui/models_view.h"
 #include "hub/fake_hub.h"
 #include "hub/known_models.h"
+#include "studio_support.h"
 
 namespace fs = std::filesystem;
+
 using namespace studio;
 using namespace studio::gui;
+using namespace studio::test;
 
 namespace {
 
@@ -32,25 +35,6 @@ const char* kRepo = "test-org/flux-words-tiny";
 const char* kGated = "test-org/flux-gated";
 const char* kToken = "hf_test_token";
 const char* kSlowFile = "transformer/diffusion_pytorch_model.safetensors";
-
-void shoot(QWidget* w, const QString& name) {
-  const QByteArray dir = qgetenv("STUDIO_SCREENSHOTS");
-  if (dir.isEmpty()) return;
-  QTest::qWait(200);
-  w->window()->grab().save(QString::fromUtf8(dir) + "/" + name + ".png");
-}
-
-// Answers the next question box named `name` with `button` when it shows.
-void answer_next(const QString& name, QMessageBox::StandardButton button) {
-  auto* poll = new QTimer;
-  QObject::connect(poll, &QTimer::timeout, poll, [poll, name, button] {
-    auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
-    if (!box || box->objectName() != name) return;
-    poll->deleteLater();
-    box->button(button)->click();
-  });
-  poll->start(50);
-}
 
 // The view's next task ending (HubTask::Ending), or -1 when none comes in `ms`.
 int wait_for_task(QSignalSpy& spy, int ms = 30000) {

@@ -21,41 +21,11 @@
 #include "video/image_writer.h"
 #include "workers/launch/paths.h"
 
+#include "studio_support.h"
+
 using namespace studio;
 using namespace studio::gui;
-
-Q_DECLARE_METATYPE(studio::workers::Outcome)
-
-namespace {
-
-void shoot(QWidget* w, const QString& name) {
-  const QByteArray dir = qgetenv("STUDIO_SCREENSHOTS");
-  if (dir.isEmpty()) return;
-  QTest::qWait(200);
-  w->window()->grab().save(QString::fromUtf8(dir) + "/" + name + ".png");
-}
-
-// Answers the next "A run is in progress" question with `button` when it shows; *asked says it did.
-void answer_next_question(QMessageBox::StandardButton button, bool* asked) {
-  *asked = false;
-  auto* poll = new QTimer;
-  QObject::connect(poll, &QTimer::timeout, poll, [poll, button, asked] {
-    auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
-    if (!box || box->objectName() != "confirm_stop") return;
-    *asked = true;
-    poll->deleteLater();
-    box->button(button)->click();
-  });
-  poll->start(50);
-}
-
-// Waits for the window's run to end; the outcome's exit code, or -1 on timeout.
-int wait_for_run(MainWindow& w, QSignalSpy& spy, int ms) {
-  if (spy.isEmpty() && !spy.wait(ms)) return -1;
-  return spy.takeFirst().at(0).value<workers::Outcome>().exit_code;
-}
-
-}  // namespace
+using namespace studio::test;
 
 class TestStudio : public QObject {
   Q_OBJECT
@@ -172,12 +142,12 @@ class TestStudio : public QObject {
     w.compose->steps->setValue(10);
     QSignalSpy spy(&w, &MainWindow::run_finished);
     QVERIFY2(w.generate(), qPrintable(w.reason->text()));  // first without the cache, to compare with
-    QCOMPARE(wait_for_run(w, spy, 120000), 0);
+    QCOMPARE(wait_for_run(spy, 120000), 0);
     QVERIFY(w.run_view->reused_steps == nullptr);
     w.compose->step_cache->setCurrentIndex(1);
     w.compose->cache_threshold->setValue(2);  // the demo model's random blocks change a lot from step to step
     QVERIFY2(w.generate(), qPrintable(w.reason->text()));
-    QCOMPARE(wait_for_run(w, spy, 120000), 0);
+    QCOMPARE(wait_for_run(spy, 120000), 0);
     QVERIFY(w.run_view->reused_steps != nullptr);
     const int reused = w.run_view->reused_steps->dataCount();
     QVERIFY2(reused > 0 && reused < 10, qPrintable(QString::number(reused)));  // the first step always runs
@@ -237,7 +207,7 @@ class TestStudio : public QObject {
       w.compose->steps->setValue(1);
       QSignalSpy spy(&w, &MainWindow::run_finished);
       QVERIFY2(w.generate(), qPrintable(w.reason->text()));
-      QCOMPARE(wait_for_run(w, spy, 120000), 0);
+      QCOMPARE(wait_for_run(spy, 120000), 0);
       QFile started(note);
       QVERIFY(started.open(QIODevice::ReadOnly));
       QVERIFY(started.readAll().contains("/bin/dit-worker --job"));
@@ -269,17 +239,17 @@ class TestStudio : public QObject {
       QVERIFY(w.running());
       // In the run view it asks; "Keep running" keeps it running.
       w.run_view->setFocus();
-      answer_next_question(QMessageBox::No, &asked);
+      answer_next("confirm_stop", QMessageBox::No, &asked);
       QTest::keyClick(w.run_view, Qt::Key_Escape);
       QVERIFY(asked);
       QTest::qWait(300);
       QVERIFY(w.running());
       // Closing asks too; stopping waits for the run to be recorded, then closes.
-      answer_next_question(QMessageBox::Yes, &asked);
+      answer_next("confirm_stop", QMessageBox::Yes, &asked);
       QVERIFY(!w.close());
       QVERIFY(asked);
       QVERIFY(w.isVisible());
-      QCOMPARE(wait_for_run(w, spy, 60000), 130);
+      QCOMPARE(wait_for_run(spy, 60000), 130);
       QTRY_VERIFY_WITH_TIMEOUT(!w.isVisible(), 5000);
     }
     MainWindow again(data);
@@ -327,9 +297,9 @@ class TestStudio : public QObject {
     QCOMPARE(w.queued(), 1);
     QTest::qWait(3000);
     shoot(&w, "run");
-    const int code = wait_for_run(w, spy, 120000);
+    const int code = wait_for_run(spy, 120000);
     QVERIFY2(code == 0, qPrintable(w.run_view->status->text()));
-    QCOMPARE(wait_for_run(w, spy, 120000), 0);  // the queued one
+    QCOMPARE(wait_for_run(spy, 120000), 0);  // the queued one
     QCOMPARE(w.run_view->bars.size(), size_t(2));
     for (auto* bar : w.run_view->bars) QCOMPARE(bar->value(), 100);
     QCOMPARE(w.player->frame_count(), 9);
@@ -406,7 +376,7 @@ class TestStudio : public QObject {
     QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
     QSignalSpy spy(&w, &MainWindow::run_finished);
     QVERIFY2(w.generate(), qPrintable(w.reason->text()));
-    QCOMPARE(wait_for_run(w, spy, 120000), 0);
+    QCOMPARE(wait_for_run(spy, 120000), 0);
     // The result is one picture, shown without clip controls, exported with its settings.
     QVERIFY(w.player->image_mode());
     QCOMPARE(w.player->frame_count(), 1);
@@ -433,7 +403,7 @@ class TestStudio : public QObject {
     w.parallel->ulysses->setValue(1);
     w.parallel->ring->setValue(2);
     QVERIFY2(w.generate(), qPrintable(w.reason->text()));
-    QCOMPARE(wait_for_run(w, spy, 120000), 0);
+    QCOMPARE(wait_for_run(spy, 120000), 0);
     QCOMPARE(w.history->runs().size(), size_t(2));
     w.history->table->selectAll();
     w.history->compare_button->click();
@@ -487,7 +457,7 @@ class TestStudio : public QObject {
     QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
     QSignalSpy spy(&w, &MainWindow::run_finished);
     QVERIFY2(w.generate(), qPrintable(w.reason->text()));
-    QCOMPARE(wait_for_run(w, spy, 120000), 0);
+    QCOMPARE(wait_for_run(spy, 120000), 0);
     QVERIFY(!w.player->image_mode());
     QCOMPARE(w.player->frame_count(), 9);
     QCOMPARE(w.player->frame(0).width(), 96);
@@ -544,7 +514,7 @@ class TestStudio : public QObject {
     // A subset: the last configuration is left out.
     w.sweep_view->table->item(rows - 1, 0)->setCheckState(Qt::Unchecked);
     w.sweep_view->run->click();
-    for (int i = 0; i < rows - 1; ++i) QCOMPARE(wait_for_run(w, spy, 120000), 0);
+    for (int i = 0; i < rows - 1; ++i) QCOMPARE(wait_for_run(spy, 120000), 0);
     QVERIFY(!w.running());
     for (int i = 0; i < rows - 1; ++i) QCOMPARE(w.sweep_view->table->item(i, 1)->text(), QString("done"));
     QCOMPARE(w.sweep_view->table->item(rows - 1, 1)->text(), QString("skipped"));
@@ -569,7 +539,7 @@ class TestStudio : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(w.run_view->bars[1]->value() > 0 || w.running(), 60000);
     QTest::qWait(1500);  // into the denoising steps
     ::kill(victim, SIGKILL);
-    QCOMPARE(wait_for_run(w, spy, 30000), 128 + SIGKILL);
+    QCOMPARE(wait_for_run(spy, 30000), 128 + SIGKILL);
     QVERIFY2(w.run_view->status->text().contains(QString("rank 1 (pid %1").arg(victim)), qPrintable(w.run_view->status->text()));
     QVERIFY(w.run_view->status->text().contains("was killed by signal 9"));
     QVERIFY(w.generate_button->isEnabled());  // usable again

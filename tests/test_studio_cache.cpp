@@ -19,28 +19,11 @@
 #include "plan/mag_ratios.h"
 #include "workers/launch/paths.h"
 
+#include "studio_support.h"
+
 using namespace studio;
 using namespace studio::gui;
-
-namespace {
-
-void shoot(QWidget* w, const QString& name) {
-  const QByteArray dir = qgetenv("STUDIO_SCREENSHOTS");
-  if (dir.isEmpty()) return;
-  QTest::qWait(200);
-  w->window()->grab().save(QString::fromUtf8(dir) + "/" + name + ".png");
-}
-
-int wait_for_run(QSignalSpy& spy, int ms) {
-  if (spy.isEmpty() && !spy.wait(ms)) return -1;
-  return spy.takeFirst().at(0).value<workers::Outcome>().exit_code;
-}
-
-void wait_for_devices(MainWindow& w) {
-  QTRY_VERIFY_WITH_TIMEOUT(w.parallel->devices->item(0)->text().contains(" cores"), 30000);
-}
-
-}  // namespace
+using namespace studio::test;
 
 class TestStudioCache : public QObject {
   Q_OBJECT

@@ -25,21 +25,13 @@
 #include "text/t5_tokenizer.h"
 #include "workers/launch/paths.h"
 
+#include "studio_support.h"
+
 using namespace studio;
 using namespace studio::gui;
+using namespace studio::test;
 
 namespace {
-
-void shoot(QWidget* w, const QString& name) {
-  const QByteArray dir = qgetenv("STUDIO_SCREENSHOTS");
-  if (dir.isEmpty()) return;
-  QTest::qWait(200);
-  w->window()->grab().save(QString::fromUtf8(dir) + "/" + name + ".png");
-}
-
-void wait_for_devices(MainWindow& w) {
-  QTRY_VERIFY_WITH_TIMEOUT(w.parallel->devices->item(0)->text().contains(" cores"), 30000);
-}
 
 // The labels showing text in the error colour.
 QStringList red_texts(QWidget* root) {

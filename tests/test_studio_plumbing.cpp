@@ -35,10 +35,11 @@
 #include "plan/model_folder.h"
 #include "plan/output_folder.h"
 
+#include "studio_support.h"
+
 using namespace studio;
 using namespace studio::gui;
-
-Q_DECLARE_METATYPE(studio::workers::Outcome)
+using namespace studio::test;
 
 namespace {
 
@@ -80,18 +81,6 @@ QString existing_read_only_folder() {
     if (::statvfs(dir, &fs) == 0 && (fs.f_flag & ST_RDONLY)) return dir;
   }
   return {};
-}
-
-void shoot(QWidget* w, const QString& name) {
-  const QByteArray dir = qgetenv("STUDIO_SCREENSHOTS");
-  if (dir.isEmpty()) return;
-  QTest::qWait(200);
-  w->window()->grab().save(QString::fromUtf8(dir) + "/" + name + ".png");
-}
-
-int wait_for_run(QSignalSpy& spy, int ms) {
-  if (spy.isEmpty() && !spy.wait(ms)) return -1;
-  return spy.takeFirst().at(0).value<workers::Outcome>().exit_code;
 }
 
 QStringList shown_lines(const LogPane& log) { return log.text->toPlainText().split('\n', Qt::SkipEmptyParts); }

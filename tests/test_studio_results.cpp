@@ -19,43 +19,13 @@
 #include "qcustomplot.h"
 #include "video/clip_writer.h"
 
+#include "studio_support.h"
+
 using namespace studio;
 using namespace studio::gui;
-
-Q_DECLARE_METATYPE(studio::workers::Outcome)
+using namespace studio::test;
 
 namespace {
-
-void shoot(QWidget* w, const QString& name) {
-  const QByteArray dir = qgetenv("STUDIO_SCREENSHOTS");
-  if (dir.isEmpty()) return;
-  for (QSize size : {QSize(1280, 800), QSize(1920, 1080)}) {
-    w->window()->resize(size);
-    QTest::qWait(300);
-    w->window()->grab().save(
-        QString("%1/%2-%3x%4.png").arg(QString::fromUtf8(dir), name).arg(size.width()).arg(size.height()));
-  }
-  w->window()->resize(1280, 800);
-}
-
-// Clicks `button` in the next message box named `name` when it shows; *asked says it did.
-void answer_next(const QString& name, QMessageBox::StandardButton button, bool* asked) {
-  *asked = false;
-  auto* poll = new QTimer;
-  QObject::connect(poll, &QTimer::timeout, poll, [poll, name, button, asked] {
-    auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
-    if (!box || box->objectName() != name) return;
-    *asked = true;
-    poll->deleteLater();
-    box->button(button)->click();
-  });
-  poll->start(50);
-}
-
-int wait_for_run(QSignalSpy& spy, int ms) {
-  if (spy.isEmpty() && !spy.wait(ms)) return -1;
-  return spy.takeFirst().at(0).value<workers::Outcome>().exit_code;
-}
 
 QString cell(const History& h, qint64 id, const QString& column) {
   for (int c = 0; c < h.table->columnCount(); ++c)
@@ -109,7 +79,7 @@ class TestStudioResults : public QObject {
     QVERIFY(rank_colour(0) != rank_colour(1) && rank_colour(1).lightness() < 160);
     w.tabs->setCurrentWidget(w.run_view);
     QVERIFY(w.run_view->step_plot->height() >= 180);
-    shoot(w.run_view, "run");
+    shoot_sizes(w.run_view, "run");
 
     // In the library with its key settings as columns.
     const qint64 first = w.history->runs().front().id;
@@ -195,7 +165,7 @@ class TestStudioResults : public QObject {
              qPrintable(w.compare_view->difference->text()));
     QVERIFY(!w.compare_view->difference_image->pixmap().isNull());
     QVERIFY(w.compare_view->plot->yAxis->range().lower == 0);
-    shoot(w.compare_view, "compare");
+    shoot_sizes(w.compare_view, "compare");
     w.tabs->setCurrentWidget(w.history);
     QVERIFY(split->widget(0)->isVisible());
 
@@ -228,7 +198,7 @@ class TestStudioResults : public QObject {
     const QString pngs = w.player->export_chosen(tmp_.path() + "/frames", &error);
     QCOMPARE(video::probe_clip(pngs.toStdString()).frames, 9);
     w.tabs->setCurrentWidget(w.player);
-    shoot(w.player, "player");
+    shoot_sizes(w.player, "player");
 
     // Delete asks; "Keep them" keeps them.
     bool asked = false;
@@ -249,9 +219,9 @@ class TestStudioResults : public QObject {
     QCOMPARE(w.history->selected_ids(), std::vector<qint64>{first});
     w.history->remove(fourth);
     w.tabs->setCurrentWidget(w.history);
-    shoot(w.history, "history");
+    shoot_sizes(w.history, "history");
     w.history->gallery_button->click();
-    shoot(w.history, "gallery");
+    shoot_sizes(w.history, "gallery");
     w.history->list_button->click();
     // Deleted again and the studio closed: the trash is emptied, nothing can come back.
     w.history->remove(first);
@@ -304,7 +274,7 @@ class TestStudioResults : public QObject {
     QCOMPARE(v->chart->xAxis->tickLabelRotation(), 0.0);
     v->metric->setCurrentIndex(0);
     w.tabs->setCurrentWidget(v);
-    shoot(v, "sweep");
+    shoot_sizes(v, "sweep");
   }
 };
 

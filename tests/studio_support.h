@@ -1,0 +1,63 @@
+// What the studio's Qt Test suites share: screenshots on request, answering a question box, waiting for a
+// run and for the device list.
+#pragma once
+#include <QApplication>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTimer>
+#include <QtTest>
+
+#include "gui/main_window.h"
+
+Q_DECLARE_METATYPE(studio::workers::Outcome)
+
+namespace studio::test {
+
+// With STUDIO_SCREENSHOTS=DIR: the window as it is now, as DIR/NAME.png.
+inline void shoot(QWidget* w, const QString& name) {
+  const QByteArray dir = qgetenv("STUDIO_SCREENSHOTS");
+  if (dir.isEmpty()) return;
+  QTest::qWait(200);
+  w->window()->grab().save(QString::fromUtf8(dir) + "/" + name + ".png");
+}
+
+// The same at 1280 x 800 and 1920 x 1080 (NAME-1280x800.png, ...); the window is left at 1280 x 800.
+inline void shoot_sizes(QWidget* w, const QString& name) {
+  const QByteArray dir = qgetenv("STUDIO_SCREENSHOTS");
+  if (dir.isEmpty()) return;
+  for (QSize size : {QSize(1280, 800), QSize(1920, 1080)}) {
+    w->window()->resize(size);
+    QTest::qWait(300);
+    w->window()->grab().save(
+        QString("%1/%2-%3x%4.png").arg(QString::fromUtf8(dir), name).arg(size.width()).arg(size.height()));
+  }
+  w->window()->resize(1280, 800);
+}
+
+// Clicks `button` in the next message box named `name` when it shows; *asked (if given) says it did.
+inline void answer_next(const QString& name, QMessageBox::StandardButton button, bool* asked = nullptr) {
+  if (asked) *asked = false;
+  auto* poll = new QTimer;
+  QObject::connect(poll, &QTimer::timeout, poll, [poll, name, button, asked] {
+    auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+    if (!box || box->objectName() != name) return;
+    if (asked) *asked = true;
+    poll->deleteLater();
+    box->button(button)->click();
+  });
+  poll->start(50);
+}
+
+// Waits for the window's run to end (MainWindow::run_finished); the outcome's exit code, or -1 on timeout.
+inline int wait_for_run(QSignalSpy& spy, int ms) {
+  if (spy.isEmpty() && !spy.wait(ms)) return -1;
+  return spy.takeFirst().at(0).value<workers::Outcome>().exit_code;
+}
+
+// Until `dit-worker --list-devices` has answered and the CPU is listed.
+inline void wait_for_devices(gui::MainWindow& w) {
+  QTRY_VERIFY_WITH_TIMEOUT(w.parallel->devices->item(0)->text().contains(" cores"), 30000);
+}
+
+}  // namespace studio::test
