@@ -16,6 +16,7 @@
 #include <QVBoxLayout>
 
 #include "gui/compare_view.h"
+#include "gui/hover_play.h"
 #include "gui/run_info.h"
 
 namespace studio::gui {
@@ -121,7 +122,7 @@ History::History(QWidget* parent) : QWidget(parent) {
   gallery->setMovement(QListView::Static);
   gallery->setWordWrap(true);
   gallery->setSelectionMode(QAbstractItemView::ExtendedSelection);
-  gallery->setMouseTracking(true);  // hovering a thumbnail plays its run
+  new HoverPlay(gallery);  // hovering a thumbnail plays its run
   views = new QStackedWidget;
   views->addWidget(table);
   views->addWidget(gallery);
@@ -161,8 +162,6 @@ History::History(QWidget* parent) : QWidget(parent) {
   connect(gallery, &QListWidget::itemActivated, this, [this] {
     if (auto r = selected()) Q_EMIT play(*r);
   });
-  connect(gallery, &QListWidget::itemEntered, this, &History::hover);
-  connect(&hover_timer_, &QTimer::timeout, this, [this] { hover(nullptr); });
   connect(play_button, &QPushButton::clicked, this, [this] {
     if (auto r = selected()) Q_EMIT play(*r);
   });
@@ -349,12 +348,14 @@ void History::refresh() {
     auto* tile = new QListWidgetItem(QIcon(QPixmap::fromImage(r.thumbnail)),
                                      QString("%1\n%2 · %3").arg(r.prompt.left(48), cells[6], r.status));
     tile->setData(Qt::UserRole, r.id);
+    tile->setData(HoverPlay::folder_role, r.folder);
     tile->setToolTip(r.prompt);
     gallery->addItem(tile);
   }
   syncing_ = false;
   select(keep);
   fit_prompt_column();
+  Q_EMIT refreshed();
 }
 
 bool History::eventFilter(QObject* watched, QEvent* e) {
@@ -411,37 +412,6 @@ void History::sync_selection(QObject* from) {
 std::optional<RunRecord> History::selected() const {
   const auto ids = selected_ids();
   return ids.size() == 1 ? run(ids.front()) : std::nullopt;
-}
-
-// Hovering a tile plays the run's kept frames in it; leaving the gallery puts its thumbnail back.
-void History::hover(QListWidgetItem* item) {
-  auto restore = [this] {
-    for (int i = 0; i < gallery->count(); ++i)
-      if (gallery->item(i)->data(Qt::UserRole).toLongLong() == hover_id_ && size_t(i) < shown_.size())
-        gallery->item(i)->setIcon(QIcon(QPixmap::fromImage(shown_[size_t(i)].thumbnail)));
-    hover_id_ = 0;
-    hover_frames_.clear();
-    hover_timer_.stop();
-  };
-  if (!item) {  // the timer's tick
-    if (!gallery->isVisible() || !gallery->viewport()->underMouse()) return restore();
-    for (int i = 0; i < gallery->count(); ++i)
-      if (gallery->item(i)->data(Qt::UserRole).toLongLong() == hover_id_ && !hover_frames_.empty()) {
-        hover_frame_ = (hover_frame_ + 1) % int(hover_frames_.size());
-        gallery->item(i)->setIcon(QIcon(QPixmap::fromImage(hover_frames_[size_t(hover_frame_)])));
-      }
-    return;
-  }
-  const qint64 id = item->data(Qt::UserRole).toLongLong();
-  if (id == hover_id_) return;
-  restore();
-  const auto r = run(id);
-  if (!r || r->folder.isEmpty()) return;
-  for (const QImage& f : load_frames(r->folder)) hover_frames_.push_back(f.scaled(gallery->iconSize(), Qt::KeepAspectRatio));
-  if (hover_frames_.size() < 2) return hover_frames_.clear();
-  hover_id_ = id;
-  hover_frame_ = 0;
-  hover_timer_.start(125);
 }
 
 }  // namespace studio::gui

@@ -14,7 +14,6 @@
 #include <QSqlDatabase>
 #include <QStackedWidget>
 #include <QTableWidget>
-#include <QTimer>
 #include <QWidget>
 
 #include <optional>
@@ -69,13 +68,13 @@ class History : public QWidget {
   void reopen(const studio::gui::RunRecord& r);
   void rerun(const studio::gui::RunRecord& r);
   void compare(const studio::gui::RunRecord& a, const studio::gui::RunRecord& b);
+  void refreshed();  // the runs were read again (one added, removed or brought back, or a new search)
 
  private:
   std::optional<RunRecord> selected() const;  // the one run selected
   bool eventFilter(QObject* watched, QEvent* e) override;
   void fit_prompt_column();  // the prompt takes the width the other columns leave
   void sync_selection(QObject* from);
-  void hover(QListWidgetItem* item);
   QString trash_dir() const;
   QString connection_, db_path_;
   std::vector<RunRecord> shown_;
@@ -85,10 +84,6 @@ class History : public QWidget {
   };
   std::vector<std::vector<Trashed>> trashed_;  // each removal, for undo
   bool syncing_ = false;
-  QTimer hover_timer_;
-  qint64 hover_id_ = 0;
-  std::vector<QImage> hover_frames_;
-  int hover_frame_ = 0;
 };
 
 }  // namespace studio::gui

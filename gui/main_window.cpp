@@ -117,7 +117,12 @@ MainWindow::MainWindow(const QString& data_dir)
   split->addWidget(compose);
   split->addWidget(tabs);
   split->setStretchFactor(1, 1);
-  setCentralWidget(split);
+  auto* central = new QWidget;  // the settings and the tabs, the recent results along the bottom
+  auto* column = new QVBoxLayout(central);
+  column->setContentsMargins(0, 0, 0, 0);
+  column->addWidget(split, 1);
+  column->addWidget(recent = new RecentStrip(history, central));
+  setCentralWidget(central);
 
   QString error;
   if (!history->open(data_dir_ + "/history.sqlite", &error)) reason->setText(error);

@@ -26,6 +26,7 @@
 #include "gui/job_runner.h"
 #include "gui/parallel_panel.h"
 #include "gui/player.h"
+#include "gui/recent_strip.h"
 #include "gui/run_view.h"
 #include "gui/worker_picker.h"
 
@@ -68,6 +69,7 @@ class MainWindow : public QMainWindow {
   CompareView* compare_view;
   SweepView* sweep_view;
   ModelsView* models_view;
+  RecentStrip* recent;  // the latest results along the bottom
   QListWidget* queue_list;
   QTabWidget* tabs;
   QPushButton *generate_button, *sweep_button, *cancel_button;

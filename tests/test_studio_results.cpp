@@ -2,7 +2,8 @@
 // columns, search, play into the Player, selection by run id, delete asked and undone), the Player keeping
 // a past run while the next starts and stops, export in the chosen format with every setting read back by
 // engine/video, the run view's plots (hidden before data, y from zero, whole steps), the sweep chart's
-// short labels and metrics, and Compare's readable settings and difference picture.
+// short labels and metrics, Compare's readable settings and difference picture, and the strip of recent
+// results along the window's bottom.
 // With STUDIO_SCREENSHOTS=DIR it saves these views at 1280 x 800 and 1920 x 1080 there.
 #undef QT_NO_KEYWORDS  // qcustomplot.h, included through the GUI, uses Qt's keywords
 #include <QMessageBox>
@@ -234,6 +235,55 @@ class TestStudioResults : public QObject {
     QVERIFY(!QDir(data + "/trash").exists());
     MainWindow again(data);
     QCOMPARE(again.history->runs().size(), size_t(2));  // the lighthouse run (stopped) and the third
+  }
+
+  // The recent results along the bottom, seen from every tab: a finished run shows there (newest first),
+  // hovering plays its frames, a click plays it in the Player.
+  void recent_results_strip_plays_a_run() {
+    MainWindow w(tmp_.path() + "/recent");
+    w.resize(1280, 800);
+    w.show();
+    QVERIFY(w.recent->isHidden());  // nothing to show yet
+    w.compose->prompt->setPlainText("a paper boat drifts on a pond");
+    w.compose->frames->setValue(9);
+    w.compose->steps->setValue(2);
+    QSignalSpy spy(&w, &MainWindow::run_finished);
+    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+    QCOMPARE(wait_for_run(spy, 120000), 0);
+    const RunRecord boat = w.history->runs().front();
+    QVERIFY(w.recent->isVisible());
+    QCOMPARE(w.recent->count(), 1);
+    QCOMPARE(w.recent->item(0)->data(Qt::UserRole).toLongLong(), boat.id);
+
+    w.compose->prompt->setPlainText("a lighthouse at dusk");
+    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+    QCOMPARE(wait_for_run(spy, 120000), 0);
+    const RunRecord lighthouse = w.history->runs().front();
+    QCOMPARE(w.recent->count(), 2);
+    QCOMPARE(w.recent->item(0)->data(Qt::UserRole).toLongLong(), lighthouse.id);
+    QCOMPARE(w.recent->item(1)->data(Qt::UserRole).toLongLong(), boat.id);
+
+    // Seen from another tab; hovering the older run plays its kept frames in its thumbnail.
+    w.tabs->setCurrentWidget(w.models_view);
+    QVERIFY(w.recent->isVisible());
+    QListWidgetItem* older = w.recent->item(1);
+    const QRect tile = w.recent->visualItemRect(older);
+    const qint64 still = older->icon().pixmap(w.recent->iconSize()).cacheKey();
+    QTest::mouseMove(w.recent->viewport(), tile.center());
+    QTRY_VERIFY_WITH_TIMEOUT(older->icon().pixmap(w.recent->iconSize()).cacheKey() != still, 3000);
+    shoot_sizes(w.recent, "recent-strip");
+
+    // A click plays it in the Player, as the History's Play does.
+    QTest::mouseClick(w.recent->viewport(), Qt::LeftButton, {}, tile.center());
+    QCOMPARE(w.tabs->currentWidget(), static_cast<QWidget*>(w.player));
+    QCOMPARE(w.player->source(), boat.folder);
+    QCOMPARE(w.player->frame_count(), 9);
+    QVERIFY(w.player->title->text().contains("a paper boat"));
+
+    // Deleting a run in the History takes it off the strip.
+    w.history->remove(boat.id);
+    QCOMPARE(w.recent->count(), 1);
+    w.close();
   }
 
   // The chart of a sweep's results: short labels, filled bars, the metric chosen.
