@@ -159,7 +159,7 @@ class TestModelsView : public QObject {
     QVERIFY(!v.verify_button->isEnabled());
     QCOMPARE(wait_for_task(ended), int(HubTask::Done));
     QVERIFY2(v.status->text().contains("match their hashes"), qPrintable(v.status->text()));
-    shoot(&w, "models");
+    shoot_sizes(&w, "models");
 
     // Remove asks first: No keeps it, Yes removes it.
     answer_next("confirm_remove", QMessageBox::No);

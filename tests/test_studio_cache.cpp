@@ -126,7 +126,7 @@ class TestStudioCache : public QObject {
     QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
     w.compose->sampling_group->ensurePolished();
     w.compose->findChild<QScrollArea*>("settings")->ensureWidgetVisible(w.compose->cache_field);
-    shoot(&w, "step-cache");
+    shoot_sizes(&w, "step-cache");
     QVERIFY2(w.generate(), qPrintable(w.reason->text()));
     QCOMPARE(wait_for_run(spy, 120000), 0);
     const auto runs = w.history->runs();
