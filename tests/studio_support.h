@@ -4,6 +4,8 @@
 #include <QApplication>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QSettings>
+#include <QStandardPaths>
 #include <QSignalSpy>
 #include <QTimer>
 #include <QtTest>
@@ -13,6 +15,16 @@
 Q_DECLARE_METATYPE(studio::workers::Outcome)
 
 namespace studio::test {
+
+// Every studio suite's start: test-mode paths, the build tree's dit-worker and demo models, settings of its
+// own (`organization`) cleared so that each run starts as a first start.
+inline void start_studio_suite(const char* organization) {
+  QStandardPaths::setTestModeEnabled(true);
+  qputenv("DIT_STUDIO_BIN_DIR", STUDIO_BIN_DIR);
+  QCoreApplication::setOrganizationName(organization);
+  QSettings().clear();
+  qRegisterMetaType<workers::Outcome>();
+}
 
 // With STUDIO_SCREENSHOTS=DIR: the window as it is now, as DIR/NAME.png.
 inline void shoot(QWidget* w, const QString& name) {

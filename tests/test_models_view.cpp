@@ -72,10 +72,7 @@ class TestModelsView : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
-    qputenv("DIT_STUDIO_BIN_DIR", STUDIO_BIN_DIR);  // the demo model the compose panel starts from
-    QCoreApplication::setOrganizationName("DiT Studio models tests");
-    QSettings().clear();
+    start_studio_suite("DiT Studio models tests");
     // No secret store, whatever desktop runs the suite: the session bus points at nothing.
     qputenv("DBUS_SESSION_BUS_ADDRESS", ("unix:path=" + tmp_.path() + "/no-bus").toUtf8());
     qunsetenv("HF_TOKEN");

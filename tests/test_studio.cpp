@@ -33,11 +33,7 @@ class TestStudio : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
-    qputenv("DIT_STUDIO_BIN_DIR", STUDIO_BIN_DIR);  // dit-worker and the demo model, from the build tree
-    QCoreApplication::setOrganizationName("DiT Studio tests");
-    QSettings().clear();  // each run of the suite starts as a first start, whatever an earlier run kept
-    qRegisterMetaType<workers::Outcome>();
+    start_studio_suite("DiT Studio tests");
   }
 
   void validation_speaks_by_the_field_and_gates_generate() {

@@ -31,10 +31,7 @@ class TestStudioCache : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
-    qputenv("DIT_STUDIO_BIN_DIR", STUDIO_BIN_DIR);
-    QCoreApplication::setOrganizationName("DiT Studio cache tests");
-    QSettings().clear();
+    start_studio_suite("DiT Studio cache tests");
   }
 
   void the_slider_runs_from_exact_to_faster_than_the_default() {

@@ -55,10 +55,7 @@ class TestStudioCompose : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
-    qputenv("DIT_STUDIO_BIN_DIR", STUDIO_BIN_DIR);  // dit-worker and the demo models, from the build tree
-    QCoreApplication::setOrganizationName("DiT Studio compose tests");
-    QSettings().clear();  // a first start
+    start_studio_suite("DiT Studio compose tests");
   }
 
   void the_first_screen_shows_generate_and_no_error() {

@@ -93,11 +93,7 @@ class TestStudioPlumbing : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
-    qputenv("DIT_STUDIO_BIN_DIR", STUDIO_BIN_DIR);
-    QCoreApplication::setOrganizationName("DiT Studio plumbing tests");
-    QSettings().clear();
-    qRegisterMetaType<workers::Outcome>();
+    start_studio_suite("DiT Studio plumbing tests");
     qInfo("private mount namespace: %s", g_private_mounts ? "yes" : "no (read-only cases use the machine's own)");
   }
 

@@ -44,11 +44,7 @@ class TestStudioResults : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
-    qputenv("DIT_STUDIO_BIN_DIR", STUDIO_BIN_DIR);
-    QCoreApplication::setOrganizationName("DiT Studio results tests");
-    QSettings().clear();
-    qRegisterMetaType<workers::Outcome>();
+    start_studio_suite("DiT Studio results tests");
   }
 
   // One window through the whole library: runs, play, a run that stops, export, selection, delete, compare.
