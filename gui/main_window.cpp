@@ -216,6 +216,7 @@ void MainWindow::list_devices() {
     list_devices_.waitForFinished(2000);
   }
   worker_build_.clear();
+  parallel->set_worker(worker->current());  // it measures the devices for Auto, too
   list_devices_.start(worker->current(), {"--list-devices"});
 }
 
@@ -308,7 +309,7 @@ bool MainWindow::sweep() {
   const int processes = parallel->on_gpus() ? parallel->processes() : p.world_size();
   auto configs = plan::valid_configs(base->job.job, *compose->model(), processes, p);
   if (configs.empty()) return reason->setText(tr("No valid configuration for %1 processes.").arg(processes)), false;
-  sweep_view->start(configs);
+  sweep_view->start(configs, parallel->predictions(configs, base->job.job, *compose->model()));
   sweep_base_ = base;
   tabs->setCurrentWidget(sweep_view);
   return true;

@@ -1,6 +1,5 @@
 #include "gui/parallel_panel.h"
 
-#include <QApplication>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QMenu>
@@ -17,6 +16,11 @@
 namespace studio::gui {
 
 namespace {
+
+QString auto_tip() {
+  return ParallelPanel::tr("The valid configuration the cost model predicts fastest among those that fit "
+                           "(the devices are measured once, in seconds; docs/cost-model.md)");
+}
 
 QSpinBox* degree(const char* name, int lo = 1, int hi = plan::kMaxDegree) {
   auto* s = new QSpinBox;
@@ -52,7 +56,7 @@ ParallelPanel::ParallelPanel(QWidget* parent) : QWidget(parent) {
   // One place for the group's problems, below its fields: a problem appearing moves none of them.
   form->addRow(problems_.make({"world_size", "memory", "ulysses_degree", "ring_degree", "pipefusion_parallel_degree",
                                "num_pipeline_patch", "warmup_steps", "use_cfg_parallel", "data_parallel_degree",
-                               "use_parallel_vae"}));
+                               "use_parallel_vae", "auto"}));
   suggestions = new QToolButton;
   suggestions->setText(tr("Valid configurations"));
   suggestions->setToolTip(tr("Every configuration that fills the selected devices and that this job and model "
@@ -62,14 +66,24 @@ ParallelPanel::ParallelPanel(QWidget* parent) : QWidget(parent) {
   auto_pick = new QToolButton;
   auto_pick->setObjectName("auto");
   auto_pick->setText(tr("Auto"));
-  auto_pick->setToolTip(tr("The valid configuration the cost model predicts fastest among those that fit "
-                           "(the devices are measured once, in seconds; docs/cost-model.md)"));
+  auto_pick->setToolTip(auto_tip());
   auto* choose = new QHBoxLayout;
   choose->addWidget(suggestions);
   choose->addWidget(auto_pick);
   choose->addStretch();
   form->addRow(QString(), choose);
-  connect(auto_pick, &QToolButton::clicked, this, &ParallelPanel::choose_fastest);
+  calibration_ = new CalibrationTask(this);
+  connect(auto_pick, &QToolButton::clicked, this, [this] { choose_fastest(true); });
+  connect(calibration_, &CalibrationTask::measured, this, [this](const plan::Calibration& c) {
+    measured_ = c;
+    show_measuring(false);
+    choose_fastest(false);
+  });
+  connect(calibration_, &CalibrationTask::failed, this, [this](const QString& why) {
+    show_measuring(false);
+    const QString said = why.trimmed();
+    auto_failed(tr("measuring the devices failed: %1").arg(said.size() > 400 ? said.left(400) + "…" : said));
+  });
 
   for (QSpinBox* s : {ulysses, ring, pipefusion, patches, warmup, data})
     connect(s, qOverload<int>(&QSpinBox::valueChanged), this, &ParallelPanel::changed);
@@ -82,6 +96,8 @@ ParallelPanel::ParallelPanel(QWidget* parent) : QWidget(parent) {
 
 void ParallelPanel::set_devices(const workers::Devices& d) {
   devices_ = d;
+  measured_.reset();
+  auto_problem_.clear();
   const QSignalBlocker block(devices);
   devices->clear();
   for (const auto& g : d.gpus) {
@@ -149,36 +165,80 @@ double ParallelPanel::memory_gib() const {
   return m;
 }
 
-std::vector<plan::Prediction> ParallelPanel::rank(bool measure) {
-  if (!job_ || !model_ || valid_.empty()) return {};
-  const int processes = valid_.front().world_size(), b = plan::bytes_per_value(*job_, on_gpus());
-  const std::string dtype = b == 2 ? (job_->dtype == "float16" ? "float16" : "bfloat16") : "float32";
-  std::optional<plan::Calibration> cal = workers::cached_calibration(devices_, processes, dtype);
-  if (!cal && measure) {
-    const std::string worker = workers::worker_program();
-    if (worker.empty()) return {};
-    QApplication::setOverrideCursor(Qt::WaitCursor);
-    try {
-      cal = workers::calibration_for(worker, devices_, processes, dtype, false);
-    } catch (const std::exception&) {
-    }
-    QApplication::restoreOverrideCursor();
-  }
+void ParallelPanel::set_worker(const QString& program) {
+  if (program == worker_) return;
+  worker_ = program;
+  measured_.reset();
+}
+
+std::string ParallelPanel::dtype(const plan::JobSpec& job) const {
+  if (plan::bytes_per_value(job, on_gpus()) != 2) return "float32";
+  return job.dtype == "float16" ? "float16" : "bfloat16";
+}
+
+std::optional<plan::Calibration> ParallelPanel::calibration(int processes, const std::string& dtype) const {
+  if (auto cached = workers::cached_calibration(devices_, processes, dtype)) return cached;
+  if (measured_ && measured_->ranks == processes && measured_->dtype == dtype) return measured_;
+  return std::nullopt;
+}
+
+std::vector<plan::Prediction> ParallelPanel::predictions(const std::vector<plan::ParallelConfig>& configs,
+                                                         const plan::JobSpec& job,
+                                                         const plan::ModelFolder& model) const {
+  if (configs.empty()) return {};
+  const auto cal = calibration(configs.front().world_size(), dtype(job));
   if (!cal) return {};
   std::vector<plan::Prediction> out;
-  for (const auto& p : valid_) out.push_back(plan::predict(p, *job_, *model_, *cal, b, memory_gib()));
+  for (const auto& p : configs)
+    out.push_back(plan::predict(p, job, model, *cal, plan::bytes_per_value(job, on_gpus()), memory_gib()));
+  return out;
+}
+
+std::vector<plan::Prediction> ParallelPanel::rank() const {
+  if (!job_ || !model_) return {};
+  auto out = predictions(valid_, *job_, *model_);
   std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& z) {
     return a.fits != z.fits ? a.fits : a.total_s < z.total_s;
   });
   return out;
 }
 
-void ParallelPanel::choose_fastest() {
-  const auto ranked = rank(true);
-  if (ranked.empty() || !ranked.front().fits) return;
+void ParallelPanel::choose_fastest(bool measure) {
+  if (!job_ || !model_ || valid_.empty() || calibration_->running()) return;
+  if (!auto_problem_.isEmpty()) {  // said again below if it still is
+    auto_problem_.clear();
+    Q_EMIT changed();
+  }
+  const auto ranked = rank();
+  if (ranked.empty() && measure) {
+    show_measuring(true);
+    const std::string worker = worker_.isEmpty() ? workers::worker_program() : worker_.toStdString();
+    calibration_->start(worker, devices_, valid_.front().world_size(), dtype(*job_));
+    return;
+  }
+  if (ranked.empty())  // measured for other devices or processes than those now chosen
+    return auto_failed(tr("the devices or the process count changed while they were measured; click Auto again."));
+  if (!ranked.front().fits)
+    return auto_failed(tr("no valid configuration fits in the devices' memory: %1")
+                           .arg(QString::fromStdString(ranked.front().reason)));
   plan::ParallelConfig best = ranked.front().config;
   best.use_parallel_vae = parallel_vae->isChecked();
-  set_config(best);
+  set_config(best);  // the window validates, and offer() lists the predictions
+  Q_EMIT auto_done();
+}
+
+void ParallelPanel::auto_failed(const QString& why) {
+  auto_problem_ = tr("Auto could not rank the configurations: %1").arg(why);
+  Q_EMIT changed();  // the window validates, showing it below the fields
+  Q_EMIT auto_done();
+}
+
+void ParallelPanel::show_measuring(bool on) {
+  auto_pick->setText(on ? tr("Measuring the devices…") : tr("Auto"));
+  auto_pick->setToolTip(on ? tr("dit-worker is measuring the rates of the devices and the links between the "
+                                "processes for the cost model (seconds; once per device set)")
+                           : auto_tip());
+  auto_pick->setEnabled(!on && !valid_.empty() && model_);
 }
 
 void ParallelPanel::offer(const std::vector<plan::ParallelConfig>& valid, const plan::JobSpec* job,
@@ -188,7 +248,7 @@ void ParallelPanel::offer(const std::vector<plan::ParallelConfig>& valid, const 
   model_ = model ? std::optional(*model) : std::nullopt;
   QMenu* menu = suggestions->menu();
   menu->clear();
-  const auto ranked = rank(false);
+  const auto ranked = rank();
   std::vector<std::pair<plan::ParallelConfig, QString>> entries;
   for (const auto& r : ranked)
     entries.push_back({r.config, QString::fromStdString(r.config.describe()) +
@@ -207,7 +267,7 @@ void ParallelPanel::offer(const std::vector<plan::ParallelConfig>& valid, const 
     });
   }
   suggestions->setEnabled(!valid.empty());
-  auto_pick->setEnabled(!valid.empty() && model != nullptr);
+  auto_pick->setEnabled(!valid.empty() && model != nullptr && !calibration_->running());
   product->setText(QString::fromStdString(config().describe()) +
                    (on_gpus() ? tr(" on %1 selected GPU(s)").arg(selected_gpus().size()) : tr(" on the CPU")));
 }
@@ -217,6 +277,7 @@ std::vector<plan::Problem> ParallelPanel::show_problems(const std::vector<plan::
   if (!on_gpus())
     if (auto w = plan::cpu_processes_warning(config().world_size(), int(std::thread::hardware_concurrency())))
       warnings.push_back(*w);
+  if (!auto_problem_.isEmpty()) warnings.push_back({"auto", auto_problem_.toStdString()});
   return problems_.show(problems, warnings);
 }
 

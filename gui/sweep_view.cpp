@@ -2,23 +2,49 @@
 
 #include <QHBoxLayout>
 #include <QHeaderView>
-#include <QLabel>
 #include <QVBoxLayout>
 
+#include <cmath>
+
 #include "gui/run_info.h"
+#include "plan/family.h"
 #include "qcustomplot.h"
 
 namespace studio::gui {
 
+namespace {
+
+const QColor kMeasured(31, 119, 180), kPredicted(174, 199, 232), kFastest(44, 160, 44);
+
+QString ratio_text(double r) { return QString::number(r, 'g', 2) + "x"; }
+
+QCPBars* bars(QCustomPlot* chart, const QString& name, const QColor& colour, double width) {
+  auto* b = new QCPBars(chart->xAxis, chart->yAxis);
+  b->setName(name);
+  b->setWidth(width);
+  b->setPen(QPen(colour.darker(130)));
+  b->setBrush(colour);
+  return b;
+}
+
+}  // namespace
+
 SweepView::SweepView(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
-  table = new QTableWidget(0, 6);
+  table = new QTableWidget(0, Columns);
   table->setObjectName("sweep");
-  table->setHorizontalHeaderLabels({tr("configuration"), tr("status"), tr("s/step"), tr("total s"), tr("peak GiB/rank"),
-                                    tr("MB moved/rank")});
+  table->setHorizontalHeaderLabels({tr("configuration"), tr("status"), tr("s/step"), tr("predicted\ns/step"),
+                                    tr("predicted /\nmeasured"), tr("total s"), tr("peak GiB\nper rank"),
+                                    tr("MB moved\nper rank")});
+  table->horizontalHeaderItem(PredictedStep)
+      ->setToolTip(tr("The cost model's seconds per step for this configuration, from the devices' calibration "
+                      "(docs/cost-model.md)"));
+  table->horizontalHeaderItem(Ratio)->setToolTip(
+      tr("Predicted over measured seconds per step: below 1, the model was optimistic"));
   table->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  table->horizontalHeader()->setStretchLastSection(true);
-  table->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+  // The numbers as wide as they need, the names in what is left (elided, whole in their tooltips).
+  table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table->horizontalHeader()->setSectionResizeMode(Name, QHeaderView::Stretch);
   table->setWordWrap(false);
   layout->addWidget(table);
   auto* chart_bar = new QHBoxLayout;
@@ -36,9 +62,23 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
   chart->setMinimumHeight(220);
   chart->plotLayout()->insertRow(0);
   chart->plotLayout()->addElement(0, 0, new QCPTextElement(chart, QString(), QFont(font().family(), 10, QFont::Bold)));
+  // The legend in a row of its own under the title, never over the bars.
+  chart->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  chart->legend->setBorderPen(Qt::NoPen);
+  chart->axisRect()->insetLayout()->take(chart->legend);
+  chart->plotLayout()->insertRow(1);
+  chart->plotLayout()->addElement(1, 0, chart->legend);
+  chart->plotLayout()->setRowStretchFactor(1, 0.001);
   chart->xAxis->setLabel(tr("configuration"));
   chart->xAxis->setTickLength(0, 0);
   layout->addWidget(chart, 1);
+  model_error = new QLabel;
+  model_error->setObjectName("model_error");
+  model_error->setWordWrap(true);
+  model_error->setToolTip(tr("The cost model's seconds per step against the measured ones, over the runs done "
+                             "(docs/cost-model.md says what it counts and leaves out)"));
+  model_error->hide();
+  layout->addWidget(model_error);
   connect(metric, qOverload<int>(&QComboBox::currentIndexChanged), this, &SweepView::draw_chart);
   run = new QPushButton(tr("Run the checked configurations"));
   run->setEnabled(false);
@@ -53,20 +93,38 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
   draw_chart();
 }
 
-void SweepView::start(const std::vector<plan::ParallelConfig>& configs) {
+void SweepView::start(const std::vector<plan::ParallelConfig>& configs, const std::vector<plan::Prediction>& predicted) {
   configs_ = configs;
   done_.assign(configs.size(), std::nullopt);
+  predicted_.assign(configs.size(), std::nullopt);
   table->setRowCount(int(configs.size()));
   for (int i = 0; i < int(configs.size()); ++i) {
     auto* name = new QTableWidgetItem(
         QString("%1: %2").arg(short_label(configs[size_t(i)]), QString::fromStdString(configs[size_t(i)].describe())));
     name->setFlags(name->flags() | Qt::ItemIsUserCheckable);
     name->setCheckState(Qt::Checked);
-    table->setItem(i, 0, name);
-    table->setItem(i, 1, new QTableWidgetItem(tr("ready")));
-    for (int c = 2; c < 6; ++c) table->setItem(i, c, new QTableWidgetItem);
+    name->setToolTip(name->text());
+    table->setItem(i, Name, name);
+    table->setItem(i, Status, new QTableWidgetItem(tr("ready")));
+    for (int c = Step; c < Columns; ++c) table->setItem(i, c, new QTableWidgetItem);
+    auto* p = table->item(i, PredictedStep);
+    if (predicted.size() == configs.size()) {
+      const auto& r = predicted[size_t(i)];
+      predicted_[size_t(i)] = r.seconds_per_step;
+      p->setText(QString::number(r.seconds_per_step, 'f', 3));
+      p->setToolTip(tr("compute %1 s, communication %2 s, pipeline bubble %3 s per step; peak %4 GiB per rank%5")
+                        .arg(r.compute_s, 0, 'g', 3).arg(r.communication_s, 0, 'g', 3).arg(r.bubble_s, 0, 'g', 3)
+                        .arg(r.peak_bytes_per_rank / plan::kGiB, 0, 'f', 2)
+                        .arg(r.fits ? QString() : tr(" (does not fit: %1)").arg(QString::fromStdString(r.reason))));
+    } else {
+      p->setText(tr("not calibrated"));
+      p->setForeground(QColor(128, 128, 128));
+      p->setToolTip(tr("The devices have not been measured for the cost model: \"Auto\" (GPUs and parallelism) "
+                       "measures them in seconds, and a sweep started after it shows the predictions."));
+    }
   }
   draw_chart();
+  show_model_error();
   adopt->setEnabled(false);
   run->setEnabled(!configs.empty());
 }
@@ -74,8 +132,8 @@ void SweepView::start(const std::vector<plan::ParallelConfig>& configs) {
 std::vector<int> SweepView::take_checked() {
   std::vector<int> rows;
   for (int i = 0; i < table->rowCount(); ++i) {
-    const bool on = table->item(i, 0)->checkState() == Qt::Checked;
-    table->item(i, 1)->setText(on ? tr("queued") : tr("skipped"));
+    const bool on = table->item(i, Name)->checkState() == Qt::Checked;
+    table->item(i, Status)->setText(on ? tr("queued") : tr("skipped"));
     if (on) rows.push_back(i);
   }
   run->setEnabled(false);
@@ -84,19 +142,21 @@ std::vector<int> SweepView::take_checked() {
 
 void SweepView::record(int row, const RunRecord& r, bool ok) {
   if (row < 0 || row >= int(configs_.size())) return;
-  table->item(row, 1)->setText(ok ? tr("done") : r.status);
+  table->item(row, Status)->setText(ok ? tr("done") : r.status);
   if (ok) {
     done_[size_t(row)] = r;
-    table->item(row, 2)->setText(QString::number(r.mean_step_seconds, 'f', 3));
-    table->item(row, 3)->setText(QString::number(r.seconds, 'f', 1));
-    table->item(row, 4)->setText(QString::number(r.peak_gib, 'f', 2));
-    table->item(row, 5)->setText(QString::number(double(r.bytes_moved) / 1e6, 'f', 1));
+    table->item(row, Step)->setText(QString::number(r.mean_step_seconds, 'f', 3));
+    if (const auto& p = predicted_[size_t(row)]; p && r.mean_step_seconds > 0)
+      table->item(row, Ratio)->setText(ratio_text(*p / r.mean_step_seconds));
+    table->item(row, Total)->setText(QString::number(r.seconds, 'f', 1));
+    table->item(row, Peak)->setText(QString::number(r.peak_gib, 'f', 2));
+    table->item(row, Moved)->setText(QString::number(double(r.bytes_moved) / 1e6, 'f', 1));
   }
   // The fastest so far stands out, in the table and the chart.
   const auto best = fastest();
   for (int i = 0; i < int(configs_.size()); ++i) {
     const bool is_best = best && configs_[size_t(i)] == *best;
-    for (int c = 0; c < 6; ++c) {
+    for (int c = 0; c < Columns; ++c) {
       QFont f = table->item(i, c)->font();
       f.setBold(is_best);
       table->item(i, c)->setFont(f);
@@ -104,13 +164,17 @@ void SweepView::record(int row, const RunRecord& r, bool ok) {
     }
   }
   draw_chart();
+  show_model_error();
   adopt->setEnabled(best.has_value());
 }
 
 void SweepView::draw_chart() {
   const auto best = fastest();
+  const bool per_step = metric->currentIndex() <= 0;
   bar_labels.clear();
   bar_values.clear();
+  predicted_ticks.clear();
+  predicted_values.clear();
   QVector<double> ticks, best_tick, best_value;
   for (int i = 0; i < int(configs_.size()); ++i) {
     const auto& r = done_[size_t(i)];
@@ -123,31 +187,65 @@ void SweepView::draw_chart() {
       best_tick << ticks.back();
       best_value << bar_values.back();
     }
+    if (per_step && predicted_[size_t(i)]) {
+      predicted_ticks << ticks.back();
+      predicted_values << *predicted_[size_t(i)];
+    }
   }
+  // With predictions, each measured bar and its prediction side by side around the label.
+  const bool pairs = !predicted_ticks.isEmpty();
+  const double width = pairs ? 0.36 : 0.6, shift = pairs ? 0.19 : 0;
+  auto shifted = [](QVector<double> keys, double by) {
+    for (double& k : keys) k += by;
+    return keys;
+  };
   chart->clearPlottables();
-  auto* bars = new QCPBars(chart->xAxis, chart->yAxis);
-  bars->setWidth(0.6);
-  bars->setPen(QPen(QColor(31, 119, 180).darker(130)));
-  bars->setBrush(QColor(31, 119, 180));
-  bars->setData(ticks, bar_values);
-  auto* fastest_bar = new QCPBars(chart->xAxis, chart->yAxis);  // the fastest, in green over its bar
-  fastest_bar->setWidth(0.6);
-  fastest_bar->setPen(QPen(QColor(44, 160, 44).darker(130)));
-  fastest_bar->setBrush(QColor(44, 160, 44));
-  fastest_bar->setData(best_tick, best_value);
+  bars(chart, tr("measured"), kMeasured, width)->setData(shifted(ticks, -shift), bar_values);
+  bars(chart, tr("the fastest per step (measured)"), kFastest, width)->setData(shifted(best_tick, -shift), best_value);
+  if (pairs)
+    bars(chart, tr("predicted by the cost model"), kPredicted, width)
+        ->setData(shifted(predicted_ticks, shift), predicted_values);
+  chart->legend->setVisible(!ticks.isEmpty());
   QSharedPointer<QCPAxisTickerText> text(new QCPAxisTickerText);
   text->addTicks(ticks, bar_labels);
   chart->xAxis->setTicker(text);
   chart->xAxis->setTickLabelRotation(0);
   chart->xAxis->setRange(0.4, std::max<double>(1, ticks.size()) + 0.6);
   double top = 0;
-  for (double v : bar_values) top = std::max(top, v);
+  for (const auto* values : {&bar_values, &predicted_values})
+    for (double v : *values) top = std::max(top, v);
   chart->yAxis->setRange(0, top > 0 ? top * 1.15 : 1);
   chart->yAxis->setLabel(metric->currentText());
   static_cast<QCPTextElement*>(chart->plotLayout()->element(0, 0))
       ->setText(ticks.isEmpty() ? tr("The bars appear as the configurations finish")
-                                : tr("%1 by configuration (green: the fastest per step)").arg(metric->currentText()));
+                                : tr("%1 by configuration").arg(metric->currentText()));
   chart->replot();
+}
+
+void SweepView::show_model_error() {
+  double lo = INFINITY, hi = 0, fastest_predicted = INFINITY;
+  int runs = 0;
+  size_t predicted_best = 0;
+  for (size_t i = 0; i < configs_.size(); ++i) {
+    if (!done_[i] || !predicted_[i] || done_[i]->mean_step_seconds <= 0) continue;
+    const double ratio = *predicted_[i] / done_[i]->mean_step_seconds;
+    lo = std::min(lo, ratio);
+    hi = std::max(hi, ratio);
+    ++runs;
+    if (*predicted_[i] < fastest_predicted) {
+      fastest_predicted = *predicted_[i];
+      predicted_best = i;
+    }
+  }
+  const auto best = fastest();
+  model_error->setVisible(runs >= 2 && best);
+  if (runs < 2 || !best) return;
+  const QString measured = short_label(*best), predicted = short_label(configs_[predicted_best]);
+  model_error->setText(tr("Predicted within %1-%2 of measured seconds per step; %3")
+                           .arg(QString::number(lo, 'g', 2), ratio_text(hi),
+                                configs_[predicted_best] == *best
+                                    ? tr("predicted fastest and measured fastest: %1").arg(measured)
+                                    : tr("predicted fastest: %1, measured fastest: %2").arg(predicted, measured)));
 }
 
 std::optional<plan::ParallelConfig> SweepView::fastest() const {

@@ -2,9 +2,11 @@
 // (all of them checked; uncheck the ones not wanted), run one after another from the queue, then a table
 // of time per step, total time, peak memory per rank and bytes moved, and a bar chart of the metric
 // chosen, each bar under its short name (U2, R2, U2xR2, PF2x2, CFG, DP2); the fastest highlighted and
-// one click to adopt it.
+// one click to adopt it. Beside each measured time per step, the cost model's prediction (when the devices
+// have been calibrated: plan/cost_model.h), and once two runs are done, how far off it was.
 #pragma once
 #include <QComboBox>
+#include <QLabel>
 #include <QPushButton>
 #include <QTableWidget>
 #include <QWidget>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "gui/history.h"
+#include "plan/cost_model.h"
 #include "plan/parallel.h"
 
 class QCustomPlot;
@@ -23,8 +26,10 @@ class SweepView : public QWidget {
   Q_OBJECT
  public:
   explicit SweepView(QWidget* parent = nullptr);
-  // Lists the configurations, checked, for the user to choose among before running.
-  void start(const std::vector<plan::ParallelConfig>& configs);
+  enum Column { Name, Status, Step, PredictedStep, Ratio, Total, Peak, Moved, Columns };
+  // Lists the configurations, checked, for the user to choose among before running; `predicted`: each
+  // one's prediction in the same order, or none when the devices are not calibrated.
+  void start(const std::vector<plan::ParallelConfig>& configs, const std::vector<plan::Prediction>& predicted = {});
   // The rows checked when the sweep is run; their status becomes "queued", the others "skipped".
   std::vector<int> take_checked();
   const plan::ParallelConfig& config(int row) const { return configs_[size_t(row)]; }
@@ -36,10 +41,13 @@ class SweepView : public QWidget {
   // The chart's bars: the short labels and values of the runs done, in table order.
   QStringList bar_labels;
   QVector<double> bar_values;
+  // For seconds per step, the cost model's beside them (where predicted): their positions and values.
+  QVector<double> predicted_ticks, predicted_values;
 
   QTableWidget* table;
   QCustomPlot* chart;
   QComboBox* metric;  // seconds per step, total seconds, peak GiB per rank, MB moved per rank
+  QLabel* model_error;  // "Predicted within 0.86-1.36x of measured; ..." once two predicted runs are done
   QPushButton *run, *adopt;
 
  Q_SIGNALS:
@@ -49,6 +57,8 @@ class SweepView : public QWidget {
  private:
   std::vector<plan::ParallelConfig> configs_;
   std::vector<std::optional<RunRecord>> done_;
+  std::vector<std::optional<double>> predicted_;  // seconds per step, by row
+  void show_model_error();
 };
 
 }  // namespace studio::gui

@@ -1,0 +1,246 @@
+// The parallel panel's Auto and the sweep's predictions, offscreen with the real window, worker and demo
+// model on the CPU with 2 processes, in a cache folder of its own (so that the devices are really measured by
+// `dit-worker --calibrate` ranks): a calibration that fails is said below the fields and changes nothing, and
+// a sweep without one says "not calibrated"; Auto measures the devices on a thread (the button says so
+// meanwhile), caches the figures, chooses the first fitting configuration of the cost model's ranking
+// (computed here from the cached file) and lists every valid one with its predicted s/step and GiB per rank,
+// fastest first; a sweep of two configurations shows each one's prediction before it runs, and after the
+// runs the measured time beside it and the model's error over both. With STUDIO_SCREENSHOTS=DIR it saves the
+// Auto menu (auto-menu.png) and the sweep's predicted-beside-measured (sweep-predicted.png) at 1280 x 800.
+#undef QT_NO_KEYWORDS  // qcustomplot.h, included through the GUI, uses Qt's keywords
+#include <QDir>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QMenu>
+#include <QPainter>
+#include <QRegularExpression>
+#include <QScrollArea>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <algorithm>
+
+#include "gui/collapsible.h"
+#include "gui/main_window.h"
+#include "gui/run_info.h"
+#include "plan/family.h"
+#include "qcustomplot.h"
+
+#include "studio_support.h"
+
+using namespace studio;
+using namespace studio::gui;
+using namespace studio::test;
+
+namespace {
+
+// A short job on 2 CPU processes.
+void two_process_job(MainWindow& w) {
+  w.compose->prompt->setPlainText("a paper boat");
+  w.compose->frames->setValue(9);
+  w.compose->steps->setValue(2);
+  w.parallel->ulysses->setValue(2);
+  QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
+}
+
+// The GPUs-and-parallelism group opened and scrolled to, so that the panel is seen.
+void show_parallel_panel(MainWindow& w) {
+  for (QWidget* p = w.parallel; p; p = p->parentWidget())
+    if (auto* group = qobject_cast<Collapsible*>(p)) group->set_open(true);
+  QTest::qWait(200);  // laid out again
+  w.compose->findChild<QScrollArea*>("settings")->ensureWidgetVisible(w.parallel->auto_pick, 50, 250);
+}
+
+// The window with the valid-configurations menu open over it, as DIR/NAME.png (a menu is a window of its own).
+void shoot_menu(MainWindow& w, QMenu* menu, const QString& name) {
+  const QByteArray dir = qgetenv("STUDIO_SCREENSHOTS");
+  if (dir.isEmpty()) return;
+  show_parallel_panel(w);
+  QTest::qWait(200);
+  menu->popup(w.parallel->suggestions->mapToGlobal(QPoint(0, w.parallel->suggestions->height())));
+  QTest::qWait(300);
+  QPixmap shot = w.grab();
+  QPainter(&shot).drawPixmap(w.mapFromGlobal(menu->pos()), menu->grab());
+  shot.save(QString::fromUtf8(dir) + "/" + name + ".png");
+  menu->hide();
+}
+
+plan::Calibration read_calibration(const QString& file) {
+  QFile f(file);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  const QJsonObject cal = QJsonDocument::fromJson(f.readAll()).object()["calibration"].toObject();
+  return plan::calibration_from_json(QJsonDocument(cal).toJson().toStdString(), file.toStdString());
+}
+
+double number_before(const QString& text, const QString& unit) {
+  const auto m = QRegularExpression("([0-9.eE+-]+) " + QRegularExpression::escape(unit)).match(text);
+  return m.hasMatch() ? m.captured(1).toDouble() : -1;
+}
+
+}  // namespace
+
+class TestStudioAuto : public QObject {
+  Q_OBJECT
+  QTemporaryDir tmp_;
+
+  QString cache_dir() const { return tmp_.path() + "/cache/dit-studio"; }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    qputenv("XDG_CACHE_HOME", (tmp_.path() + "/cache").toUtf8());  // measured here, whatever the user's cache holds
+    start_studio_suite("DiT Studio auto tests");
+  }
+
+  void a_failed_calibration_is_said_and_changes_nothing() {
+    MainWindow w(tmp_.path() + "/failed");
+    w.show();
+    wait_for_devices(w);
+    two_process_job(w);
+    const auto before = w.parallel->config();
+    w.parallel->set_worker(tmp_.path() + "/no-such-folder/dit-worker");
+    QSignalSpy done(w.parallel, &ParallelPanel::auto_done);
+    w.parallel->auto_pick->click();
+    QVERIFY(w.parallel->measuring());
+    QVERIFY(!w.parallel->auto_pick->isEnabled());
+    QVERIFY(done.wait(30000));
+    const QString said = w.parallel->problems().text("auto");
+    qInfo("%s", qPrintable(said));
+    QVERIFY2(said.startsWith("Auto could not rank the configurations: measuring the devices failed") &&
+                 said.contains("no-such-folder"),
+             qPrintable(said));
+    QVERIFY(w.parallel->config() == before);
+    QCOMPARE(w.parallel->auto_pick->text(), QString("Auto"));
+    QVERIFY(w.parallel->auto_pick->isEnabled());
+    QVERIFY(QDir(cache_dir()).entryList({"calibration-*.json"}).isEmpty());
+    // Nothing measured: the sweep still starts, and its predicted column says why it is empty.
+    QVERIFY(w.sweep());
+    QVERIFY(w.sweep_view->table->rowCount() >= 2);
+    for (int i = 0; i < w.sweep_view->table->rowCount(); ++i) {
+      const auto* p = w.sweep_view->table->item(i, SweepView::PredictedStep);
+      QCOMPARE(p->text(), QString("not calibrated"));
+      QVERIFY2(p->toolTip().contains("\"Auto\""), qPrintable(p->toolTip()));
+    }
+  }
+
+  void auto_measures_the_devices_and_the_sweep_shows_predicted_beside_measured() {
+    MainWindow w(tmp_.path() + "/auto");
+    w.resize(1280, 800);
+    w.show();
+    wait_for_devices(w);
+    two_process_job(w);
+    const plan::JobSpec job = w.compose->job();
+    const plan::ModelFolder model = *w.compose->model();
+    const auto before = w.parallel->config();
+    const auto valid = plan::valid_configs(job, model, 2, before);
+    QVERIFY(valid.size() >= 2);
+    auto* menu = w.parallel->suggestions->menu();
+    for (auto* a : menu->actions()) QVERIFY2(!a->text().contains("s/step"), qPrintable(a->text()));
+
+    // Auto: measured on a thread, the button saying so meanwhile.
+    QSignalSpy done(w.parallel, &ParallelPanel::auto_done);
+    w.parallel->auto_pick->click();
+    QVERIFY(w.parallel->measuring());
+    QCOMPARE(w.parallel->auto_pick->text(), QString("Measuring the devices…"));
+    QVERIFY(!w.parallel->auto_pick->isEnabled());
+    QVERIFY(done.wait(60000));
+    QCOMPARE(w.parallel->problems().text("auto"), QString());
+    QCOMPARE(w.parallel->auto_pick->text(), QString("Auto"));
+    const QStringList files = QDir(cache_dir()).entryList({"calibration-*.json"});
+    QCOMPARE(files.size(), 1);
+    const plan::Calibration cal = read_calibration(cache_dir() + "/" + files.front());
+    QCOMPARE(cal.ranks, 2);
+    QVERIFY(cal.gemm_flops_per_s > 0 && cal.link_bytes_per_s > 0);
+
+    // The cost model's ranking, computed here: Auto chose its first fitting entry.
+    const int b = plan::bytes_per_value(job, false);
+    std::vector<plan::Prediction> ranked;
+    for (const auto& p : valid) ranked.push_back(plan::predict(p, job, model, cal, b));
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) {
+      return x.fits != y.fits ? x.fits : x.total_s < y.total_s;
+    });
+    for (const auto& r : ranked)
+      qInfo("%s: %.4f s/step, %.1f s in all, %.2f GiB per rank%s", r.config.describe().c_str(), r.seconds_per_step,
+            r.total_s, r.peak_bytes_per_rank / plan::kGiB, r.fits ? "" : " (does not fit)");
+    const auto first = std::find_if(ranked.begin(), ranked.end(), [](const auto& r) { return r.fits; });
+    QVERIFY(first != ranked.end());
+    plan::ParallelConfig expected = first->config;
+    expected.use_parallel_vae = before.use_parallel_vae;
+    QVERIFY2(w.parallel->config() == expected, w.parallel->config().describe().c_str());
+
+    // The menu: every valid configuration with its prediction, fastest first.
+    const auto actions = menu->actions();
+    QCOMPARE(actions.size(), qsizetype(valid.size()));
+    double last = 0;
+    for (auto* a : actions) {
+      qInfo("menu: %s", qPrintable(a->text()));
+      QVERIFY2(a->text().contains(" s/step") && a->text().contains(" GiB per rank"), qPrintable(a->text()));
+      const double s = number_before(a->text(), "s/step");
+      QVERIFY2(s > 0 && s >= last, qPrintable(a->text()));
+      last = s;
+    }
+    shoot_menu(w, menu, "auto-menu");
+
+    // A sweep of two configurations: each one's prediction before it runs.
+    QSignalSpy runs(&w, &MainWindow::run_finished);
+    QVERIFY(w.sweep());
+    auto* v = w.sweep_view;
+    auto* t = v->table;
+    std::vector<double> predicted;
+    for (int i = 0; i < t->rowCount(); ++i) {
+      const auto p = plan::predict(v->config(i), job, model, cal, b);
+      QCOMPARE(t->item(i, SweepView::PredictedStep)->text(), QString::number(p.seconds_per_step, 'f', 3));
+      predicted.push_back(p.seconds_per_step);
+      if (i >= 2) t->item(i, SweepView::Name)->setCheckState(Qt::Unchecked);
+    }
+    v->run->click();
+    for (int i = 0; i < 2; ++i) QCOMPARE(wait_for_run(runs, 120000), 0);
+
+    // After the runs: measured beside predicted, their ratio, and the model's error over both.
+    double lo = INFINITY, hi = 0;
+    QString lo_text, hi_text;
+    for (int i = 0; i < 2; ++i) {
+      QCOMPARE(t->item(i, SweepView::Status)->text(), QString("done"));
+      const double measured = t->item(i, SweepView::Step)->text().toDouble();
+      const QString ratio = t->item(i, SweepView::Ratio)->text();
+      qInfo("%s: predicted %.4f s/step, measured %.3f, %s", qPrintable(t->item(i, SweepView::Name)->text()),
+            predicted[size_t(i)], measured, qPrintable(ratio));
+      QVERIFY(measured > 0);
+      QVERIFY2(ratio.endsWith("x"), qPrintable(ratio));
+      const double r = ratio.chopped(1).toDouble();
+      QVERIFY2(std::abs(r - predicted[size_t(i)] / measured) <= 0.01 + 0.01 * r, qPrintable(ratio));
+      if (r < lo) lo = r, lo_text = ratio.chopped(1);
+      if (r > hi) hi = r, hi_text = ratio;
+    }
+    const auto best_measured = *v->fastest();
+    const int best_predicted = predicted[0] <= predicted[1] ? 0 : 1;
+    QVERIFY(v->model_error->isVisible());
+    const QString error = v->model_error->text();
+    qInfo("%s", qPrintable(error));
+    QVERIFY2(error.startsWith(QString("Predicted within %1-%2 of measured").arg(lo_text, hi_text)), qPrintable(error));
+    const QString measured_name = short_label(best_measured), predicted_name = short_label(v->config(best_predicted));
+    QVERIFY2(v->config(best_predicted) == best_measured
+                 ? error.endsWith("predicted fastest and measured fastest: " + measured_name)
+                 : error.endsWith(QString("predicted fastest: %1, measured fastest: %2").arg(predicted_name, measured_name)),
+             qPrintable(error));
+    // The chart: each measured bar with its prediction beside it, the legend saying which is which.
+    QCOMPARE(v->bar_values.size(), 2);
+    QCOMPARE(v->predicted_values.size(), 2);
+    QCOMPARE(v->predicted_values[0], predicted[0]);
+    QCOMPARE(v->predicted_values[1], predicted[1]);
+    QVERIFY(v->chart->legend->visible());
+    QVERIFY(v->chart->plottable(v->chart->plottableCount() - 1)->name().contains("predicted"));
+    w.tabs->setCurrentWidget(v);
+    shoot(&w, "sweep-predicted");
+    // Other metrics have no prediction; the fastest is adopted as before.
+    v->metric->setCurrentIndex(1);
+    QVERIFY(v->predicted_values.isEmpty());
+    v->metric->setCurrentIndex(0);
+    v->adopt->click();
+    QVERIFY(w.parallel->config() == best_measured);
+  }
+};
+
+QTEST_MAIN(TestStudioAuto)
+#include "test_studio_auto.moc"
