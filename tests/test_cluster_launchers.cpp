@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -179,6 +180,9 @@ TEST_F(Mpirun, two_ranks_write_the_clip) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(video::probe_clip(path("boat.mp4")).frames, 9);
   EXPECT_TRUE(workers_of(job).empty());
+  // Two ranks on this machine (OMPI_COMM_WORLD_LOCAL_SIZE) share its cores.
+  const int threads = std::max(1, int(std::thread::hardware_concurrency()) / 2);
+  EXPECT_TRUE(test::contains(r.err, "CPU threads per rank: " + std::to_string(threads) + " (")) << r.err;
 }
 
 TEST_F(Mpirun, a_killed_rank_is_named_and_the_other_stops) {

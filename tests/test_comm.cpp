@@ -85,7 +85,7 @@ class ScopedEnv {
  public:
   explicit ScopedEnv(const std::vector<std::pair<std::string, std::string>>& vars) {
     for (const char* name : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "SLURM_PROCID",
-                             "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_JOB_NODELIST", "SLURM_JOB_ID",
+                             "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_JOB_NODELIST", "SLURM_JOB_ID", "SLURM_NTASKS_PER_NODE", "LOCAL_WORLD_SIZE",
                              "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
                              "OMPI_COMM_WORLD_LOCAL_SIZE", "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_RESTART_COUNT"}) {
       if (const char* v = std::getenv(name)) saved_.push_back({name, v});
@@ -110,8 +110,10 @@ class ScopedEnv {
 TEST(DistEnv, each_launchers_variables_and_the_meeting_point) {
   {
     ScopedEnv e({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "1"},
-                 {"SLURM_JOB_NODELIST", "gpu[03-05,9],cpu1"}, {"SLURM_JOB_ID", "123456"}});
+                 {"SLURM_JOB_NODELIST", "gpu[03-05,9],cpu1"}, {"SLURM_JOB_ID", "123456"},
+                 {"SLURM_NTASKS_PER_NODE", "2"}});
     const auto d = parallel::DistEnv::from_environment();
+    EXPECT_EQ(d.local_world_size, 2);
     EXPECT_EQ(d.rank, 1);
     EXPECT_EQ(d.world_size, 4);
     EXPECT_EQ(d.local_rank, 1);
@@ -121,6 +123,7 @@ TEST(DistEnv, each_launchers_variables_and_the_meeting_point) {
   {
     ScopedEnv e({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
     EXPECT_EQ(parallel::DistEnv::from_environment().master_addr, "127.0.0.1");
+    EXPECT_EQ(parallel::DistEnv::from_environment().local_world_size, 2);
   }
   {
     ScopedEnv e({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
@@ -131,16 +134,27 @@ TEST(DistEnv, each_launchers_variables_and_the_meeting_point) {
     ScopedEnv e({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29400"},
                  {"TORCHELASTIC_USE_AGENT_STORE", "True"}, {"TORCHELASTIC_RESTART_COUNT", "2"}});
     const auto d = parallel::DistEnv::from_environment();
+    EXPECT_EQ(d.local_world_size, 1);  // torchrun without LOCAL_WORLD_SIZE: no launcher said
     EXPECT_EQ(d.master_addr, "node0");
     EXPECT_EQ(d.master_port, 29400);
     EXPECT_TRUE(d.agent_store);
     EXPECT_EQ(d.restart_count, 2);
   }
   {
+    ScopedEnv e({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_WORLD_SIZE", "0"}});
+    EXPECT_TRUE(test::throws_with<InputError>([] { parallel::DistEnv::from_environment(); },
+                                              {"LOCAL_WORLD_SIZE 0", "1 or more"}));
+  }
+  {
     ScopedEnv e({{"RANK", "2"}, {"WORLD_SIZE", "2"}});
     EXPECT_TRUE(test::throws_with<InputError>([] { parallel::DistEnv::from_environment(); },
                                               {"RANK 2 is not below WORLD_SIZE 2"}));
   }
+  // The cores shared among the ranks of a machine, at least one each; OMP_NUM_THREADS wins.
+  EXPECT_EQ(parallel::cpu_threads_per_rank(16, 4, nullptr), 4);
+  EXPECT_EQ(parallel::cpu_threads_per_rank(2, 3, nullptr), 1);
+  EXPECT_EQ(parallel::cpu_threads_per_rank(8, 3, ""), 2);
+  EXPECT_EQ(parallel::cpu_threads_per_rank(8, 3, "6"), 0);
   EXPECT_EQ(parallel::first_slurm_host("node7"), "node7");
   EXPECT_EQ(parallel::first_slurm_host("a1,b2"), "a1");
   EXPECT_EQ(parallel::first_slurm_host("n[7]"), "n7");

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include <ATen/Context.h>
+#include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 #include <nlohmann/json.hpp>
 
@@ -129,6 +130,13 @@ events::Picture picture(const at::Tensor& rgb /* [H, W, 3] uint8 CPU contiguous 
   return p;
 }
 
+// LibTorch's CPU threads: this machine's cores shared among its ranks, unless OMP_NUM_THREADS says.
+void share_cores(const parallel::DistEnv& env) {
+  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (const int n = parallel::cpu_threads_per_rank(cores, env.local_world_size, std::getenv("OMP_NUM_THREADS")))
+    at::set_num_threads(n);
+}
+
 // The job itself, reporting as it goes.
 void run_rank(const plan::JobFile& file, const plan::ModelFolder& model, const parallel::DistEnv& env,
               const at::Device& device, workers::RankReporter& reporter) {
@@ -139,6 +147,12 @@ void run_rank(const plan::JobFile& file, const plan::ModelFolder& model, const p
   if (env.restart_count > 0 && env.rank == 0)
     reporter.log("torchrun restarted the job (attempt " + std::to_string(env.restart_count + 1) +
                  "): it starts again from the first step; nothing of the last attempt is reused");
+  if (env.rank == 0 && device.is_cpu())
+    reporter.log("CPU threads per rank: " + std::to_string(at::get_num_threads()) +
+                 (std::getenv("OMP_NUM_THREADS") ? std::string(" (OMP_NUM_THREADS)")
+                                                 : " (" + std::to_string(std::thread::hardware_concurrency()) +
+                                                       " cores shared by " + std::to_string(env.local_world_size) +
+                                                       " rank(s) on this machine; OMP_NUM_THREADS overrides)"));
 
   const auto preview_rgb = models::latent_rgb(model);
   pipeline::Hooks hooks;
@@ -233,6 +247,7 @@ int main(int argc, char** argv) {
     if (argc != 3 || (std::string(argv[1]) != "--job" && std::string(argv[1]) != "--calibrate"))
       throw workers::ArgError("usage: dit-worker --job FILE | --calibrate DTYPE | --list-devices | --version | --help");
     const auto env = parallel::DistEnv::from_environment();
+    share_cores(env);
     if (std::string(argv[1]) == "--calibrate") {
       const auto c = workers::calibrate(env, argv[2]);
       if (env.rank == 0) std::cout << plan::calibration_json(c) << std::endl;

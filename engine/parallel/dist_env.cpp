@@ -1,5 +1,6 @@
 #include "parallel/dist_env.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <initializer_list>
 
@@ -54,11 +55,17 @@ int gpu_index(int local_rank, int visible) {
   return local_rank;
 }
 
+int cpu_threads_per_rank(int cores, int local_world_size, const char* omp_num_threads) {
+  if (omp_num_threads && *omp_num_threads) return 0;
+  return std::max(1, cores / std::max(1, local_world_size));
+}
+
 DistEnv DistEnv::from_environment() {
   DistEnv e;
   e.rank = env_first({"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"}, 0);
   e.world_size = env_first({"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE"}, 1);
   e.local_rank = env_first({"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"}, e.rank);
+  e.local_world_size = env_first({"LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE", "OMPI_COMM_WORLD_LOCAL_SIZE"}, 1);
   const bool torchrun_style = env("RANK") != nullptr;
   const bool slurm = !torchrun_style && env("SLURM_PROCID"), mpi = !torchrun_style && !slurm && env("OMPI_COMM_WORLD_RANK");
   if (const char* a = env("MASTER_ADDR")) {
@@ -74,6 +81,8 @@ DistEnv DistEnv::from_environment() {
   else if (slurm && env("SLURM_JOB_ID")) e.master_port = 29500 + int(env_long("SLURM_JOB_ID", 0, 1L << 40) % 10000);
   if (const char* a = env("TORCHELASTIC_USE_AGENT_STORE")) e.agent_store = std::string(a) == "True";
   e.restart_count = env_first({"TORCHELASTIC_RESTART_COUNT"}, 0);
+  if (e.local_world_size < 1)
+    throw InputError("LOCAL_WORLD_SIZE " + std::to_string(e.local_world_size) + " must be 1 or more");
   if (e.world_size < 1 || e.rank >= e.world_size)
     throw InputError("RANK " + std::to_string(e.rank) + " is not below WORLD_SIZE " + std::to_string(e.world_size));
   return e;

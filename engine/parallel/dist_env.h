@@ -16,6 +16,9 @@ struct DistEnv {
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;
+  // Ranks on this machine: LOCAL_WORLD_SIZE (torchrun, dit-launch), SLURM_NTASKS_PER_NODE,
+  // OMPI_COMM_WORLD_LOCAL_SIZE; 1 when no launcher says.
+  int local_world_size = 1;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   // torchrun's agent serves the store at MASTER_ADDR:MASTER_PORT itself (TORCHELASTIC_USE_AGENT_STORE=True):
@@ -30,6 +33,12 @@ struct DistEnv {
 // The GPU a rank takes among those it sees: its LOCAL_RANK; or the only one when the scheduler shows each
 // rank just its own (Slurm's --gpus-per-task sets CUDA_VISIBLE_DEVICES per task). InputError when it has none.
 int gpu_index(int local_rank, int visible_gpus);
+
+// The CPU threads each rank runs its operators on: the machine's cores shared among its ranks (at least
+// one), as torchrun does. A rank that kept LibTorch's default of every core would share each core with
+// the other ranks' threads: at more ranks than cores, steps measured 1.5-2.7x slower and erratic here
+// (docs/cost-model.md). 0: OMP_NUM_THREADS is set, LibTorch follows it.
+int cpu_threads_per_rank(int cores, int local_world_size, const char* omp_num_threads);
 
 // The first host of a Slurm node list: "gpu[03-05,9],cpu1" -> "gpu03". InputError if it cannot be read.
 std::string first_slurm_host(const std::string& nodelist);

@@ -17,6 +17,8 @@ namespace studio::workers {
 
 namespace {
 
+constexpr int kCalibrationMethod = 2;
+
 std::string cache_dir() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/dit-studio";
   if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/dit-studio";
@@ -44,6 +46,7 @@ plan::Calibration measure(const std::string& worker, int ranks, const std::strin
   std::string cmd;
   auto rank = [&](int r) {
     return "RANK=" + std::to_string(r) + " LOCAL_RANK=" + std::to_string(r) + " WORLD_SIZE=" + std::to_string(ranks) +
+           " LOCAL_WORLD_SIZE=" + std::to_string(ranks) +
            " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " + quoted(worker) + " --calibrate " +
            quoted(dtype);
   };
@@ -64,6 +67,9 @@ plan::Calibration measure(const std::string& worker, int ranks, const std::strin
 
 std::string calibration_key(const Devices& d, int ranks, const std::string& dtype) {
   std::ostringstream k;
+  // What is measured and how (lockstep rates, pair links, threads per rank): figures of another method
+  // are measured again.
+  k << "method " << kCalibrationMethod << "; ";
   for (const auto& g : d.gpus) k << "gpu " << g.index << " " << g.name << " " << g.memory_bytes << "; ";
   k << "cpu " << d.cpu_cores << " cores " << d.cpu_memory_bytes << " bytes; " << d.build << "; " << ranks
     << " ranks; " << dtype;

@@ -167,6 +167,7 @@ void Supervisor::start() {
     auto env = environment_with({{"RANK", std::to_string(rank)},
                                  {"LOCAL_RANK", std::to_string(i)},
                                  {"WORLD_SIZE", std::to_string(world)},
+                                 {"LOCAL_WORLD_SIZE", std::to_string(plan_.local_ranks())},
                                  {"MASTER_ADDR", plan_.run.master_addr},
                                  {"MASTER_PORT", std::to_string(plan_.run.master_port)},
                                  {"DIT_EVENTS", endpoint},
