@@ -4,7 +4,9 @@
 # frames: 1,320 video + 226 text tokens, guidance 6: a CFG batch of 2, float32) on 1, 2, 3 and 4 CPU
 # processes (or GPUs, one process each, when dit-worker sees them). For each process count `dit-launch
 # --plan --json` predicts (calibrating first, in a fresh cache), then each configuration runs STEPS steps;
-# measured: the mean over the steps of the slowest rank's step time. Prints a markdown table of predicted
+# measured: the mean over the steps of the slowest rank's step time, averaged over ROUNDS sweeps (default 2;
+# the sweeps interleave, so that a moment of other load on the machine spreads over configurations
+# rather than landing on one). Prints a markdown table of predicted
 # against measured, and per process count and over all, the Spearman rank correlation and whether the
 # predicted best is the measured best or within 10% of it.
 # Usage: bench/cost_model.sh [BUILD_DIR] [LAYERS] [STEPS] [PROCESS COUNTS...]
@@ -22,7 +24,9 @@ trap 'rm -rf "$work"' EXIT
 export XDG_CACHE_HOME="$work/cache"
 job=(--model "$work/model" --prompt_embeds "$work/model/embeds.safetensors" "${size[@]}" --num_inference_steps "$steps")
 
-echo "CogVideoX-2B widths, $layers layers, 240x352x13, $steps steps, guidance 6 (CFG batch of 2), $(nproc) cores"
+rounds=${ROUNDS:-2}
+echo "CogVideoX-2B widths, $layers layers, 240x352x13, $steps steps, guidance 6 (CFG batch of 2), $(nproc) cores," \
+     "$rounds rounds; load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| processes | configuration | predicted s/step | measured s/step | predicted / measured |"
 echo "|---|---|---|---|---|"
@@ -31,29 +35,41 @@ echo "|---|---|---|---|---|"
 for n in "${counts[@]}"; do
   "$build/bin/dit-launch" "${job[@]}" --plan --json --nproc_per_node "$n" >"$work/plan-$n.json"
 done
+# The mean over the steps of the slowest rank's step time of one run of `flags`, or "failed".
+measure() {
+  if "$build/bin/dit-launch" "${job[@]}" $1 --events_log "$work/events" >"$work/log" 2>&1; then
+    grep '"kind":"progress"' "$work/events" |
+      awk 'match($0, /"step":[0-9]+/) { s = substr($0, RSTART + 7, RLENGTH - 7);
+             match($0, /"seconds":[0-9.e+-]+/); t = substr($0, RSTART + 10, RLENGTH - 10) + 0;
+             if (t > m[s]) m[s] = t }
+           END { for (s in m) { sum += m[s]; k++ } printf "%.3f", sum / k }'
+  else
+    echo failed
+    tail -3 "$work/log" >&2
+  fi
+}
+# Every configuration of every count, one line each: count, flags, predicted seconds per step.
 for n in "${counts[@]}"; do
-  # One line per configuration: its flags and predicted seconds per step.
   sed -nE 's/^ *"args": "([^"]*)",?$/\1/p; s/^ *"seconds_per_step": ([0-9.e+-]+),?$/\1/p' "$work/plan-$n.json" |
-    paste -d '|' - - >"$work/plan.tsv"
-  : >"$work/n.tsv"
-  while IFS='|' read -r flags predicted; do
-    if "$build/bin/dit-launch" "${job[@]}" $flags --events_log "$work/events" >"$work/log" 2>&1; then
-      measured=$(grep '"kind":"progress"' "$work/events" |
-                 awk 'match($0, /"step":[0-9]+/) { s = substr($0, RSTART + 7, RLENGTH - 7);
-                        match($0, /"seconds":[0-9.e+-]+/); t = substr($0, RSTART + 10, RLENGTH - 10) + 0;
-                        if (t > m[s]) m[s] = t }
-                      END { for (s in m) { sum += m[s]; k++ } printf "%.3f", sum / k }')
-    else
-      measured=failed
-      tail -3 "$work/log" >&2
-    fi
-    printf "| %s | %s | %.3f | %s | %s |\n" "$n" "${flags:-one process}" "$predicted" "$measured" \
-      "$(awk -v p="$predicted" -v m="$measured" 'BEGIN { if (m + 0 > 0) printf "%.2f", p / m }')"
-    [ "$measured" = failed ] || printf "%s\t%s\t%s\t%s\n" "$n" "${flags:-one process}" "$predicted" "$measured" |
-      tee -a "$work/all.tsv" >>"$work/n.tsv"
-  done <"$work/plan.tsv"
-  cp "$work/n.tsv" "$work/count-$n.tsv"
+    paste -d '|' - - | sed "s/^/$n|/"
+done >"$work/configs"
+for round in $(seq "$rounds"); do
+  i=0
+  while IFS='|' read -r n flags predicted; do
+    i=$((i + 1))
+    echo "$(measure "$flags")" >>"$work/measured-$i"
+  done <"$work/configs"
 done
+i=0
+: >"$work/all.tsv"
+while IFS='|' read -r n flags predicted; do
+  i=$((i + 1))
+  measured=$(awk '$1 == "failed" { bad = 1 } { s += $1 } END { if (bad) print "failed"; else printf "%.3f", s / NR }' "$work/measured-$i")
+  printf "| %s | %s | %.3f | %s | %s |\n" "$n" "${flags:-one process}" "$predicted" "$measured" \
+    "$(awk -v p="$predicted" -v m="$measured" 'BEGIN { if (m + 0 > 0) printf "%.2f", p / m }')"
+  [ "$measured" = failed ] || printf "%s\t%s\t%s\t%s\n" "$n" "${flags:-one process}" "$predicted" "$measured" >>"$work/all.tsv"
+done <"$work/configs"
+for n in "${counts[@]}"; do awk -F'\t' -v n="$n" '$1 == n' "$work/all.tsv" >"$work/count-$n.tsv"; done
 
 # Spearman's rho (ties take their mean rank) and the predicted best against the measured best.
 verdict() {
@@ -81,3 +97,4 @@ verdict() {
 echo
 for n in "${counts[@]}"; do verdict "$n processes" "$work/count-$n.tsv"; done
 verdict "all process counts" "$work/all.tsv"
+echo "- load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -2,10 +2,12 @@
 // each kind, on the tiny CogVideoX-2B-shaped reference case; and `dit-launch --plan --json` as a user
 // runs it (which measures the CPU through dit-worker --calibrate once and caches it).
 #include <cmath>
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
 #include "plan/cost_model.h"
+#include "plan/error.h"
 #include "plan/family.h"
 #include "process.h"
 #include "support.h"
@@ -152,6 +154,33 @@ TEST_F(CostModel, pipefusion) {
   EXPECT_NEAR(r.compute_s + r.bubble_s, 0.25 * (2 * stage / 1e9) + 0.75 * (2 * stage / 1e9), 1e-12);
 }
 
+// Four GPUs in two NVLink pairs (0-1, 2-3: 100 GB/s) joined over PCIe (10 GB/s); an all-to-all of all four
+// measured 8 GB/s per rank, held back by PCIe. Ulysses 2 x CFG 2 puts each Ulysses pair on NVLink (ranks
+// 0-1 and 2-3: Ulysses is the fastest-varying coordinate) and the CFG pairs across PCIe.
+TEST_F(CostModel, each_transfer_over_its_own_groups_links) {
+  plan::Calibration c;
+  c.ranks = 4, c.gemm_flops_per_s = c.gemm_flops_per_s_all = c.attention_flops_per_s = c.attention_flops_per_s_all = 1e12;
+  c.link_bytes_per_s = 8e9, c.link_latency_s = 0;
+  c.pair_bytes_per_s.assign(16, 10e9);
+  for (auto [i, j] : {std::pair{0, 1}, std::pair{1, 0}, std::pair{2, 3}, std::pair{3, 2}}) c.pair_bytes_per_s[i * 4 + j] = 100e9;
+  for (int i = 0; i < 4; ++i) c.pair_bytes_per_s[i * 4 + i] = 0;
+  plan::ParallelConfig p;
+  p.ulysses_degree = 2, p.use_cfg_parallel = true;
+  EXPECT_DOUBLE_EQ(plan::group_bytes_per_s(c, p, plan::Dim::Ulysses), 80e9);  // 8 GB/s x 100 / 10
+  EXPECT_DOUBLE_EQ(plan::group_bytes_per_s(c, p, plan::Dim::Cfg), 8e9);
+  const auto w = work(p);
+  // The all-to-alls over NVLink; the output's gathers (the Ulysses pair's, then the CFG pair's) at PCIe's.
+  EXPECT_NEAR(plan::predict(p, job_, model_, c, 4).communication_s, w.ulysses_bytes / 80e9 + w.gather_bytes / 8e9,
+              1e-15);
+  // Laid out the other way (CFG inside the pairs is not a choice: the layout is fixed), ring 2 x CFG 2
+  // keeps its ring on NVLink too; without pair figures, every group gets the all-to-all's rate.
+  plan::ParallelConfig r;
+  r.ring_degree = 2, r.use_cfg_parallel = true;
+  EXPECT_DOUBLE_EQ(plan::group_bytes_per_s(c, r, plan::Dim::Ring), 80e9);
+  c.pair_bytes_per_s.clear();
+  EXPECT_DOUBLE_EQ(plan::group_bytes_per_s(c, p, plan::Dim::Ulysses), 8e9);
+}
+
 TEST_F(CostModel, ranking_marks_what_does_not_fit) {
   plan::Calibration c;
   c.ranks = 2, c.gemm_flops_per_s = c.attention_flops_per_s = 1e9;
@@ -186,6 +215,25 @@ TEST(DitLaunchPlan, json_through_the_real_binary) {
     EXPECT_GE(o["total_seconds"].get<double>(), last);
     last = o["total_seconds"].get<double>();
   }
+  // The cache holds what the two dit-worker ranks measured, each pair's link among it.
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(cache.path()))
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  const auto cached = nlohmann::json::parse(test::read_file(files[0].string()));
+  const auto cal = plan::calibration_from_json(cached.at("calibration").dump(), files[0].string());
+  EXPECT_EQ(cal.ranks, 2);
+  EXPECT_GT(cal.gemm_flops_per_s_all, 0);
+  EXPECT_LE(cal.gemm_flops_per_s_all, cal.gemm_flops_per_s);
+  ASSERT_EQ(cal.pair_bytes_per_s.size(), 4u);
+  EXPECT_EQ(cal.pair_bytes_per_s[0], 0);
+  EXPECT_GT(cal.pair_bytes_per_s[1], 0);
+  EXPECT_GT(cal.pair_bytes_per_s[2], 0);
+  // A matrix of the wrong size is refused, naming the file and what to do.
+  auto bad = cached.at("calibration");
+  bad["pair_bytes_per_s"] = {1.0, 2.0, 3.0};
+  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::calibration_from_json(bad.dump(), "cal.json"); },
+                                            {"cal.json", "pair_bytes_per_s has 3 values", "--calibrate again"}));
   // The calibration is cached: a second plan measures nothing and ranks the same.
   const auto again = test::run(test::bin("dit-launch"), args, 120000, {{"XDG_CACHE_HOME", cache.path()}});
   ASSERT_EQ(again.code, 0) << again.err;

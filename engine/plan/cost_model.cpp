@@ -23,9 +23,9 @@ double rate(double alone, double all, int ranks, int busy) {
   return std::min(alone, all * ranks / busy);
 }
 
-double link_time(const Calibration& c, double bytes, int calls) {
+double link_time(const Calibration& c, double bytes, int calls, double bytes_per_s) {
   if (calls == 0) return 0;
-  return calls * c.link_latency_s + (c.link_bytes_per_s > 0 ? bytes / c.link_bytes_per_s : 0);
+  return calls * c.link_latency_s + (bytes_per_s > 0 ? bytes / bytes_per_s : 0);
 }
 
 JobSpec with_defaults(JobSpec job, const ModelFolder& m) {
@@ -34,6 +34,23 @@ JobSpec with_defaults(JobSpec job, const ModelFolder& m) {
 }
 
 }  // namespace
+
+double group_bytes_per_s(const Calibration& c, const ParallelConfig& p, Dim dim) {
+  const int P = p.world_size();
+  if (c.ranks != P || c.pair_bytes_per_s.size() != size_t(P) * P || c.link_bytes_per_s <= 0) return c.link_bytes_per_s;
+  const auto pair = [&](int i, int j) { return c.pair_bytes_per_s[size_t(i) * P + j]; };
+  double slowest = 0, slowest_here = 0;
+  for (int i = 0; i < P; ++i)
+    for (int j = 0; j < P; ++j)
+      if (i != j && (slowest == 0 || pair(i, j) < slowest)) slowest = pair(i, j);
+  for (int r = 0; r < P; ++r) {
+    const auto g = group_of(r, dim, p);
+    for (int i : g)
+      for (int j : g)
+        if (i != j && (slowest_here == 0 || pair(i, j) < slowest_here)) slowest_here = pair(i, j);
+  }
+  return slowest > 0 && slowest_here > 0 ? c.link_bytes_per_s * slowest_here / slowest : c.link_bytes_per_s;
+}
 
 StepWork count_step_work(const ParallelConfig& p, const JobSpec& job_in, const ModelFolder& model, int b,
                          bool pipelined) {
@@ -93,10 +110,19 @@ Prediction predict(const ParallelConfig& p, const JobSpec& job_in, const ModelFo
     return w.gemm_flops / rate(c.gemm_flops_per_s, c.gemm_flops_per_s_all, c.ranks, busy) +
            w.attention_flops / rate(c.attention_flops_per_s, c.attention_flops_per_s_all, c.ranks, busy);
   };
+  // Each kind of transfer over the links of its own groups; the output's gathers (sequence, CFG pair,
+  // PipeFusion's broadcast) at the slowest of theirs.
+  const double ulysses_bw = group_bytes_per_s(c, p, Dim::Ulysses), ring_bw = group_bytes_per_s(c, p, Dim::Ring),
+               pipe_bw = group_bytes_per_s(c, p, Dim::PipeFusion);
+  double gather_bw = 0;
+  for (auto [dim, used] : {std::pair{Dim::Sequence, p.sp_degree() > 1}, std::pair{Dim::Cfg, p.use_cfg_parallel},
+                           std::pair{Dim::PipeFusion, p.pipefusion_parallel_degree > 1}})
+    if (used) gather_bw = gather_bw > 0 ? std::min(gather_bw, group_bytes_per_s(c, p, dim)) : group_bytes_per_s(c, p, dim);
   auto collectives = [&](const StepWork& w) {
-    return link_time(c, w.ulysses_bytes, w.ulysses_calls) + link_time(c, w.ring_bytes, w.ring_calls) +
-           link_time(c, w.gather_bytes, w.gather_calls);
+    return link_time(c, w.ulysses_bytes, w.ulysses_calls, ulysses_bw) + link_time(c, w.ring_bytes, w.ring_calls, ring_bw) +
+           link_time(c, w.gather_bytes, w.gather_calls, gather_bw);
   };
+  auto pipe_time = [&](const StepWork& w) { return link_time(c, w.pipe_bytes * w.pipe_hops, w.pipe_hops, pipe_bw); };
   Prediction r;
   r.config = p;
   const StepWork sync = count_step_work(p, job, model, b, false);
@@ -109,7 +135,7 @@ Prediction predict(const ParallelConfig& p, const JobSpec& job_in, const ModelFo
     // model's work in units of the largest stage's (stages may differ by a block).
     const double stages = double(rules_of(model).blocks(model)) / sync.blocks;
     const double sync_compute = stages * compute(sync, std::max(1, P / S));
-    const double sync_comm = collectives(sync) + link_time(c, sync.pipe_bytes * sync.pipe_hops, sync.pipe_hops);
+    const double sync_comm = collectives(sync) + pipe_time(sync);
     // Pipelined: M patches through S stages, M + S - 1 patch slots of a patch's compute (the critical
     // path, the stages' ranks at work at once); on shared devices at least every rank's work over the
     // machine's rate (a stage waiting for its patch leaves the cores to the others).
@@ -120,13 +146,13 @@ Prediction predict(const ParallelConfig& p, const JobSpec& job_in, const ModelFo
                                ? P / S * stages * (pipe.gemm_flops / (c.gemm_flops_per_s_all * c.ranks) +
                                                    pipe.attention_flops / (c.attention_flops_per_s_all * c.ranks))
                                : 0;
-    const double pipe_comm = collectives(pipe) + link_time(c, pipe.pipe_bytes * pipe.pipe_hops, pipe.pipe_hops);
+    const double pipe_comm = collectives(pipe) + pipe_time(pipe);
     const double warm = std::min(1.0, double(std::min(p.warmup_steps, job.num_inference_steps)) /
                                           std::max(1, job.num_inference_steps));
     // Compute: the work with every rank at work (on shared devices, the machine's share of all stages);
     // the bubble: what the warm-up and the fill and drain add to it.
     r.compute_s = machine > 0 ? std::min(full_rate_compute, machine) : full_rate_compute;
-    r.bubble_s = warm * sync_compute + (1 - warm) * std::max(critical, machine) - r.compute_s;
+    r.bubble_s = std::max(0.0, warm * sync_compute + (1 - warm) * std::max(critical, machine) - r.compute_s);
     r.communication_s = warm * sync_comm + (1 - warm) * pipe_comm;
   }
   r.seconds_per_step = r.compute_s + r.bubble_s + r.communication_s;
@@ -191,7 +217,8 @@ std::string calibration_json(const Calibration& c) {
                         {"attention_flops_per_s", c.attention_flops_per_s},
                         {"attention_flops_per_s_all", c.attention_flops_per_s_all},
                         {"link_bytes_per_s", c.link_bytes_per_s},
-                        {"link_latency_s", c.link_latency_s}}
+                        {"link_latency_s", c.link_latency_s},
+                        {"pair_bytes_per_s", c.pair_bytes_per_s}}
       .dump(2);
 }
 
@@ -207,6 +234,10 @@ Calibration calibration_from_json(const std::string& text, const std::string& fi
     c.attention_flops_per_s_all = j.at("attention_flops_per_s_all").get<double>();
     c.link_bytes_per_s = j.at("link_bytes_per_s").get<double>();
     c.link_latency_s = j.at("link_latency_s").get<double>();
+    if (j.contains("pair_bytes_per_s")) c.pair_bytes_per_s = j.at("pair_bytes_per_s").get<std::vector<double>>();
+    if (!c.pair_bytes_per_s.empty() && c.pair_bytes_per_s.size() != size_t(c.ranks) * c.ranks)
+      throw InputError(file + ": pair_bytes_per_s has " + std::to_string(c.pair_bytes_per_s.size()) +
+                       " values, not ranks x ranks; run dit-launch --calibrate again");
     if (c.ranks < 1 || c.gemm_flops_per_s <= 0 || c.attention_flops_per_s <= 0)
       throw InputError(file + ": ranks and the rates must be positive; run dit-launch --calibrate again");
     return c;

@@ -21,7 +21,15 @@ struct Calibration {
   double attention_flops_per_s_all = 0;  // per rank while every rank runs it
   double link_bytes_per_s = 0;           // per rank: bytes it sends per second in an all-to-all of every rank
   double link_latency_s = 0;             // one small collective of every rank
+  // ranks x ranks, row-major: the bytes per second rank i sends to rank j while j sends to i, the pair
+  // alone (NVLink and PCIe pairs differ); empty when unknown (one rank).
+  std::vector<double> pair_bytes_per_s;
 };
+
+// The bandwidth per rank of the collectives of groups along `dim` (plan::group_of) of `p`: the all-to-all
+// rate of every rank, scaled by how much faster the slowest pair inside those groups is than the slowest
+// pair of all (the one that held the all-to-all back). Without pair figures, the all-to-all rate.
+double group_bytes_per_s(const Calibration& c, const ParallelConfig& p, Dim dim);
 
 // The counts of one configuration's step, per rank (the busiest one), before any rate is applied.
 struct StepWork {

@@ -2,12 +2,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <vector>
 
 #include <ATen/Context.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/from_blob.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/randn.h>
 #include <ATen/ops/stack.h>
+#include <ATen/ops/sum.h>
 #include <ATen/ops/zeros.h>
 
 #include "compat/torch_compat.h"
@@ -52,6 +56,43 @@ double mean(parallel::Group& world, double x, const at::Device& dev) {
   return at::stack(parts).mean().item<double>();
 }
 
+// Operations per second of each rank while every rank runs `run` (`flops` each) kOpsPerSync times, then
+// meets the others at a collective; as many rounds as take kMeasureSeconds at the `alone` rate (every rank
+// computes the same count from it).
+template <class F>
+double lockstep(parallel::Group& world, double flops, double alone, const at::Device& dev, F run) {
+  constexpr int kOpsPerSync = 4;
+  const int rounds = std::clamp(int(kMeasureSeconds * alone / (flops * kOpsPerSync)), 3, 100);
+  const auto tiny = at::zeros({1}, at::TensorOptions(at::kFloat).device(dev));
+  auto round = [&] {
+    for (int i = 0; i < kOpsPerSync; ++i) run();
+    (void)world.all_gather(tiny);
+  };
+  return rate_of(flops * kOpsPerSync, dev, round, rounds);
+}
+
+// Each pair of ranks alone, in turn (the others wait at an all-gather): both send 16 MB to each other at
+// once, 3 times; [i * W + j] = the bytes per second i sent to j. NVLink, PCIe and network pairs differ.
+std::vector<double> pair_rates(parallel::Group& world, int rank, const at::Device& dev) {
+  const int64_t W = world.size(), values = int64_t(4) << 20;
+  const auto out = at::randn({values}, at::TensorOptions(at::kFloat).device(dev)), in = at::empty_like(out);
+  const auto tiny = at::zeros({1}, at::TensorOptions(at::kFloat).device(dev));
+  std::vector<double> mine(size_t(W * W), 0.0);
+  for (int i = 0; i < W; ++i)
+    for (int j = i + 1; j < W; ++j) {
+      if (rank == i || rank == j) {
+        const int peer = rank == i ? j : i;
+        mine[size_t(rank * W + peer)] = rate_of(4.0 * values, dev, [&] {
+          world.run({{parallel::PeerOp::Send, out, peer}, {parallel::PeerOp::Recv, in, peer}});
+        }, 3);
+      }
+      (void)world.all_gather(tiny);
+    }
+  const auto here = at::from_blob(mine.data(), {W * W}, at::kDouble).to(dev);
+  const auto all = at::stack(world.all_gather(here)).sum(0).cpu().contiguous();
+  return std::vector<double>(all.data_ptr<double>(), all.data_ptr<double>() + W * W);
+}
+
 }  // namespace
 
 plan::Calibration calibrate(const parallel::DistEnv& env, const std::string& dtype_name) {
@@ -85,15 +126,18 @@ plan::Calibration calibrate(const parallel::DistEnv& env, const std::string& dty
   if (env.rank == 0) gemm_alone = gemm(), attention_alone = attention();
   c.gemm_flops_per_s = mean(world, gemm_alone, dev) * env.world_size;
   c.attention_flops_per_s = mean(world, attention_alone, dev) * env.world_size;
-  // Together.
-  c.gemm_flops_per_s_all = mean(world, gemm(), dev);
-  c.attention_flops_per_s_all = mean(world, attention(), dev);
-  if (!dev.is_cuda()) {
-    // CPU ranks share one machine whose cores a rank alone already uses (LibTorch's threads): together they
-    // cannot go faster than it, whatever a moment of other load did to the two measurements.
-    c.gemm_flops_per_s_all = std::min(c.gemm_flops_per_s_all, c.gemm_flops_per_s / env.world_size);
-    c.attention_flops_per_s_all = std::min(c.attention_flops_per_s_all, c.attention_flops_per_s / env.world_size);
-  }
+  // Together, in lockstep as a parallel step runs: each rank does its share, then waits for the others at a
+  // collective. Where ranks share cores (CPU processes, more of them than cores), the last one to get a
+  // core holds up the rest: free-running measurements miss that, and it made 3 and 4 ranks on 2 cores
+  // 1.5-2.7x slower than their share of the machine (docs/cost-model.md).
+  c.gemm_flops_per_s_all = mean(world, lockstep(world, 2.0 * n * n * n, c.gemm_flops_per_s, dev,
+                                                [&] { (void)at::matmul(a, b); }), dev);
+  c.attention_flops_per_s_all =
+      mean(world, lockstep(world, 4.0 * heads * d * tokens * tokens, c.attention_flops_per_s, dev,
+                           [&] { (void)compat::attention(q, k, v); }), dev);
+  // Together never faster than alone, whatever a moment of other load did to the alone measurement.
+  c.gemm_flops_per_s_all = std::min(c.gemm_flops_per_s_all, c.gemm_flops_per_s);
+  c.attention_flops_per_s_all = std::min(c.attention_flops_per_s_all, c.attention_flops_per_s);
   if (env.world_size > 1) {
     // An all-to-all of 16 MB per rank: each rank sends (W - 1) / W of it.
     const int64_t W = env.world_size, per_rank = (int64_t(16) << 20) / 4 / W * W;
@@ -102,6 +146,7 @@ plan::Calibration calibrate(const parallel::DistEnv& env, const std::string& dty
     c.link_bytes_per_s = mean(world, rate_of(sent, dev, [&] { (void)world.all_to_all(big); }, 5), dev);
     const auto tiny = at::zeros({1}, at::TensorOptions(at::kFloat).device(dev));
     c.link_latency_s = 1 / mean(world, rate_of(1, dev, [&] { (void)world.all_gather(tiny); }, 50), dev);
+    c.pair_bytes_per_s = pair_rates(world, env.rank, dev);
   }
   return c;
 }
