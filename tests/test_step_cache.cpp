@@ -17,13 +17,12 @@
 #include <sstream>
 
 #include "models/families.h"
-#include "cache/first_block_cache.h"
-#include "cache/tea_cache.h"
 #include "parallel/parallel_model.h"
 #include "plan/family.h"
 #include "plan/mag_ratios.h"
 #include "pipeline/denoise.h"
 #include "plan/error.h"
+#include "cache_case.h"
 #include "process.h"
 #include "rank_threads.h"
 #include "sampling/scheduler.h"
@@ -31,6 +30,10 @@
 
 using namespace studio;
 using test::Args;
+using test::MakeCache;
+using test::change_gap;
+using test::kChangeTolerance;
+using test::pattern;
 
 namespace {
 
@@ -43,60 +46,16 @@ struct CachedRun {
   std::vector<double> changes;  // the change each call was decided on
 };
 
-// The largest relative difference between two runs' changes, call by call (the first call has none).
-// Parallel and one-process runs round differently (other reduction orders, shard shapes); a change
-// computed over half the batch or a shard instead of the whole call is off by about 1e-2.
-constexpr double kChangeTolerance = 1e-4;
-double change_gap(const std::vector<double>& a, const std::vector<double>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double gap = 0;
-  for (size_t i = 1; i < std::min(a.size(), b.size()); ++i) gap = std::max(gap, std::abs(a[i] - b[i]) / b[i]);
-  return gap;
-}
-
-std::string pattern(const std::vector<bool>& full) {
-  std::string s;
-  for (bool f : full) s += f ? '1' : '0';
-  return s;
-}
-
-using MakeCache = std::function<std::unique_ptr<cache::StepCache>()>;
-
-class StepCaches : public ::testing::Test {
+class StepCaches : public test::CacheCase {
  protected:
-  const nlohmann::json g_ = test::golden_json(kCase);
-  const std::string base_ = g_["base_case"];
-  const plan::ModelFolder folder_ = plan::read_model_folder(test::golden_case(base_));
-  const std::shared_ptr<models::DitModel> model_ = models::load_transformer(folder_, at::kFloat, at::kCPU);
-  test::TempDir tmp_;
-
-  pipeline::DenoiseInputs inputs(int videos = 1) const {
-    pipeline::DenoiseInputs in;
-    const auto rep = [&](const at::Tensor& t) { return at::cat(std::vector<at::Tensor>(size_t(videos), t), 0); };
-    in.prompt_embeds = rep(test::golden_tensor(base_, "prompt_embeds"));
-    in.negative_prompt_embeds = rep(test::golden_tensor(base_, "negative_prompt_embeds"));
-    const auto init = test::golden_tensor(base_, "latents_init");
-    // A second video starts from other noise, so that the batch's two halves differ.
-    in.latents = videos == 1 ? init : at::cat({init, init.flip({-1})}, 0);
-    in.guidance_scale = test::golden_json(base_)["guidance_scale"];
-    return in;
-  }
-
-  MakeCache fbcache(double threshold) const {
-    return [threshold] { return std::make_unique<cache::FirstBlockCache>(threshold); };
-  }
-  // TeaCache with the model's published polynomial, or with `coefficients`.
-  MakeCache teacache(double threshold, std::vector<double> coefficients = {}) const {
-    if (coefficients.empty()) coefficients = plan::rules_of(folder_).teacache_coefficients(folder_);
-    return [threshold, coefficients] { return std::make_unique<cache::TeaCache>(threshold, coefficients, 12); };
-  }
+  StepCaches() : CacheCase(kCase) {}
 
   // The 12-step run through a ParallelTransformer on `mesh`, with the cache `make` makes (none: null).
   CachedRun run(parallel::Mesh& mesh, const MakeCache& make, const pipeline::DenoiseInputs& in) const {
     cache::StepCaches caches;
     if (make) caches.push_back(make());
     parallel::ParallelTransformer call(*model_, mesh, std::move(caches));
-    sampling::Scheduler sampler(folder_.scheduler, g_["num_inference_steps"]);
+    sampling::Scheduler sampler(folder_.scheduler, steps_);
     sampling::SeededNoise unused(0);  // DDIM draws none
     CachedRun r;
     r.latents = pipeline::denoise(*model_, sampler, in, &unused, {},

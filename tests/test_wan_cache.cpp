@@ -14,31 +14,31 @@
 #include <map>
 #include <sstream>
 
-#include "cache/first_block_cache.h"
 #include "cache/mag_cache.h"
-#include "cache/tea_cache.h"
 #include "io/tensor_file.h"
 #include "models/families.h"
 #include "parallel/parallel_model.h"
 #include "pipeline/denoise.h"
 #include "plan/family.h"
+#include "cache_case.h"
 #include "process.h"
 #include "rank_threads.h"
 #include "tensor_support.h"
 
 using namespace studio;
 using test::Args;
+using test::MakeCache;
+using test::change_gap;
+using test::kChangeTolerance;
+using test::pattern;
 
 namespace {
 
 const std::string kCase = "fbcache_wan21";
 constexpr int kSteps = 12;
-constexpr double kChangeTolerance = 1e-4;  // as test_step_cache: rounding between shard shapes, not a half's
 // With a context per branch the cached run makes the reference's two calls a step, the uncached one a batch
 // of both: equal to rounding only (measured 2.3e-6), an order under the run tolerance's 1e-3.
 constexpr double kSplitTolerance = 1e-5;
-
-using MakeCache = std::function<std::unique_ptr<cache::StepCache>()>;
 
 struct CachedRun {
   at::Tensor latents;
@@ -48,51 +48,15 @@ struct CachedRun {
   int cfg_rank = 0;  // under CFG parallelism, the branch this rank runs (0: unconditional)
 };
 
-std::string pattern(const std::vector<bool>& full) {
-  std::string s;
-  for (bool f : full) s += f ? '1' : '0';
-  return s;
-}
-
 std::string counts(const std::vector<int>& full) {
   std::string s;
   for (int n : full) s += std::to_string(n);
   return s;
 }
 
-double change_gap(const std::vector<double>& a, const std::vector<double>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double gap = 0;
-  for (size_t i = 1; i < std::min(a.size(), b.size()); ++i) gap = std::max(gap, std::abs(a[i] - b[i]) / b[i]);
-  return gap;
-}
-
-class WanCaches : public ::testing::Test {
+class WanCaches : public test::CacheCase {
  protected:
-  const nlohmann::json g_ = test::golden_json(kCase);
-  const std::string base_ = g_["base_case"];
-  const plan::ModelFolder folder_ = plan::read_model_folder(test::golden_case(base_));
-  const std::shared_ptr<models::DitModel> model_ = models::load_transformer(folder_, at::kFloat, at::kCPU);
-  test::TempDir tmp_;
-
-  pipeline::DenoiseInputs inputs(int videos = 1) const {
-    pipeline::DenoiseInputs in;
-    const auto rep = [&](const at::Tensor& t) { return at::cat(std::vector<at::Tensor>(size_t(videos), t), 0); };
-    in.prompt_embeds = rep(test::golden_tensor(base_, "prompt_embeds"));
-    in.negative_prompt_embeds = rep(test::golden_tensor(base_, "negative_prompt_embeds"));
-    const auto init = test::golden_tensor(base_, "latents_init");
-    in.latents = videos == 1 ? init : at::cat({init, init.flip({-1})}, 0);  // the second video: other noise
-    in.guidance_scale = test::golden_json(base_)["guidance_scale"];
-    return in;
-  }
-
-  MakeCache fbcache(double threshold) const {
-    return [threshold] { return std::make_unique<cache::FirstBlockCache>(threshold); };
-  }
-  MakeCache teacache(double threshold, std::vector<double> coefficients = {}) const {
-    if (coefficients.empty()) coefficients = plan::rules_of(folder_).teacache_coefficients(folder_);
-    return [threshold, coefficients] { return std::make_unique<cache::TeaCache>(threshold, coefficients, kSteps); };
-  }
+  WanCaches() : CacheCase(kCase) {}
 
   // The 12-step run through a ParallelTransformer on `mesh`, with a context per branch made by `make`.
   CachedRun run(parallel::Mesh& mesh, const MakeCache& make, const pipeline::DenoiseInputs& in) const {
