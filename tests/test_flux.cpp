@@ -24,6 +24,7 @@
 #include "plan/model_folder.h"
 #include "process.h"
 #include "rank_threads.h"
+#include "row_decode.h"
 #include "sampling/flow_match.h"
 #include "tensor_support.h"
 #include "video/image_writer.h"
@@ -168,14 +169,8 @@ TEST(Flux, image_decodes_split_by_rows) {
   const auto vae = models::AutoencoderKL::load(dir, cfg, at::kFloat, at::kCPU);
   const auto z = vae->prepare(golden("final_latents_unpacked"), 0);
   for (int ranks : {2, 3}) {
-    plan::ParallelConfig p;
-    p.ulysses_degree = ranks;
-    at::Tensor image;
-    const auto failure = test::run_ranks(p, [&](int r, parallel::Mesh& mesh) {
-      parallel::decode_by_rows(*vae, mesh.world(), z, [&](const at::Tensor& b) {
-        if (r == 0) image = b;
-      });
-    });
+    std::vector<std::string> failure;
+    const auto image = test::decode_on_ranks(*vae, z, ranks, failure);
     for (int r = 0; r < ranks; ++r) ASSERT_TRUE(failure[size_t(r)].empty()) << "rank " << r << ": " << failure[size_t(r)];
     ASSERT_TRUE(image.defined());
     const double err = test::max_abs_diff(image.squeeze(2), golden("image"));

@@ -10,7 +10,7 @@
 #include "pipeline/decode.h"
 #include "plan/error.h"
 #include "plan/model_folder.h"
-#include "rank_threads.h"
+#include "row_decode.h"
 #include "tensor_support.h"
 
 using namespace studio;
@@ -57,15 +57,8 @@ TEST_P(ParallelDecode, equals_the_reference) {
   auto vae = load_vae(n);
   auto z = test::golden_tensor(n, "vae_input");
   auto ref = test::golden_tensor(n, "video");
-  plan::ParallelConfig p;
-  p.ulysses_degree = ranks;  // any layout: the decode uses the world group
-  at::Tensor video;
-  const auto failure = test::run_ranks(p, [&](int r, parallel::Mesh& mesh) {
-    std::vector<at::Tensor> batches;
-    parallel::decode_by_rows(*vae, mesh.world(), z, [&](const at::Tensor& b) { batches.push_back(b); });
-    if (r == 0) video = at::cat(batches, 2);
-    if (r != 0 && !batches.empty()) throw std::runtime_error("a rank other than 0 received frames");
-  });
+  std::vector<std::string> failure;
+  const auto video = test::decode_on_ranks(*vae, z, ranks, failure);
   for (const auto& f : failure) ASSERT_TRUE(f.empty()) << f;
   ASSERT_EQ(video.sizes(), ref.sizes());
   const double err = test::max_abs_diff(video, ref);

@@ -12,7 +12,7 @@
 #include "parallel/parallel_vae.h"
 #include "plan/error.h"
 #include "plan/wan_vae_config.h"
-#include "rank_threads.h"
+#include "row_decode.h"
 #include "tensor_support.h"
 
 using namespace studio;
@@ -67,14 +67,8 @@ TEST_P(WanParallelDecode, equals_one_process) {
   auto vae = load_vae(n);
   auto z = golden_z(*vae, n);
   const auto whole = vae->decode(z);
-  plan::ParallelConfig p;
-  p.ulysses_degree = ranks;  // any layout: the decode uses the world group
-  at::Tensor video;
-  const auto failure = test::run_ranks(p, [&](int r, parallel::Mesh& mesh) {
-    std::vector<at::Tensor> batches;
-    parallel::decode_by_rows(*vae, mesh.world(), z, [&](const at::Tensor& b) { batches.push_back(b); });
-    if (r == 0) video = at::cat(batches, 2);
-  });
+  std::vector<std::string> failure;
+  const auto video = test::decode_on_ranks(*vae, z, ranks, failure);
   for (const auto& f : failure) ASSERT_TRUE(f.empty()) << f;
   ASSERT_EQ(video.sizes(), whole.sizes());
   const double err = test::max_abs_diff(video, whole);
