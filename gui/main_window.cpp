@@ -136,6 +136,9 @@ MainWindow::MainWindow(const QString& data_dir)
   connect(sweep_button, &QPushButton::clicked, this, [this] { sweep(); });
   connect(sweep_view, &SweepView::run_requested, this, &MainWindow::run_sweep);
   connect(sweep_view, &SweepView::adopted, this, [this](const plan::ParallelConfig& p) { parallel->set_config(p); });
+  connect(parallel, &ParallelPanel::auto_done, this, [this] {
+    if (sweep_job_) sweep_view->show_predictions(parallel->predictions(sweep_view->configs(), sweep_job_->first, sweep_job_->second));
+  });
   connect(history, &History::compare, this, [this](const RunRecord& a, const RunRecord& b) {
     compare_view->compare(a, b);
     tabs->setCurrentWidget(compare_view);
@@ -311,6 +314,7 @@ bool MainWindow::sweep() {
   if (configs.empty()) return reason->setText(tr("No valid configuration for %1 processes.").arg(processes)), false;
   sweep_view->start(configs, parallel->predictions(configs, base->job.job, *compose->model()));
   sweep_base_ = base;
+  sweep_job_ = {base->job.job, *compose->model()};
   tabs->setCurrentWidget(sweep_view);
   return true;
 }

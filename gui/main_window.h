@@ -97,6 +97,8 @@ class MainWindow : public QMainWindow {
   std::deque<Queued> queue_;
   Queued current_;
   std::optional<Queued> sweep_base_;
+  // The listed sweep's job and model, for its predictions when "Auto" measures the devices after it.
+  std::optional<std::pair<plan::JobSpec, plan::ModelFolder>> sweep_job_;
   std::map<int, std::vector<std::array<double, 3>>> steps_;  // rank -> (step, seconds, memory GiB)
   void restore_settings();
   void list_devices();  // asks the chosen worker for the devices (and what it was built with)

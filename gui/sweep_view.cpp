@@ -107,26 +107,35 @@ void SweepView::start(const std::vector<plan::ParallelConfig>& configs, const st
     table->setItem(i, Name, name);
     table->setItem(i, Status, new QTableWidgetItem(tr("ready")));
     for (int c = Step; c < Columns; ++c) table->setItem(i, c, new QTableWidgetItem);
+  }
+  show_predictions(predicted);
+  adopt->setEnabled(false);
+  run->setEnabled(!configs.empty());
+}
+
+void SweepView::show_predictions(const std::vector<plan::Prediction>& predicted) {
+  for (int i = 0; i < table->rowCount(); ++i) {
     auto* p = table->item(i, PredictedStep);
-    if (predicted.size() == configs.size()) {
+    if (predicted.size() == configs_.size()) {
       const auto& r = predicted[size_t(i)];
       predicted_[size_t(i)] = r.seconds_per_step;
       p->setText(QString::number(r.seconds_per_step, 'f', 3));
+      p->setForeground(palette().text());
       p->setToolTip(tr("compute %1 s, communication %2 s, pipeline bubble %3 s per step; peak %4 GiB per rank%5")
                         .arg(r.compute_s, 0, 'g', 3).arg(r.communication_s, 0, 'g', 3).arg(r.bubble_s, 0, 'g', 3)
                         .arg(r.peak_bytes_per_rank / plan::kGiB, 0, 'f', 2)
                         .arg(r.fits ? QString() : tr(" (does not fit: %1)").arg(QString::fromStdString(r.reason))));
-    } else {
+      if (done_[size_t(i)] && done_[size_t(i)]->mean_step_seconds > 0)
+        table->item(i, Ratio)->setText(ratio_text(r.seconds_per_step / done_[size_t(i)]->mean_step_seconds));
+    } else if (!predicted_[size_t(i)]) {
       p->setText(tr("not calibrated"));
       p->setForeground(QColor(128, 128, 128));
       p->setToolTip(tr("The devices have not been measured for the cost model: \"Auto\" (GPUs and parallelism) "
-                       "measures them in seconds, and a sweep started after it shows the predictions."));
+                       "measures them in seconds, and the predictions appear here when it is done."));
     }
   }
   draw_chart();
   show_model_error();
-  adopt->setEnabled(false);
-  run->setEnabled(!configs.empty());
 }
 
 std::vector<int> SweepView::take_checked() {

@@ -30,6 +30,10 @@ class SweepView : public QWidget {
   // Lists the configurations, checked, for the user to choose among before running; `predicted`: each
   // one's prediction in the same order, or none when the devices are not calibrated.
   void start(const std::vector<plan::ParallelConfig>& configs, const std::vector<plan::Prediction>& predicted = {});
+  // Each row's prediction, in the order of the rows (a sweep listed before the devices were measured gets
+  // them once "Auto" has); an empty list leaves the rows that have none saying "not calibrated".
+  void show_predictions(const std::vector<plan::Prediction>& predicted);
+  const std::vector<plan::ParallelConfig>& configs() const { return configs_; }
   // The rows checked when the sweep is run; their status becomes "queued", the others "skipped".
   std::vector<int> take_checked();
   const plan::ParallelConfig& config(int row) const { return configs_[size_t(row)]; }

@@ -139,6 +139,11 @@ class TestStudioAuto : public QObject {
     auto* menu = w.parallel->suggestions->menu();
     for (auto* a : menu->actions()) QVERIFY2(!a->text().contains("s/step"), qPrintable(a->text()));
 
+    // A sweep listed before the devices are measured: no predictions yet.
+    QVERIFY(w.sweep());
+    for (int i = 0; i < w.sweep_view->table->rowCount(); ++i)
+      QCOMPARE(w.sweep_view->table->item(i, SweepView::PredictedStep)->text(), QString("not calibrated"));
+
     // Auto: measured on a thread, the button saying so meanwhile.
     QSignalSpy done(w.parallel, &ParallelPanel::auto_done);
     w.parallel->auto_pick->click();
@@ -164,6 +169,10 @@ class TestStudioAuto : public QObject {
     for (const auto& r : ranked)
       qInfo("%s: %.4f s/step, %.1f s in all, %.2f GiB per rank%s", r.config.describe().c_str(), r.seconds_per_step,
             r.total_s, r.peak_bytes_per_rank / plan::kGiB, r.fits ? "" : " (does not fit)");
+    // The sweep listed before has its predictions now.
+    for (int i = 0; i < w.sweep_view->table->rowCount(); ++i)
+      QCOMPARE(w.sweep_view->table->item(i, SweepView::PredictedStep)->text(),
+               QString::number(plan::predict(w.sweep_view->config(i), job, model, cal, b).seconds_per_step, 'f', 3));
     const auto first = std::find_if(ranked.begin(), ranked.end(), [](const auto& r) { return r.fits; });
     QVERIFY(first != ranked.end());
     plan::ParallelConfig expected = first->config;
