@@ -125,8 +125,7 @@ void SweepView::show_predictions(const std::vector<plan::Prediction>& predicted)
                         .arg(r.compute_s, 0, 'g', 3).arg(r.communication_s, 0, 'g', 3).arg(r.bubble_s, 0, 'g', 3)
                         .arg(r.peak_bytes_per_rank / plan::kGiB, 0, 'f', 2)
                         .arg(r.fits ? QString() : tr(" (does not fit: %1)").arg(QString::fromStdString(r.reason))));
-      if (done_[size_t(i)] && done_[size_t(i)]->mean_step_seconds > 0)
-        table->item(i, Ratio)->setText(ratio_text(r.seconds_per_step / done_[size_t(i)]->mean_step_seconds));
+      show_ratio(i);
     } else if (!predicted_[size_t(i)]) {
       p->setText(tr("not calibrated"));
       p->setForeground(QColor(128, 128, 128));
@@ -136,6 +135,12 @@ void SweepView::show_predictions(const std::vector<plan::Prediction>& predicted)
   }
   draw_chart();
   show_model_error();
+}
+
+void SweepView::show_ratio(int row) {
+  const auto& p = predicted_[size_t(row)];
+  const auto& r = done_[size_t(row)];
+  if (p && r && r->mean_step_seconds > 0) table->item(row, Ratio)->setText(ratio_text(*p / r->mean_step_seconds));
 }
 
 std::vector<int> SweepView::take_checked() {
@@ -155,8 +160,7 @@ void SweepView::record(int row, const RunRecord& r, bool ok) {
   if (ok) {
     done_[size_t(row)] = r;
     table->item(row, Step)->setText(QString::number(r.mean_step_seconds, 'f', 3));
-    if (const auto& p = predicted_[size_t(row)]; p && r.mean_step_seconds > 0)
-      table->item(row, Ratio)->setText(ratio_text(*p / r.mean_step_seconds));
+    show_ratio(row);
     table->item(row, Total)->setText(QString::number(r.seconds, 'f', 1));
     table->item(row, Peak)->setText(QString::number(r.peak_gib, 'f', 2));
     table->item(row, Moved)->setText(QString::number(double(r.bytes_moved) / 1e6, 'f', 1));

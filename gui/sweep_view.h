@@ -63,6 +63,7 @@ class SweepView : public QWidget {
   std::vector<std::optional<RunRecord>> done_;
   std::vector<std::optional<double>> predicted_;  // seconds per step, by row
   void show_model_error();
+  void show_ratio(int row);  // predicted / measured, once the row has both
 };
 
 }  // namespace studio::gui

@@ -36,7 +36,7 @@ int gpu_index(int local_rank, int visible_gpus);
 
 // The CPU threads each rank runs its operators on: the machine's cores shared among its ranks (at least
 // one), as torchrun does. A rank that kept LibTorch's default of every core would share each core with
-// the other ranks' threads: at more ranks than cores, steps measured 1.5-2.7x slower and erratic here
+// the other ranks' threads: 3 and 4 ranks on 2 cores measured 5-10% slower per step, 25-45% on the first
 // (docs/cost-model.md). 0: OMP_NUM_THREADS is set, LibTorch follows it.
 int cpu_threads_per_rank(int cores, int local_world_size, const char* omp_num_threads);
 

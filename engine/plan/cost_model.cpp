@@ -114,10 +114,13 @@ Prediction predict(const ParallelConfig& p, const JobSpec& job_in, const ModelFo
   // PipeFusion's broadcast) at the slowest of theirs.
   const double ulysses_bw = group_bytes_per_s(c, p, Dim::Ulysses), ring_bw = group_bytes_per_s(c, p, Dim::Ring),
                pipe_bw = group_bytes_per_s(c, p, Dim::PipeFusion);
-  double gather_bw = 0;
+  double gather_bw = 0;  // 0: no gather
   for (auto [dim, used] : {std::pair{Dim::Sequence, p.sp_degree() > 1}, std::pair{Dim::Cfg, p.use_cfg_parallel},
                            std::pair{Dim::PipeFusion, p.pipefusion_parallel_degree > 1}})
-    if (used) gather_bw = gather_bw > 0 ? std::min(gather_bw, group_bytes_per_s(c, p, dim)) : group_bytes_per_s(c, p, dim);
+    if (used) {
+      const double bw = group_bytes_per_s(c, p, dim);
+      gather_bw = gather_bw > 0 ? std::min(gather_bw, bw) : bw;
+    }
   auto collectives = [&](const StepWork& w) {
     return link_time(c, w.ulysses_bytes, w.ulysses_calls, ulysses_bw) + link_time(c, w.ring_bytes, w.ring_calls, ring_bw) +
            link_time(c, w.gather_bytes, w.gather_calls, gather_bw);

@@ -96,7 +96,7 @@ std::optional<plan::Calibration> cached_calibration(const Devices& devices, int 
 
 plan::Calibration calibration_for(const std::string& worker, const Devices& devices, int ranks,
                                   const std::string& dtype, bool again, bool* used_cache) {
-  const std::string file = calibration_cache_file(calibration_key(devices, ranks, dtype));
+  const std::string key = calibration_key(devices, ranks, dtype), file = calibration_cache_file(key);
   if (used_cache) *used_cache = false;
   if (!again)
     if (auto c = cached_calibration(devices, ranks, dtype)) {
@@ -107,7 +107,7 @@ plan::Calibration calibration_for(const std::string& worker, const Devices& devi
   std::error_code ec;
   fs::create_directories(fs::path(file).parent_path(), ec);
   const std::string tmp = file + ".tmp";
-  std::ofstream(tmp) << nlohmann::json{{"key", calibration_key(devices, ranks, dtype)}, {"calibration", nlohmann::json::parse(plan::calibration_json(c))}}.dump(2)
+  std::ofstream(tmp) << nlohmann::json{{"key", key}, {"calibration", nlohmann::json::parse(plan::calibration_json(c))}}.dump(2)
                      << "\n";
   fs::rename(tmp, file, ec);  // a cache that cannot be written only costs a measurement next time
   return c;

@@ -128,8 +128,8 @@ plan::Calibration calibrate(const parallel::DistEnv& env, const std::string& dty
   c.attention_flops_per_s = mean(world, attention_alone, dev) * env.world_size;
   // Together, in lockstep as a parallel step runs: each rank does its share, then waits for the others at a
   // collective. Where ranks share cores (CPU processes, more of them than cores), the last one to get a
-  // core holds up the rest: free-running measurements miss that, and it made 3 and 4 ranks on 2 cores
-  // 1.5-2.7x slower than their share of the machine (docs/cost-model.md).
+  // core holds up the rest, which free-running measurements miss (3 ranks on 2 cores: 107 GFLOP/s each
+  // in lockstep, 321 together, against 341 for one rank on both cores; docs/cost-model.md).
   c.gemm_flops_per_s_all = mean(world, lockstep(world, 2.0 * n * n * n, c.gemm_flops_per_s, dev,
                                                 [&] { (void)at::matmul(a, b); }), dev);
   c.attention_flops_per_s_all =
