@@ -7,9 +7,15 @@
 #  3. with 2 or more GPUs, the parallel mixes over NCCL against the same references (float32, 1e-3);
 #  4. time per step, MFU and peak memory at the real CogVideoX-2B shape (480 x 720 x 49, bf16; 10 of its 30
 #     layers) against diffusers 0.32.2 with SDPA on the same torch wheel, in the same run
-#     (bench/peer_step.sh BUILD_DIR --gpu; its goals are printed, not part of the exit status).
+#     (bench/peer_step.sh BUILD_DIR --gpu; its goals are printed, not part of the exit status);
+#  5. the cost model against measurements on the GPUs (bench/cost_model.sh, 1 to all GPUs, one rank each).
+# The reference cases from words (wan21_tiny, wan22_tiny, flux_words_tiny) start from the seed alone: they
+# check that the noise drawn for a GPU run is the CPU generator's, as diffusers draws it.
 # Prints markdown tables. Exit status 0 when every reference case and the peer bench ran and passed.
 # Usage: bench/gpu-check.sh [BUILD_DIR]   (default build-gpu)
+#   GPU_CHECK_PREBUILT=1: BUILD_DIR already holds dit-worker, dit-launch, bench-make-model and
+#   bench-compare-runs built against the LibTorch on this machine (a box with no network): nothing is
+#   installed or built. PEER_PYTHON (bench/peer_step.sh) chooses the peer's Python.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build-gpu}
@@ -18,9 +24,11 @@ gpus=$(nvidia-smi --list-gpus 2>/dev/null | wc -l) || gpus=0  # no nvidia-smi: p
 ((gpus > 0)) || { echo "gpu-check: no NVIDIA GPU is visible (nvidia-smi lists none)" >&2; exit 2; }
 [[ -d $goldens ]] || { echo "gpu-check: no reference cases in $goldens (set STUDIO_GOLDENS_DIR)" >&2; exit 2; }
 
-"$root/packaging/install-deps.sh" --no-gui >&2
-cmake -S "$root" -B "$build" -G Ninja -DSTUDIO_BUILD_GUI=OFF >&2
-cmake --build "$build" --target dit-worker dit-launch bench-make-model bench-compare-runs >&2
+if [[ ${GPU_CHECK_PREBUILT:-0} != 1 ]]; then
+  "$root/packaging/install-deps.sh" --no-gui >&2
+  cmake -S "$root" -B "$build" -G Ninja -DSTUDIO_BUILD_GUI=OFF >&2
+  cmake --build "$build" --target dit-worker dit-launch bench-make-model bench-compare-runs >&2
+fi
 "$build/bin/dit-worker" --version
 
 work=$(mktemp -d /tmp/dit-gpu-check-XXXXXX)
@@ -37,11 +45,16 @@ case = sys.argv[1]
 g = json.load(open(f"{case}/golden.json"))
 f = f"{case}/golden.safetensors"
 args = ["--model", case, "--height", g["height"], "--width", g["width"],
-        "--num_inference_steps", g["num_inference_steps"], "--guidance_scale", g["guidance_scale"],
-        "--prompt_embeds", f, "--latents", f]
+        "--num_inference_steps", g["num_inference_steps"], "--guidance_scale", g["guidance_scale"]]
+if "prompt" in g:  # from words and the seed alone
+    args += ["--prompt", g["prompt"], "--seed", g["seed"], "--max_sequence_length", g["max_sequence_length"]]
+    if g.get("negative_prompt") is not None: args += ["--negative_prompt", g["negative_prompt"]]
+    if "guidance_scale_2" in g: args += ["--guidance_scale_2", g["guidance_scale_2"]]
+else:  # from the recorded embeddings, initial latents and sampler noise
+    args += ["--prompt_embeds", f, "--latents", f]
+    if g["scheduler"] == "CogVideoXDPMScheduler": args += ["--sampler_noise", f]
 if "num_frames" in g: args += ["--num_frames", g["num_frames"]]  # images (FLUX) have none
 if g.get("use_dynamic_cfg"): args.append("--use_dynamic_cfg")
-if g["scheduler"] == "CogVideoXDPMScheduler": args += ["--sampler_noise", f]
 print("\n".join(str(a) for a in args))
 EOF
 }
@@ -86,6 +99,9 @@ for c in cogvx2b_tiny cogvx5b_tiny cogvx15_tiny flux_tiny; do
   bf=$(awk -v d="${diffusers_bf16[$c]}" 'BEGIN { print 2 * d }')
   check "$c bf16" "$c" "$bf" 1 --device cuda:0 --dtype bfloat16
 done
+for c in flux_words_tiny wan21_tiny wan22_tiny; do
+  check "$c fp32 (from words)" "$c" 1e-3 1e-3 --device cuda:0 --dtype float32
+done
 if ((gpus >= 2)); then
   for mix in "--ulysses_degree 2" "--ring_degree 2" "--use_cfg_parallel" "--ulysses_degree 2 --use_parallel_vae" \
              "--pipefusion_parallel_degree 2 --warmup_steps 4"; do
@@ -110,6 +126,15 @@ fi
 echo
 if ! "$root/bench/peer_step.sh" "$build" --gpu; then
   echo "bench/peer_step.sh $build --gpu failed (its messages are above)"
+  failed=1
+fi
+echo
+echo "## The cost model against measurements on the GPUs"
+echo
+counts=$(seq "$gpus")
+# shellcheck disable=SC2086  # one argument per process count
+if ! "$root/bench/cost_model.sh" "$build" 4 3 $counts; then
+  echo "bench/cost_model.sh $build 4 3 $counts failed (its messages are above)"
   failed=1
 fi
 exit $failed

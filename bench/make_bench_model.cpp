@@ -155,6 +155,10 @@ int main(int argc, char** argv) {
   const char* usage = "usage: bench-make-model OUT_DIR [--family cogvideox|wan21|wan22] [--layers N] "
                       "[--height H --width W --num_frames F] [--vae] [--bfloat16]\n";
   if (argc < 2) return std::cerr << usage, 2;
+  if (argv[1][0] == '-') {  // an option where the folder goes (--help too): no folder named after it
+    const bool help = !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h");
+    return (help ? std::cout : std::cerr) << usage, help ? 0 : 2;
+  }
   Options o;
   for (int i = 2; i < argc; ++i) {
     const bool value = i + 1 < argc;

@@ -8,7 +8,7 @@
 # layers (PEER_GPU_LAYERS), bfloat16 on cuda:0, diffusers with its SDPA attention: seconds per step, TFLOP/s,
 # MFU (of the bf16 GEMM peak measured in the same run) and peak GPU memory; no VAE, no decoding. STEPS >= 2
 # (the first step is not counted). Needs a CUDA build (bench/gpu-check.sh makes one).
-# The Python side runs in BUILD_DIR/bench-venv (made on first use). Prints a markdown table.
+# The Python side runs in BUILD_DIR/bench-venv (made on first use), or PEER_PYTHON. Prints a markdown table.
 # Usage: bench/peer_step.sh [BUILD_DIR] [STEPS]         (CPU; STEPS default 6)
 #        bench/peer_step.sh BUILD_DIR --gpu [STEPS]     (STEPS default 4)
 set -euo pipefail
@@ -21,17 +21,27 @@ build=$(cd "${1:-$root/build}" && pwd)
 steps=${2:-$((gpu ? 4 : 6))}
 load=$(cut -d' ' -f1-3 /proc/loadavg)  # anything else running skews every figure
 
-venv="$build/bench-venv"
-wheels="$root/.deps/wheels-2.15.0"
-if ! "$venv/bin/python" -c 'import torch, diffusers; from diffusers import CogVideoXPipeline
+# The peer's Python: PEER_PYTHON when set (one that already has torch and diffusers, on a machine with no
+# network: its versions are printed with the table), else BUILD_DIR/bench-venv with the project's torch
+# and diffusers 0.32.2.
+if [[ -n ${PEER_PYTHON:-} ]]; then
+  python=$PEER_PYTHON
+  "$python" -c 'import torch, diffusers' ||
+    { echo "peer_step: PEER_PYTHON=$python cannot import torch and diffusers" >&2; exit 2; }
+else
+  venv="$build/bench-venv"
+  python="$venv/bin/python"
+  wheels="$root/.deps/wheels-2.15.0"
+  if ! "$python" -c 'import torch, diffusers; from diffusers import CogVideoXPipeline
 assert torch.__version__.split("+")[0] == "2.15.0" and diffusers.__version__ == "0.32.2"' 2>/dev/null; then
-  echo "making $venv" >&2
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  # The local wheels first and with no index: given both, pip fetches the same wheels from PyPI again.
-  "$venv/bin/pip" install -q --no-index --no-deps "$wheels"/*.whl
-  # transformers 5 dropped names diffusers 0.32.2 imports (FLAX_WEIGHTS_NAME).
-  "$venv/bin/pip" install -q --find-links "$wheels" torch==2.15.0 diffusers==0.32.2 "transformers<5"
+    echo "making $venv" >&2
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    # The local wheels first and with no index: given both, pip fetches the same wheels from PyPI again.
+    "$venv/bin/pip" install -q --no-index --no-deps "$wheels"/*.whl
+    # transformers 5 dropped names diffusers 0.32.2 imports (FLAX_WEIGHTS_NAME).
+    "$venv/bin/pip" install -q --find-links "$wheels" torch==2.15.0 diffusers==0.32.2 "transformers<5"
+  fi
 fi
 
 work=$(mktemp -d /tmp/dit-peer-XXXXXX)
@@ -42,8 +52,8 @@ if ((gpu)); then
     echo "peer_step: --gpu needs STEPS >= 2 (the first is not counted), not '$steps'" >&2
     exit 2
   fi
-  "$venv/bin/python" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' ||
-    { echo "peer_step: the torch of $venv sees no CUDA device" >&2; exit 2; }
+  "$python" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' ||
+    { echo "peer_step: the torch of $python sees no CUDA device" >&2; exit 2; }
   size=(--height 480 --width 720 --num_frames 49)
   make=(--layers "${PEER_GPU_LAYERS:-10}" "${size[@]}")  # no --vae: neither side decodes
   ours=(--device cuda:0 --dtype bfloat16)
@@ -55,9 +65,9 @@ else
   mode=compare
 fi
 "$build/bin/bench-make-model" "$model" "${make[@]}" >&2
-"$venv/bin/python" "$root/bench/peer_step.py" latents "$model" "$work/latents.safetensors"
+"$python" "$root/bench/peer_step.py" latents "$model" "$work/latents.safetensors"
 "$build/bin/dit-launch" --model "$model" --prompt_embeds "$model/embeds.safetensors" --latents "$work/latents.safetensors" \
   "${size[@]}" --num_inference_steps "$steps" --guidance_scale 6 "${ours[@]}" \
   --events_log "$work/events.jsonl" --save_tensors "$work/ours.safetensors" >"$work/launch.log" 2>&1 ||
   { tail -20 "$work/launch.log" >&2; exit 1; }
-"$venv/bin/python" "$root/bench/peer_step.py" "$mode" "$model" "$work" "$steps" "$command" "$load"
+"$python" "$root/bench/peer_step.py" "$mode" "$model" "$work" "$steps" "$command" "$load"
