@@ -4,11 +4,15 @@
 # frames: 1,320 video + 226 text tokens, guidance 6: a CFG batch of 2, float32) on 1, 2, 3 and 4 CPU
 # processes (or GPUs, one process each, when dit-worker sees them). For each process count `dit-launch
 # --plan --json` predicts (calibrating first, in a fresh cache), then each configuration runs STEPS steps;
-# measured: the mean over the steps of the slowest rank's step time, averaged over ROUNDS sweeps (default 2;
+# measured: the mean over the steps after the first of the slowest rank's step time (the model predicts a
+# steady step; the first carries one-time work: on a GPU, loading kernels and making the cuBLAS handles
+# took 0.3 s, more than 50 steady steps of this job), averaged over ROUNDS sweeps (default 2;
 # the sweeps interleave, so that a moment of other load on the machine spreads over configurations
 # rather than landing on one). Prints a markdown table of predicted
 # against measured, and per process count and over all, the Spearman rank correlation and whether the
 # predicted best is the measured best or within 10% of it.
+# The dtype is dit-launch's default: float32 on CPUs, bfloat16 on GPUs. HEIGHT, WIDTH and FRAMES change the
+# size (e.g. CogVideoX-2B's own 480 x 720 x 49 on GPUs).
 # Usage: bench/cost_model.sh [BUILD_DIR] [LAYERS] [STEPS] [PROCESS COUNTS...]
 set -euo pipefail
 build=${1:-build}
@@ -17,7 +21,7 @@ steps=${3:-3}
 shift $(( $# > 3 ? 3 : $# ))
 counts=("$@")
 [ ${#counts[@]} -gt 0 ] || counts=(1 2 3 4)
-size=(--height 240 --width 352 --num_frames 13)
+size=(--height "${HEIGHT:-240}" --width "${WIDTH:-352}" --num_frames "${FRAMES:-13}")
 work=$(mktemp -d /tmp/dit-cost-model-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 "$build/bin/bench-make-model" "$work/model" --layers "$layers" "${size[@]}" >/dev/null
@@ -25,7 +29,8 @@ export XDG_CACHE_HOME="$work/cache"
 job=(--model "$work/model" --prompt_embeds "$work/model/embeds.safetensors" "${size[@]}" --num_inference_steps "$steps")
 
 rounds=${ROUNDS:-2}
-echo "CogVideoX-2B widths, $layers layers, 240x352x13, $steps steps, guidance 6 (CFG batch of 2), $(nproc) cores," \
+echo "CogVideoX-2B widths, $layers layers, ${size[3]}x${size[1]}x${size[5]} (width x height x frames), $steps steps," \
+     "guidance 6 (CFG batch of 2), $(nproc) cores," \
      "$rounds rounds; load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| processes | configuration | predicted s/step | measured s/step | predicted / measured |"
@@ -35,14 +40,15 @@ echo "|---|---|---|---|---|"
 for n in "${counts[@]}"; do
   "$build/bin/dit-launch" "${job[@]}" --plan --json --nproc_per_node "$n" >"$work/plan-$n.json"
 done
-# The mean over the steps of the slowest rank's step time of one run of `flags`, or "failed".
+# The mean over the steps after the first (all of them when there is one) of the slowest rank's step time of
+# one run of `flags`, or "failed".
 measure() {
   if "$build/bin/dit-launch" "${job[@]}" $1 --events_log "$work/events" >"$work/log" 2>&1; then
     grep '"kind":"progress"' "$work/events" |
       awk 'match($0, /"step":[0-9]+/) { s = substr($0, RSTART + 7, RLENGTH - 7);
              match($0, /"seconds":[0-9.e+-]+/); t = substr($0, RSTART + 10, RLENGTH - 10) + 0;
              if (t > m[s]) m[s] = t }
-           END { for (s in m) { sum += m[s]; k++ } printf "%.3f", sum / k }'
+           END { for (s in m) if (s > 1 || length(m) == 1) { sum += m[s]; k++ } printf "%.4f", sum / k }'
   else
     echo failed
     tail -3 "$work/log" >&2
@@ -64,8 +70,8 @@ i=0
 : >"$work/all.tsv"
 while IFS='|' read -r n flags predicted; do
   i=$((i + 1))
-  measured=$(awk '$1 == "failed" { bad = 1 } { s += $1 } END { if (bad) print "failed"; else printf "%.3f", s / NR }' "$work/measured-$i")
-  printf "| %s | %s | %.3f | %s | %s |\n" "$n" "${flags:-one process}" "$predicted" "$measured" \
+  measured=$(awk '$1 == "failed" { bad = 1 } { s += $1 } END { if (bad) print "failed"; else printf "%.4f", s / NR }' "$work/measured-$i")
+  printf "| %s | %s | %.4f | %s | %s |\n" "$n" "${flags:-one process}" "$predicted" "$measured" \
     "$(awk -v p="$predicted" -v m="$measured" 'BEGIN { if (m + 0 > 0) printf "%.2f", p / m }')"
   [ "$measured" = failed ] || printf "%s\t%s\t%s\t%s\n" "$n" "${flags:-one process}" "$predicted" "$measured" >>"$work/all.tsv"
 done <"$work/configs"
@@ -98,3 +104,8 @@ echo
 for n in "${counts[@]}"; do verdict "$n processes" "$work/count-$n.tsv"; done
 verdict "all process counts" "$work/all.tsv"
 echo "- load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+# What each calibration measured, one line per process count.
+for f in "$work"/cache/dit-studio/calibration-*.json; do
+  echo "- calibration: $(grep -E '"(ranks|gemm_flops_per_s|attention_flops_per_s|memory_bytes_per_s|op_seconds|link_bytes_per_s)"' "$f" |
+    tr -d ' ,' | tr '\n' ' ')"
+done

@@ -1,6 +1,7 @@
 // The cost model's arithmetic (plan/cost_model.h) against counts made by hand for one configuration of
 // each kind, on the tiny CogVideoX-2B-shaped reference case; and `dit-launch --plan --json` as a user
 // runs it (which measures the CPU through dit-worker --calibrate once and caches it).
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -146,12 +147,20 @@ TEST_F(CostModel, pipefusion) {
   auto r = plan::predict(p, job_, model_, c, 4);
   EXPECT_DOUBLE_EQ(r.compute_s, stage / 1e9);
   EXPECT_NEAR(r.compute_s + r.bubble_s, 0.25 * (2 * stage / 1e9) + 0.75 * (3 * stage / 2 / 1e9), 1e-12);
-  // Two ranks sharing the cores (together 0.5e9 each): the pipelined step is bound by both stages' work
-  // over the machine's 1e9, more than its critical path of 3 half-stage slots at 1e9.
+  // Two ranks sharing the cores (together 0.5e9 each): the fill and drain slots (one stage at work) at
+  // 1e9, the full slot (both) at 0.5e9: a half stage at 1e9, 0.5e9, 1e9 = 2 stages at 1e9.
   c.gemm_flops_per_s_all = c.attention_flops_per_s_all = 0.5e9;
   r = plan::predict(p, job_, model_, c, 4);
   EXPECT_DOUBLE_EQ(r.compute_s, stage / 0.5e9);
   EXPECT_NEAR(r.compute_s + r.bubble_s, 0.25 * (2 * stage / 1e9) + 0.75 * (2 * stage / 1e9), 1e-12);
+  // 4 patches through the 2 stages (together 0.4e9 each): 5 slots of a quarter stage, 1, 2, 2, 2, 1 stages
+  // at work: 2 at 1e9 and 3 at 0.4e9 (less than both stages' work over the machine's 0.8e9: the fill and
+  // drain leave a core to the stage at work).
+  p.num_pipeline_patch = 4;
+  c.gemm_flops_per_s_all = c.attention_flops_per_s_all = 0.4e9;
+  r = plan::predict(p, job_, model_, c, 4);
+  EXPECT_NEAR(r.compute_s + r.bubble_s, 0.25 * (2 * stage / 1e9) + 0.75 * (stage / 4 * (2 / 1e9 + 3 / 0.4e9)),
+              1e-12);
 }
 
 // Four GPUs in two NVLink pairs (0-1, 2-3: 100 GB/s) joined over PCIe (10 GB/s); an all-to-all of all four
@@ -179,6 +188,56 @@ TEST_F(CostModel, each_transfer_over_its_own_groups_links) {
   EXPECT_DOUBLE_EQ(plan::group_bytes_per_s(c, r, plan::Dim::Ring), 80e9);
   c.pair_bytes_per_s.clear();
   EXPECT_DOUBLE_EQ(plan::group_bytes_per_s(c, p, plan::Dim::Ulysses), 8e9);
+}
+
+// The work that is neither GEMM nor attention (plan::BlockCosts, counted by tests/test_op_counts): a
+// CogVideoX-2B block (no rotary embedding) reads and writes 17.9 D + 2 x 4D values per token and dispatches
+// 50 operations, 39 more per call outside the blocks and 32 per step outside the calls (DDIM, guidance).
+TEST_F(CostModel, elementwise_work_and_dispatch) {
+  const double per_token = 17.9 * 64 + 2 * 256;
+  const auto w = work({});
+  EXPECT_NEAR(w.elementwise_bytes, 2 * 80 * 2 * per_token * 4, 1e-6);  // batch 2, 80 tokens, 2 blocks, float32
+  EXPECT_DOUBLE_EQ(w.ops, 2 * 50 + 39 + 32);
+  plan::ParallelConfig p;
+  p.ulysses_degree = 2;
+  EXPECT_NEAR(work(p).elementwise_bytes, 2 * 40 * 2 * per_token * 4, 1e-6);  // half the tokens
+  EXPECT_DOUBLE_EQ(work(p).ops, 2 * 50 + 39 + 32);
+  // PipeFusion 2 stages, 2 patches: a stage's block runs once per patch.
+  p = {};
+  p.pipefusion_parallel_degree = 2, p.num_pipeline_patch = 2;
+  EXPECT_DOUBLE_EQ(work(p, true).ops, 1 * 50 * 2 + 39 + 32);
+  EXPECT_DOUBLE_EQ(work(p, false).ops, 1 * 50 + 39 + 32);
+
+  // The device's work and the host's dispatch add up.
+  plan::Calibration c;
+  c.gemm_flops_per_s = c.gemm_flops_per_s_all = 1e9;
+  c.attention_flops_per_s = c.attention_flops_per_s_all = 5e8;
+  c.memory_bytes_per_s = c.memory_bytes_per_s_all = 1e9;
+  c.op_seconds = 1e-5;
+  const double device = w.gemm_flops / 1e9 + w.attention_flops / 5e8 + w.elementwise_bytes / 1e9;
+  EXPECT_NEAR(plan::predict({}, job_, model_, c, 4).compute_s, device + 171 * 1e-5, 1e-12);
+  // Two ranks sharing the cores at half the GEMM rate each: the dispatch slows as much.
+  c.ranks = 2, c.gemm_flops_per_s_all = 0.5e9;
+  plan::ParallelConfig cfg;
+  cfg.use_cfg_parallel = true;
+  const auto half = plan::count_step_work(cfg, job_, model_, 4, false);
+  EXPECT_NEAR(plan::predict(cfg, job_, model_, c, 4).compute_s,
+              half.gemm_flops / 0.5e9 + half.attention_flops / 5e8 + half.elementwise_bytes / 1e9 + half.ops * 1e-5 * 2,
+              1e-12);
+}
+
+// Wan calls the model once per guidance branch (its pipeline's "cond" and "uncond"): twice the operations
+// of one call a step, unless CFG parallelism gives each rank one branch.
+TEST(CostModelWan, a_call_per_guidance_branch) {
+  const auto model = plan::read_model_folder(test::golden_case("wan21_tiny"));
+  plan::JobSpec job;
+  job.prompt_embeds_file = "embeds.safetensors";
+  job.height = 64, job.width = 96, job.num_frames = 9, job.num_inference_steps = 4;
+  plan::apply_model_defaults(job, model);
+  plan::ParallelConfig p;
+  EXPECT_DOUBLE_EQ(plan::count_step_work(p, job, model, 4, false).ops, 2 * (2 * 114 + 40) + 37);
+  p.use_cfg_parallel = true;
+  EXPECT_DOUBLE_EQ(plan::count_step_work(p, job, model, 4, false).ops, 2 * 114 + 40 + 37);
 }
 
 TEST_F(CostModel, ranking_marks_what_does_not_fit) {
@@ -227,6 +286,10 @@ TEST(DitLaunchPlan, json_through_the_real_binary) {
   EXPECT_EQ(cal.ranks, 2);
   EXPECT_GT(cal.gemm_flops_per_s_all, 0);
   EXPECT_LE(cal.gemm_flops_per_s_all, cal.gemm_flops_per_s);
+  EXPECT_GT(cal.memory_bytes_per_s_all, 0);
+  EXPECT_LE(cal.memory_bytes_per_s_all, cal.memory_bytes_per_s);
+  EXPECT_GT(cal.op_seconds, 0);
+  EXPECT_LT(cal.op_seconds, 1e-3);  // a small add: microseconds on any CPU
   ASSERT_EQ(cal.pair_bytes_per_s.size(), 4u);
   EXPECT_EQ(cal.pair_bytes_per_s[0], 0);
   EXPECT_GT(cal.pair_bytes_per_s[1], 0);

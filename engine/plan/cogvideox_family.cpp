@@ -39,6 +39,19 @@ class CogVideoXRules final : public FamilyRules {
   }
   double attention_flops_per_pair(const ModelFolder& m) const override { return 4.0 * m.transformer.inner_dim(); }
   // The decoder's levels from full size down, layers_per_block + 1 resnets of 3x3x3 convolutions each.
+  // Counted on our blocks (tests/test_op_counts): the rotary embedding of q and k (CogVideoX-5B, 1.5) adds
+  // 30 operations and 18 values per token and width.
+  BlockCosts block_costs(const ModelFolder& m) const override {
+    const bool rope = m.transformer.use_rotary_positional_embeddings;
+    BlockCosts b;
+    b.ops_per_block = rope ? 80 : 50;
+    b.values_per_width = rope ? 35.8 : 17.9;
+    b.values_per_hidden = 2;  // the GELU reads and writes the feed-forward's hidden values
+    b.hidden = 4 * int64_t(m.transformer.inner_dim());
+    b.ops_per_call = 39;
+    b.ops_per_step = sampler_name(m) == "CogVideoXDPMScheduler" ? 41 : 32;  // DPM's noise and history; DDIM
+    return b;
+  }
   double vae_flops_per_pixel(const ModelFolder& m) const override {
     if (!m.vae) return 0;
     return decoder_flops_per_pixel(m.vae->block_out_channels, m.vae->layers_per_block + 1, 27);

@@ -75,6 +75,14 @@ StepWork count_step_work(const ParallelConfig& p, const JobSpec& job_in, const M
   w.gemm_flops = w.batch * w.tokens * w.blocks * rules.gemm_flops_per_token(model);
   const double latent_here = joint ? w.tokens * latent / seq : w.tokens;
   w.attention_flops = w.batch * w.blocks * per_pair * (w.tokens * seq + (joint ? 0 : latent_here * text));
+  // The rest of a block's work: its values per token, and its operations once per call (Wan calls the
+  // model once per guidance branch, unless CFG parallelism gives each rank one) and per PipeFusion patch;
+  // and the step's own operations (guidance, the sampler).
+  const auto costs = rules.block_costs(model);
+  w.elementwise_bytes = w.batch * w.tokens * w.blocks * costs.values_per_token(D) * b;
+  const double calls = rules.calls_per_guidance_branch() ? branches / p.cfg_degree() : 1;
+  const int patches = S > 1 && pipelined ? p.num_pipeline_patch : 1;
+  w.ops = calls * (w.blocks * costs.ops_per_block * patches + costs.ops_per_call) + costs.ops_per_step;
 
   const double qkv = w.batch * Hp * d * w.tokens * b;  // one of q, k, v or the output, on this rank
   if (U > 1) {
@@ -92,7 +100,6 @@ StepWork count_step_work(const ParallelConfig& p, const JobSpec& job_in, const M
   if (p.use_cfg_parallel) w.gather_bytes += out, ++w.gather_calls;
   if (S > 1) w.gather_bytes += out, ++w.gather_calls;
   if (S > 1) {
-    const int patches = pipelined ? p.num_pipeline_patch : 1;
     w.pipe_bytes = w.batch * D * b * (pipelined ? seq / patches : w.tokens);
     w.pipe_hops = pipelined ? patches + S - 1 : S - 1;
   }
@@ -106,9 +113,16 @@ Prediction predict(const ParallelConfig& p, const JobSpec& job_in, const ModelFo
                    int b, double memory_gib) {
   const JobSpec job = with_defaults(job_in, model);
   const int P = p.world_size(), S = p.pipefusion_parallel_degree;
+  // The device's work, then the host's dispatching the operations (on shared cores slowed as the GEMMs
+  // are). They add up on a GPU too: measured on an H100, a step's time is their sum, not the longer of the
+  // two, at every size (docs/cost-model.md). Figures not calibrated (0) leave their term out.
   auto compute = [&](const StepWork& w, int busy) {
-    return w.gemm_flops / rate(c.gemm_flops_per_s, c.gemm_flops_per_s_all, c.ranks, busy) +
-           w.attention_flops / rate(c.attention_flops_per_s, c.attention_flops_per_s_all, c.ranks, busy);
+    const double gemm = rate(c.gemm_flops_per_s, c.gemm_flops_per_s_all, c.ranks, busy);
+    double device = w.gemm_flops / gemm +
+                    w.attention_flops / rate(c.attention_flops_per_s, c.attention_flops_per_s_all, c.ranks, busy);
+    if (c.memory_bytes_per_s > 0)
+      device += w.elementwise_bytes / rate(c.memory_bytes_per_s, c.memory_bytes_per_s_all, c.ranks, busy);
+    return device + (gemm > 0 ? w.ops * c.op_seconds * c.gemm_flops_per_s / gemm : 0);
   };
   // Each kind of transfer over the links of its own groups; the output's gathers (sequence, CFG pair,
   // PipeFusion's broadcast) at the slowest of theirs.
@@ -139,23 +153,27 @@ Prediction predict(const ParallelConfig& p, const JobSpec& job_in, const ModelFo
     const double stages = double(rules_of(model).blocks(model)) / sync.blocks;
     const double sync_compute = stages * compute(sync, std::max(1, P / S));
     const double sync_comm = collectives(sync) + pipe_time(sync);
-    // Pipelined: M patches through S stages, M + S - 1 patch slots of a patch's compute (the critical
-    // path, the stages' ranks at work at once); on shared devices at least every rank's work over the
-    // machine's rate (a stage waiting for its patch leaves the cores to the others).
+    // Pipelined: M patches through S stages in M + S - 1 slots; in slot t, stages first..last hold a
+    // patch each and work at once, each on its share (1 / M) of its blocks' work, so that on shared devices
+    // (CPU ranks on the same cores) a full slot runs at the rate of all their ranks and the fill and drain
+    // at the rate of few; on devices of their own every slot is a patch at the rank's own rate. The slot
+    // lasts as long as its largest stage's patch (stage_blocks gives the lower stages the extra blocks).
     const StepWork pipe = count_step_work(p, job, model, b, true);
-    const int M = p.num_pipeline_patch;
-    const double critical = compute(pipe, std::max(1, P / S)) * (M + S - 1) / M;
-    const double machine = c.gemm_flops_per_s_all > 0 && c.attention_flops_per_s_all > 0
-                               ? P / S * stages * (pipe.gemm_flops / (c.gemm_flops_per_s_all * c.ranks) +
-                                                   pipe.attention_flops / (c.attention_flops_per_s_all * c.ranks))
-                               : 0;
+    const int M = p.num_pipeline_patch, blocks = rules_of(model).blocks(model);
+    double pipelined = 0;
+    for (int t = 0; t < M + S - 1; ++t) {
+      const int first = std::max(0, t - M + 1), last = std::min(t, S - 1);
+      const auto [begin, end] = stage_blocks(blocks, first, S);
+      pipelined += compute(pipe, (last - first + 1) * std::max(1, P / S)) * (end - begin) / pipe.blocks / M;
+    }
     const double pipe_comm = collectives(pipe) + pipe_time(pipe);
     const double warm = std::min(1.0, double(std::min(p.warmup_steps, job.num_inference_steps)) /
                                           std::max(1, job.num_inference_steps));
-    // Compute: the work with every rank at work (on shared devices, the machine's share of all stages);
-    // the bubble: what the warm-up and the fill and drain add to it.
-    r.compute_s = machine > 0 ? std::min(full_rate_compute, machine) : full_rate_compute;
-    r.bubble_s = std::max(0.0, warm * sync_compute + (1 - warm) * std::max(critical, machine) - r.compute_s);
+    // Compute: a stage's work with every rank at work (or less, where ranks that share cores get through
+    // the fill and drain faster than that); the bubble: what the warm-up and the fill and drain add to it.
+    const double step = warm * sync_compute + (1 - warm) * pipelined;
+    r.compute_s = std::min(full_rate_compute, step);
+    r.bubble_s = step - r.compute_s;
     r.communication_s = warm * sync_comm + (1 - warm) * pipe_comm;
   }
   r.seconds_per_step = r.compute_s + r.bubble_s + r.communication_s;
@@ -219,6 +237,9 @@ std::string calibration_json(const Calibration& c) {
                         {"gemm_flops_per_s_all", c.gemm_flops_per_s_all},
                         {"attention_flops_per_s", c.attention_flops_per_s},
                         {"attention_flops_per_s_all", c.attention_flops_per_s_all},
+                        {"memory_bytes_per_s", c.memory_bytes_per_s},
+                        {"memory_bytes_per_s_all", c.memory_bytes_per_s_all},
+                        {"op_seconds", c.op_seconds},
                         {"link_bytes_per_s", c.link_bytes_per_s},
                         {"link_latency_s", c.link_latency_s},
                         {"pair_bytes_per_s", c.pair_bytes_per_s}}
@@ -235,13 +256,17 @@ Calibration calibration_from_json(const std::string& text, const std::string& fi
     c.gemm_flops_per_s_all = j.at("gemm_flops_per_s_all").get<double>();
     c.attention_flops_per_s = j.at("attention_flops_per_s").get<double>();
     c.attention_flops_per_s_all = j.at("attention_flops_per_s_all").get<double>();
+    c.memory_bytes_per_s = j.at("memory_bytes_per_s").get<double>();
+    c.memory_bytes_per_s_all = j.at("memory_bytes_per_s_all").get<double>();
+    c.op_seconds = j.at("op_seconds").get<double>();
     c.link_bytes_per_s = j.at("link_bytes_per_s").get<double>();
     c.link_latency_s = j.at("link_latency_s").get<double>();
     if (j.contains("pair_bytes_per_s")) c.pair_bytes_per_s = j.at("pair_bytes_per_s").get<std::vector<double>>();
     if (!c.pair_bytes_per_s.empty() && c.pair_bytes_per_s.size() != size_t(c.ranks) * c.ranks)
       throw InputError(file + ": pair_bytes_per_s has " + std::to_string(c.pair_bytes_per_s.size()) +
                        " values, not ranks x ranks; run dit-launch --calibrate again");
-    if (c.ranks < 1 || c.gemm_flops_per_s <= 0 || c.attention_flops_per_s <= 0)
+    if (c.ranks < 1 || c.gemm_flops_per_s <= 0 || c.attention_flops_per_s <= 0 || c.memory_bytes_per_s <= 0 ||
+        c.op_seconds <= 0)
       throw InputError(file + ": ranks and the rates must be positive; run dit-launch --calibrate again");
     return c;
   } catch (const nlohmann::json::exception& e) {

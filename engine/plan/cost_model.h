@@ -19,6 +19,9 @@ struct Calibration {
   double gemm_flops_per_s_all = 0;       // per rank while every rank runs one at once (shared cores)
   double attention_flops_per_s = 0;      // one rank alone: the fused attention kernel
   double attention_flops_per_s_all = 0;  // per rank while every rank runs it
+  double memory_bytes_per_s = 0;         // one rank alone: bytes an elementwise op over large tensors reads and writes
+  double memory_bytes_per_s_all = 0;     // per rank while every rank runs it
+  double op_seconds = 0;                 // one rank alone: one small operation, dispatched and run
   double link_bytes_per_s = 0;           // per rank: bytes it sends per second in an all-to-all of every rank
   double link_latency_s = 0;             // one small collective of every rank
   // ranks x ranks, row-major: the bytes per second rank i sends to rank j while j sends to i, the pair
@@ -38,6 +41,8 @@ struct StepWork {
   int blocks = 0;               // blocks it runs (its PipeFusion stage's)
   double gemm_flops = 0;        // per step
   double attention_flops = 0;   // per step
+  double elementwise_bytes = 0; // per step: read and written by the work that is neither (norms, activations, ...)
+  double ops = 0;               // operations dispatched per step (plan::BlockCosts)
   double ulysses_bytes = 0;     // sent per step in Ulysses' all-to-alls (4 per block)
   int ulysses_calls = 0;
   double ring_bytes = 0;        // sent per step passing key/value blocks around the ring

@@ -3,6 +3,7 @@
 // (plan/cogvideox_family.cpp, plan/flux_family.cpp, plan/wan_family.cpp); plan/job.cpp and plan/parallel.cpp hold the rules
 // that are the same for every family and ask the family for the rest.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,21 @@ namespace studio::plan {
 
 struct ParallelConfig;
 struct MemoryEstimate;
+
+// What a block does besides its GEMMs and attention, as the cost model counts it (docs/cost-model.md):
+// the operations it dispatches (each costs a launch, whatever its size), and the values its elementwise
+// work (norms, modulation, activations, residuals, rotary embedding) reads and writes per token it holds,
+// in units of the width and of the feed-forward's hidden width. tests/test_op_counts counts them on the
+// families' blocks as they run.
+struct BlockCosts {
+  double ops_per_block = 0;      // averaged over the model's kinds of block (FLUX has two)
+  double values_per_width = 0;   // per token per block, times the width
+  double values_per_hidden = 0;  // per token per block, times `hidden`
+  int64_t hidden = 0;            // the feed-forward's hidden width
+  int ops_per_call = 0;          // outside the blocks, once per model call (embeddings, output head)
+  int ops_per_step = 0;          // outside the model's calls, once per step (guidance, the sampler)
+  double values_per_token(double width) const { return values_per_width * width + values_per_hidden * double(hidden); }
+};
 
 class FamilyRules {
  public:
@@ -42,6 +58,7 @@ class FamilyRules {
   virtual double attention_flops_per_pair(const ModelFolder& m) const = 0;
   virtual bool joint_text() const { return true; }
   virtual double vae_flops_per_pixel(const ModelFolder& m) const = 0;
+  virtual BlockCosts block_costs(const ModelFolder& m) const = 0;
 
   // Fills the job's 0-valued sizes and steps and an unset guidance scale, as the reference pipeline does.
   virtual void apply_defaults(JobSpec& job, const ModelFolder& m) const = 0;

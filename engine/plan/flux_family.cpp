@@ -1,5 +1,6 @@
 // FLUX.1 (dev, with a guidance embedding; schnell, without): the rules of its jobs, as FluxPipeline of
 // diffusers v0.32.2 runs it. Images: one frame, no fps, no classifier-free guidance.
+#include <algorithm>
 #include <cmath>
 
 #include "plan/family.h"
@@ -41,6 +42,20 @@ class FluxRules final : public FamilyRules {
     return 4.0 * m.flux->transformer.inner_dim();
   }
   // An image: the 2D decoder's levels from full size down, layers_per_block + 1 resnets of 3x3 convolutions.
+  // Counted on our blocks (tests/test_op_counts): a double-stream block 119 operations and 50.1 values per
+  // token and width, a single-stream one 73 and 46.7; both read and write the MLP's hidden values twice.
+  BlockCosts block_costs(const ModelFolder& m) const override {
+    const auto& t = m.flux->transformer;
+    const double doubles = t.num_layers, singles = t.num_single_layers, n = std::max(1.0, doubles + singles);
+    BlockCosts b;
+    b.ops_per_block = (119 * doubles + 73 * singles) / n;
+    b.values_per_width = (50.1 * doubles + 46.7 * singles) / n;
+    b.values_per_hidden = 2;
+    b.hidden = 4 * int64_t(t.inner_dim());
+    b.ops_per_call = 58;
+    b.ops_per_step = 24;
+    return b;
+  }
   double vae_flops_per_pixel(const ModelFolder& m) const override {
     if (!m.flux->vae) return 0;
     return decoder_flops_per_pixel(m.flux->vae->block_out_channels, m.flux->vae->layers_per_block + 1, 9);

@@ -42,6 +42,17 @@ class WanRules final : public FamilyRules {
   double attention_flops_per_pair(const ModelFolder& m) const override { return 4.0 * m.wan->transformer.inner_dim(); }
   bool joint_text() const override { return false; }  // the text is attended to by cross-attention
   // The causal 3D decoder's levels from full size down, num_res_blocks + 1 resnets of 3x3x3 convolutions.
+  // Counted on our block (tests/test_op_counts): its norms and modulation run in float32, as diffusers'.
+  BlockCosts block_costs(const ModelFolder& m) const override {
+    BlockCosts b;
+    b.ops_per_block = 114;
+    b.values_per_width = 66;
+    b.values_per_hidden = 2;
+    b.hidden = m.wan->transformer.ffn_dim;
+    b.ops_per_call = 40;
+    b.ops_per_step = 37;
+    return b;
+  }
   double vae_flops_per_pixel(const ModelFolder& m) const override {
     if (!m.wan->vae) return 0;
     const auto& v = *m.wan->vae;

@@ -17,7 +17,7 @@ namespace studio::workers {
 
 namespace {
 
-constexpr int kCalibrationMethod = 2;
+constexpr int kCalibrationMethod = 3;
 
 std::string cache_dir() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/dit-studio";
@@ -67,7 +67,7 @@ plan::Calibration measure(const std::string& worker, int ranks, const std::strin
 
 std::string calibration_key(const Devices& d, int ranks, const std::string& dtype) {
   std::ostringstream k;
-  // What is measured and how (lockstep rates, pair links, threads per rank): figures of another method
+  // What is measured and how (lockstep rates, pair links, threads per rank, memory and dispatch): figures of another method
   // are measured again.
   k << "method " << kCalibrationMethod << "; ";
   for (const auto& g : d.gpus) k << "gpu " << g.index << " " << g.name << " " << g.memory_bytes << "; ";

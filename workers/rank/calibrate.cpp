@@ -5,9 +5,13 @@
 #include <vector>
 
 #include <ATen/Context.h>
+#include <ATen/ops/add.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/full.h>
+#include <ATen/ops/gelu.h>
+#include <ATen/ops/layer_norm.h>
+#include <ATen/ops/linear.h>
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/randn.h>
 #include <ATen/ops/stack.h>
@@ -117,15 +121,36 @@ plan::Calibration calibrate(const parallel::DistEnv& env, const std::string& dty
   auto attention = [&] {
     return rate_of(4.0 * heads * d * tokens * tokens, dev, [&] { (void)compat::attention(q, k, v); });
   };
+  // Elementwise work: an add over tensors far larger than any cache (3 x 32 MiB of values on a CPU, 3 x 128
+  // on a GPU), counted as the bytes it reads and writes.
+  const int64_t values = (dev.is_cuda() ? int64_t(64) : 8) << 20;
+  const auto x = at::randn({values}, opts), y = at::randn({values}, opts);
+  auto sum = at::empty_like(x);
+  const double add_bytes = 3.0 * double(values) * double(x.element_size());
+  auto add = [&] { (void)at::add_out(sum, x, y); };
+  // One small operation's dispatch (and launch, on a GPU): the kinds a block dispatches, each making its
+  // output (a norm, a linear layer, an activation, a residual add), on tensors too small to take time of
+  // their own; kSmallOps of them per run.
+  constexpr int kSmallOps = 4 * 25;
+  const auto small = at::randn({8, 64}, opts), small_weight = at::randn({64, 64}, opts);
+  auto small_ops = [&] {
+    for (int i = 0; i < kSmallOps / 4; ++i)
+      (void)at::add(at::gelu(at::linear(at::layer_norm(small, {64}), small_weight), "tanh"), small);
+  };
 
   plan::Calibration c;
   c.ranks = env.world_size;
   c.dtype = dtype_name == "auto" ? (dtype == at::kBFloat16 ? "bfloat16" : "float32") : dtype_name;
   // Alone: rank 0 works while the others wait at the next collective.
-  double gemm_alone = 0, attention_alone = 0;
-  if (env.rank == 0) gemm_alone = gemm(), attention_alone = attention();
+  double gemm_alone = 0, attention_alone = 0, memory_alone = 0, ops_alone = 0;
+  if (env.rank == 0) {
+    gemm_alone = gemm(), attention_alone = attention();
+    memory_alone = rate_of(add_bytes, dev, add), ops_alone = rate_of(kSmallOps, dev, small_ops);
+  }
   c.gemm_flops_per_s = mean(world, gemm_alone, dev) * env.world_size;
   c.attention_flops_per_s = mean(world, attention_alone, dev) * env.world_size;
+  c.memory_bytes_per_s = mean(world, memory_alone, dev) * env.world_size;
+  c.op_seconds = 1 / (mean(world, ops_alone, dev) * env.world_size);
   // Together, in lockstep as a parallel step runs: each rank does its share, then waits for the others at a
   // collective. Where ranks share cores (CPU processes, more of them than cores), the last one to get a
   // core holds up the rest, which free-running measurements miss (3 ranks on 2 cores: 107 GFLOP/s each
@@ -135,9 +160,11 @@ plan::Calibration calibrate(const parallel::DistEnv& env, const std::string& dty
   c.attention_flops_per_s_all =
       mean(world, lockstep(world, 4.0 * heads * d * tokens * tokens, c.attention_flops_per_s, dev,
                            [&] { (void)compat::attention(q, k, v); }), dev);
+  c.memory_bytes_per_s_all = mean(world, lockstep(world, add_bytes, c.memory_bytes_per_s, dev, add), dev);
   // Together never faster than alone, whatever a moment of other load did to the alone measurement.
   c.gemm_flops_per_s_all = std::min(c.gemm_flops_per_s_all, c.gemm_flops_per_s);
   c.attention_flops_per_s_all = std::min(c.attention_flops_per_s_all, c.attention_flops_per_s);
+  c.memory_bytes_per_s_all = std::min(c.memory_bytes_per_s_all, c.memory_bytes_per_s);
   if (env.world_size > 1) {
     // An all-to-all of 16 MB per rank: each rank sends (W - 1) / W of it.
     const int64_t W = env.world_size, per_rank = (int64_t(16) << 20) / 4 / W * W;
