@@ -39,8 +39,11 @@ struct Tally {
 thread_local Tally* g_tally = nullptr;
 thread_local int g_depth = 0;
 thread_local int64_t g_min_numel = 0, g_hidden = 0;
-thread_local bool g_product = false;
+thread_local bool g_product = false, g_out_variant = false;
 thread_local std::vector<at::Tensor> g_inputs;
+
+// An allocation: it reads and writes nothing.
+bool is_allocation(const char* name) { return !std::strncmp(name, "aten::empty", std::strlen("aten::empty")); }
 
 bool is_product(const char* name) {
   for (const char* p : {"aten::linear", "aten::matmul", "aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm",
@@ -58,21 +61,25 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (g_depth++ != 0 || !g_tally) return nullptr;
   ++g_tally->ops;
   g_product = is_product(fn.name());
+  const auto op = fn.operator_name();
+  g_out_variant = op && op->overload_name == "out";
   g_inputs.clear();
   for (const auto& v : fn.inputs())
     if (v.isTensor() && v.toTensor().defined()) g_inputs.push_back(v.toTensor());
+  // An out= variant's last tensor argument is where it writes (counted as its output), not what it reads.
+  if (g_out_variant && !g_inputs.empty()) g_inputs.pop_back();
   return nullptr;
 }
 
 void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
-  if (--g_depth != 0 || !g_tally || g_product) return;
+  if (--g_depth != 0 || !g_tally || g_product || is_allocation(fn.name())) return;
   std::vector<at::Tensor> outputs;
   for (const auto& v : fn.outputs())
     if (v.isTensor() && v.toTensor().defined()) outputs.push_back(v.toTensor());
-  // An output on an input's storage from an op that does not write in place (a view, or an input returned
-  // as it is): nothing read or written.
+  // An output on an input's storage from an op that writes no output of its own (a view, or an input
+  // returned as it is): nothing read or written.
   const std::string name = fn.name();
-  const bool in_place = !name.empty() && name.back() == '_';
+  const bool in_place = g_out_variant || (!name.empty() && name.back() == '_');
   for (const auto& o : outputs)
     for (const auto& i : g_inputs)
       if (!in_place && o.storage().unsafeGetStorageImpl() == i.storage().unsafeGetStorageImpl()) return;

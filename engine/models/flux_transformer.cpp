@@ -4,7 +4,6 @@
 #include <ATen/ops/addcmul.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
-#include <ATen/ops/gelu.h>
 #include <ATen/ops/layer_norm.h>
 #include <ATen/ops/pow.h>
 #include <ATen/ops/silu.h>
@@ -228,7 +227,7 @@ void FluxTransformer::run_double(const DoubleBlock& b, Tokens& x, const at::Tens
   auto finish = [&](at::Tensor& h, const Stream& s, const std::vector<at::Tensor>& m, const at::Tensor& attn) {
     h = at::addcmul(h, m[2], s.out(attn));
     const auto n = at::addcmul(m[3], layer_norm(h), 1 + m[4]);
-    h = at::addcmul(h, m[5], s.ff_out(at::gelu(s.ff_in(n), "tanh")));
+    h = at::addcmul(h, m[5], s.ff_out(gelu_tanh_in_place(s.ff_in(n))));
   };
   finish(x.latent, b.image, mi, rows(out, T, out.size(1) - T));
   finish(x.text, b.text, mt, rows(out, 0, T));
@@ -244,7 +243,7 @@ void FluxTransformer::run_single(const SingleBlock& b, Tokens& x, const at::Tens
   const auto q = rotate_latent_rows(b.norm_q(heads(b.q(n))), T, cos, sin);
   const auto k = rotate_latent_rows(b.norm_k(heads(b.k(n))), T, cos, sin);
   const auto attn = attention(q, k, heads(b.v(n))).transpose(1, 2).flatten(2);
-  const auto mlp = at::gelu(b.proj_mlp(n), "tanh");
+  const auto mlp = gelu_tanh_in_place(b.proj_mlp(n));
   auto out = at::addcmul(joint, m[2], b.proj_out(at::cat({attn, mlp}, 2)));
   if (dtype_ == at::kHalf) out = out.clamp(-65504, 65504);
   x.text = rows(out, 0, T);

@@ -1,5 +1,6 @@
 #include "models/layers.h"
 
+#include <ATen/ops/gelu.h>
 #include <ATen/ops/layer_norm.h>
 #include <ATen/ops/linear.h>
 #include <ATen/ops/mean.h>
@@ -30,6 +31,11 @@ LayerNorm LayerNorm::load(const WeightSource& w, const std::string& prefix, int6
 }
 
 at::Tensor LayerNorm::operator()(const at::Tensor& x) const { return at::layer_norm(x, {dim}, weight, bias, eps); }
+
+at::Tensor gelu_tanh_in_place(at::Tensor hidden) {
+  at::gelu_out(hidden, hidden, "tanh");
+  return hidden;
+}
 
 at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
   auto pairs = x.unflatten(-1, {x.size(-1) / 2, 2});

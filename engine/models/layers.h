@@ -32,6 +32,10 @@ struct LayerNorm {
   at::Tensor operator()(const at::Tensor& x) const;
 };
 
+// The feed-forward's activation, GELU's tanh approximation, written over `hidden` (a linear layer's fresh
+// output): the hidden values, 4x the width or more, are held once instead of twice.
+at::Tensor gelu_tanh_in_place(at::Tensor hidden);
+
 // x [B, H, N, hd] rotated by the tables cos, sin [N, hd] in interleaved pairs (2k, 2k + 1), in float32:
 // x * cos + (-x_odd, x_even) * sin, as diffusers' apply_rotary_emb.
 at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);

@@ -197,7 +197,7 @@ void WanTransformer::run_block(size_t i, Tokens& x, const Conditioning& c, const
   h = h + b.cross.out(compat::attention(cq, ck, cv).transpose(1, 2).flatten(2));
 
   const auto n3 = modulate(layer_norm32(h, eps), m[3], m[4], dtype_);
-  const auto ff = b.ff_out(at::gelu(b.ff_in(n3), "tanh"));
+  const auto ff = b.ff_out(gelu_tanh_in_place(b.ff_in(n3)));
   h = (h.to(at::kFloat) + ff.to(at::kFloat) * m[5]).to(dtype_);
 }
 
