@@ -45,7 +45,7 @@ class CogVideoXRules final : public FamilyRules {
     const bool rope = m.transformer.use_rotary_positional_embeddings;
     BlockCosts b;
     b.ops_per_block = rope ? 80 : 50;
-    b.values_per_width = rope ? 35.8 : 17.9;
+    b.values_per_width = rope ? 37.8 : 19.9;
     b.values_per_hidden = 2;  // the GELU reads and writes the feed-forward's hidden values
     b.hidden = 4 * int64_t(m.transformer.inner_dim());
     b.ops_per_call = 39;
