@@ -38,7 +38,6 @@ class CogVideoXRules final : public FamilyRules {
     return 2 * 12 * D * D;
   }
   double attention_flops_per_pair(const ModelFolder& m) const override { return 4.0 * m.transformer.inner_dim(); }
-  // The decoder's levels from full size down, layers_per_block + 1 resnets of 3x3x3 convolutions each.
   // Counted on our blocks (tests/test_op_counts): the rotary embedding of q and k (CogVideoX-5B, 1.5) adds
   // 30 operations and 18 values per token and width.
   BlockCosts block_costs(const ModelFolder& m) const override {
@@ -52,6 +51,7 @@ class CogVideoXRules final : public FamilyRules {
     b.ops_per_step = sampler_name(m) == "CogVideoXDPMScheduler" ? 41 : 32;  // DPM's noise and history; DDIM
     return b;
   }
+  // The decoder's levels from full size down, layers_per_block + 1 resnets of 3x3x3 convolutions each.
   double vae_flops_per_pixel(const ModelFolder& m) const override {
     if (!m.vae) return 0;
     return decoder_flops_per_pixel(m.vae->block_out_channels, m.vae->layers_per_block + 1, 27);

@@ -150,7 +150,8 @@ Prediction predict(const ParallelConfig& p, const JobSpec& job_in, const ModelFo
   } else {
     // Warm-up: the stages run one after another, P / S ranks busy at a time; `stages` is the whole
     // model's work in units of the largest stage's (stages may differ by a block).
-    const double stages = double(rules_of(model).blocks(model)) / sync.blocks;
+    const int blocks = rules_of(model).blocks(model);
+    const double stages = double(blocks) / sync.blocks;
     const double sync_compute = stages * compute(sync, std::max(1, P / S));
     const double sync_comm = collectives(sync) + pipe_time(sync);
     // Pipelined: M patches through S stages in M + S - 1 slots; in slot t, stages first..last hold a
@@ -159,7 +160,7 @@ Prediction predict(const ParallelConfig& p, const JobSpec& job_in, const ModelFo
     // at the rate of few; on devices of their own every slot is a patch at the rank's own rate. The slot
     // lasts as long as its largest stage's patch (stage_blocks gives the lower stages the extra blocks).
     const StepWork pipe = count_step_work(p, job, model, b, true);
-    const int M = p.num_pipeline_patch, blocks = rules_of(model).blocks(model);
+    const int M = p.num_pipeline_patch;
     double pipelined = 0;
     for (int t = 0; t < M + S - 1; ++t) {
       const int first = std::max(0, t - M + 1), last = std::min(t, S - 1);

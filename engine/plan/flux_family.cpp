@@ -41,7 +41,6 @@ class FluxRules final : public FamilyRules {
   double attention_flops_per_pair(const ModelFolder& m) const override {
     return 4.0 * m.flux->transformer.inner_dim();
   }
-  // An image: the 2D decoder's levels from full size down, layers_per_block + 1 resnets of 3x3 convolutions.
   // Counted on our blocks (tests/test_op_counts): a double-stream block 119 operations and 50.1 values per
   // token and width, a single-stream one 73 and 46.7; both read and write the MLP's hidden values twice.
   BlockCosts block_costs(const ModelFolder& m) const override {
@@ -56,6 +55,7 @@ class FluxRules final : public FamilyRules {
     b.ops_per_step = 24;
     return b;
   }
+  // An image: the 2D decoder's levels from full size down, layers_per_block + 1 resnets of 3x3 convolutions.
   double vae_flops_per_pixel(const ModelFolder& m) const override {
     if (!m.flux->vae) return 0;
     return decoder_flops_per_pixel(m.flux->vae->block_out_channels, m.flux->vae->layers_per_block + 1, 9);

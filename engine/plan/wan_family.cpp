@@ -41,8 +41,8 @@ class WanRules final : public FamilyRules {
   }
   double attention_flops_per_pair(const ModelFolder& m) const override { return 4.0 * m.wan->transformer.inner_dim(); }
   bool joint_text() const override { return false; }  // the text is attended to by cross-attention
-  // The causal 3D decoder's levels from full size down, num_res_blocks + 1 resnets of 3x3x3 convolutions.
-  // Counted on our block (tests/test_op_counts): its norms and modulation run in float32, as diffusers'.
+  // Counted on our block (tests/test_op_counts), in values: its norms and modulation run in float32, as
+  // diffusers', so a bfloat16 run moves more bytes than these count.
   BlockCosts block_costs(const ModelFolder& m) const override {
     BlockCosts b;
     b.ops_per_block = 114;
@@ -53,6 +53,7 @@ class WanRules final : public FamilyRules {
     b.ops_per_step = 37;
     return b;
   }
+  // The causal 3D decoder's levels from full size down, num_res_blocks + 1 resnets of 3x3x3 convolutions.
   double vae_flops_per_pixel(const ModelFolder& m) const override {
     if (!m.wan->vae) return 0;
     const auto& v = *m.wan->vae;

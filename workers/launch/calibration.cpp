@@ -67,8 +67,8 @@ plan::Calibration measure(const std::string& worker, int ranks, const std::strin
 
 std::string calibration_key(const Devices& d, int ranks, const std::string& dtype) {
   std::ostringstream k;
-  // What is measured and how (lockstep rates, pair links, threads per rank, memory and dispatch): figures of another method
-  // are measured again.
+  // What is measured and how (lockstep rates, pair links, threads per rank, memory and dispatch): figures
+  // of another method are measured again.
   k << "method " << kCalibrationMethod << "; ";
   for (const auto& g : d.gpus) k << "gpu " << g.index << " " << g.name << " " << g.memory_bytes << "; ";
   k << "cpu " << d.cpu_cores << " cores " << d.cpu_memory_bytes << " bytes; " << d.build << "; " << ranks

@@ -121,8 +121,8 @@ plan::Calibration calibrate(const parallel::DistEnv& env, const std::string& dty
   auto attention = [&] {
     return rate_of(4.0 * heads * d * tokens * tokens, dev, [&] { (void)compat::attention(q, k, v); });
   };
-  // Elementwise work: an add over tensors far larger than any cache (3 x 32 MiB of values on a CPU, 3 x 128
-  // on a GPU), counted as the bytes it reads and writes.
+  // Elementwise work: an add over tensors far larger than any cache (8 Mi values each on a CPU, 64 Mi on a
+  // GPU), counted as the bytes it reads and writes.
   const int64_t values = (dev.is_cuda() ? int64_t(64) : 8) << 20;
   const auto x = at::randn({values}, opts), y = at::randn({values}, opts);
   auto sum = at::empty_like(x);
