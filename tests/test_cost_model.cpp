@@ -86,6 +86,8 @@ TEST_F(CostModel, ulysses) {
   EXPECT_DOUBLE_EQ(r.compute_s, 2 * 40 * 2 * kGemmPerToken / 1e9 + 2 * 2 * kPerPair * 40 * 80 / 5e8);
   EXPECT_NEAR(r.communication_s, 9 * 1e-4 + (81920 + kOut) / 1e8, 1e-12);
   EXPECT_DOUBLE_EQ(r.total_s, 4 * r.seconds_per_step + r.vae_s);
+  EXPECT_DOUBLE_EQ(r.warmup_step_s, r.seconds_per_step);  // no PipeFusion: every step alike
+  EXPECT_DOUBLE_EQ(r.pipelined_step_s, r.seconds_per_step);
   EXPECT_DOUBLE_EQ(r.peak_bytes_per_rank, m.peak_gib() * plan::kGiB);
 }
 
@@ -147,6 +149,10 @@ TEST_F(CostModel, pipefusion) {
   auto r = plan::predict(p, job_, model_, c, 4);
   EXPECT_DOUBLE_EQ(r.compute_s, stage / 1e9);
   EXPECT_NEAR(r.compute_s + r.bubble_s, 0.25 * (2 * stage / 1e9) + 0.75 * (3 * stage / 2 / 1e9), 1e-12);
+  // Each kind of step apart (no communication priced: no link figures), the average weighted by the steps.
+  EXPECT_NEAR(r.warmup_step_s, 2 * stage / 1e9, 1e-12);
+  EXPECT_NEAR(r.pipelined_step_s, 3 * stage / 2 / 1e9, 1e-12);
+  EXPECT_NEAR(r.seconds_per_step, 0.25 * r.warmup_step_s + 0.75 * r.pipelined_step_s, 1e-12);
   // Two ranks sharing the cores (together 0.5e9 each): the fill and drain slots (one stage at work) at
   // 1e9, the full slot (both) at 0.5e9: a half stage at 1e9, 0.5e9, 1e9 = 2 stages at 1e9.
   c.gemm_flops_per_s_all = c.attention_flops_per_s_all = 0.5e9;
@@ -161,6 +167,19 @@ TEST_F(CostModel, pipefusion) {
   r = plan::predict(p, job_, model_, c, 4);
   EXPECT_NEAR(r.compute_s + r.bubble_s, 0.25 * (2 * stage / 1e9) + 0.75 * (stage / 4 * (2 / 1e9 + 3 / 0.4e9)),
               1e-12);
+
+  // Stages of unequal work (3 blocks: 2 and 1), 2 patches, the ranks sharing the cores (together 0.5e9
+  // each). Slots: stage 0's half patch alone; both stages' (half and quarter of stage 0's work) at once,
+  // at 0.5e9 until the smaller is done and then at 1e9; stage 1's quarter alone.
+  auto three = model_;
+  three.transformer.num_layers = 3;
+  p.num_pipeline_patch = 2;
+  c.gemm_flops_per_s_all = c.attention_flops_per_s_all = 0.5e9;
+  const auto big = plan::count_step_work(p, job_, three, 4, true);
+  ASSERT_EQ(big.blocks, 2);
+  const double big_stage = big.gemm_flops + big.attention_flops;
+  r = plan::predict(p, job_, three, c, 4);
+  EXPECT_NEAR(r.pipelined_step_s, big_stage * (0.5 / 1e9 + 0.25 / 0.5e9 + 0.25 / 1e9 + 0.25 / 1e9), 1e-12);
 }
 
 // Four GPUs in two NVLink pairs (0-1, 2-3: 100 GB/s) joined over PCIe (10 GB/s); an all-to-all of all four
@@ -270,9 +289,14 @@ TEST(DitLaunchPlan, json_through_the_real_binary) {
   for (const auto& o : a) {
     ASSERT_TRUE(o.at("args").is_string());
     ASSERT_TRUE(o.at("seconds_per_step").is_number());
+    ASSERT_TRUE(o.at("warmup_step_seconds").is_number());
+    ASSERT_TRUE(o.at("pipelined_step_seconds").is_number());
     ASSERT_TRUE(o.at("peak_bytes_per_rank").is_number());
     ASSERT_TRUE(o.at("fits").is_boolean());
     EXPECT_GT(o["seconds_per_step"].get<double>(), 0);
+    const double warm = o["warmup_step_seconds"], piped = o["pipelined_step_seconds"], step = o["seconds_per_step"];
+    EXPECT_LE(std::min(warm, piped), step * (1 + 1e-12)) << o.dump();  // an average of the two kinds of step
+    EXPECT_GE(std::max(warm, piped), step * (1 - 1e-12)) << o.dump();
     EXPECT_GE(o["total_seconds"].get<double>(), last);
     last = o["total_seconds"].get<double>();
   }

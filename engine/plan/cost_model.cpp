@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -147,6 +148,7 @@ Prediction predict(const ParallelConfig& p, const JobSpec& job_in, const ModelFo
   if (S == 1) {
     r.compute_s = full_rate_compute;
     r.communication_s = collectives(sync);
+    r.warmup_step_s = r.pipelined_step_s = r.compute_s + r.communication_s;
   } else {
     // Warm-up: the stages run one after another, P / S ranks busy at a time; `stages` is the whole
     // model's work in units of the largest stage's (stages may differ by a block).
@@ -155,17 +157,26 @@ Prediction predict(const ParallelConfig& p, const JobSpec& job_in, const ModelFo
     const double sync_compute = stages * compute(sync, std::max(1, P / S));
     const double sync_comm = collectives(sync) + pipe_time(sync);
     // Pipelined: M patches through S stages in M + S - 1 slots; in slot t, stages first..last hold a
-    // patch each and work at once, each on its share (1 / M) of its blocks' work, so that on shared devices
-    // (CPU ranks on the same cores) a full slot runs at the rate of all their ranks and the fill and drain
-    // at the rate of few; on devices of their own every slot is a patch at the rank's own rate. The slot
-    // lasts as long as its largest stage's patch (stage_blocks gives the lower stages the extra blocks).
+    // patch each (its share, 1 / M, of its blocks' work) and work at once. On shared devices (CPU ranks on
+    // the same cores) they share them: k stages at work each go at the rate of k stages' ranks busy, and as
+    // the smaller patches finish (stage_blocks gives the lower stages the extra blocks) the rest speed up;
+    // a full slot runs at the rate of all the ranks, the fill and drain at the rate of few. On devices of
+    // their own every rate is the rank's own, and a slot lasts as long as its largest patch.
     const StepWork pipe = count_step_work(p, job, model, b, true);
     const int M = p.num_pipeline_patch;
     double pipelined = 0;
     for (int t = 0; t < M + S - 1; ++t) {
-      const int first = std::max(0, t - M + 1), last = std::min(t, S - 1);
-      const auto [begin, end] = stage_blocks(blocks, first, S);
-      pipelined += compute(pipe, (last - first + 1) * std::max(1, P / S)) * (end - begin) / pipe.blocks / M;
+      std::vector<double> patches;  // each working stage's, as a share of the largest stage's whole work
+      for (int stage = std::max(0, t - M + 1); stage <= std::min(t, S - 1); ++stage) {
+        const auto [begin, end] = stage_blocks(blocks, stage, S);
+        patches.push_back(double(end - begin) / pipe.blocks / M);
+      }
+      std::sort(patches.begin(), patches.end());
+      double done = 0;
+      for (size_t i = 0; i < patches.size(); ++i) {
+        pipelined += (patches[i] - done) * compute(pipe, int(patches.size() - i) * std::max(1, P / S));
+        done = patches[i];
+      }
     }
     const double pipe_comm = collectives(pipe) + pipe_time(pipe);
     const double warm = std::min(1.0, double(std::min(p.warmup_steps, job.num_inference_steps)) /
@@ -176,6 +187,8 @@ Prediction predict(const ParallelConfig& p, const JobSpec& job_in, const ModelFo
     r.compute_s = std::min(full_rate_compute, step);
     r.bubble_s = step - r.compute_s;
     r.communication_s = warm * sync_comm + (1 - warm) * pipe_comm;
+    r.warmup_step_s = sync_compute + sync_comm;
+    r.pipelined_step_s = pipelined + pipe_comm;
   }
   r.seconds_per_step = r.compute_s + r.bubble_s + r.communication_s;
   const int decoders = p.use_parallel_vae ? P : p.data_parallel_degree;
@@ -218,6 +231,8 @@ std::string predictions_json(const std::vector<Prediction>& ranked) {
     nlohmann::json o = {{"args", r.config.flags() == "(no parallel flags)" ? "" : r.config.flags()},
                         {"configuration", r.config.describe()},
                         {"seconds_per_step", r.seconds_per_step},
+                        {"warmup_step_seconds", r.warmup_step_s},
+                        {"pipelined_step_seconds", r.pipelined_step_s},
                         {"compute_seconds", r.compute_s},
                         {"communication_seconds", r.communication_s},
                         {"bubble_seconds", r.bubble_s},

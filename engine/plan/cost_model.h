@@ -63,6 +63,10 @@ struct Prediction {
   double communication_s = 0;  // per step
   double bubble_s = 0;         // per step: PipeFusion's fill and drain, and its synchronous warm-up
   double seconds_per_step = 0;
+  // The two kinds of step it averages: PipeFusion's synchronous warm-up step and its pipelined one (both
+  // the one step where PipeFusion is off): each step of the job is one or the other.
+  double warmup_step_s = 0;
+  double pipelined_step_s = 0;
   double vae_s = 0;            // the decode, once per job
   double total_s = 0;          // steps x seconds_per_step + vae_s
   double peak_bytes_per_rank = 0;

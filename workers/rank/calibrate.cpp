@@ -26,20 +26,21 @@ namespace studio::workers {
 
 namespace {
 
-// Each measurement repeats for this long (after one untimed run), in kWindows windows of which the
-// fastest counts (other work on a shared machine slows some of them), so that calibrating takes seconds.
-constexpr double kMeasureSeconds = 0.3;
-constexpr int kWindows = 3;
+// Each measurement runs kWindows windows (after one untimed run) of which the fastest counts: other work on a
+// shared machine slows some of them, and a moment of it that lasts longer than a window must not decide the
+// figure (0.3 s in 3 windows measured a machine's GEMM at 131 and 162 GFLOP/s in two sweeps an hour apart).
+// kMeasureSeconds in all per figure, so that calibrating takes seconds.
+constexpr double kMeasureSeconds = 1.0;
+constexpr int kWindows = 5;
 
-// Operations per second of `run`, which does `flops` each time: after one untimed run, `times` runs, or
-// (times 0) the fastest of kWindows windows of kMeasureSeconds / kWindows. Collectives need a count every
-// rank agrees on.
+// Operations per second of `run`, which does `flops` each time: the fastest of kWindows windows, each of
+// `times` runs or (times 0) of kMeasureSeconds / kWindows. Collectives need a count every rank agrees on.
 template <class F>
 double rate_of(double flops, const at::Device& dev, F run, int times = 0) {
   run();
   compat::synchronize(dev);
   double best = 0;
-  for (int window = 0; window < (times > 0 ? 1 : kWindows); ++window) {
+  for (int window = 0; window < kWindows; ++window) {
     const auto t0 = std::chrono::steady_clock::now();
     int n = 0;
     double s = 0;
@@ -61,12 +62,12 @@ double mean(parallel::Group& world, double x, const at::Device& dev) {
 }
 
 // Operations per second of each rank while every rank runs `run` (`flops` each) kOpsPerSync times, then
-// meets the others at a collective; as many rounds as take kMeasureSeconds at the `alone` rate (every rank
-// computes the same count from it).
+// meets the others at a collective; each window as many rounds as take kMeasureSeconds / kWindows at the
+// `alone` rate (every rank computes the same count from it).
 template <class F>
 double lockstep(parallel::Group& world, double flops, double alone, const at::Device& dev, F run) {
   constexpr int kOpsPerSync = 4;
-  const int rounds = std::clamp(int(kMeasureSeconds * alone / (flops * kOpsPerSync)), 3, 100);
+  const int rounds = std::clamp(int(kMeasureSeconds / kWindows * alone / (flops * kOpsPerSync)), 2, 100);
   const auto tiny = at::zeros({1}, at::TensorOptions(at::kFloat).device(dev));
   auto round = [&] {
     for (int i = 0; i < kOpsPerSync; ++i) run();
@@ -76,7 +77,7 @@ double lockstep(parallel::Group& world, double flops, double alone, const at::De
 }
 
 // Each pair of ranks alone, in turn (the others wait at an all-gather): both send 16 MB to each other at
-// once, 3 times; [i * W + j] = the bytes per second i sent to j. NVLink, PCIe and network pairs differ.
+// once, 3 times a window; [i * W + j] = the bytes per second i sent to j. NVLink, PCIe and network pairs differ.
 std::vector<double> pair_rates(parallel::Group& world, int rank, const at::Device& dev) {
   const int64_t W = world.size(), values = int64_t(4) << 20;
   const auto out = at::randn({values}, at::TensorOptions(at::kFloat).device(dev)), in = at::empty_like(out);
@@ -166,7 +167,7 @@ plan::Calibration calibrate(const parallel::DistEnv& env, const std::string& dty
   c.attention_flops_per_s_all = std::min(c.attention_flops_per_s_all, c.attention_flops_per_s);
   c.memory_bytes_per_s_all = std::min(c.memory_bytes_per_s_all, c.memory_bytes_per_s);
   if (env.world_size > 1) {
-    // An all-to-all of 16 MB per rank: each rank sends (W - 1) / W of it.
+    // An all-to-all of 16 MB per rank, 5 times a window: each rank sends (W - 1) / W of it.
     const int64_t W = env.world_size, per_rank = (int64_t(16) << 20) / 4 / W * W;
     const auto big = at::randn({W, per_rank / W}, at::TensorOptions(at::kFloat).device(dev));
     const double sent = 4.0 * per_rank * (W - 1) / W;
