@@ -4,15 +4,14 @@
 // Usage: dit-worker --job FILE | --list-devices | --version | --help
 #include <malloc.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <thread>
 
 #include <ATen/Context.h>
@@ -20,6 +19,7 @@
 #include <c10/util/Exception.h>
 #include <nlohmann/json.hpp>
 
+#include "compat/cpu_tensor_budget.h"
 #include "compat/torch_compat.h"
 #include "models/families.h"
 #include "pipeline/decode.h"
@@ -87,27 +87,25 @@ int list_devices() {
 }
 
 // Fault injection, for the tests and for trying how a configuration fails: DIT_WORKER_MEMORY_LIMIT_MB=R:MB
-// lets rank R allocate only MB more once the first denoising step is done (RLIMIT_DATA over its data size
-// then: the writable private memory that tensors use, and thread stacks). Applied then, not at start, so
-// that what fails is a tensor's allocation rather than a thread being created: LibTorch 2.x's OpenMP and
-// Gloo start threads on their first use, during the first step.
-void apply_memory_limit(int rank) {
+// lets rank R's CPU tensors allocated after the first denoising step hold at most MB at once (0: its next
+// tensor allocation fails). The budget is kept by the tensor allocator, so it fires at the same allocation
+// every run (docs/workers.md); on a GPU rank it limits the rank's host tensors, not the GPU's.
+// Read before the job starts, so that a malformed value fails at once.
+struct MemoryFault {
+  size_t bytes = 0;
+  std::string setting;
+};
+std::optional<MemoryFault> memory_fault(int rank) {
   const char* v = std::getenv("DIT_WORKER_MEMORY_LIMIT_MB");
-  if (!v) return;
-  int r = -1;
-  long mb = 0;
-  if (std::sscanf(v, "%d:%ld", &r, &mb) != 2 || mb <= 0)
-    throw InputError(std::string("DIT_WORKER_MEMORY_LIMIT_MB='") + v + "': expected RANK:MB, e.g. 1:200");
-  if (r != rank) return;
-  uint64_t data_kib = 0;
-  std::ifstream status("/proc/self/status");
-  for (std::string key; status >> key;) {
-    if (key == "VmData:" && status >> data_kib) break;
-    status.ignore(1 << 12, '\n');
-  }
-  const rlim_t cap = rlim_t(data_kib) * 1024 + rlim_t(mb) * (1 << 20);
-  rlimit lim{cap, cap};
-  ::setrlimit(RLIMIT_DATA, &lim);
+  if (!v) return std::nullopt;
+  int r = -1, used = 0;
+  long mb = -1;
+  if (std::sscanf(v, "%d:%ld%n", &r, &mb, &used) != 2 || v[used] != '\0' || r < 0 || mb < 0)
+    throw InputError(std::string("DIT_WORKER_MEMORY_LIMIT_MB is '") + v +
+                     "': expected RANK:MB, the rank and how many MB its tensors may take after the first step, "
+                     "e.g. 1:200 (1:0 fails rank 1's next allocation)");
+  if (r != rank) return std::nullopt;
+  return MemoryFault{size_t(mb) << 20, std::string("DIT_WORKER_MEMORY_LIMIT_MB=") + v};
 }
 
 events::Resources resources(const at::Device& device, const parallel::Mesh& mesh) {
@@ -141,6 +139,7 @@ void share_cores(const parallel::DistEnv& env) {
 void run_rank(const plan::JobFile& file, const plan::ModelFolder& model, const parallel::DistEnv& env,
               const at::Device& device, workers::RankReporter& reporter) {
   reporter.phase("starting");
+  const auto fault = memory_fault(env.rank);
   double timeout_s = 600;
   if (const char* t = std::getenv("DIT_COLLECTIVE_TIMEOUT_S")) timeout_s = std::max(1.0, std::atof(t));
   auto mesh = parallel::Mesh::create(file.parallel, env, device, std::chrono::milliseconds(int64_t(timeout_s * 1000)));
@@ -159,7 +158,7 @@ void run_rank(const plan::JobFile& file, const plan::ModelFolder& model, const p
   hooks.stop_requested = [&] { return g_signalled.load() || reporter.cancel_requested(); };
   hooks.on_phase = [&](const std::string& p) { reporter.phase(p); };
   hooks.on_step = [&](const pipeline::StepDone& d) {
-    if (d.step == 1) apply_memory_limit(env.rank);
+    if (d.step == 1 && fault) compat::limit_cpu_tensor_memory(fault->bytes, fault->setting);
     reporter.progress({env.rank, d.step, d.total, d.seconds, d.full, resources(device, *mesh), d.calls});
     if (env.rank == 0 && reporter.connected()) {
       auto p = picture(pipeline::latent_preview(d.latents, preview_rgb));
@@ -227,12 +226,8 @@ int main(int argc, char** argv) {
   // Large tensors are taken from the heap and given back to it rather than mapped anew: glibc maps every
   // block over 32 MB afresh, and the kernel zeroes each new page on first touch, which cost 8-10% of a
   // CPU step and a third of the demo's decode (docs/performance.md). Freed memory stays with the rank.
-  // Not under fault injection: its limit counts new memory, which a heap that keeps what was freed would
-  // not ask for.
-  if (!std::getenv("DIT_WORKER_MEMORY_LIMIT_MB")) {
-    mallopt(M_MMAP_MAX, 0);
-    mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
-  }
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::string prefix = "dit-worker: ";

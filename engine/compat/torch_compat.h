@@ -1,5 +1,5 @@
 // Every call that differs between LibTorch 1.13 (Debian, CPU) and 2.x (CUDA builds) goes through
-// here; nothing else in the code checks a torch version.
+// here (and compat/cpu_tensor_budget.h); nothing else in the code checks a torch version.
 #pragma once
 #include <chrono>
 #include <optional>
