@@ -69,7 +69,7 @@ inline int wait_for_run(QSignalSpy& spy, int ms) {
 
 // Until `dit-worker --list-devices` has answered and the CPU is listed.
 inline void wait_for_devices(gui::MainWindow& w) {
-  QTRY_VERIFY_WITH_TIMEOUT(w.parallel->devices->item(0)->text().contains(" cores"), 30000);
+  QTRY_VERIFY_WITH_TIMEOUT(w.parallel->devices->item(0)->text().contains(" cores"), 120000);
 }
 
 }  // namespace studio::test

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -53,6 +54,16 @@ std::string write_job(const std::string& job, int steps, const Args& extra = {})
   return job;
 }
 
+// A rank's number, from the environment its launcher gave it (torchrun's RANK, srun's SLURM_PROCID, mpirun's
+// OMPI_COMM_WORLD_RANK); -1 when none is there.
+int rank_of(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  for (std::string var; std::getline(f, var, '\0');)
+    for (const char* key : {"RANK=", "SLURM_PROCID=", "OMPI_COMM_WORLD_RANK="})
+      if (var.rfind(key, 0) == 0) return std::atoi(var.c_str() + std::strlen(key));
+  return -1;
+}
+
 int free_port_base() { return 21000 + int(::getpid() % 2000) * 4; }
 
 // Kills the job's second rank once denoising has begun (`begun` on the launcher's stderr): the launcher `p`
@@ -62,10 +73,12 @@ void kill_a_rank(test::Process& p, const std::string& job, const std::string& be
   ASSERT_TRUE(p.wait_for_stderr(begun, 120000)) << p.err();
   const auto ranks = workers_of(job);
   ASSERT_EQ(ranks.size(), size_t(2)) << p.err();
-  ::kill(ranks[1], SIGKILL);
+  const pid_t second = rank_of(ranks[0]) == 1 ? ranks[0] : ranks[1];  // not by pid: pids wrap
+  ASSERT_EQ(rank_of(second), 1) << "ranks " << rank_of(ranks[0]) << " and " << rank_of(ranks[1]);
+  ::kill(second, SIGKILL);
   const auto r = test::finish(p, 120000);
   EXPECT_NE(r.code, 0);
-  EXPECT_TRUE(test::contains(r.out + r.err, named(ranks[1]))) << r.out << r.err;
+  EXPECT_TRUE(test::contains(r.out + r.err, named(second))) << r.out << r.err;
   EXPECT_FALSE(std::filesystem::exists(output));
   EXPECT_TRUE(workers_of(job).empty());
 }

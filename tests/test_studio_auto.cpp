@@ -21,6 +21,7 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <cmath>
 
 #include "gui/collapsible.h"
 #include "gui/main_window.h"
@@ -105,7 +106,7 @@ class TestStudioAuto : public QObject {
     w.parallel->auto_pick->click();
     QVERIFY(w.parallel->measuring());
     QVERIFY(!w.parallel->auto_pick->isEnabled());
-    QVERIFY(done.wait(30000));
+    QVERIFY(done.wait(180000));
     const QString said = w.parallel->problems().text("auto");
     qInfo("%s", qPrintable(said));
     QVERIFY2(said.startsWith("Auto could not rank the configurations: measuring the devices failed") &&
@@ -150,7 +151,7 @@ class TestStudioAuto : public QObject {
     QVERIFY(w.parallel->measuring());
     QCOMPARE(w.parallel->auto_pick->text(), QString("Measuring the devices…"));
     QVERIFY(!w.parallel->auto_pick->isEnabled());
-    QVERIFY(done.wait(60000));
+    QVERIFY(done.wait(180000));
     QCOMPARE(w.parallel->problems().text("auto"), QString());
     QCOMPARE(w.parallel->auto_pick->text(), QString("Auto"));
     const QStringList files = QDir(cache_dir()).entryList({"calibration-*.json"});
@@ -219,7 +220,11 @@ class TestStudioAuto : public QObject {
       QVERIFY(measured > 0);
       QVERIFY2(ratio.endsWith("x"), qPrintable(ratio));
       const double r = ratio.chopped(1).toDouble();
-      QVERIFY2(std::abs(r - predicted[size_t(i)] / measured) <= 0.01 + 0.01 * r, qPrintable(ratio));
+      // The ratio is shown to two significant digits and the step to three decimals: the bound is their
+      // rounding, nothing more (a fixed 1% was tighter than "1x" can say for 0.95-1.05).
+      const double last_digit = std::pow(10.0, std::floor(std::log10(r)) - 1);
+      const double rounding = last_digit / 2 + r * 0.0005 / measured + 1e-9;
+      QVERIFY2(std::abs(r - predicted[size_t(i)] / measured) <= rounding, qPrintable(ratio));
       if (r < lo) lo = r, lo_text = ratio.chopped(1);
       if (r > hi) hi = r, hi_text = ratio;
     }

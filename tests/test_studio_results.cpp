@@ -104,7 +104,7 @@ class TestStudioResults : public QObject {
     w.parallel->ulysses->setValue(1);
     w.parallel->ring->setValue(2);
     QVERIFY2(w.generate(), qPrintable(w.reason->text()));
-    QTRY_VERIFY_WITH_TIMEOUT(w.run_view->bars.at(0)->value() >= 1, 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(w.run_view->bars.at(0)->value() >= 1, 120000);
     QCOMPARE(w.player->source(), first_folder);
     QCOMPARE(w.player->frame_count(), 9);
     w.cancel();

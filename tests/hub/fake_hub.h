@@ -3,11 +3,12 @@
 // linked by a Link header), resolve/ answering LFS files (safetensors, *.model) with a 302 to a content
 // URL carrying X-Linked-Etag (sha256) and the others directly with their git blob sha1 as ETag, Range
 // requests (206), X-Repo-Commit, and 401 from a gated repo's resolve/ without its token. Faults on demand:
-// a connection dropped after N bytes of a file (once), a file sent slowly, a file served with a byte
+// a connection dropped after N bytes of a file (once), a file held after N bytes, a file served with a byte
 // changed, and files listed with a size but no content. One connection at a time, each closed after its answer.
 #pragma once
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -99,10 +100,16 @@ class FakeHub {
     std::lock_guard<std::mutex> l(mutex_);
     drop_after_[path] = bytes;
   }
-  // Sends the file in 16 KiB pieces, `ms` apart (a slow connection, to stop a download mid-file).
-  void slow(const std::string& path, int ms) {
+  // Sends the first `bytes` of the file, then nothing more until the client hangs up or `release(path)`:
+  // a download that stays inside the file for as long as a test needs, to pause or cancel it there
+  // (a slow file instead left a window that a loaded machine could miss).
+  void hold(const std::string& path, uint64_t bytes) {
     std::lock_guard<std::mutex> l(mutex_);
-    slow_[path] = ms;
+    hold_[path] = bytes;
+  }
+  void release(const std::string& path) {
+    std::lock_guard<std::mutex> l(mutex_);
+    hold_.erase(path);
   }
   void corrupt(const std::string& path, bool on = true) {
     std::lock_guard<std::mutex> l(mutex_);
@@ -133,7 +140,8 @@ class FakeHub {
     std::vector<std::pair<std::string, std::string>> headers;
     std::string body;
     size_t drop_after = std::string::npos;  // close the connection after this many body bytes
-    int piece_ms = 0;                       // a pause between 16 KiB pieces
+    size_t hold_after = std::string::npos;  // send no more after this many body bytes while the file is held
+    std::string file;                       // which file the body is
   };
 
   void serve() {
@@ -175,19 +183,39 @@ class FakeHub {
     return r;
   }
 
-  static void send_answer(int c, const Answer& a) {
+  bool held(const std::string& file) {
+    std::lock_guard<std::mutex> l(mutex_);
+    return hold_.count(file) > 0;
+  }
+
+  // Whether the client closed the connection; waits up to `ms` for it.
+  static bool hung_up(int c, int ms) {
+    pollfd p{c, POLLIN | POLLRDHUP, 0};
+    if (::poll(&p, 1, ms) <= 0) return false;
+    char b;
+    return (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) || ::recv(c, &b, 1, MSG_PEEK) <= 0;
+  }
+
+  static bool send_all(int c, const std::string& out) {
+    for (size_t sent = 0; sent < out.size();) {
+      const ssize_t n = ::send(c, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      sent += size_t(n);
+    }
+    return true;
+  }
+
+  void send_answer(int c, const Answer& a) {
     std::string head = "HTTP/1.1 " + std::to_string(a.status) + " X\r\nConnection: close\r\nContent-Length: " +
                        std::to_string(a.body.size()) + "\r\n";
     for (const auto& [k, v] : a.headers) head += k + ": " + v + "\r\n";
     head += "\r\n";
-    const std::string out = head + a.body.substr(0, std::min(a.body.size(), a.drop_after));
-    const size_t piece = a.piece_ms ? 16384 : out.size();
-    for (size_t sent = 0; sent < out.size();) {
-      if (a.piece_ms && sent) std::this_thread::sleep_for(std::chrono::milliseconds(a.piece_ms));
-      const ssize_t n = ::send(c, out.data() + sent, std::min(piece, out.size() - sent), MSG_NOSIGNAL);
-      if (n <= 0) return;
-      sent += size_t(n);
-    }
+    const std::string body = a.body.substr(0, std::min(a.body.size(), a.drop_after));
+    const size_t first = std::min(body.size(), a.hold_after);
+    if (!send_all(c, head + body.substr(0, first)) || first == body.size()) return;
+    while (held(a.file))
+      if (hung_up(c, 20)) return;
+    send_all(c, body.substr(first));
   }
 
   static Answer error(int status, const std::string& code, const std::string& message) {
@@ -280,7 +308,8 @@ class FakeHub {
                                                 std::to_string(body.size())});
       body = body.substr(from);
     }
-    if (auto w = slow_.find(file); w != slow_.end()) a.piece_ms = w->second;
+    if (auto h = hold_.find(file); h != hold_.end()) a.hold_after = h->second;
+    a.file = file;
     if (auto d = drop_after_.find(file); d != drop_after_.end()) {
       a.drop_after = d->second;
       drop_after_.erase(d);
@@ -295,7 +324,7 @@ class FakeHub {
   std::mutex mutex_;
   std::map<std::string, Repo> repos_;
   std::map<std::string, uint64_t> drop_after_;
-  std::map<std::string, int> slow_;
+  std::map<std::string, uint64_t> hold_;
   std::map<std::string, bool> corrupt_;
   std::vector<Request> requests_;
 };
