@@ -5,9 +5,12 @@
 // in huggingface_hub's layout read back, and dit-launch --model ORG/NAME run from the downloaded cache.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "hub/cache.h"
 #include "hub/download.h"
@@ -177,6 +180,33 @@ TEST_F(Hub, a_dropped_connection_is_resumed_with_range_in_the_run_and_by_the_nex
   EXPECT_EQ(ranges_for("/cdn/" + std::string(kFluxRepo) + "/" + vae), std::vector<std::string>{"bytes=50000-"});
   EXPECT_EQ(test::read_file(r.snapshot + "/" + vae), test::read_file(test::golden_case("flux_words_tiny") + "/" + vae));
   EXPECT_FALSE(has_partial_files(settings_.cache_dir));
+}
+
+TEST_F(Hub, a_stalled_connection_still_tells_its_progress_and_can_be_cancelled) {
+  // The hub sends 150,000 bytes of the transformer and then nothing: the progress must still reach them
+  // (a throttled report would otherwise wait for bytes that never come), and a cancel must land while
+  // nothing arrives, not a minute later when the connection is declared stalled.
+  server_.hold(kTransformer, 150000);
+  std::atomic<bool> cancel{false}, reached{false};
+  hub::DownloadOptions o;
+  o.cancel = &cancel;
+  o.on_progress = [&](const hub::Progress& p) {
+    if (p.file == kTransformer && p.file_bytes == 150000) reached = true;
+  };
+  std::string why;
+  std::thread downloading([&] { why = error_of([&] { download(kFluxRepo, o); }); });
+  const auto start = std::chrono::steady_clock::now();
+  while (!reached && std::chrono::steady_clock::now() - start < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(reached) << "no progress report of the 150,000 bytes that arrived";
+  const auto asked = std::chrono::steady_clock::now();
+  cancel = true;
+  downloading.join();
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
+  server_.release(kTransformer);
+  EXPECT_TRUE(test::contains(why, "cancel")) << why;
+  EXPECT_LT(waited, 20.0) << "the cancel waited for the stalled connection";  // libcurl asks about once a second
+  EXPECT_TRUE(has_partial_files(settings_.cache_dir));  // kept, to be resumed
 }
 
 TEST_F(Hub, a_corrupted_file_is_caught_by_its_sha256_and_never_linked) {

@@ -272,6 +272,15 @@ size_t into_file(char* data, size_t size, size_t n, void* user) {
   return bytes;
 }
 
+// libcurl calls this as bytes arrive and, while a transfer waits, about once a second: so a cancel lands
+// and the progress is told even when the connection stalls (into_file runs only when bytes come).
+int while_transferring(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto& t = *static_cast<Transfer*>(user);
+  if (t.watch->cancel && t.watch->cancel->load()) return 1;  // abort: fetch() then throws Cancelled
+  if (t.started && t.watch->on_bytes) t.watch->on_bytes(t.offset + t.written);
+  return 0;
+}
+
 }  // namespace
 
 void HubClient::fetch(const std::string& repo, const std::string& commit, const RemoteFile& f, const std::string& file,
@@ -312,6 +321,9 @@ void HubClient::fetch(const std::string& repo, const std::string& commit, const 
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &hops);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, into_file);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, while_transferring);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
     const CURLcode code = curl_easy_perform(c);
     curl_slist_free_all(headers);
     const bool flushed = std::fflush(out.get()) == 0;
