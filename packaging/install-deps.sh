@@ -16,6 +16,7 @@ for a in "$@"; do
 done
 
 build=(cmake ninja-build g++ pkg-config git python3
+  ccache                    # rebuilds, and CI's fresh clones, reuse what was compiled before
   librsvg2-bin help2man     # the icons from our SVG, the man pages from --help
 )
 engine=(
