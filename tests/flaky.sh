@@ -10,7 +10,7 @@ set -uo pipefail
 build=${1:?usage: tests/flaky.sh BUILD_DIR [ROUNDS] [CTEST_REGEX]}
 rounds=${2:-3}
 regex=${3:-.}
-hogs=${HOG:-$(nproc)}
+hogs=${HOG:-$(nproc --all)}
 [[ -f "$build/CTestTestfile.cmake" ]] || { echo "flaky: $build has no tests (configure and build it first)" >&2; exit 2; }
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "flaky: ROUNDS is '$rounds': expected a count such as 3" >&2; exit 2; }
 logs="$build/flaky"
@@ -28,20 +28,26 @@ echo "flaky: $rounds round(s) of ctest -R '$regex' in $build, with $hogs busy lo
 for ((r = 1; r <= rounds; r++)); do
   start=$SECONDS
   ctest --test-dir "$build" --output-on-failure --no-tests=error -R "$regex" > "$logs/round-$r.log" 2>&1
-  rc=$?
-  echo "round $r: ctest exited $rc after $((SECONDS - start)) s ($(grep -Eo '[0-9]+% tests passed, [0-9]+ tests failed' "$logs/round-$r.log"))"
+  echo "$?" > "$logs/round-$r.rc"
+  echo "round $r: ctest exited $(cat "$logs/round-$r.rc") after $((SECONDS - start)) s" \
+       "($(grep -Eo '[0-9]+% tests passed, [0-9]+ tests failed' "$logs/round-$r.log" || echo 'no summary'))"
 done
 stop_hogs
 
-# A suite that failed is named by CTest ("  12 - test_workers (Failed)"); the cases inside it by
-# GoogleTest's "[  FAILED  ] Suite.case" lines and Qt Test's "FAIL!  : Class::case()" (each once per round).
+# The suites CTest lists after "The following tests FAILED:" ("  12 - test_workers (Timeout)", whatever the
+# status), the cases inside them from GoogleTest's "[  FAILED  ] Suite.case" and Qt Test's
+# "FAIL!  : Class::case()" lines, each once per round; a round whose ctest failed with nothing listed
+# (no tests matched, a crash of ctest itself) counts as a failure of its own.
 failures=$(for ((r = 1; r <= rounds; r++)); do
   f="$logs/round-$r.log"
-  { grep -E '^[[:space:]]*[0-9]+ - .+ \((Failed|Timeout|SEGFAULT|Subprocess aborted|Exception|Not Run)[^)]*\)' "$f" |
-      sed -E 's/^[[:space:]]*[0-9]+ - (.+)$/suite \1/'
-    grep -E '^\[  FAILED  \] [A-Za-z_0-9/.]+(, where .*)?$' "$f" | grep -v ' listed below' |
-      sed -E 's/^\[  FAILED  \] ([^ ,]+).*/case  \1/'
-    grep -Eo '^FAIL!  : [^ ]+' "$f" | sed -E 's/^FAIL!  : /case  /'; } | sort -u
+  { sed -n '/^The following tests FAILED:/,/^Errors while running CTest/p' "$f" |
+      sed -nE 's/^[[:space:]]*[0-9]+ - ([^ ]+) \(.*\)$/suite \1/p'
+    grep -E '^\[  FAILED  \] [A-Za-z_0-9/.]+(, where .*)?$' "$f" | sed -E 's/^\[  FAILED  \] ([^ ,]+).*/case  \1/'
+    grep -Eo '^FAIL!  : [^ ]+' "$f" | sed -E 's/^FAIL!  : /case  /'; } | sort -u > "$logs/round-$r.failed"
+  if [[ $(cat "$logs/round-$r.rc") != 0 && ! -s "$logs/round-$r.failed" ]]; then
+    echo "ctest   exited $(cat "$logs/round-$r.rc") with no failure listed (see round-$r.log)"
+  fi
+  cat "$logs/round-$r.failed"
 done | sort | uniq -c | sort -rn)
 if [[ -z "$failures" ]]; then
   echo "flaky: no test failed in $rounds round(s)"

@@ -11,6 +11,7 @@
 #include <QtTest>
 
 #include "gui/main_window.h"
+#include "test_paths.h"
 
 Q_DECLARE_METATYPE(studio::workers::Outcome)
 
@@ -20,7 +21,7 @@ namespace studio::test {
 // own (`organization`) cleared so that each run starts as a first start.
 inline void start_studio_suite(const char* organization) {
   QStandardPaths::setTestModeEnabled(true);
-  qputenv("DIT_STUDIO_BIN_DIR", STUDIO_BIN_DIR);
+  qputenv("DIT_STUDIO_BIN_DIR", build_bin_dir());
   QCoreApplication::setOrganizationName(organization);
   QSettings().clear();
   qRegisterMetaType<workers::Outcome>();

@@ -20,17 +20,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "test_paths.h"
+
 namespace studio::test {
 
 // ../shared/goldens beside the checkout, or $STUDIO_GOLDENS_DIR.
 inline std::string goldens_dir() {
   const char* env = std::getenv("STUDIO_GOLDENS_DIR");
-  return env && *env ? std::string(env) : std::string(STUDIO_GOLDENS_DIR);
+  return env && *env ? std::string(env) : std::string(configured_goldens_dir());
 }
 inline std::string golden_case(const std::string& name) { return goldens_dir() + "/" + name; }
 
 // A program of the build tree (dit-launch, dit-worker).
-inline std::string bin(const std::string& name) { return std::string(STUDIO_BIN_DIR) + "/" + name; }
+inline std::string bin(const std::string& name) { return std::string(build_bin_dir()) + "/" + name; }
 
 inline std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

@@ -85,7 +85,7 @@ void kill_a_rank(test::Process& p, const std::string& job, const std::string& be
 
 }  // namespace
 
-#ifdef STUDIO_TORCH_PYTHONPATH
+#ifdef STUDIO_TORCHRUN
 class Torchrun : public ::testing::Test {
  protected:
   std::string path(const std::string& name) { return tmp_.path(name); }
@@ -98,7 +98,7 @@ class Torchrun : public ::testing::Test {
     p.start("python3",
             Args{"-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", std::to_string(port)} +
                 torchrun_flags + Args{"--no_python", test::bin("dit-worker"), "--job", job},
-            {{"PYTHONPATH", STUDIO_TORCH_PYTHONPATH}});
+            {{"PYTHONPATH", test::torch_pythonpath()}});
   }
   test::TempDir tmp_;
 };
@@ -160,7 +160,7 @@ TEST_F(Torchrun, a_restarted_job_starts_again_and_finishes) {
   EXPECT_TRUE(workers_of(job).empty());
 }
 
-#endif  // STUDIO_TORCH_PYTHONPATH
+#endif  // STUDIO_TORCHRUN
 
 // --write_job validates first: a configuration that cannot run writes nothing.
 TEST(WriteJob, refuses_before_writing) {

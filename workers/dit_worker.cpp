@@ -100,7 +100,7 @@ std::optional<MemoryFault> memory_fault(int rank) {
   if (!v) return std::nullopt;
   int r = -1, used = 0;
   long mb = -1;
-  if (std::sscanf(v, "%d:%ld%n", &r, &mb, &used) != 2 || v[used] != '\0' || r < 0 || mb < 0)
+  if (std::sscanf(v, "%d:%ld%n", &r, &mb, &used) != 2 || v[used] != '\0' || r < 0 || mb < 0 || mb > (1L << 30))
     throw InputError(std::string("DIT_WORKER_MEMORY_LIMIT_MB is '") + v +
                      "': expected RANK:MB, the rank and how many MB its tensors may take after the first step, "
                      "e.g. 1:200 (1:0 fails rank 1's next allocation)");

@@ -8,11 +8,12 @@
 
 namespace studio::compat {
 
-// From this call on, every CPU tensor's memory comes through a counting allocator, and an allocation
-// that would take the tensors allocated since this call past `budget_bytes` at once throws a
-// c10::OutOfMemoryError worded as LibTorch's own ("... can't allocate memory: you tried to allocate N
-// bytes ..."), naming `why` (what set the budget). Tensors allocated before the call are not counted.
-// A later call sets a new budget, counted from then.
+// From this call on, the memory of every CPU tensor created comes through a counting allocator, and an
+// allocation that would take those tensors past `budget_bytes` at once throws a c10::OutOfMemoryError
+// worded as LibTorch's own ("... can't allocate memory: you tried to allocate N bytes ..."), naming `why`
+// (what set the budget). Not counted: tensors created before the call (also when they grow later), and
+// memory that libraries take without LibTorch's CPU allocator (Gloo's, OpenMP's). A later call sets a new
+// budget, counted from then.
 void limit_cpu_tensor_memory(size_t budget_bytes, const std::string& why);
 
 }  // namespace studio::compat
