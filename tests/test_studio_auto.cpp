@@ -221,7 +221,7 @@ class TestStudioAuto : public QObject {
       QVERIFY2(ratio.endsWith("x"), qPrintable(ratio));
       const double r = ratio.chopped(1).toDouble();
       // The ratio is shown to two significant digits and the step to three decimals: the bound is their
-      // rounding, nothing more (a fixed 1% was tighter than "1x" can say for 0.95-1.05).
+      // rounding, nothing more.
       const double last_digit = std::pow(10.0, std::floor(std::log10(r)) - 1);
       const double rounding = last_digit / 2 + r * 0.0005 / measured + 1e-9;
       QVERIFY2(std::abs(r - predicted[size_t(i)] / measured) <= rounding, qPrintable(ratio));

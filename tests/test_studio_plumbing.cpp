@@ -120,7 +120,7 @@ class TestStudioPlumbing : public QObject {
     w.compose->width->setValue(576);  // larger frames than the default, for the PNG encoding
     w.compose->height->setValue(384);
     w.parallel->ulysses->setValue(2);
-    // The GUI thread's longest gap between ticks of a 10 ms timer, from the start to the end of the run, less
+    // The GUI thread's longest gap between ticks of a short timer, from the start to the end of the run, less
     // the time it spent ready but waiting for a core (the kernel's schedstat): what the studio did, or was
     // blocked on, without returning to its event loop. A busy machine's waits for a core say nothing of it.
     QElapsedTimer clock;

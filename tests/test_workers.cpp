@@ -253,7 +253,7 @@ TEST_F(Workers, a_malformed_memory_fault_is_refused) {
 
 TEST_F(Workers, out_of_memory_while_decoding_retries_in_tiles) {
   // Rank 0's tensors may take 150 MB once the first step is done: enough to denoise and to decode 64 x 96-pixel
-  // tiles, not to decode 192 x 288 frames whole; about 3x from what either needs (docs/performance.md,
+  // tiles, not to decode 192 x 288 frames whole; well apart from what either needs (docs/performance.md,
   // "Figures the tests are sized by").
   const std::string out = path("retry.safetensors"), log = path("retry.jsonl");
   const auto r = test::run(kLaunch,
