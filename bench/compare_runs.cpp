@@ -9,8 +9,8 @@
 #include <ATen/ops/abs.h>
 #include <ATen/ops/max.h>
 
-#include "io/tensor_file.h"
-#include "workers/guarded_main.h"
+#include "io/weights/tensor_file.h"
+#include "workers/launch/guarded_main.h"
 
 int main(int argc, char** argv) {
   using namespace studio;

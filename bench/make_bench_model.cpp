@@ -17,15 +17,16 @@
 #include <fstream>
 #include <iostream>
 
-#include "io/safetensors_file.h"
-#include "io/tensor_file.h"
-#include "io/weights.h"
-#include "models/cogvideox_transformer.h"
-#include "models/cogvideox_vae.h"
-#include "models/wan_transformer.h"
-#include "models/wan_vae.h"
+#include "io/safetensors/safetensors_file.h"
+#include "io/weights/tensor_file.h"
+#include "io/weights/weights.h"
+#include "models/cogvideox/cogvideox_transformer.h"
+#include "models/cogvideox/cogvideox_vae.h"
+#include "models/wan/wan_transformer.h"
+#include "models/wan/wan_vae.h"
 #include "plan/family.h"
-#include "plan/model_folder.h"
+#include "plan/families/cogvideox_config.h"
+#include "plan/families/wan_config.h"
 #include "plan/parallel.h"
 #include "sampling/noise.h"
 
@@ -183,22 +184,23 @@ int main(int argc, char** argv) {
 
   const auto folder = plan::read_model_folder(out.string());
   if (wan) {
+    const auto& parts = folder.parts_as<plan::WanParts>();
     std::vector<const char*> experts{"transformer"};
-    if (folder.wan->transformer_2) experts.push_back("transformer_2");
+    if (parts.transformer_2) experts.push_back("transformer_2");
     for (size_t e = 0; e < experts.size(); ++e)
       write_weights(out / experts[e], 11 + 10 * e, o.bfloat16, [&](io::WeightSet& w) {
-        models::WanTransformer::load(w, folder.wan->transformer, at::kFloat, at::kCPU);
+        models::WanTransformer::load(w, parts.transformer, at::kFloat, at::kCPU);
       });
     if (o.vae)  // the decoder only (diffusers' encoder stays unloaded)
       write_weights(out / "vae", 13, false,
-                    [&](io::WeightSet& w) { models::WanVae::load(w, *folder.wan->vae, at::kFloat, at::kCPU); });
+                    [&](io::WeightSet& w) { models::WanVae::load(w, *parts.vae, at::kFloat, at::kCPU); });
   } else {
     write_weights(out / "transformer", 11, o.bfloat16, [&](io::WeightSet& w) {
-      models::CogVideoXTransformer::load(w, folder.transformer, at::kFloat, at::kCPU);
+      models::CogVideoXTransformer::load(w, folder.parts_as<plan::CogVideoXParts>().transformer, at::kFloat, at::kCPU);
     });
     if (o.vae)
       write_weights(out / "vae", 13, false,
-                    [&](io::WeightSet& w) { models::CogVideoXVae::load(w, *folder.vae, at::kFloat, at::kCPU); });
+                    [&](io::WeightSet& w) { models::CogVideoXVae::load(w, *folder.parts_as<plan::CogVideoXParts>().vae, at::kFloat, at::kCPU); });
   }
   const int64_t text_tokens = wan ? 512 : 226;
   sampling::SeededNoise noise(12);

@@ -18,8 +18,8 @@
 #include <ATen/core/Generator.h>
 #include <ATen/Context.h>
 
-#include "io/weights.h"
-#include "models/cogvideox_vae.h"
+#include "io/weights/weights.h"
+#include "models/cogvideox/cogvideox_vae.h"
 #include "parallel/mesh.h"
 #include "parallel/parallel_vae.h"
 #include "workers/launch/supervisor.h"
@@ -36,7 +36,7 @@ double peak_rss_gib() {
 
 // One rank's decode (the whole decode when ranks == 1); rank 0 prints the table.
 void decode(int rank, int ranks, int port, int frames, int height, int width) {
-  plan::VaeConfig cfg;  // the defaults are CogVideoX-2b's vae/config.json
+  plan::CogVideoXVaeConfig cfg;  // the defaults are CogVideoX-2b's vae/config.json
   auto weights = io::WeightSet::synthetic(7);
   auto vae = models::CogVideoXVae::load(weights, cfg, at::kFloat, at::kCPU);
   const double after_weights = peak_rss_gib();

@@ -244,9 +244,9 @@ void ComposePanel::build_groups() {
   auto* decoding = new QWidget;
   decoding_form_ = form_of(decoding);
   vae_tiling = new QCheckBox(tr("decode in tiles (less memory)"));
-  vae_tiling->setObjectName("vae_tiling");
-  decoding_form_->addRow(label("vae_tiling"), vae_tiling);
-  decoding_form_->addRow(problems_.make({"vae_tiling", "enable_tiling"}));
+  vae_tiling->setObjectName("enable_tiling");
+  decoding_form_->addRow(label("enable_tiling"), vae_tiling);
+  decoding_form_->addRow(problems_.make({"enable_tiling"}));
   decoding_group = new Collapsible(tr("Decoding"), decoding, false);
   scrolled_->addWidget(decoding_group);
 }
@@ -306,7 +306,7 @@ void ComposePanel::load_model() {
       preset->addItem(p.name);
   }
   family->setText(model_ ? tr("%1; sampler %2 (from scheduler/)")
-                               .arg(QString::fromStdString(plan::family_name(model_->family)))
+                               .arg(QString::fromStdString(model_->variant.name))
                                .arg(QString::fromStdString(plan::rules_of(*model_).sampler_name(*model_)))
                          : tr("—"));
   Q_EMIT changed();
@@ -321,8 +321,8 @@ void ComposePanel::apply_model_limits() {
   frames->setSingleStep(model_->vae_scale_temporal());
   // The model's own sizes, steps and guidance on the first load and whenever the family changes (FLUX.1's
   // 28 steps and guidance 3.5 mean nothing to CogVideoX); the same family keeps what the user set.
-  if (defaults_of_ == model_->family) return;
-  defaults_of_ = model_->family;
+  if (defaults_of_ == model_->variant.id) return;
+  defaults_of_ = model_->variant.id;
   plan::JobSpec j = job();
   j.width = j.height = j.num_frames = j.fps = j.num_inference_steps = 0;
   j.guidance_scale = j.guidance_scale_2 = plan::JobSpec{}.guidance_scale;  // unset: the model's
@@ -337,7 +337,7 @@ void ComposePanel::show_family_fields() {
   prompt_form_->setRowVisible(negative_prompt->parentWidget(), rules.classifier_free());
   prompt_form_->setRowVisible(prompt_2->parentWidget(), rules.takes_prompt_2());
   sampling_form_->setRowVisible(dynamic_cfg, rules.dynamic_cfg());
-  sampling_form_->setRowVisible(guidance_2, model_->family == plan::Family::Wan22);
+  sampling_form_->setRowVisible(guidance_2, rules.takes_guidance_2(*model_));
   size_group->header->setText(rules.makes_video() ? tr("Size and length") : tr("Size"));
 }
 
@@ -402,7 +402,7 @@ plan::JobSpec ComposePanel::job() const {
     if (!rules.classifier_free()) j.negative_prompt.clear();
     if (!rules.dynamic_cfg()) j.use_dynamic_cfg = false;
     if (!rules.takes_prompt_2()) j.prompt_2.clear();
-    if (model_->family != plan::Family::Wan22) j.guidance_scale_2 = plan::JobSpec{}.guidance_scale_2;
+    if (!rules.takes_guidance_2(*model_)) j.guidance_scale_2 = plan::JobSpec{}.guidance_scale_2;
   }
   return j;
 }

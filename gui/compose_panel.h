@@ -100,7 +100,7 @@ class ComposePanel : public QWidget {
   WheelGuard wheel_guard_;
   QFormLayout *prompt_form_, *size_form_, *sampling_form_, *decoding_form_;
   QVBoxLayout *column_, *scrolled_;
-  std::optional<plan::Family> defaults_of_;  // the family whose defaults the fields were last set to
+  std::string defaults_of_;  // the variant (Variant::id) whose defaults the fields were last set to
   bool first_seed_use_ = true;  // "+1 each run" starts from the seed shown
   bool calibrating_ = false;    // job() is MagCache's calibration run
 };

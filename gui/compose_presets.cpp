@@ -60,11 +60,11 @@ std::vector<ComposePreset> compose_presets(const plan::JobSpec& current, const p
         .arg(tr("%n steps", j.num_inference_steps), what.isEmpty() ? QString() : " (" + what + ")");
   };
   std::vector<ComposePreset> out{{name(full, tr("model's")), full}};
-  if (model.wan) {  // Wan is trained at 480p (the default) and 720p (14B and A14B)
-    plan::JobSpec hd = full;
-    hd.width = 1280;
-    hd.height = 720;
-    out.push_back({name(hd, tr("720p")), hd});
+  for (const auto& size : rules.size_presets(model)) {
+    plan::JobSpec j = full;
+    j.width = size.width;
+    j.height = size.height;
+    out.push_back({name(j, QString::fromStdString(size.label)), j});
   }
   // Half the size (in the model's pixel steps), about half the frames (in its frame steps), 20 steps.
   const int pixel = rules.pixel_step(model), t = model.vae_scale_temporal();

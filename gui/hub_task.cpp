@@ -1,6 +1,7 @@
 #include "gui/hub_task.h"
 
 #include "plan/error.h"
+#include "plan/human_bytes.h"
 
 namespace studio::gui {
 
@@ -44,7 +45,7 @@ void HubTask::download(const hub::HubSettings& settings, const QString& repo_id)
                         .arg(QString::fromStdString(repo))
                         .arg(r.files)
                         .arg(r.fetched)
-                        .arg(QString::fromStdString(hub::human_bytes(r.bytes_fetched))),
+                        .arg(QString::fromStdString(plan::human_bytes(r.bytes_fetched))),
                     QString::fromStdString(r.snapshot));
   });
 }
@@ -66,7 +67,7 @@ void HubTask::verify(const QString& cache_dir, const QString& repo_id) {
     }
     Q_EMIT finished(Done, tr("%1: %2 files (%3) match their hashes.")
                               .arg(QString::fromStdString(repo)).arg(r.files)
-                              .arg(QString::fromStdString(hub::human_bytes(r.bytes))), {});
+                              .arg(QString::fromStdString(plan::human_bytes(r.bytes))), {});
   });
 }
 

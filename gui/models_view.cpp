@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "hub/known_models.h"
+#include "plan/human_bytes.h"
 
 namespace fs = std::filesystem;
 
@@ -189,7 +190,7 @@ void ModelsView::refresh() {
                           : r.verified ? tr("complete, verified")
                                        : tr("complete, not verified");
     set_row(cache_table, int(i),
-            {qs(r.repo_id), r.family.empty() ? tr("-") : qs(r.family), qs(hub::human_bytes(r.bytes_on_disk)), revision,
+            {qs(r.repo_id), r.family.empty() ? tr("-") : qs(r.family), qs(plan::human_bytes(r.bytes_on_disk)), revision,
              state},
             qs(r.snapshot.empty() ? r.dir : r.snapshot));
     if (qs(r.repo_id) == selected) cache_table->selectRow(int(i));
@@ -312,8 +313,8 @@ void ModelsView::on_progress(const hub::Progress& p) {
                               .arg(p.files_done + (file_done ? 0 : 1))
                               .arg(p.files_total)
                               .arg(qs(p.file), p.hashing ? tr(" (hashing)") : QString())
-                              .arg(qs(hub::human_bytes(p.bytes)), qs(hub::human_bytes(p.total)),
-                                   qs(hub::human_bytes(uint64_t(p.bytes_per_second))), duration(p.eta_seconds)));
+                              .arg(qs(plan::human_bytes(p.bytes)), qs(plan::human_bytes(p.total)),
+                                   qs(plan::human_bytes(uint64_t(p.bytes_per_second))), duration(p.eta_seconds)));
 }
 
 void ModelsView::on_finished(int ending, const QString& message) {
@@ -363,7 +364,7 @@ void ModelsView::remove_selected() {
   QMessageBox box(QMessageBox::Question, tr("Remove a model"),
                   tr("Remove %1 (%2) from the Hugging Face cache? Other programs sharing the cache (diffusers, "
                      "huggingface-cli) lose it too.")
-                      .arg(repo, qs(hub::human_bytes(bytes))),
+                      .arg(repo, qs(plan::human_bytes(bytes))),
                   QMessageBox::Yes | QMessageBox::No, this);
   box.setObjectName("confirm_remove");
   box.button(QMessageBox::Yes)->setText(tr("Remove"));
@@ -371,7 +372,7 @@ void ModelsView::remove_selected() {
   if (box.exec() != QMessageBox::Yes) return;
   try {
     const uint64_t freed = hub::remove_repo(settings().cache_dir, repo.toStdString());
-    show_status(tr("Removed %1 (%2 freed).").arg(repo, qs(hub::human_bytes(freed))));
+    show_status(tr("Removed %1 (%2 freed).").arg(repo, qs(plan::human_bytes(freed))));
   } catch (const std::exception& e) {
     show_status(qs(e.what()), true);
   }

@@ -9,6 +9,7 @@
 #include <QVBoxLayout>
 
 #include "plan/output_folder.h"
+#include "plan/human_bytes.h"
 
 namespace studio::gui {
 

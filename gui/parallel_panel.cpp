@@ -171,10 +171,7 @@ void ParallelPanel::set_worker(const QString& program) {
   measured_.reset();
 }
 
-std::string ParallelPanel::dtype(const plan::JobSpec& job) const {
-  if (plan::bytes_per_value(job, on_gpus()) != 2) return "float32";
-  return job.dtype == "float16" ? "float16" : "bfloat16";
-}
+std::string ParallelPanel::dtype(const plan::JobSpec& job) const { return plan::calibration_dtype(job, on_gpus()); }
 
 std::optional<plan::Calibration> ParallelPanel::calibration(int processes, const std::string& dtype) const {
   if (auto cached = workers::cached_calibration(devices_, processes, dtype)) return cached;

@@ -1,7 +1,6 @@
 #include "gui/run_info.h"
 
 #include <QFileInfo>
-#include <QHash>
 #include <QObject>
 #include <QStringList>
 
@@ -9,6 +8,7 @@
 #include <cmath>
 
 #include "plan/family.h"
+#include "plan/field_labels.h"
 #include "plan/model_folder.h"
 
 namespace studio::gui {
@@ -37,52 +37,7 @@ QString short_label(const plan::ParallelConfig& p) {
   return label;
 }
 
-QString setting_label(const QString& key) {
-  static const QHash<QString, QString> names{
-      {"model", QObject::tr("Model folder")},
-      {"prompt", QObject::tr("Prompt")},
-      {"prompt_2", QObject::tr("T5 prompt")},
-      {"negative_prompt", QObject::tr("Negative prompt")},
-      {"max_sequence_length", QObject::tr("Text tokens")},
-      {"height", QObject::tr("Height")},
-      {"width", QObject::tr("Width")},
-      {"num_frames", QObject::tr("Frames")},
-      {"num_inference_steps", QObject::tr("Steps")},
-      {"guidance_scale", QObject::tr("Guidance")},
-      {"guidance_scale_2", QObject::tr("Guidance (2nd expert)")},
-      {"use_dynamic_cfg", QObject::tr("Dynamic CFG")},
-      {"seed", QObject::tr("Seed")},
-      {"num_videos_per_prompt", QObject::tr("Clips per prompt")},
-      {"prompt_embeds", QObject::tr("Prompt embeddings file")},
-      {"latents", QObject::tr("Initial latents file")},
-      {"sampler_noise", QObject::tr("Sampler noise file")},
-      {"save_tensors", QObject::tr("Tensors saved to")},
-      {"output", QObject::tr("Output file")},
-      {"fps", QObject::tr("Frames per second")},
-      {"device", QObject::tr("Device")},
-      {"dtype", QObject::tr("Precision")},
-      {"keep_partial", QObject::tr("Keep partial results")},
-      {"allow_tf32", QObject::tr("TF32 matmuls")},
-      {"enable_tiling", QObject::tr("VAE tiling")},
-      {"tile_sample_min_height", QObject::tr("Tile height")},
-      {"tile_sample_min_width", QObject::tr("Tile width")},
-      {"enable_slicing", QObject::tr("VAE slicing")},
-      {"use_fbcache", QObject::tr("First-Block Cache")},
-      {"use_teacache", QObject::tr("TeaCache")},
-      {"use_magcache", QObject::tr("MagCache")},
-      {"magcache_ratios", QObject::tr("MagCache ratios")},
-      {"magcache_calibrate", QObject::tr("MagCache calibration file")},
-      {"cache_threshold", QObject::tr("Cache threshold")},
-      {"use_parallel_vae", QObject::tr("Parallel VAE")},
-      {"ulysses_degree", QObject::tr("Ulysses degree")},
-      {"ring_degree", QObject::tr("Ring degree")},
-      {"pipefusion_parallel_degree", QObject::tr("PipeFusion stages")},
-      {"num_pipeline_patch", QObject::tr("PipeFusion patches")},
-      {"warmup_steps", QObject::tr("PipeFusion warm-up steps")},
-      {"use_cfg_parallel", QObject::tr("CFG parallel")},
-      {"data_parallel_degree", QObject::tr("Data parallel degree")}};
-  return names.value(key, key);
-}
+QString setting_label(const QString& key) { return QString::fromStdString(plan::field_label(key.toStdString())); }
 
 std::optional<plan::JobFile> job_of(const QString& settings) {
   try {
@@ -109,7 +64,7 @@ std::map<std::string, std::string> run_metadata(const plan::JobFile& f) {
   try {  // the model's defaults filled in, its family and sampler named, as the worker writes them
     const auto model = plan::read_model_folder(job.model_dir);
     plan::apply_model_defaults(job, model);
-    m["model_family"] = plan::family_name(model.family);
+    m["model_family"] = model.variant.name;
     m["sampler"] = plan::rules_of(model).sampler_name(model);
     if (job.use_fbcache || job.use_teacache || job.use_magcache)
       m["cache_threshold"] = shortest(plan::cache_threshold(job, model));

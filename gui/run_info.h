@@ -16,7 +16,7 @@ namespace studio::gui {
 // "U2", "R2", "U2xR2", "PF2x2" (stages x patches), "CFG", "DP2", joined with "x"; "1 process" alone.
 QString short_label(const plan::ParallelConfig& p);
 
-// The job file's field as a person reads it ("ring_degree" -> "Ring degree"); the key itself when unknown.
+// The job file's field as the studio labels it (plan::field_label: "ring_degree" -> "Ring").
 QString setting_label(const QString& key);
 
 // A run's job file from the history's settings; nullopt when they cannot be read.

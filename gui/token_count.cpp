@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "plan/family.h"
-#include "text/prompt_clean.h"
+#include "text/tokenize/prompt_clean.h"
 
 namespace studio::gui {
 
@@ -32,8 +32,8 @@ void TokenCounter::set_model(const plan::ModelFolder* model) {
     t5_ = std::make_shared<text::T5Tokenizer>(text::T5Tokenizer::load((dir / model->t5_tokenizer_part()).string()));
   } catch (const std::exception&) {  // the run says what is wrong with the folder; here nothing is counted
   }
-  if (model->flux && model->flux->has_clip_tokenizer) try {
-      clip_ = text::ClipTokenizer::load((dir / "tokenizer").string());
+  if (const auto part = plan::rules_of(*model).clip_tokenizer_part(); !part.empty()) try {
+      clip_ = text::ClipTokenizer::load((dir / part).string());
     } catch (const std::exception&) {
     }
 }
@@ -42,16 +42,18 @@ std::optional<TokenCount> TokenCounter::count(const plan::JobSpec& given, const 
   if (!model_) return std::nullopt;
   plan::JobSpec job = given;
   plan::apply_model_defaults(job, *model_);
-  const bool flux = model_->flux.has_value(), wan = model_->wan.has_value();
-  const std::string& words = which == "prompt" ? job.prompt : which == "prompt_2" ? job.prompt_2 : job.negative_prompt;
+  const auto& rules = plan::rules_of(*model_);
+  const std::string& words = plan::job_text(job, which);
   const size_t t5_limit = size_t(std::max(1, job.max_sequence_length) - 1);  // the last one is </s>
   std::vector<Part> parts;
-  if (flux && which == "prompt" && clip_)
-    parts.push_back({"CLIP", clip_->tokenize(words).size(), clip_->model_max_length() - 2});
-  // FLUX.1's T5 reads the prompt when there is no prompt for T5.
-  const bool t5_reads = !flux || which == "prompt_2" || (which == "prompt" && job.prompt_2.empty());
-  if (t5_reads && t5_)
-    parts.push_back({wan ? "umT5" : "T5", t5_->tokenize(wan ? text::clean_wan_prompt(words) : words).size(), t5_limit});
+  for (const auto& in : rules.encoder_inputs(job)) {
+    if (in.field != which) continue;
+    if (in.encoder == plan::TextEncoder::CLIP && clip_)
+      parts.push_back({"CLIP", clip_->tokenize(words).size(), clip_->model_max_length() - 2});
+    if (in.encoder == plan::TextEncoder::T5 && t5_)
+      parts.push_back({rules.t5_name(), t5_->tokenize(rules.cleans_prompts() ? text::clean_wan_prompt(words) : words).size(),
+                       t5_limit});
+  }
   if (parts.empty()) return std::nullopt;
   TokenCount out;
   for (const auto& p : parts) {
@@ -64,7 +66,7 @@ std::optional<TokenCount> TokenCounter::count(const plan::JobSpec& given, const 
                          .arg(p.encoder).arg(p.limit).arg(p.used - p.limit);
     }
   }
-  if (out.cut && flux && which == "prompt" && job.prompt_2.empty())
+  if (out.cut && rules.takes_prompt_2() && which == "prompt" && job.prompt_2.empty())
     out.warning += tr(" Give T5 the whole text as the prompt for T5, and keep this one short.");
   return out;
 }

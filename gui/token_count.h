@@ -8,8 +8,8 @@
 #include <optional>
 
 #include "plan/job.h"
-#include "text/clip_tokenizer.h"
-#include "text/t5_tokenizer.h"
+#include "text/tokenize/clip_tokenizer.h"
+#include "text/tokenize/t5_tokenizer.h"
 
 namespace studio::gui {
 

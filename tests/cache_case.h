@@ -12,7 +12,7 @@
 
 #include "cache/first_block_cache.h"
 #include "cache/tea_cache.h"
-#include "models/families.h"
+#include "models/family_runtime.h"
 #include "pipeline/denoise.h"
 #include "plan/family.h"
 #include "tensor_support.h"

@@ -18,13 +18,13 @@
 #include <fstream>
 #include <string>
 
-#include "io/safetensors_file.h"
+#include "io/safetensors/safetensors_file.h"
 #include "plan/clip_config.h"
 #include "plan/error.h"
-#include "plan/flux_config.h"
+#include "plan/families/flux_config.h"
 #include "plan/job_file.h"
-#include "plan/model_folder.h"
-#include "text/clip_tokenizer.h"
+#include "plan/families/cogvideox_config.h"
+#include "text/tokenize/clip_tokenizer.h"
 
 using namespace studio;
 
@@ -50,9 +50,9 @@ void configs(const std::string& text) {
     } catch (const InputError&) {
     }
   };
-  attempt(plan::parse_transformer_config);
-  attempt(plan::parse_scheduler_config);
-  attempt(plan::parse_vae_config);
+  attempt(plan::parse_cogvideox_transformer_config);
+  attempt(plan::parse_cogvideox_scheduler_config);
+  attempt(plan::parse_cogvideox_vae_config);
   attempt(plan::parse_t5_config);
   attempt(plan::parse_clip_text_config);
   attempt(plan::parse_flux_transformer_config);

@@ -1,6 +1,6 @@
 // libFuzzer target: the T5 tokenizer's loader on arbitrary files: spiece.model, tokenizer_config.json and a
 // prompt, separated by lines "--8<--". Built without the address sanitizer: sentencepiece lives in a module
-// loaded with RTLD_DEEPBIND (text/sentencepiece_module.cpp), which the sanitizers' runtime refuses; a
+// loaded with RTLD_DEEPBIND (text/tokenize/sentencepiece/sentencepiece_module.cpp), which the sanitizers' runtime refuses; a
 // crash, a hang or unbounded memory still fails the run. Whatever arrives, the loader returns or throws
 // InputError.
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include <string>
 
 #include "plan/error.h"
-#include "text/t5_tokenizer.h"
+#include "text/tokenize/t5_tokenizer.h"
 
 using namespace studio;
 

@@ -47,19 +47,19 @@ add_test(NAME fuzz_events COMMAND ${CMAKE_BINARY_DIR}/tests/fuzz-events -runs=40
          -timeout=5 -seed=1)
 set_tests_properties(fuzz_events PROPERTIES TIMEOUT 240 LABELS fuzz)
 
-file(GLOB plan_sources ${CMAKE_SOURCE_DIR}/engine/plan/*.cpp)
-file(GLOB plan_headers ${CMAKE_SOURCE_DIR}/engine/plan/*.h)
+file(GLOB plan_sources ${CMAKE_SOURCE_DIR}/engine/plan/*.cpp ${CMAKE_SOURCE_DIR}/engine/plan/families/*.cpp)
+file(GLOB plan_headers ${CMAKE_SOURCE_DIR}/engine/plan/*.h ${CMAKE_SOURCE_DIR}/engine/plan/families/*.h)
 studio_fuzzer(fuzz-loaders
-  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz_loaders.cpp ${CMAKE_SOURCE_DIR}/engine/io/safetensors_file.cpp ${plan_sources}
-          ${CMAKE_SOURCE_DIR}/engine/text/clip_tokenizer.cpp ${CMAKE_SOURCE_DIR}/engine/text/unicode_text.cpp
-  HEADERS ${plan_headers} ${CMAKE_SOURCE_DIR}/engine/io/safetensors_file.h ${CMAKE_SOURCE_DIR}/engine/text/clip_tokenizer.h
-          ${CMAKE_SOURCE_DIR}/engine/text/unicode_text.h)
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz_loaders.cpp ${CMAKE_SOURCE_DIR}/engine/io/safetensors/safetensors_file.cpp ${plan_sources}
+          ${CMAKE_SOURCE_DIR}/engine/text/tokenize/clip_tokenizer.cpp ${CMAKE_SOURCE_DIR}/engine/text/tokenize/unicode_text.cpp
+  HEADERS ${plan_headers} ${CMAKE_SOURCE_DIR}/engine/io/safetensors/safetensors_file.h ${CMAKE_SOURCE_DIR}/engine/text/tokenize/clip_tokenizer.h
+          ${CMAKE_SOURCE_DIR}/engine/text/tokenize/unicode_text.h)
 
 # The T5 tokenizer reaches sentencepiece through a module loaded with RTLD_DEEPBIND, which the sanitizers'
 # runtime refuses: this one runs under libFuzzer alone (a crash or a hang still fails it).
 studio_fuzzer(fuzz-t5-tokenizer
-  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz_t5_tokenizer.cpp ${CMAKE_SOURCE_DIR}/engine/text/t5_tokenizer.cpp ${plan_sources}
-  HEADERS ${plan_headers} ${CMAKE_SOURCE_DIR}/engine/text/t5_tokenizer.h
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz_t5_tokenizer.cpp ${CMAKE_SOURCE_DIR}/engine/text/tokenize/t5_tokenizer.cpp ${plan_sources}
+  HEADERS ${plan_headers} ${CMAKE_SOURCE_DIR}/engine/text/tokenize/t5_tokenizer.h
   SANITIZE -fsanitize=fuzzer
   LIBS -ldl)
 add_dependencies(fuzz_t5_tokenizer studio_sentencepiece)

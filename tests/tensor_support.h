@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "io/tensor_file.h"
+#include "io/weights/tensor_file.h"
 #include "support.h"
 
 namespace studio::test {

@@ -9,6 +9,7 @@
 
 #include "plan/cost_model.h"
 #include "plan/error.h"
+#include "plan/families/cogvideox_config.h"
 #include "plan/family.h"
 #include "process.h"
 #include "support.h"
@@ -172,7 +173,9 @@ TEST_F(CostModel, pipefusion) {
   // each). Slots: stage 0's half patch alone; both stages' (half and quarter of stage 0's work) at once,
   // at 0.5e9 until the smaller is done and then at 1e9; stage 1's quarter alone.
   auto three = model_;
-  three.transformer.num_layers = 3;
+  auto parts = std::make_shared<plan::CogVideoXParts>(three.parts_as<plan::CogVideoXParts>());
+  parts->transformer.num_layers = 3;
+  three.parts = parts;
   p.num_pipeline_patch = 2;
   c.gemm_flops_per_s_all = c.attention_flops_per_s_all = 0.5e9;
   const auto big = plan::count_step_work(p, job_, three, 4, true);

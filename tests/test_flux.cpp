@@ -10,11 +10,11 @@
 
 #include <sstream>
 
-#include "io/tensor_file.h"
+#include "io/weights/tensor_file.h"
 #include "mixes.h"
-#include "models/autoencoder_kl.h"
-#include "models/families.h"
-#include "models/flux_transformer.h"
+#include "models/vae/autoencoder_kl.h"
+#include "models/family_runtime.h"
+#include "models/flux/flux_transformer.h"
 #include "models/vae_decoder.h"
 #include "parallel/parallel_model.h"
 #include "parallel/parallel_vae.h"

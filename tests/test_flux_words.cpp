@@ -4,17 +4,18 @@
 // process and in parallel mixes.
 #include <sstream>
 
-#include "io/tensor_file.h"
+#include "plan/families/flux_config.h"
+#include "io/weights/tensor_file.h"
 #include "mixes.h"
 #include "plan/error.h"
 #include "plan/job.h"
 #include "plan/model_folder.h"
 #include "process.h"
 #include "tensor_support.h"
-#include "text/clip_encoder.h"
-#include "text/clip_tokenizer.h"
-#include "text/prompt.h"
-#include "text/t5_tokenizer.h"
+#include "text/encode/clip_encoder.h"
+#include "text/tokenize/clip_tokenizer.h"
+#include "models/family_runtime.h"
+#include "text/tokenize/t5_tokenizer.h"
 
 using namespace studio;
 
@@ -116,8 +117,9 @@ TEST(FluxT5Tokenizer, normalises_text_as_the_fast_tokenizer) {
 
 TEST(ClipTextEncoder, pooled_output_matches_the_reference) {
   const auto model = plan::read_model_folder(folder());
-  ASSERT_TRUE(model.flux && model.flux->clip && model.flux->has_clip_tokenizer);
-  auto encoder = text::ClipTextEncoder::load(folder() + "/text_encoder", *model.flux->clip, at::kFloat, at::kCPU);
+  const auto& parts = model.parts_as<plan::FluxParts>();
+  ASSERT_TRUE(parts.clip && parts.has_clip_tokenizer);
+  auto encoder = text::ClipTextEncoder::load(folder() + "/text_encoder", *parts.clip, at::kFloat, at::kCPU);
   const auto out = encoder->forward(ids("clip_input_ids"));
   EXPECT_EQ(out.last_hidden_state.sizes(), (std::vector<int64_t>{1, 77, 32}));
   const double err = test::max_abs_diff(out.pooled, golden("pooled_prompt_embeds"));
@@ -131,7 +133,7 @@ TEST(FluxPrompt, both_encoders_from_words) {
   job.prompt = prompt();
   job.max_sequence_length = test::golden_json(kCase)["max_sequence_length"];
   std::vector<std::string> log;
-  const auto e = text::encode_prompts(model, job, at::kFloat, at::kCPU, [&](const std::string& l) { log.push_back(l); });
+  const auto e = models::encode_prompts(model, job, at::kFloat, at::kCPU, [&](const std::string& l) { log.push_back(l); });
   EXPECT_FALSE(e.negative_prompt_embeds.defined());
   ASSERT_EQ(e.input_ids.size(), 2u);
   EXPECT_EQ(e.input_ids[0].first, "clip_input_ids");
@@ -147,7 +149,7 @@ TEST(FluxPrompt, both_encoders_from_words) {
 
   // prompt_2 goes to T5 alone; CLIP still reads the prompt.
   job.prompt_2 = "a red kite";
-  const auto two = text::encode_prompts(model, job, at::kFloat, at::kCPU, [](const std::string&) {});
+  const auto two = models::encode_prompts(model, job, at::kFloat, at::kCPU, [](const std::string&) {});
   EXPECT_TRUE(at::equal(two.input_ids[0].second, ids("clip_input_ids")));
   EXPECT_FALSE(at::equal(two.input_ids[1].second, ids("t5_input_ids")));
   EXPECT_LT(test::max_abs_diff(two.pooled_prompt_embeds, golden("pooled_prompt_embeds")), 1e-4);

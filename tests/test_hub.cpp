@@ -16,7 +16,7 @@
 #include "hub/download.h"
 #include "hub/fake_hub.h"
 #include "hub/hashing.h"
-#include "io/safetensors_file.h"
+#include "io/safetensors/safetensors_file.h"
 #include "plan/error.h"
 #include "process.h"
 #include "support.h"

@@ -2,7 +2,8 @@
 #include "plan/error.h"
 #include "plan/job.h"
 #include "plan/job_file.h"
-#include "plan/model_folder.h"
+#include "plan/families/cogvideox_config.h"
+#include "plan/families/flux_config.h"
 #include "support.h"
 
 using namespace studio;
@@ -31,14 +32,16 @@ class ModelFolder : public ::testing::Test {
 
 TEST_F(ModelFolder, reads_reference_folder) {
   auto m = plan::read_model_folder(test::golden_case("cogvx5b_tiny"));
-  EXPECT_EQ(m.transformer.num_attention_heads, 4);
-  EXPECT_EQ(m.transformer.inner_dim(), 64);
-  EXPECT_TRUE(m.transformer.use_rotary_positional_embeddings);
-  EXPECT_EQ(m.scheduler.kind, plan::SamplerKind::DPM);
-  EXPECT_EQ(m.scheduler.snr_shift_scale, 1.0);  // values read from the config: the same double as the literal
-  ASSERT_TRUE(m.vae);
-  EXPECT_EQ(m.vae->spatial_compression, 8);
-  EXPECT_EQ(m.vae->scaling_factor, 1.15258426);
+  EXPECT_EQ(m.variant.id, "cogvideox-5b");
+  const auto& c = m.parts_as<plan::CogVideoXParts>();
+  EXPECT_EQ(c.transformer.num_attention_heads, 4);
+  EXPECT_EQ(c.transformer.inner_dim(), 64);
+  EXPECT_TRUE(c.transformer.use_rotary_positional_embeddings);
+  EXPECT_EQ(c.scheduler.kind, plan::CogVideoXSampler::DPM);
+  EXPECT_EQ(c.scheduler.snr_shift_scale, 1.0);  // values read from the config: the same double as the literal
+  ASSERT_TRUE(c.vae);
+  EXPECT_EQ(c.vae->spatial_compression, 8);
+  EXPECT_EQ(c.vae->scaling_factor, 1.15258426);
   EXPECT_FALSE(m.text_encoder);
   auto t5 = plan::read_model_folder(test::golden_case("cogvx2b_t5_tiny"));
   ASSERT_TRUE(t5.text_encoder && t5.has_tokenizer);
@@ -49,7 +52,7 @@ TEST_F(ModelFolder, reads_reference_folder) {
 TEST_F(ModelFolder, real_checkpoint_geometry) {
   // CogVideoX-2b at 480 x 720, 49 frames: 13 latent frames, 17,550 video tokens.
   auto m = plan::read_model_folder(copy_with(real_2b));
-  EXPECT_EQ(m.transformer.family(), plan::Family::CogVideoX_2B);
+  EXPECT_EQ(m.variant.id, "cogvideox-2b");
   plan::JobSpec job;
   job.prompt_embeds_file = "embeds.safetensors";
   plan::apply_model_defaults(job, m);
@@ -68,7 +71,7 @@ TEST_F(ModelFolder, real_checkpoint_geometry) {
               {"use_rotary_positional_embeddings", true}, {"sample_height", 300}, {"sample_width", 300},
               {"sample_frames", 81}, {"ofs_embed_dim", nullptr}, {"use_learned_positional_embeddings", false}});
   }));
-  EXPECT_EQ(m15.transformer.family(), plan::Family::CogVideoX_15);
+  EXPECT_EQ(m15.variant.id, "cogvideox-1.5");
   plan::JobSpec j15;
   j15.height = 768;
   j15.width = 1360;
@@ -191,13 +194,14 @@ TEST_F(ModelFolder, job_problems_name_flag_value_and_fix) {
 
 TEST_F(ModelFolder, reads_a_flux_folder_and_its_defaults) {
   auto m = plan::read_model_folder(test::golden_case("flux_tiny"));
-  EXPECT_EQ(m.family, plan::Family::Flux_Dev);
-  ASSERT_TRUE(m.flux && m.flux->vae);
-  EXPECT_EQ(m.flux->transformer.num_layers, 1);
-  EXPECT_EQ(m.flux->transformer.num_single_layers, 2);
-  EXPECT_EQ(m.flux->transformer.axes_dims_rope, (std::vector<int>{4, 6, 6}));
-  EXPECT_TRUE(m.flux->scheduler.use_dynamic_shifting);
-  EXPECT_EQ(m.flux->vae->shift_factor, 0.1159);
+  EXPECT_EQ(m.variant.id, "flux-dev");
+  const auto& f = m.parts_as<plan::FluxParts>();
+  ASSERT_TRUE(f.vae);
+  EXPECT_EQ(f.transformer.num_layers, 1);
+  EXPECT_EQ(f.transformer.num_single_layers, 2);
+  EXPECT_EQ(f.transformer.axes_dims_rope, (std::vector<int>{4, 6, 6}));
+  EXPECT_TRUE(f.scheduler.use_dynamic_shifting);
+  EXPECT_EQ(f.vae->shift_factor, 0.1159);
   EXPECT_EQ(m.vae_scale_spatial(), 8);
   plan::JobSpec job;
   plan::apply_model_defaults(job, m);  // FluxPipeline's: 1024 x 1024, 28 steps, guidance 3.5, 512 text tokens
@@ -216,7 +220,7 @@ TEST_F(ModelFolder, reads_a_flux_folder_and_its_defaults) {
   test::copy_tree(test::golden_case("flux_tiny"), dir);
   test::edit_json(dir + "/transformer/config.json", [](json& j) { j["guidance_embeds"] = false; });
   auto s = plan::read_model_folder(dir);
-  EXPECT_EQ(s.family, plan::Family::Flux_Schnell);
+  EXPECT_EQ(s.variant.id, "flux-schnell");
   plan::JobSpec quick;
   plan::apply_model_defaults(quick, s);
   EXPECT_EQ(quick.num_inference_steps, 4);
@@ -240,12 +244,13 @@ TEST_F(ModelFolder, flux_configs_that_cannot_run_are_named) {
 // widths do not fit the transformer are named with the fields that disagree.
 TEST_F(ModelFolder, flux_text_encoders_are_read_from_their_folders) {
   auto m = plan::read_model_folder(test::golden_case("flux_words_tiny"));
-  ASSERT_TRUE(m.flux && m.flux->clip && m.text_encoder);
-  EXPECT_TRUE(m.flux->has_clip_tokenizer);
+  const auto& f = m.parts_as<plan::FluxParts>();
+  ASSERT_TRUE(f.clip && m.text_encoder);
+  EXPECT_TRUE(f.has_clip_tokenizer);
   EXPECT_TRUE(m.has_tokenizer);
   EXPECT_TRUE(m.can_encode_words());
-  EXPECT_EQ(m.flux->clip->hidden_size, 32);
-  EXPECT_EQ(m.flux->clip->eos_token_id, 2);
+  EXPECT_EQ(f.clip->hidden_size, 32);
+  EXPECT_EQ(f.clip->eos_token_id, 2);
   EXPECT_EQ(m.text_encoder->d_model, 32);
   EXPECT_EQ(m.t5_part(), "text_encoder_2");
   EXPECT_EQ(plan::missing_text_parts(m), "");

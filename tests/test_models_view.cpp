@@ -20,6 +20,7 @@
 #include "gui/models_view.h"
 #include "hub/fake_hub.h"
 #include "hub/known_models.h"
+#include "plan/human_bytes.h"
 #include "studio_support.h"
 
 namespace fs = std::filesystem;
@@ -133,7 +134,7 @@ class TestModelsView : public QObject {
     QCOMPARE(v.cache_table->item(0, 0)->text(), QString(kRepo));
     QCOMPARE(v.cache_table->item(0, 1)->text(), QString("FLUX.1"));
     const uint64_t bytes = expected_bytes(test::golden_case("flux_words_tiny"));
-    QCOMPARE(v.cache_table->item(0, 2)->text(), QString::fromStdString(hub::human_bytes(bytes)));
+    QCOMPARE(v.cache_table->item(0, 2)->text(), QString::fromStdString(plan::human_bytes(bytes)));
     QCOMPARE(hub::list_cache(cache_).at(0).bytes_on_disk, bytes);
     const QString revision = v.cache_table->item(0, 3)->text();
     QVERIFY2(revision.startsWith("main (" + QString::fromStdString(hub_->commit(kRepo)).left(8)), qPrintable(revision));

@@ -1,4 +1,4 @@
-// The cost model's counts of the work that is neither GEMM nor attention (plan::FamilyRules::block_costs:
+// The cost model's counts of the work that is neither GEMM nor attention (plan::Family::block_costs:
 // the operations a block dispatches and the values its elementwise work reads and writes per token) against
 // what each family's blocks really do, counted with LibTorch's RecordFunction hooks while the block runs
 // on a reference case's model (docs/cost-model.md). A change to a block that moves its work shows here.
@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "models/families.h"
+#include "models/family_runtime.h"
 #include "pipeline/denoise.h"
 #include "sampling/noise.h"
 #include "plan/family.h"

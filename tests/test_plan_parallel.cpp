@@ -1,6 +1,7 @@
 // engine/plan's parallel rules, each with its message and suggestions (no LibTorch, as the GUI uses them).
 #include <filesystem>
 
+#include "plan/families/cogvideox_config.h"
 #include "plan/job_file.h"
 #include "plan/parallel.h"
 #include "support.h"
@@ -119,12 +120,14 @@ TEST_F(PlanParallel, pipefusion_stages_patches_and_warmup) {
 TEST_F(PlanParallel, memory_estimate_divides_and_is_checked) {
   // The real CogVideoX-2b shape: 30 layers of width 1920, 17,776 tokens.
   auto folder = model_;
-  folder.transformer.num_attention_heads = 30;
-  folder.transformer.attention_head_dim = 64;
-  folder.transformer.num_layers = 30;
-  folder.transformer.time_embed_dim = 512;
-  folder.transformer.text_embed_dim = 4096;
-  folder.transformer.max_text_seq_length = 226;
+  auto parts = std::make_shared<plan::CogVideoXParts>(folder.parts_as<plan::CogVideoXParts>());
+  parts->transformer.num_attention_heads = 30;
+  parts->transformer.attention_head_dim = 64;
+  parts->transformer.num_layers = 30;
+  parts->transformer.time_embed_dim = 512;
+  parts->transformer.text_embed_dim = 4096;
+  parts->transformer.max_text_seq_length = 226;
+  folder.parts = parts;
   plan::JobSpec j;
   j.prompt_embeds_file = "e.safetensors";
   j.height = 480, j.width = 720, j.num_frames = 49;
@@ -226,7 +229,7 @@ TEST(PlanWan, memory_of_the_real_model_is_one_expert) {
                    R"({"model_type": "umt5", "d_model": 4096, "d_kv": 64, "num_heads": 64, "d_ff": 10240,
                        "num_layers": 24, "vocab_size": 256384})");
   const auto model = plan::read_model_folder(dir);
-  ASSERT_EQ(model.family, plan::Family::Wan22);
+  ASSERT_EQ(model.variant.id, "wan2.2");
   plan::JobSpec job;
   job.prompt = "a red fox runs through the snowy forest";
   plan::apply_model_defaults(job, model);

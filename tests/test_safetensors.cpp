@@ -2,7 +2,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "io/safetensors_file.h"
+#include "io/safetensors/safetensors_file.h"
 #include "plan/error.h"
 #include "support.h"
 

@@ -16,12 +16,13 @@
 #include <map>
 #include <sstream>
 
-#include "models/families.h"
+#include "models/family_runtime.h"
 #include "parallel/parallel_model.h"
 #include "plan/family.h"
 #include "plan/mag_ratios.h"
 #include "pipeline/denoise.h"
 #include "plan/error.h"
+#include "plan/families/cogvideox_config.h"
 #include "cache_case.h"
 #include "process.h"
 #include "rank_threads.h"
@@ -55,7 +56,7 @@ class StepCaches : public test::CacheCase {
     cache::StepCaches caches;
     if (make) caches.push_back(make());
     parallel::ParallelTransformer call(*model_, mesh, std::move(caches));
-    sampling::Scheduler sampler(folder_.scheduler, steps_);
+    sampling::Scheduler sampler(folder_.parts_as<plan::CogVideoXParts>().scheduler, steps_);
     sampling::SeededNoise unused(0);  // DDIM draws none
     CachedRun r;
     r.latents = pipeline::denoise(*model_, sampler, in, &unused, {},

@@ -19,10 +19,11 @@
 #include <thread>
 
 #include "gui/main_window.h"
+#include "plan/family.h"
 #include "plan/field_labels.h"
 #include "plan/parallel_defaults.h"
-#include "text/clip_tokenizer.h"
-#include "text/t5_tokenizer.h"
+#include "text/tokenize/clip_tokenizer.h"
+#include "text/tokenize/t5_tokenizer.h"
 #include "workers/launch/paths.h"
 
 #include "studio_support.h"
@@ -221,7 +222,7 @@ class TestStudioCompose : public QObject {
                                        p.describe() + ": " + (problems.empty() ? "" : problems.front().message))));
         QCOMPARE(p.world_size(), n);
         // The rule: CFG when the family guides with two branches, then Ulysses over the 4 heads.
-        const bool cfg = model.family != plan::Family::Flux_Dev && model.family != plan::Family::Flux_Schnell && n > 1;
+        const bool cfg = plan::rules_of(model).classifier_free() && n > 1;
         QCOMPARE(p.use_cfg_parallel, cfg);
         QCOMPARE(p.ulysses_degree, cfg ? n / 2 : n);
       }

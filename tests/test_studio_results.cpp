@@ -152,7 +152,7 @@ class TestStudioResults : public QObject {
       if (!s->isRowHidden(i)) shown << s->item(i, 0)->data(Qt::UserRole).toString();
     QCOMPARE(shown, (QStringList{"ring_degree", "ulysses_degree"}));
     for (int i = 0; i < s->rowCount(); ++i)
-      if (s->item(i, 0)->data(Qt::UserRole) == "ring_degree") QCOMPARE(s->item(i, 0)->text(), QString("Ring degree"));
+      if (s->item(i, 0)->data(Qt::UserRole) == "ring_degree") QCOMPARE(s->item(i, 0)->text(), QString("Ring"));
     w.compare_view->show_all->setChecked(true);
     int visible = 0;
     for (int i = 0; i < s->rowCount(); ++i) visible += !s->isRowHidden(i);

@@ -8,9 +8,9 @@
 
 #include "plan/error.h"
 #include "tensor_support.h"
-#include "text/charsmap_check.h"
-#include "text/t5_encoder.h"
-#include "text/t5_tokenizer.h"
+#include "text/tokenize/sentencepiece/charsmap_check.h"
+#include "text/encode/t5_encoder.h"
+#include "text/tokenize/t5_tokenizer.h"
 
 using namespace studio;
 

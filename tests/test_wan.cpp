@@ -5,7 +5,8 @@
 // at a time. The parts alone are tested in test_wan_text, test_wan_transformer and test_wan_vae.
 #include <sstream>
 
-#include "io/tensor_file.h"
+#include "plan/families/wan_config.h"
+#include "io/weights/tensor_file.h"
 #include "mixes.h"
 #include "plan/job.h"
 #include "plan/model_folder.h"
@@ -114,13 +115,12 @@ INSTANTIATE_TEST_SUITE_P(Mixes, Wan22ThroughDitLaunch,
 
 TEST(WanFolder, family_defaults_and_experts_are_read) {
   const auto m21 = plan::read_model_folder(test::golden_case("wan21_tiny"));
-  ASSERT_TRUE(m21.wan.has_value());
-  EXPECT_EQ(m21.family, plan::Family::Wan21);
-  EXPECT_FALSE(m21.wan->transformer_2.has_value());
+  EXPECT_EQ(m21.variant.id, "wan2.1");
+  EXPECT_FALSE(m21.parts_as<plan::WanParts>().transformer_2.has_value());
   const auto m22 = plan::read_model_folder(test::golden_case("wan22_tiny"));
-  ASSERT_TRUE(m22.wan && m22.wan->transformer_2);
-  EXPECT_EQ(m22.family, plan::Family::Wan22);
-  EXPECT_DOUBLE_EQ(m22.wan->boundary_ratio, 0.875);
+  ASSERT_TRUE(m22.parts_as<plan::WanParts>().transformer_2);
+  EXPECT_EQ(m22.variant.id, "wan2.2");
+  EXPECT_DOUBLE_EQ(m22.parts_as<plan::WanParts>().boundary_ratio, 0.875);
   plan::JobSpec job;
   plan::apply_model_defaults(job, m22);
   EXPECT_EQ(job.height, 480);

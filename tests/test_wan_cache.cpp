@@ -15,8 +15,8 @@
 #include <sstream>
 
 #include "cache/mag_cache.h"
-#include "io/tensor_file.h"
-#include "models/families.h"
+#include "io/weights/tensor_file.h"
+#include "models/family_runtime.h"
 #include "parallel/parallel_model.h"
 #include "pipeline/denoise.h"
 #include "plan/family.h"

@@ -10,10 +10,10 @@
 #include "plan/job.h"
 #include "plan/model_folder.h"
 #include "tensor_support.h"
-#include "text/prompt.h"
-#include "text/prompt_clean.h"
-#include "text/t5_encoder.h"
-#include "text/t5_tokenizer.h"
+#include "models/family_runtime.h"
+#include "text/tokenize/prompt_clean.h"
+#include "text/encode/t5_encoder.h"
+#include "text/tokenize/t5_tokenizer.h"
 
 using namespace studio;
 using namespace std::string_literals;
@@ -28,15 +28,6 @@ std::vector<int64_t> values(const at::Tensor& t) {
 plan::T5Config encoder_config(const std::string& folder) {
   const std::string cfg = folder + "/text_encoder/config.json";
   return plan::parse_t5_config(plan::read_text_file(cfg), cfg);
-}
-
-// The parts of a Wan folder that words need, as read_model_folder fills them.
-plan::ModelFolder text_parts(const std::string& folder) {
-  plan::ModelFolder m;
-  m.dir = folder;
-  m.text_encoder = encoder_config(folder);
-  m.has_tokenizer = true;
-  return m;
 }
 
 plan::JobSpec job_of(const std::string& name) {
@@ -68,7 +59,7 @@ TEST_P(WanText, ids_and_masks_match_exactly) {
 TEST_P(WanText, umt5_embeddings_match_the_reference) {
   EXPECT_TRUE(encoder_config(folder()).per_layer_bias);
   std::vector<std::string> log;
-  const auto e = text::encode_wan_prompts(text_parts(folder()), job_of(GetParam()), at::kFloat, at::kCPU,
+  const auto e = models::encode_prompts(plan::read_model_folder(folder()), job_of(GetParam()), at::kFloat, at::kCPU,
                                           [&](const std::string& line) { log.push_back(line); });
   ASSERT_EQ(e.input_ids.size(), 4u);
   for (const auto& [name, ids] : e.input_ids)
@@ -148,15 +139,15 @@ TEST(WanPrompt, a_folder_without_its_tokenizer_is_named) {
   std::filesystem::remove(tmp.path("tokenizer/spiece.model"));
   EXPECT_TRUE(test::throws_with<InputError>([&] { text::T5Tokenizer::load(tmp.path("tokenizer")); },
                                             {"tokenizer: no spiece.model", "--prompt_embeds"}));
-  auto model = text_parts(folder);
+  auto model = plan::read_model_folder(folder);
   model.has_tokenizer = false;
   EXPECT_TRUE(test::throws_with<InputError>(
-      [&] { text::encode_wan_prompts(model, job_of("wan21_tiny"), at::kFloat, at::kCPU, [](const std::string&) {}); },
+      [&] { models::encode_prompts(model, job_of("wan21_tiny"), at::kFloat, at::kCPU, [](const std::string&) {}); },
       {"no tokenizer/ (T5's spiece.model)", "--prompt_embeds"}));
   auto job = job_of("wan21_tiny");
   job.max_sequence_length = 0;
   EXPECT_TRUE(test::throws_with<InputError>(
-      [&] { text::encode_wan_prompts(text_parts(folder), job, at::kFloat, at::kCPU, [](const std::string&) {}); },
+      [&] { models::encode_prompts(plan::read_model_folder(folder), job, at::kFloat, at::kCPU, [](const std::string&) {}); },
       {"max_sequence_length 0"}));
 }
 

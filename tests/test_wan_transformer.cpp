@@ -7,10 +7,10 @@
 #include <cstdio>
 #include <memory>
 
-#include "models/wan_transformer.h"
+#include "models/wan/wan_transformer.h"
 #include "plan/error.h"
 #include "plan/model_folder.h"
-#include "plan/wan_config.h"
+#include "plan/families/wan_config.h"
 #include "sampling/unipc.h"
 #include "tensor_support.h"
 

@@ -7,11 +7,11 @@
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros_like.h>
 
-#include "models/wan_vae.h"
+#include "models/wan/wan_vae.h"
 #include "parallel/mesh.h"
 #include "parallel/parallel_vae.h"
 #include "plan/error.h"
-#include "plan/wan_vae_config.h"
+#include "plan/families/wan_vae_config.h"
 #include "row_decode.h"
 #include "tensor_support.h"
 

@@ -4,8 +4,9 @@
 
 #include <ATen/ops/isfinite.h>
 
-#include "io/weights.h"
-#include "models/cogvideox_transformer.h"
+#include "plan/families/cogvideox_config.h"
+#include "io/weights/weights.h"
+#include "models/cogvideox/cogvideox_transformer.h"
 #include "plan/error.h"
 #include "tensor_support.h"
 
@@ -25,7 +26,7 @@ class Weights : public ::testing::Test {
   }
   static std::shared_ptr<models::CogVideoXTransformer> load(const std::string& dir) {
     auto m = plan::read_model_folder(dir);
-    return models::CogVideoXTransformer::load(dir + "/transformer", m.transformer, at::kFloat, at::kCPU);
+    return models::CogVideoXTransformer::load(dir + "/transformer", m.parts_as<plan::CogVideoXParts>().transformer, at::kFloat, at::kCPU);
   }
   // Rewrites transformer/ as `shards` files in `dtype` plus the index real checkpoints carry.
   static void shard(const std::string& dir, int shards, io::DType dtype) {

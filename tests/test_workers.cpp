@@ -14,7 +14,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "io/safetensors_file.h"
+#include "io/safetensors/safetensors_file.h"
 #include "process.h"
 #include "support.h"
 #include "workers/events/messages.h"

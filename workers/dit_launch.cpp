@@ -16,7 +16,7 @@
 #include "plan/family.h"
 #include "plan/job_check.h"
 #include "plan/job_file.h"
-#include "workers/guarded_main.h"
+#include "workers/launch/guarded_main.h"
 #include "workers/launch/calibration.h"
 #include "workers/launch/devices.h"
 #include "workers/launch/launch_args.h"
@@ -43,7 +43,7 @@ bool plan_configs(studio::workers::LaunchArgs& args, const studio::plan::ModelFo
   plan::apply_model_defaults(job, model);
   if (const auto problems = plan::validate(job, model); !problems.empty()) throw workers::ArgError(problems.front().message);
   const int b = plan::bytes_per_value(job, gpus);
-  const std::string dtype = b == 2 ? (job.dtype == "float16" ? "float16" : "bfloat16") : "float32";
+  const std::string dtype = plan::calibration_dtype(job, gpus);
   bool cached = false;
   const auto cal = workers::calibration_for(worker, devices, processes, dtype, args.calibrate, &cached);
   if (args.calibrate && !args.plan && !args.auto_pick) {
@@ -58,7 +58,7 @@ bool plan_configs(studio::workers::LaunchArgs& args, const studio::plan::ModelFo
                             " processes; set --nproc_per_node to another count");
   if (args.plan && args.json) return std::cout << plan::predictions_json(ranked) << std::endl, true;
   if (args.plan) {
-    std::printf("%s, %d steps, on %d %s (%s; calibration %s)\n", plan::family_name(model.family), job.num_inference_steps,
+    std::printf("%s, %d steps, on %d %s (%s; calibration %s)\n", model.variant.name.c_str(), job.num_inference_steps,
                 processes, gpus ? "GPUs" : "CPU processes", dtype.c_str(), cached ? "from the cache" : "measured now");
     std::printf("%4s %9s %9s %9s %9s %9s %8s %9s  %-4s %s\n", "rank", "s/step", "compute", "comm", "bubble",
                 "total s", "VAE s", "GiB/rank", "fits", "flags");

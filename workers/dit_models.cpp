@@ -13,8 +13,9 @@
 #include "hub/cache.h"
 #include "hub/download.h"
 #include "plan/error.h"
-#include "workers/guarded_main.h"
+#include "workers/launch/guarded_main.h"
 #include "workers/launch/launch_args.h"
+#include "plan/human_bytes.h"
 
 namespace {
 
@@ -114,8 +115,8 @@ class ProgressLine {
     char line[512];
     std::snprintf(line, sizeof line, "[%d/%d] %s %s %3.0f%% | %s of %s, %s/s, ETA %s", p.files_done + (file_done ? 0 : 1),
                   p.files_total, p.file.c_str(), p.hashing ? "hashing" : "", p.file_total ? 100.0 * double(p.file_bytes) / double(p.file_total) : 100.0,
-                  hub::human_bytes(p.bytes).c_str(), hub::human_bytes(p.total).c_str(),
-                  hub::human_bytes(uint64_t(p.bytes_per_second)).c_str(),
+                  plan::human_bytes(p.bytes).c_str(), plan::human_bytes(p.total).c_str(),
+                  plan::human_bytes(uint64_t(p.bytes_per_second)).c_str(),
                   p.eta_seconds < 0 ? "?" : duration(p.eta_seconds).c_str());
     if (tty_) std::fprintf(stderr, "\r\033[K%s", line);
     else std::fprintf(stderr, "%s\n", line);
@@ -145,7 +146,7 @@ int list(const hub::HubSettings& s) {
     const std::string state = !r.complete ? "incomplete: " + (r.problems.empty() ? std::string("?") : r.problems.front())
                               : r.verified ? "complete, verified"
                                            : "complete, not verified (dit-models verify " + r.repo_id + ")";
-    std::printf("%-44s %-12s %10s  %-10s %s\n", r.repo_id.c_str(), revision.c_str(), hub::human_bytes(r.bytes_on_disk).c_str(),
+    std::printf("%-44s %-12s %10s  %-10s %s\n", r.repo_id.c_str(), revision.c_str(), plan::human_bytes(r.bytes_on_disk).c_str(),
                 r.family.empty() ? "-" : r.family.c_str(), state.c_str());
   }
   std::cout << "cache: " << s.cache_dir << "\n";
@@ -168,7 +169,7 @@ int main(int argc, char** argv) {
       if (a.command == "list") return list(s);
       if (a.command == "remove") {
         const uint64_t freed = hub::remove_repo(s.cache_dir, a.repo);
-        std::cerr << prefix << "removed " << a.repo << " (" << hub::human_bytes(freed) << ") from " << s.cache_dir << std::endl;
+        std::cerr << prefix << "removed " << a.repo << " (" << plan::human_bytes(freed) << ") from " << s.cache_dir << std::endl;
         return workers::kOk;
       }
       if (a.command == "verify") {
@@ -179,7 +180,7 @@ int main(int argc, char** argv) {
         if (!r.mismatched.empty())
           throw InputError(a.repo + ": " + std::to_string(r.mismatched.size()) + " of " + std::to_string(r.files) +
                            " files do not match their hash; `dit-models remove " + a.repo + "` then download it again");
-        std::cerr << prefix << a.repo << ": " << r.files << " files (" << hub::human_bytes(r.bytes) << ") match their hashes" << std::endl;
+        std::cerr << prefix << a.repo << ": " << r.files << " files (" << plan::human_bytes(r.bytes) << ") match their hashes" << std::endl;
         return workers::kOk;
       }
       hub::HubClient client(s);
@@ -191,7 +192,7 @@ int main(int argc, char** argv) {
       const auto r = hub::download_repo(client, a.repo, o);
       line.end();
       std::cerr << prefix << a.repo << " at " << r.commit << ": " << r.files << " files (" << r.fetched << " fetched, "
-                << hub::human_bytes(r.bytes_fetched) << ") in " << r.snapshot << std::endl
+                << plan::human_bytes(r.bytes_fetched) << ") in " << r.snapshot << std::endl
                 << prefix << "run it with `dit-launch --model " << a.repo << " --prompt ...`" << std::endl;
       return workers::kOk;
     } catch (const hub::NetworkError& e) {

@@ -62,7 +62,7 @@ class StepCache : public models::BlockCache {
 
 // A run's cache contexts: none; one, for what the family's reference runs as one call (the whole batch:
 // both guidance branches, every video); or two, [unconditional, conditional], where the reference calls the
-// transformer once per guidance branch (plan::FamilyRules::calls_per_guidance_branch, diffusers' "uncond"
+// transformer once per guidance branch (plan::Family::calls_per_guidance_branch, diffusers' "uncond"
 // and "cond" contexts): each decides on, and reuses, its own branch's calls alone.
 using StepCaches = std::vector<std::unique_ptr<StepCache>>;
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/error.h"
+#include "plan/families/registry.h"
 #include "plan/model_folder.h"
 
 namespace fs = std::filesystem;
@@ -45,10 +46,8 @@ std::string family_of(const fs::path& model_index) {
   try {
     const auto j = nlohmann::json::parse(plan::read_text_file(model_index.string(), 1 << 20));
     const std::string cls = j.value("_class_name", "");
-    if (cls.rfind("CogVideoX", 0) == 0) return "CogVideoX";
-    if (cls.rfind("Flux", 0) == 0) return "FLUX.1";
-    if (cls.rfind("Wan", 0) == 0) return "Wan";
-    return cls;
+    const plan::Family* family = plan::family_named_by(cls);
+    return family ? family->name() : cls;
   } catch (const std::exception&) {
     return "";
   }
@@ -293,14 +292,5 @@ uint64_t free_bytes(const std::string& dir) {
   return uint64_t(st.f_bavail) * st.f_frsize;
 }
 
-std::string human_bytes(uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double v = double(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 6) v /= 1024, ++u;
-  char s[32];
-  std::snprintf(s, sizeof s, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-  return s;
-}
 
 }  // namespace studio::hub

@@ -74,6 +74,5 @@ void record_verified(const std::string& repo_dir, const std::map<std::string, bo
 
 // Bytes free to an unprivileged user on the disk holding `dir` (or its nearest existing parent).
 uint64_t free_bytes(const std::string& dir);
-std::string human_bytes(uint64_t bytes);  // "1.5 GiB"
 
 }  // namespace studio::hub

@@ -14,6 +14,7 @@
 
 #include "plan/error.h"
 #include "plan/model_folder.h"
+#include "plan/human_bytes.h"
 
 namespace fs = std::filesystem;
 
@@ -219,8 +220,8 @@ DownloadResult download_repo(HubClient& client, const std::string& repo_id, cons
   }
   const uint64_t free = free_bytes(blobs.string());
   if (needed > free)
-    throw InputError(repo_id + ": needs " + human_bytes(needed) + " more in " + s.cache_dir + " (" +
-                     std::to_string(to_fetch) + " files) but its disk has " + human_bytes(free) +
+    throw InputError(repo_id + ": needs " + plan::human_bytes(needed) + " more in " + s.cache_dir + " (" +
+                     std::to_string(to_fetch) + " files) but its disk has " + plan::human_bytes(free) +
                      " free; free some space, or set HF_HUB_CACHE to a folder on a larger disk");
   if (int reused = int(wanted.size()) - to_fetch - result.fetched; reused > 0)
     note(files(size_t(reused)) + " already in the cache: linked, not fetched again");

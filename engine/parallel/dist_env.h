@@ -36,8 +36,8 @@ int gpu_index(int local_rank, int visible_gpus);
 
 // The CPU threads each rank runs its operators on: the machine's cores shared among its ranks (at least
 // one), as torchrun does. A rank that kept LibTorch's default of every core would share each core with
-// the other ranks' threads: 3 and 4 ranks on 2 cores measured 5-10% slower per step, 25-45% on the first
-// (docs/cost-model.md). 0: OMP_NUM_THREADS is set, LibTorch follows it.
+// the other ranks' threads, and oversubscribed cores make every step slower (docs/cost-model.md has the
+// measurement). 0: OMP_NUM_THREADS is set, LibTorch follows it.
 int cpu_threads_per_rank(int cores, int local_world_size, const char* omp_num_threads);
 
 // The first host of a Slurm node list: "gpu[03-05,9],cpu1" -> "gpu03". InputError if it cannot be read.

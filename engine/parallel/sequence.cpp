@@ -36,13 +36,13 @@ SequenceParallel::SequenceParallel(Mesh& mesh, const SequenceLayout& layout, con
     : mesh_(mesh), layout_(layout) {
   const auto& c = mesh.coords();
   const int U = mesh.config().ulysses_degree;
-  part_ = c.ring * U + c.ulysses;
+  part_ = plan::sequence_part(c.ring, c.ulysses, mesh.config());
   if (layout.text % layout.parts == 0 && layout.latent % layout.parts == 0) return;
   // Padded keys are left out of attention rather than masked: the rows of each ring position's block
   // that hold real tokens, made once here on the device.
   for (int ring_pos = 0; ring_pos < mesh.config().ring_degree; ++ring_pos) {
     std::vector<at::Tensor> valid;
-    for (int u = 0; u < U; ++u) valid.push_back(layout_.row_valid(ring_pos * U + u));
+    for (int u = 0; u < U; ++u) valid.push_back(layout_.row_valid(plan::sequence_part(ring_pos, u, mesh.config())));
     key_rows_.push_back(at::cat(valid, 0).nonzero().flatten().to(device));
   }
 }

@@ -6,7 +6,7 @@
 #include <ATen/ops/mean.h>
 #include <ATen/ops/std.h>
 
-#include "models/families.h"
+#include "models/family_runtime.h"
 #include "parallel/parallel_vae.h"
 
 namespace studio::pipeline {

@@ -7,7 +7,7 @@
 #include <ATen/ops/full.h>
 
 #include "compat/torch_compat.h"
-#include "io/safetensors_file.h"
+#include "io/safetensors/safetensors_file.h"
 #include "plan/error.h"
 #include "sampling/scheduler.h"  // guidance_at
 

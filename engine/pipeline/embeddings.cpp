@@ -2,11 +2,11 @@
 
 #include <ATen/ops/empty.h>
 
-#include "io/tensor_file.h"
+#include "io/weights/tensor_file.h"
+#include "models/family_runtime.h"
 #include "parallel/job_ranks.h"
 #include "plan/error.h"
 #include "plan/family.h"
-#include "text/prompt.h"
 
 namespace studio::pipeline {
 
@@ -22,9 +22,9 @@ Embeddings from_words(const plan::JobSpec& job, const plan::ModelFolder& model, 
   Embeddings e;
   e.prompt = at::empty({1, L, D}, opts);
   if (rules.classifier_free()) e.negative = at::empty({1, L, D}, opts);
-  if (rules.takes_pooled_text()) e.pooled = at::empty({1, int64_t(model.flux->clip->hidden_size)}, opts);
+  if (rules.takes_pooled_text()) e.pooled = at::empty({1, int64_t(rules.pooled_text_width(model))}, opts);
   if (parallel::encodes(mesh)) {
-    auto words = text::encode_prompts(model, job, dtype, device, log);
+    auto words = models::encode_prompts(model, job, dtype, device, log);
     e.prompt = words.prompt_embeds.to(opts).contiguous();
     if (e.negative.defined()) e.negative = words.negative_prompt_embeds.to(opts).contiguous();
     if (e.pooled.defined()) e.pooled = words.pooled_prompt_embeds.to(opts).contiguous();

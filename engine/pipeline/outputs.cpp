@@ -6,7 +6,7 @@
 
 #include <ATen/ops/cat.h>
 
-#include "models/families.h"
+#include "models/family_runtime.h"
 #include "parallel/job_ranks.h"
 #include "pipeline/decode.h"
 #include "plan/error.h"
@@ -49,7 +49,7 @@ std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const 
                                                 const plan::ParallelConfig& par) {
   std::map<std::string, std::string> m{{"generator", "DiT Studio " STUDIO_VERSION},
           {"model", model.dir},
-          {"model_family", plan::family_name(model.family)},
+          {"model_family", model.variant.name},
           {"sampler", plan::rules_of(model).sampler_name(model)},
           {"seed", std::to_string(job.seed)},
           {"height", std::to_string(job.height)},

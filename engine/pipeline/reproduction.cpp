@@ -1,8 +1,8 @@
 #include "pipeline/reproduction.h"
 
-#include "io/safetensors_file.h"
-#include "io/tensor_file.h"
-#include "models/families.h"
+#include "io/safetensors/safetensors_file.h"
+#include "io/weights/tensor_file.h"
+#include "models/family_runtime.h"
 #include "plan/error.h"
 
 namespace studio::pipeline {

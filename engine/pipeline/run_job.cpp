@@ -6,10 +6,10 @@
 
 
 #include "compat/torch_compat.h"
-#include "io/safetensors_file.h"
-#include "io/tensor_file.h"
+#include "io/safetensors/safetensors_file.h"
+#include "io/weights/tensor_file.h"
 #include "cache/step_cache.h"
-#include "models/families.h"
+#include "models/family_runtime.h"
 #include "parallel/job_ranks.h"
 #include "parallel/parallel_model.h"
 #include "pipeline/device_choice.h"
@@ -112,8 +112,8 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
   };
   wrap();
   std::optional<SecondExpert> second;
-  if (model.wan && model.wan->transformer_2)
-    second = SecondExpert{model.wan->boundary_ratio * plan::rules_of(model).train_steps(model), job.guidance_scale_2,
+  if (const double boundary = plan::rules_of(model).second_expert_boundary(model); boundary > 0)
+    second = SecondExpert{boundary * plan::rules_of(model).train_steps(model), job.guidance_scale_2,
                           [&] {
                             log_cache();
                             call = {};
@@ -175,7 +175,7 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   in.latents = initial_latents(job, model, slice, seeded);
   const auto recorded = recorded_noise(job, slice);
   phase("loading");
-  log("loading " + (std::filesystem::path(model.dir) / "transformer").string() + " (" + plan::family_name(model.family) + ") as " +
+  log("loading " + (std::filesystem::path(model.dir) / "transformer").string() + " (" + model.variant.name + ") as " +
       std::string(c10::toString(dtype)) + " on " + device.str());
   r.final_latents = denoise_stage(job, model, mesh, hooks, dtype, device, std::move(in),
                                   recorded ? recorded.get() : &seeded, r, log, t0);

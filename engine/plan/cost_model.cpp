@@ -13,8 +13,8 @@ namespace studio::plan {
 
 namespace {
 
-// The VAE decoder's convolutions run at this fraction of the GEMM rate (docs/cost-model.md: measured
-// 180 of 330 GFLOP/s on the CPU, docs/performance.md's decode of the 4-layer CogVideoX-2B case).
+// The VAE decoder's convolutions run at this fraction of the GEMM rate: the CogVideoX decoder's measured
+// rate against the GEMM peak (docs/cost-model.md says where it was measured and how).
 constexpr double kConvEfficiency = 0.55;
 
 // Per-rank rate with `busy` ranks working at once: a rank alone runs at `alone`; when more ranks share the

@@ -1,10 +1,14 @@
-// A model family as the launcher, the studio and the workers see it, torch-free: its names, sizes,
-// defaults, geometry, the rules its jobs follow and its memory. Each family answers in its own file
-// (plan/cogvideox_family.cpp, plan/flux_family.cpp, plan/wan_family.cpp); plan/job.cpp and plan/parallel.cpp hold the rules
-// that are the same for every family and ask the family for the rest.
+// A model family as the launcher, the studio and the workers see it, torch-free: its row in the registry
+// (plan/families/registry.h). How its folders are recognised and read, its names and repositories, which
+// encoder reads which prompt, its defaults, presets, geometry, the rules its jobs follow and its memory.
+// Each family answers in its own file (plan/families/<name>.cpp); plan/job.cpp and plan/parallel.cpp hold
+// the rules that are the same for every family and ask the family for the rest. The same family's LibTorch
+// half (its classes, prompt encoding, latent packing) is its row in models/ (models/family_runtime.h).
+// docs/adding-a-family.md says how to add one.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plan/job.h"
@@ -13,6 +17,34 @@ namespace studio::plan {
 
 struct ParallelConfig;
 struct MemoryEstimate;
+class Fields;
+
+// A Hugging Face repository of a family, as the studio's Models view offers it: what a download brings
+// and the GPU memory one needs (the figures' sources are in the family's file).
+struct KnownRepo {
+  std::string variant;      // the Variant::id its folder reads as: "cogvideox-2b"
+  std::string name;         // "CogVideoX-2b"
+  std::string repo_id;      // "THUDM/CogVideoX-2b"
+  double download_gb = 0;   // what download_repo fetches (the components' safetensors and configs), 10^9 bytes
+  double gpu_memory_gb = 0; // one GPU's memory for the default job at the recommended dtype
+  std::string memory_note;  // what that figure assumes, and its source
+  bool gated = false;       // needs a token and the license accepted on the model's page
+};
+
+// The text encoders a family runs, and which of the job's texts each reads.
+enum class TextEncoder { T5, CLIP };
+struct EncoderInput {
+  TextEncoder encoder;
+  std::string field;  // the JobSpec field it reads: "prompt", "prompt_2" or "negative_prompt"
+};
+// The job's text in that field.
+const std::string& job_text(const JobSpec& job, const std::string& field);
+
+// A size the studio offers besides the family's default and its draft (Wan's 720p).
+struct SizePreset {
+  std::string label;
+  int width = 0, height = 0;
+};
 
 // What a block does besides its GEMMs and attention, as the cost model counts it (docs/cost-model.md):
 // the operations it dispatches (each costs a launch, whatever its size), and the values its elementwise
@@ -29,9 +61,47 @@ struct BlockCosts {
   double values_per_token(double width) const { return values_per_width * width + values_per_hidden * double(hidden); }
 };
 
-class FamilyRules {
+class Family {
  public:
-  virtual ~FamilyRules() = default;
+  virtual ~Family() = default;
+
+  // Who it is: "CogVideoX", "FLUX.1", "Wan", as the Models view names it; the model_index.json classes
+  // whose folders it reads ("CogVideoXPipeline"); the prefix that tells a cached repo of the family
+  // apart even when this version cannot run that pipeline ("CogVideoX" for CogVideoXImageToVideoPipeline).
+  virtual const char* name() const = 0;
+  virtual std::vector<std::string> pipelines() const = 0;
+  virtual const char* class_prefix() const = 0;
+  virtual std::vector<KnownRepo> known_repos() const = 0;
+
+  // Reads the family's parts of the folder m.dir (model_index.json read as `index`) into m.parts and names
+  // m.variant; throws InputError naming the file and field.
+  virtual void read_parts(ModelFolder& m, const Fields& index) const = 0;
+  // The transformer's width of the T5 embeddings and the config field that says it ("text_dim").
+  virtual std::pair<std::string, int> t5_width(const ModelFolder& m) const = 0;
+  virtual bool has_vae(const ModelFolder& m) const = 0;
+  virtual int vae_scale_spatial(const ModelFolder& m) const = 0;
+  virtual int vae_scale_temporal(const ModelFolder&) const { return 1; }
+
+  // The text path: where T5 lives and what messages call it; whether prompts are cleaned first (Wan's
+  // ftfy-like step, text/tokenize/prompt_clean.h); which encoder reads which text, in the order they run;
+  // what the folder lacks for words (the base says T5's parts).
+  virtual std::string t5_part() const { return "text_encoder"; }
+  virtual std::string t5_tokenizer_part() const { return "tokenizer"; }
+  virtual const char* t5_name() const { return "T5"; }
+  // Where CLIP's tokenizer lives ("tokenizer" in FLUX.1), "" for a family without CLIP.
+  virtual std::string clip_tokenizer_part() const { return ""; }
+  virtual bool cleans_prompts() const { return false; }
+  virtual std::vector<EncoderInput> encoder_inputs(const JobSpec& job) const = 0;
+  virtual std::vector<std::string> missing_text_parts(const ModelFolder& m) const;
+  // The width of the pooled text vector the transformer takes (FLUX.1's CLIP), 0 if none.
+  virtual int pooled_text_width(const ModelFolder&) const { return 0; }
+
+  // Sizes the studio offers besides the default and the draft.
+  virtual std::vector<SizePreset> size_presets(const ModelFolder&) const { return {}; }
+  // Whether --guidance_scale_2 applies (Wan2.2's second expert), and the expert switch: the share of the
+  // training timesteps below which the second expert runs, 0 for a model of one transformer.
+  virtual bool takes_guidance_2(const ModelFolder& m) const { return second_expert_boundary(m) > 0; }
+  virtual double second_expert_boundary(const ModelFolder&) const { return 0; }
 
   virtual std::string sampler_name(const ModelFolder& m) const = 0;
   virtual bool makes_video() const = 0;         // frames and fps apply
@@ -69,10 +139,8 @@ class FamilyRules {
                                 int bytes_per_value) const = 0;
 };
 
-const FamilyRules& rules_of(const ModelFolder& m);
-const FamilyRules& cogvideox_rules();
-const FamilyRules& flux_rules();
-const FamilyRules& wan_rules();
+// The folder's family (read_model_folder sets it; a logic error if nothing did).
+const Family& rules_of(const ModelFolder& m);
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 // A rank's transformer memory: the weights (`block_params` per block, PipeFusion dividing the blocks,

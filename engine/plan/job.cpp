@@ -108,7 +108,7 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
                                               " (the sampler's training steps)"});
   if (!std::isfinite(job.guidance_scale) || job.guidance_scale < 0)
     out.push_back({"guidance_scale", "--guidance_scale " + std::to_string(job.guidance_scale) + ": must be a number >= 0"});
-  if (!std::isnan(job.guidance_scale_2) && model.family != Family::Wan22)
+  if (!std::isnan(job.guidance_scale_2) && !rules_of(model).takes_guidance_2(model))
     out.push_back({"guidance_scale_2", "--guidance_scale_2: the second expert's guidance (Wan2.2); this model has one "
                                        "transformer, so give --guidance_scale alone"});
   else if (!std::isnan(job.guidance_scale_2) && !(std::isfinite(job.guidance_scale_2) && job.guidance_scale_2 >= 0))

@@ -52,7 +52,7 @@ constexpr double kFirstBlockCacheThreshold = 0.05;
 constexpr double kMagCacheThreshold = 0.12;  // MagCache's own default (its Wan2.1 scripts' magcache_thresh)
 constexpr double kMaxCacheThreshold = 100;
 // The threshold a job's cache uses: its own, or the method's default for the model (TeaCache's is the
-// family's, FamilyRules::teacache_threshold).
+// family's, Family::teacache_threshold).
 double cache_threshold(const JobSpec& job, const ModelFolder& model);
 
 // The latent grid a job denoises, as the reference pipeline derives it.

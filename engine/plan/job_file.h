@@ -1,5 +1,5 @@
-// A job and its parallel configuration as the JSON file the launcher hands to every worker. Field names
-// are the command line's, without the dashes.
+// A job and its parallel configuration as the JSON file the launcher hands to every worker. Its keys are
+// the options' (plan/options.h): the command line's flags without the dashes.
 #pragma once
 #include <string>
 

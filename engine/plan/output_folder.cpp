@@ -1,5 +1,7 @@
 #include "plan/output_folder.h"
 
+#include "plan/human_bytes.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -101,14 +103,5 @@ uint64_t expected_output_bytes(const JobSpec& job) {
   }
 }
 
-std::string human_bytes(uint64_t bytes) {
-  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
-  double v = double(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) v /= 1024, ++u;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-  return buf;
-}
 
 }  // namespace studio::plan

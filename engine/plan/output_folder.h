@@ -34,7 +34,4 @@ uint64_t raw_frame_bytes(const JobSpec& job);
 // less free space surely cannot take it; one with more may still fill up, which the writer reports.
 uint64_t expected_output_bytes(const JobSpec& job);
 
-// "12.3 GiB", "450 MiB", "8 KiB": sizes for messages.
-std::string human_bytes(uint64_t bytes);
-
 }  // namespace studio::plan

@@ -4,7 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <nlohmann/json.hpp>
+
 #include "plan/family.h"
+#include "plan/job_file.h"
+#include "plan/options.h"
 
 namespace studio::plan {
 
@@ -26,20 +30,17 @@ std::string ParallelConfig::describe() const {
 }
 
 std::string ParallelConfig::flags() const {
+  const JobFile mine{{}, *this}, defaults{};
   std::string s;
-  auto add = [&](const char* f, int v, int def) {
-    if (v != def) s += (s.empty() ? "" : " ") + std::string(f) + " " + std::to_string(v);
-  };
-  add("--ulysses_degree", ulysses_degree, 1);
-  add("--ring_degree", ring_degree, 1);
-  add("--pipefusion_parallel_degree", pipefusion_parallel_degree, 1);
-  if (pipefusion_parallel_degree > 1) {
-    add("--num_pipeline_patch", num_pipeline_patch, 0);
-    add("--warmup_steps", warmup_steps, 0);
+  for (const auto& o : options()) {
+    if (o.spec.section != HelpSection::Parallel) continue;
+    const auto v = option_value(o, mine);
+    const bool shown = o.shown_with ? option_value(*option(o.shown_with), mine).get<int>() > 1
+                                    : v != option_value(o, defaults);
+    if (!shown) continue;
+    s += (s.empty() ? "--" : " --") + std::string(o.spec.key);
+    if (o.spec.kind != OptionKind::Switch) s += " " + v.dump();
   }
-  if (use_cfg_parallel) s += (s.empty() ? "" : " ") + std::string("--use_cfg_parallel");
-  add("--data_parallel_degree", data_parallel_degree, 1);
-  if (use_parallel_vae) s += (s.empty() ? "" : " ") + std::string("--use_parallel_vae");
   return s.empty() ? "(no parallel flags)" : s;
 }
 
@@ -75,6 +76,8 @@ int rank_of(const RankCoords& c, const ParallelConfig& p) {
          c.ulysses;
 }
 
+int sequence_part(int ring, int ulysses, const ParallelConfig& p) { return ring * p.ulysses_degree + ulysses; }
+
 std::vector<int> group_of(int rank, Dim dim, const ParallelConfig& p) {
   const RankCoords me = coords_of(rank, p);
   std::vector<int> out;
@@ -92,8 +95,12 @@ std::vector<int> group_of(int rank, Dim dim, const ParallelConfig& p) {
     case Dim::Ring: with([](RankCoords& c, int i) { c.ring = i; }, p.ring_degree); break;
     case Dim::Ulysses: with([](RankCoords& c, int i) { c.ulysses = i; }, p.ulysses_degree); break;
     case Dim::Sequence:
-      with([&](RankCoords& c, int i) { c.ring = i / p.ulysses_degree, c.ulysses = i % p.ulysses_degree; },
-           p.sp_degree());
+      for (int ring = 0; ring < p.ring_degree; ++ring)
+        for (int u = 0; u < p.ulysses_degree; ++u) {  // in the order of sequence_part
+          RankCoords c = me;
+          c.ring = ring, c.ulysses = u;
+          out.push_back(rank_of(c, p));
+        }
       break;
   }
   return out;
@@ -118,7 +125,7 @@ void check_shape(const ParallelConfig& p, const JobSpec& job, const ModelFolder&
                                          std::to_string(heads) + " attention heads, so some ranks would hold none; "
                                          "use at most " + std::to_string(heads) + " (uneven splits are fine)"});
   if (p.use_cfg_parallel && !rules.classifier_free())
-    out.push_back({"use_cfg_parallel", "--use_cfg_parallel: " + std::string(family_name(model.family)) +
+    out.push_back({"use_cfg_parallel", "--use_cfg_parallel: " + model.variant.name +
                                            " has no classifier-free guidance (one branch per step), so there is "
                                            "nothing to split; use --ulysses_degree, --ring_degree, "
                                            "--pipefusion_parallel_degree or --data_parallel_degree instead"});
@@ -215,6 +222,11 @@ std::vector<ParallelConfig> valid_configs(const JobSpec& job, const ModelFolder&
 }
 
 int bytes_per_value(const JobSpec& job, bool on_gpu) { return on_gpu && job.dtype != "float32" ? 2 : 4; }
+
+std::string calibration_dtype(const JobSpec& job, bool on_gpu) {
+  if (bytes_per_value(job, on_gpu) != 2) return "float32";
+  return job.dtype == "float16" ? "float16" : "bfloat16";
+}
 
 double MemoryEstimate::peak_gib() const { return std::max({transformer_gib, text_encoder_gib, vae_gib}); }
 

@@ -47,6 +47,8 @@ struct RankCoords {
 };
 RankCoords coords_of(int rank, const ParallelConfig& p);
 int rank_of(const RankCoords& c, const ParallelConfig& p);
+// A rank's part of the sequence under ring x Ulysses: Ulysses' ranks side by side within each ring position.
+int sequence_part(int ring, int ulysses, const ParallelConfig& p);
 
 enum class Dim { Data, Cfg, PipeFusion, Ring, Ulysses, Sequence /* Ring x Ulysses */ };
 // The ranks that share every coordinate with `rank` except those of `dim`, in group order.
@@ -64,6 +66,8 @@ struct MemoryEstimate {
 // Bytes per weight and activation the job will use: 2 on a GPU (bfloat16 unless float32 is asked for),
 // 4 on the CPU (float32), as the engine picks its dtype.
 int bytes_per_value(const JobSpec& job, bool on_gpu);
+// The dtype a calibration is measured and cached in for that job: "float32", "bfloat16" or "float16".
+std::string calibration_dtype(const JobSpec& job, bool on_gpu);
 
 MemoryEstimate estimate_memory(const ParallelConfig& p, const JobSpec& job, const ModelFolder& model,
                                int bytes_per_value);

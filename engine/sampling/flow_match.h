@@ -5,7 +5,7 @@
 #pragma once
 #include <vector>
 
-#include "plan/flux_config.h"
+#include "plan/families/flux_config.h"
 #include "sampling/sampler.h"
 
 namespace studio::sampling {

@@ -4,7 +4,7 @@
 #include <ATen/ops/cat.h>
 #include <ATen/ops/randn.h>
 
-#include "io/safetensors_file.h"
+#include "io/safetensors/safetensors_file.h"
 #include "plan/error.h"
 
 #include <stdexcept>

@@ -9,7 +9,7 @@
 
 namespace studio::sampling {
 
-Scheduler::Scheduler(const plan::SchedulerConfig& cfg, int steps) : cfg_(cfg), steps_(steps) {
+Scheduler::Scheduler(const plan::CogVideoXSchedulerConfig& cfg, int steps) : cfg_(cfg), steps_(steps) {
   const int n = cfg.num_train_timesteps;
   // betas (scaled_linear: linspace of square roots, squared), cumulative product of 1 - beta.
   double cum = 1.0;
@@ -60,7 +60,7 @@ at::Tensor Scheduler::model_timestep(int i, int64_t batch, const at::Device& dev
 }
 
 at::Tensor Scheduler::step(int i, const at::Tensor& model_output, const at::Tensor& sample, NoiseSource* noise) {
-  return cfg_.kind == plan::SamplerKind::DDIM ? ddim_step(i, model_output, sample)
+  return cfg_.kind == plan::CogVideoXSampler::DDIM ? ddim_step(i, model_output, sample)
                                               : dpm_step(i, model_output, sample, noise);
 }
 

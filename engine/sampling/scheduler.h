@@ -6,7 +6,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "plan/model_folder.h"
+#include "plan/families/cogvideox_config.h"
 #include "sampling/noise.h"
 #include "sampling/sampler.h"
 
@@ -14,7 +14,7 @@ namespace studio::sampling {
 
 class Scheduler final : public Sampler {
  public:
-  Scheduler(const plan::SchedulerConfig& cfg, int num_inference_steps);
+  Scheduler(const plan::CogVideoXSchedulerConfig& cfg, int num_inference_steps);
 
   const std::vector<int64_t>& timesteps() const { return timesteps_; }
   double alpha_cumprod(int64_t t) const { return alphas_cumprod_[size_t(t)]; }
@@ -29,7 +29,7 @@ class Scheduler final : public Sampler {
   at::Tensor ddim_step(int i, const at::Tensor& model_output, const at::Tensor& sample) const;
   at::Tensor dpm_step(int i, const at::Tensor& model_output, const at::Tensor& sample, NoiseSource* noise);
 
-  plan::SchedulerConfig cfg_;
+  plan::CogVideoXSchedulerConfig cfg_;
   int steps_;
   std::vector<double> alphas_cumprod_;
   std::vector<int64_t> timesteps_;

@@ -11,7 +11,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "plan/wan_config.h"
+#include "plan/families/wan_config.h"
 #include "sampling/sampler.h"
 
 namespace studio::sampling {

@@ -9,15 +9,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/weights.h"
-#include "models/autoencoder_kl.h"
-#include "models/cogvideox_transformer.h"
-#include "models/cogvideox_vae.h"
-#include "models/flux_transformer.h"
+#include "io/weights/weights.h"
+#include "models/vae/autoencoder_kl.h"
+#include "models/cogvideox/cogvideox_transformer.h"
+#include "models/cogvideox/cogvideox_vae.h"
+#include "models/flux/flux_transformer.h"
 #include "plan/error.h"
-#include "text/clip_encoder.h"
-#include "text/clip_tokenizer.h"
-#include "text/t5_encoder.h"
+#include "plan/families/cogvideox_config.h"
+#include "plan/families/flux_config.h"
+#include "text/encode/clip_encoder.h"
+#include "text/tokenize/clip_tokenizer.h"
+#include "text/encode/t5_encoder.h"
 
 namespace fs = std::filesystem;
 using namespace studio;
@@ -109,10 +111,11 @@ void make_cogvideox(const fs::path& tmp, const fs::path& t5_tokenizer) {
   const auto folder = plan::read_model_folder(tmp.string());  // the configs pass our own checks
 
   auto tw = io::WeightSet::synthetic(1);
-  models::CogVideoXTransformer::load(tw, folder.transformer, at::kFloat, at::kCPU);
+  const auto& parts = folder.parts_as<plan::CogVideoXParts>();
+  models::CogVideoXTransformer::load(tw, parts.transformer, at::kFloat, at::kCPU);
   tw.save((tmp / "transformer" / "diffusion_pytorch_model.safetensors").string());
   auto vw = io::WeightSet::synthetic(2);
-  models::CogVideoXVae::load(vw, *folder.vae, at::kFloat, at::kCPU);
+  models::CogVideoXVae::load(vw, *parts.vae, at::kFloat, at::kCPU);
   vw.save((tmp / "vae" / "diffusion_pytorch_model.safetensors").string());
   auto ew = io::WeightSet::synthetic(3);
   text::T5Encoder::load(ew, *folder.text_encoder, at::kFloat, at::kCPU);
@@ -131,13 +134,14 @@ void make_flux(const fs::path& tmp, const fs::path& t5_tokenizer) {
   const auto folder = plan::read_model_folder(tmp.string());
 
   auto tw = io::WeightSet::synthetic(4);
-  models::FluxTransformer::load(tw, folder.flux->transformer, at::kFloat, at::kCPU);
+  const auto& parts = folder.parts_as<plan::FluxParts>();
+  models::FluxTransformer::load(tw, parts.transformer, at::kFloat, at::kCPU);
   tw.save((tmp / "transformer" / "diffusion_pytorch_model.safetensors").string());
   auto vw = io::WeightSet::synthetic(5);
-  models::AutoencoderKL::load(vw, *folder.flux->vae, at::kFloat, at::kCPU);
+  models::AutoencoderKL::load(vw, *parts.vae, at::kFloat, at::kCPU);
   vw.save((tmp / "vae" / "diffusion_pytorch_model.safetensors").string());
   auto cw = io::WeightSet::synthetic(6);
-  text::ClipTextEncoder::load(cw, *folder.flux->clip, at::kFloat, at::kCPU);
+  text::ClipTextEncoder::load(cw, *parts.clip, at::kFloat, at::kCPU);
   cw.save((tmp / "text_encoder" / "model.safetensors").string());
   auto ew = io::WeightSet::synthetic(7);
   text::T5Encoder::load(ew, *folder.text_encoder, at::kFloat, at::kCPU);

@@ -1,7 +1,7 @@
 // Trains the built-in demo model's tokenizer: a small T5-style sentencepiece unigram model (<pad> 0,
 // </s> 1, <unk> 2, no bos, nmt_nfkc) on a few paragraphs written here, plus the tokenizer config
 // transformers writes. A program of its own: sentencepiece's trainer must not share a process with
-// LibTorch (their protobufs clash; see engine/text/sentencepiece_module.cpp).
+// LibTorch (their protobufs clash; see engine/text/tokenize/sentencepiece/sentencepiece_module.cpp).
 // Usage: dit-make-demo-tokenizer OUT_DIR/tokenizer
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>

@@ -1,17 +1,8 @@
 #include "workers/launch/progress_view.h"
 
+#include "plan/human_bytes.h"
+
 namespace studio::workers {
-
-namespace {
-
-std::string human_bytes(uint64_t b) {
-  char s[32];
-  if (b >= (uint64_t(1) << 30)) std::snprintf(s, sizeof s, "%.1f GiB", double(b) / double(1 << 30));
-  else std::snprintf(s, sizeof s, "%.1f MB", double(b) / 1e6);
-  return s;
-}
-
-}  // namespace
 
 std::string rank_status_line(const RankView& r) {
   char s[320];
@@ -23,11 +14,11 @@ std::string rank_status_line(const RankView& r) {
     if (r.cached) n += std::snprintf(s + n, sizeof s - size_t(n), "  reused %d", r.reused_calls);
   }
   const auto& m = r.resources;
-  if (m.device_allocated) n += std::snprintf(s + n, sizeof s - size_t(n), "  GPU %s", human_bytes(m.device_allocated).c_str());
-  if (m.host_rss) n += std::snprintf(s + n, sizeof s - size_t(n), "  RSS %s", human_bytes(m.host_rss).c_str());
+  if (m.device_allocated) n += std::snprintf(s + n, sizeof s - size_t(n), "  GPU %s", plan::human_bytes(m.device_allocated).c_str());
+  if (m.host_rss) n += std::snprintf(s + n, sizeof s - size_t(n), "  RSS %s", plan::human_bytes(m.host_rss).c_str());
   if (m.bytes_sent || m.bytes_received)
-    std::snprintf(s + n, sizeof s - size_t(n), "  sent %s  received %s", human_bytes(m.bytes_sent).c_str(),
-                  human_bytes(m.bytes_received).c_str());
+    std::snprintf(s + n, sizeof s - size_t(n), "  sent %s  received %s", plan::human_bytes(m.bytes_sent).c_str(),
+                  plan::human_bytes(m.bytes_received).c_str());
   return s;
 }
 

@@ -18,7 +18,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "workers/guarded_main.h"
+#include "workers/launch/guarded_main.h"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;

@@ -28,7 +28,7 @@ namespace {
 
 // Each measurement runs kWindows windows (after one untimed run) of which the fastest counts: other work on a
 // shared machine slows some of them, and a moment of it that lasts longer than a window must not decide the
-// figure (0.3 s in 3 windows measured a machine's GEMM at 131 and 162 GFLOP/s in two sweeps an hour apart).
+// figure (shorter, fewer windows gave figures far apart from one sweep to the next: docs/cost-model.md).
 // kMeasureSeconds in all per figure, so that calibrating takes seconds.
 constexpr double kMeasureSeconds = 1.0;
 constexpr int kWindows = 5;
@@ -154,8 +154,7 @@ plan::Calibration calibrate(const parallel::DistEnv& env, const std::string& dty
   c.op_seconds = 1 / (mean(world, ops_alone, dev) * env.world_size);
   // Together, in lockstep as a parallel step runs: each rank does its share, then waits for the others at a
   // collective. Where ranks share cores (CPU processes, more of them than cores), the last one to get a
-  // core holds up the rest, which free-running measurements miss (3 ranks on 2 cores: 107 GFLOP/s each
-  // in lockstep, 321 together, against 341 for one rank on both cores; docs/cost-model.md).
+  // core holds up the rest, which free-running measurements miss (docs/cost-model.md has the figures).
   c.gemm_flops_per_s_all = mean(world, lockstep(world, 2.0 * n * n * n, c.gemm_flops_per_s, dev,
                                                 [&] { (void)at::matmul(a, b); }), dev);
   c.attention_flops_per_s_all =

@@ -1,0 +1,58 @@
+#include "models/family_runtime.h"
+
+#include <filesystem>
+#include <stdexcept>
+
+namespace studio::models {
+
+// Each family's runtime, defined in models/<family>/<family>_runtime.cpp.
+const FamilyRuntime& cogvideox_runtime();
+const FamilyRuntime& flux_runtime();
+const FamilyRuntime& wan_runtime();
+
+const std::vector<const FamilyRuntime*>& runtimes() {
+  static const std::vector<const FamilyRuntime*> all = {&cogvideox_runtime(), &flux_runtime(), &wan_runtime()};
+  return all;
+}
+
+const FamilyRuntime& runtime_of(const plan::ModelFolder& folder) {
+  const plan::Family& family = plan::rules_of(folder);
+  for (const FamilyRuntime* r : runtimes())
+    if (&r->family() == &family) return *r;
+  throw std::logic_error(std::string(family.name()) + " has no runtime in models/ (docs/adding-a-family.md)");
+}
+
+std::shared_ptr<DitModel> load_transformer(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device,
+                                           BlockRange range, int expert) {
+  return runtime_of(folder).load_transformer(folder, dtype, device, range, expert);
+}
+
+std::shared_ptr<VaeDecoder> load_vae(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device) {
+  return runtime_of(folder).load_vae(folder, dtype, device);
+}
+
+std::unique_ptr<sampling::Sampler> make_sampler(const plan::ModelFolder& folder, int steps, int64_t image_tokens) {
+  return runtime_of(folder).make_sampler(folder, steps, image_tokens);
+}
+
+text::PromptEmbeds encode_prompts(const plan::ModelFolder& folder, const plan::JobSpec& job, at::ScalarType dtype,
+                                  at::Device device, const text::Log& log) {
+  text::require_text_parts(folder);
+  return runtime_of(folder).encode_prompts(folder, job, dtype, device, log);
+}
+
+at::Tensor latents_to_file(const plan::ModelFolder& folder, const at::Tensor& latents) {
+  return runtime_of(folder).latents_to_file(latents);
+}
+
+at::Tensor latents_from_file(const plan::ModelFolder& folder, const at::Tensor& stored, int64_t height, int64_t width) {
+  return runtime_of(folder).latents_from_file(stored, height, width);
+}
+
+LatentRgb latent_rgb(const plan::ModelFolder& folder) { return runtime_of(folder).latent_rgb(folder); }
+
+std::string part_path(const plan::ModelFolder& folder, const char* part) {
+  return (std::filesystem::path(folder.dir) / part).string();
+}
+
+}  // namespace studio::models

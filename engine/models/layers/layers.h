@@ -1,0 +1,51 @@
+// The few layers the families are made of, as plain ATen calls over weights taken from a WeightSet.
+#pragma once
+#include <string>
+
+#include <ATen/core/Tensor.h>
+
+#include "io/weights/weights.h"
+
+namespace studio::models {
+
+// Where weights come from and in which dtype and device they are wanted.
+struct WeightSource {
+  io::WeightSet& weights;
+  at::ScalarType dtype;
+  at::Device device;
+  at::Tensor take(const std::string& name, const std::vector<int64_t>& shape, const std::string& note = "") const {
+    return weights.take(name, shape, dtype, device, note);
+  }
+};
+
+struct Linear {
+  at::Tensor weight, bias;  // bias may be undefined
+  static Linear load(const WeightSource& w, const std::string& prefix, int64_t in, int64_t out, bool bias = true);
+  at::Tensor operator()(const at::Tensor& x) const;
+};
+
+struct LayerNorm {
+  at::Tensor weight, bias;  // undefined without elementwise affine
+  int64_t dim = 0;
+  double eps = 1e-5;
+  static LayerNorm load(const WeightSource& w, const std::string& prefix, int64_t dim, double eps, bool affine);
+  at::Tensor operator()(const at::Tensor& x) const;
+};
+
+// The feed-forward's activation, GELU's tanh approximation, written over `hidden` (a linear layer's fresh
+// output): the hidden values, 4x the width or more, are held once instead of twice.
+at::Tensor gelu_tanh_in_place(at::Tensor hidden);
+
+// x [B, H, N, hd] rotated by the tables cos, sin [N, hd] in interleaved pairs (2k, 2k + 1), in float32:
+// x * cos + (-x_odd, x_even) * sin, as diffusers' apply_rotary_emb.
+at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+
+// Root-mean-square norm over the last dimension, computed in float32 (diffusers' RMSNorm), then scaled.
+struct RmsNorm {
+  at::Tensor weight;
+  double eps = 1e-6;
+  static RmsNorm load(const WeightSource& w, const std::string& prefix, int64_t dim, double eps);
+  at::Tensor operator()(const at::Tensor& x) const;
+};
+
+}  // namespace studio::models

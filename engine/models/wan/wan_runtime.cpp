@@ -1,0 +1,118 @@
+// Wan2.1 / Wan2.2's row in models/: WanPipeline of diffusers 0.35.2. Wan2.2 A14B's second expert is
+// transformer_2/. The prompt and the negative prompt ("" when not given) are each cleaned
+// (text/tokenize/prompt_clean.h), tokenized to max_sequence_length with the attention mask, run through umT5
+// (text_encoder/, tokenizer/) with that mask, and zeroed past their tokens.
+#include <algorithm>
+
+#include <ATen/ops/from_blob.h>
+#include <c10/core/InferenceMode.h>
+
+#include "models/family_runtime.h"
+#include "models/wan/wan_transformer.h"
+#include "models/wan/wan_vae.h"
+#include "plan/error.h"
+#include "plan/families/registry.h"
+#include "plan/families/wan_config.h"
+#include "sampling/unipc.h"
+#include "text/encode/t5_encoder.h"
+#include "text/tokenize/prompt_clean.h"
+#include "text/tokenize/t5_tokenizer.h"
+
+namespace studio::models {
+
+namespace {
+
+const plan::WanParts& wan(const plan::ModelFolder& m) { return m.parts_as<plan::WanParts>(); }
+
+// input_ids holds input_ids, attention_mask, negative_input_ids and negative_attention_mask.
+text::PromptEmbeds encode_wan_prompts(const plan::ModelFolder& model, const plan::JobSpec& job, at::ScalarType dtype,
+                                      at::Device device, const text::Log& log) {
+  const int max_length = job.max_sequence_length;
+  if (max_length < 1)
+    throw InputError("--max_sequence_length " + std::to_string(max_length) +
+                     " leaves no room for the prompt; Wan's pipeline uses 512");
+  const auto tokenizer = text::T5Tokenizer::load(part_path(model, model.t5_tokenizer_part().c_str()));
+  struct Text {
+    at::Tensor ids, mask;
+    int64_t length;
+  };
+  std::vector<Text> texts;
+  for (const auto& [what, words] : {std::pair<std::string, std::string>{"the prompt", job.prompt},
+                                    {"the negative prompt", job.negative_prompt}}) {
+    auto e = tokenizer.encode(text::clean_wan_prompt(words), size_t(max_length));
+    text::note_truncation(e.untruncated, size_t(max_length) - 1, what + " (umT5)",
+                    "--max_sequence_length " + std::to_string(max_length), log);
+    const auto length = int64_t(std::count(e.mask.begin(), e.mask.end(), 1));
+    texts.push_back({text::ids_tensor(e.ids), text::ids_tensor(e.mask), length});
+  }
+  text::choose_device(model.text_encoder->parameters(), "umT5", dtype, device, log);
+  if (dtype == at::kHalf) {
+    log("the umT5 text encoder runs in bfloat16: T5 overflows in float16");
+    dtype = at::kBFloat16;
+  }
+  const std::string part = part_path(model, model.t5_part().c_str());
+  log("encoding with " + part + " (umT5, " + std::to_string(model.text_encoder->num_layers) + " layers) on " +
+      device.str());
+  auto encoder = text::T5Encoder::load(part, *model.text_encoder, dtype, device);
+  std::vector<at::Tensor> embeds;
+  c10::InferenceMode guard;  // the encoder's outputs are inference tensors, zeroed in place
+  for (const auto& t : texts) {
+    auto e = encoder->forward(t.ids, t.mask).to(at::kCPU, at::kFloat);
+    e.narrow(1, t.length, max_length - t.length).zero_();  // the pipeline keeps each prompt's own tokens only
+    embeds.push_back(e);
+  }
+  text::PromptEmbeds out;
+  out.prompt_embeds = embeds[0];
+  out.negative_prompt_embeds = embeds[1];
+  out.input_ids = {{"input_ids", texts[0].ids},
+                   {"attention_mask", texts[0].mask},
+                   {"negative_input_ids", texts[1].ids},
+                   {"negative_attention_mask", texts[1].mask}};
+  return out;  // the encoder is released here
+}
+
+class WanRuntime final : public FamilyRuntime {
+ public:
+  const plan::Family& family() const override { return plan::wan_family(); }
+  std::shared_ptr<DitModel> load_transformer(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device,
+                                             BlockRange range, int expert) const override {
+    if (expert == 1)
+      return WanTransformer::load(part_path(folder, "transformer_2"), *wan(folder).transformer_2, dtype, device, range);
+    return WanTransformer::load(part_path(folder, "transformer"), wan(folder).transformer, dtype, device, range);
+  }
+  std::shared_ptr<VaeDecoder> load_vae(const plan::ModelFolder& folder, at::ScalarType dtype,
+                                       at::Device device) const override {
+    return WanVae::load(part_path(folder, "vae"), *wan(folder).vae, dtype, device);
+  }
+  std::unique_ptr<sampling::Sampler> make_sampler(const plan::ModelFolder& folder, int steps, int64_t) const override {
+    return std::make_unique<sampling::UniPC>(wan(folder).scheduler, steps);
+  }
+  text::PromptEmbeds encode_prompts(const plan::ModelFolder& folder, const plan::JobSpec& job, at::ScalarType dtype,
+                                    at::Device device, const text::Log& log) const override {
+    return encode_wan_prompts(folder, job, dtype, device, log);
+  }
+
+  LatentRgb latent_rgb(const plan::ModelFolder& folder) const override {
+    if (wan(folder).transformer.in_channels != 16) return {at::Tensor(), at::Tensor(), true};
+    // Wan2.1's 16 latent channels (ComfyUI's latent_formats.Wan21; Wan2.2 A14B shares its VAE).
+    static const float factors[16][3] = {
+        {-0.1299f, -0.1692f, 0.2932f}, {0.0671f, 0.0406f, 0.0442f},   {0.3568f, 0.2548f, 0.1747f},
+        {0.0372f, 0.2344f, 0.1420f},   {0.0313f, 0.0189f, -0.0328f},  {0.0296f, -0.0956f, -0.0665f},
+        {-0.3477f, -0.4059f, -0.2925f}, {0.0166f, 0.1902f, 0.1975f},  {-0.0412f, 0.0267f, -0.1364f},
+        {-0.1293f, 0.0740f, 0.1636f},  {0.0680f, 0.3019f, 0.1128f},   {0.0032f, 0.0581f, 0.0639f},
+        {-0.1251f, 0.0927f, 0.1699f},  {0.0060f, -0.0633f, 0.0005f},  {0.3477f, 0.2275f, 0.2950f},
+        {0.1984f, 0.0913f, 0.1861f}};
+    static const float bias[3] = {-0.1835f, -0.0868f, -0.3360f};
+    return {at::from_blob(const_cast<float*>(&factors[0][0]), {16, 3}, at::kFloat).clone(),
+            at::from_blob(const_cast<float*>(bias), {3}, at::kFloat).clone(), true};
+  }
+};
+
+}  // namespace
+
+const FamilyRuntime& wan_runtime() {
+  static const WanRuntime row;
+  return row;
+}
+
+}  // namespace studio::models

@@ -1,0 +1,57 @@
+// The decoder of Wan's causal 3D VAE (AutoencoderKLWan, diffusers 0.35.2; Wan2.1 and Wan2.2 A14B): latents
+// are decoded one latent frame at a time, the first giving one frame and each next one
+// temporal_compression() frames, and every causal convolution carries the last two frames of its input
+// from one latent frame to the next. Norms are RMS norms over the channels of each pixel and the mid
+// block's attention runs within each frame.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <ATen/core/Tensor.h>
+
+#include "models/layers/layers.h"
+#include "models/vae_decoder.h"
+#include "plan/families/wan_vae_config.h"
+
+namespace studio::models {
+
+class WanVae final : public VaeDecoder {
+ public:
+  static std::shared_ptr<WanVae> load(const std::string& part_dir, const plan::WanVaeConfig& cfg, at::ScalarType dtype,
+                                      at::Device device);
+  static std::shared_ptr<WanVae> load(io::WeightSet& weights, const plan::WanVaeConfig& cfg, at::ScalarType dtype,
+                                      at::Device device);
+
+  const plan::WanVaeConfig& config() const { return cfg_; }
+  // Latents [B, C, F, h, w] (Wan's layout) -> z [B, C, F - pad_frames, h, w], de-normalised per channel:
+  // latents * latents_std + latents_mean, as WanPipeline computes it (latents / (1 / std) + mean).
+  at::Tensor prepare(const at::Tensor& final_latents, int pad_frames) const override;
+  int output_frames(int latent_frames) const override;
+  int spatial_compression() const override { return cfg_.spatial_compression(); }
+  // One batch per latent frame: the first frame, then temporal_compression() frames at a time, each
+  // clamped to [-1, 1]. With `rows`, exact: convolutions take a halo row from each neighbour, RMS norms
+  // are per pixel, the attention sees every rank's keys and values.
+  void decode_batches(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch,
+                      RowExchange* rows = nullptr) const override;
+  // diffusers' tiled_decode: tiles of tiles.sample_height x sample_width pixels starting every three
+  // quarters of a tile (Wan's 256 / 192), blended over the quarter they overlap; as in diffusers 0.35.2,
+  // not clamped (a tile's edge can overshoot [-1, 1]: the video writer clamps).
+  at::Tensor decode_tiled(const at::Tensor& z, const TileOptions& tiles) const override;
+  // decode_batches() collected into one tensor.
+  at::Tensor decode(const at::Tensor& z) const;
+
+  struct Decoder;  // the layers, in wan_vae_blocks.h
+
+ private:
+  // The batches as decode_batches() hands them out, unclamped when `clamp` is false.
+  void decode_frames(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch, RowExchange* rows,
+                     bool clamp) const;
+
+  plan::WanVaeConfig cfg_;
+  at::ScalarType dtype_ = at::kFloat;
+  at::Device device_ = at::kCPU;
+  std::shared_ptr<const Decoder> decoder_;
+};
+
+}  // namespace studio::models

@@ -1,0 +1,84 @@
+// The layers of Wan's VAE decoder (models/wan/wan_vae.h), run one latent frame at a time with the caches that
+// carry each causal convolution's past from one latent frame to the next.
+#pragma once
+#include <optional>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "models/layers/layers.h"
+#include "models/vae_decoder.h"
+#include "models/wan/wan_vae.h"
+
+namespace studio::models::wan {
+
+// What one decode carries from latent frame to latent frame: the last input frames of every causal
+// convolution (with their halo rows under a row split), and the row split (nullptr: every row here).
+struct DecodeState {
+  std::vector<at::Tensor> past;  // one slot per causal convolution; undefined before its first call
+  RowExchange* rows = nullptr;
+  // x with the neighbours' adjacent row (dim `dim`) above and below; zeros at the picture's edges, which
+  // is the zero padding one process adds there.
+  at::Tensor with_halo(const at::Tensor& x, int64_t dim) const;
+};
+
+// Convolution over time that sees only the past (WanCausalConv3d): 3 x 3 x 3 with two zero frames before
+// the first, and 1 x 1 x 1 without a past.
+struct CausalConv {
+  at::Tensor weight, bias;
+  size_t slot = 0;
+  at::Tensor operator()(const at::Tensor& x, DecodeState& s) const;
+};
+
+// F.normalize over the channels (dim 1) times sqrt(channels) and a gain per channel (WanRMS_norm).
+struct RmsNorm {
+  at::Tensor gamma;  // [C, 1, 1, 1] (video) or [C, 1, 1] (frames)
+  at::Tensor operator()(const at::Tensor& x) const;
+};
+
+struct Resnet {
+  RmsNorm norm1, norm2;
+  CausalConv conv1, conv2, shortcut;  // shortcut: 1 x 1 x 1, when the channel count changes
+  at::Tensor operator()(const at::Tensor& x, DecodeState& s) const;
+};
+
+// One head over every pixel of each frame, the channels as its width; a residual around it.
+struct Attention {
+  RmsNorm norm;
+  at::Tensor qkv_w, qkv_b, proj_w, proj_b;  // 1 x 1 convolutions
+  at::Tensor operator()(const at::Tensor& x, const DecodeState& s) const;
+};
+
+// Nearest 2x upsampling of rows and columns and a 3 x 3 convolution that halves the channels, after,
+// when it doubles time ("upsample3d"), a causal (3, 1, 1) convolution to twice the channels whose halves
+// become the even and odd frames. The first latent frame passes the time convolution by, and the
+// convolution's past starts at the second one, with zeros before it.
+struct Upsampler {
+  at::Tensor weight, bias;
+  std::optional<CausalConv> time_conv;
+  at::Tensor operator()(const at::Tensor& x, DecodeState& s) const;
+};
+
+struct UpBlock {
+  std::vector<Resnet> resnets;
+  std::optional<Upsampler> up;
+};
+
+}  // namespace studio::models::wan
+
+namespace studio::models {
+
+struct WanVae::Decoder {
+  wan::CausalConv post_quant_conv, conv_in, conv_out;  // post_quant_conv: 1 x 1 x 1, on the latents
+  wan::Resnet mid_first, mid_second;
+  wan::Attention mid_attention;
+  std::vector<wan::UpBlock> up_blocks;
+  wan::RmsNorm norm_out;
+  size_t slots = 0;  // causal convolutions with a past
+
+  static std::shared_ptr<Decoder> load(const WeightSource& w, const plan::WanVaeConfig& cfg);
+  // One latent frame [B, z_dim, 1, h, w] -> its output frames [B, out_channels, n, H, W], unclamped.
+  at::Tensor operator()(const at::Tensor& z, wan::DecodeState& s) const;
+};
+
+}  // namespace studio::models

@@ -1,0 +1,102 @@
+#include "plan/families/wan_vae_config.h"
+
+#include <cmath>
+
+#include "plan/json_fields.h"
+
+namespace studio::plan {
+
+namespace {
+
+// diffusers' defaults for latents_mean and latents_std (Wan2.1's VAE).
+const std::vector<double> kMean{-0.7571, -0.7089, -0.9113, 0.1075, -0.1745, 0.9653, -0.1517, 1.5508,
+                                0.4134,  -0.0715, 0.5517,  -0.3632, -0.1922, -0.9497, 0.2503,  -0.2921};
+const std::vector<double> kStd{2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708, 2.6052, 2.0743,
+                               3.2687, 2.1526, 2.8652, 1.5579, 1.6382, 1.1253, 2.8251, 1.9160};
+
+std::vector<double> number_list(const Fields& f, const char* key, std::vector<double> fallback) {
+  if (!f.has(key)) return fallback;
+  const auto& v = f.raw()[key];
+  if (!v.is_array()) f.fail(key, f.dump(key), "must be a list of numbers");
+  std::vector<double> out;
+  for (const auto& x : v) {
+    if (!x.is_number() || !std::isfinite(x.get<double>())) f.fail(key, f.dump(key), "must be a list of numbers");
+    out.push_back(x.get<double>());
+  }
+  return out;
+}
+
+}  // namespace
+
+int WanVaeConfig::temporal_compression() const {
+  int r = 1;
+  for (bool t : temperal_downsample) r *= t ? 2 : 1;
+  return r;
+}
+
+std::vector<int> WanVaeConfig::decoder_dims() const {
+  std::vector<int> dims{decoder_base_dim * dim_mult.back()};
+  for (auto m = dim_mult.rbegin(); m != dim_mult.rend(); ++m) dims.push_back(decoder_base_dim * *m);
+  return dims;
+}
+
+WanVaeConfig parse_wan_vae_config(const std::string& text, const std::string& file) {
+  Fields f(text, file);
+  expect_class(f, file.c_str(), {"AutoencoderKLWan"});
+  WanVaeConfig c;
+  c.base_dim = f.positive("base_dim", c.base_dim, 4096);
+  c.decoder_base_dim = f.positive("decoder_base_dim", c.base_dim, 4096);
+  c.z_dim = f.positive("z_dim", c.z_dim, 4096);
+  c.dim_mult = f.positive_list("dim_mult", c.dim_mult, 64, 8);
+  c.num_res_blocks = f.in_range("num_res_blocks", c.num_res_blocks, 0, 64);
+  c.attn_scales = number_list(f, "attn_scales", {});
+  c.out_channels = f.positive("out_channels", c.out_channels, 4096);
+  f.positive("in_channels", 3, 4096);  // the encoder's; checked, not used
+
+  if (f.has("temperal_downsample")) {
+    const auto& v = f.raw()["temperal_downsample"];
+    if (!v.is_array()) f.fail("temperal_downsample", f.dump("temperal_downsample"), "must be a list of true/false");
+    c.temperal_downsample.clear();
+    for (const auto& x : v) {
+      if (!x.is_boolean()) f.fail("temperal_downsample", f.dump("temperal_downsample"), "must be a list of true/false");
+      c.temperal_downsample.push_back(x.get<bool>());
+    }
+  }
+  if (c.temperal_downsample.size() + 1 != c.dim_mult.size())
+    f.fail("temperal_downsample", f.dump("temperal_downsample"),
+           "must have one entry per level that resamples: " + std::to_string(c.dim_mult.size() - 1) +
+               " (dim_mult " + f.dump("dim_mult") + " has " + std::to_string(c.dim_mult.size()) + " levels)");
+  for (int d : c.decoder_dims())
+    if (d < 2)
+      f.fail("decoder_base_dim", f.dump("decoder_base_dim"),
+             "makes a decoder level of " + std::to_string(d) + " channel; each upsampler halves its channels");
+
+  c.latents_mean = number_list(f, "latents_mean", kMean);
+  c.latents_std = number_list(f, "latents_std", kStd);
+  for (const char* key : {"latents_mean", "latents_std"}) {
+    const auto& v = key == std::string("latents_mean") ? c.latents_mean : c.latents_std;
+    if (int(v.size()) != c.z_dim)
+      f.fail(key, f.dump(key), "must hold z_dim = " + std::to_string(c.z_dim) + " numbers, one per latent channel");
+  }
+  for (double s : c.latents_std)
+    if (!(s > 0)) f.fail("latents_std", f.dump("latents_std"), "must hold positive numbers (a spread per channel)");
+
+  if (f.get<bool>("is_residual", false))
+    f.fail("is_residual", "true",
+           "is not supported yet (Wan2.2 TI2V-5B's VAE); Wan2.1's and Wan2.2 A14B's VAE leave it false");
+  if (f.get<int64_t>("patch_size", 1) != 1)
+    f.fail("patch_size", f.dump("patch_size"), "is not supported yet (Wan2.2 TI2V-5B's VAE); use null");
+  // The pipeline's frame and pixel arithmetic reads these; they must say what the levels do.
+  const int spatial = f.get<int>("scale_factor_spatial", c.spatial_compression());
+  if (spatial != c.spatial_compression())
+    f.fail("scale_factor_spatial", f.dump("scale_factor_spatial"),
+           "disagrees with the decoder's " + std::to_string(c.spatial_compression()) + " (2 per resampling level)");
+  const int temporal = f.get<int>("scale_factor_temporal", c.temporal_compression());
+  if (temporal != c.temporal_compression())
+    f.fail("scale_factor_temporal", f.dump("scale_factor_temporal"),
+           "disagrees with temperal_downsample's " + std::to_string(c.temporal_compression()) +
+               " (2 per level marked true)");
+  return c;
+}
+
+}  // namespace studio::plan

@@ -1,0 +1,76 @@
+#include "text/encode/prompt.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include <ATen/ops/from_blob.h>
+
+#include "compat/torch_compat.h"
+#include "plan/error.h"
+#include "text/encode/t5_encoder.h"
+#include "text/tokenize/t5_tokenizer.h"
+
+namespace fs = std::filesystem;
+
+namespace studio::text {
+
+at::Tensor ids_tensor(std::vector<int64_t>& ids) {
+  return at::from_blob(ids.data(), {1, int64_t(ids.size())}, at::kLong).clone();
+}
+
+void note_truncation(size_t untruncated, size_t kept, const std::string& what, const std::string& why, const Log& log) {
+  if (untruncated > kept)
+    log(what + " is " + std::to_string(untruncated) + " tokens; only the first " + std::to_string(kept) +
+        " are used (" + why + ")");
+}
+
+// The encoder goes to the CPU when the GPU cannot hold it (T5-XXL's 4.7B parameters in the real models).
+void choose_device(double parameters, const std::string& name, at::ScalarType& dtype, at::Device& device,
+                   const Log& log) {
+  const double need = parameters * double(c10::elementSize(dtype)) * 1.2;
+  if (auto mem = compat::device_memory(device); mem && double(mem->free_bytes) < need) {
+    char line[240];
+    std::snprintf(line, sizeof line, "%s has %.1f GiB free and the %s text encoder needs about %.1f GiB: encoding on the CPU",
+                  device.str().c_str(), double(mem->free_bytes) / (1 << 30), name.c_str(), need / (1 << 30));
+    log(line);
+    device = at::kCPU;
+    dtype = at::kFloat;
+  }
+}
+
+void require_text_parts(const plan::ModelFolder& model) {
+  if (!model.can_encode_words())
+    throw InputError(model.dir + ": " + plan::missing_text_parts(model) +
+                     ", so --prompt cannot be encoded. Download the whole model folder, or pass --prompt_embeds FILE");
+}
+
+// T5 on each text in turn: [1, L, d_model] float32 each, with the ids.
+std::vector<std::pair<at::Tensor, at::Tensor>> encode_t5(const plan::ModelFolder& model,
+                                                         const std::vector<std::pair<std::string, std::string>>& texts,
+                                                         int max_length, at::ScalarType dtype, at::Device device,
+                                                         const Log& log) {
+  const fs::path dir(model.dir);
+  const auto tokenizer = T5Tokenizer::load((dir / model.t5_tokenizer_part()).string());
+  std::vector<std::pair<at::Tensor, at::Tensor>> out;
+  for (const auto& [what, text] : texts) {
+    auto e = tokenizer.encode(text, size_t(max_length));
+    note_truncation(e.untruncated, size_t(max_length) - 1, what + " (T5)",
+                    "--max_sequence_length " + std::to_string(max_length), log);
+    out.push_back({ids_tensor(e.ids), {}});
+  }
+  choose_device(model.text_encoder->parameters(), "T5", dtype, device, log);
+  if (dtype == at::kHalf) {
+    // T5's feed-forward outputs exceed float16's range (transformers keeps its `wo` in float32 for that);
+    // bfloat16 has float32's range.
+    log("the T5 text encoder runs in bfloat16: T5 overflows in float16");
+    dtype = at::kBFloat16;
+  }
+  const std::string part = (dir / model.t5_part()).string();
+  log("encoding with " + part + " (T5, " + std::to_string(model.text_encoder->num_layers) + " layers) on " +
+      device.str());
+  auto encoder = T5Encoder::load(part, *model.text_encoder, dtype, device);
+  for (auto& [ids, embeds] : out) embeds = encoder->forward(ids).to(at::kCPU, at::kFloat);
+  return out;  // the encoder is released here
+}
+
+}  // namespace studio::text
