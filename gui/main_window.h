@@ -1,6 +1,11 @@
 // The studio's window: compose and parallel settings on the left, validated on every edit by
 // engine/plan; the run, the player and the history on the right. Generate starts the ranks through the
 // same Supervisor as dit-launch; the window stays responsive and outlives any rank.
+//
+// Cut by concern, as OBS cuts OBSBasic: main_window.cpp builds the window and checks and keeps the
+// settings; main_window_queue.cpp runs the jobs one after another; main_window_sweep.cpp runs one job
+// under each valid configuration; main_window_devices.cpp asks the chosen worker for the devices;
+// main_window_results.cpp records each run and wires History, the Player and Compare.
 #pragma once
 #include <sys/types.h>
 
@@ -83,25 +88,41 @@ class MainWindow : public QMainWindow {
   void closeEvent(QCloseEvent* e) override;
 
  private:
-  void on_message(const events::Message& m);
-  void on_picture(const RunPicture& p);
-  void on_finished(const workers::Outcome& outcome, const std::vector<workers::RankView>& ranks);
+  // main_window.cpp: the layout, the menus, the settings checked on every edit and kept between sessions.
+  void build_compose_column();
+  void build_tabs();
+  void build_menus();
+  void connect_settings();
+  void restore_settings();
+  // main_window_queue.cpp: the queue and the job running.
   struct Queued {
     plan::JobFile job;
     int sweep_row = -1;  // its row in the sweep table, for a sweep's runs
   };
+  QWidget* build_queue();
+  void connect_queue();
   std::optional<Queued> make_job(const plan::ParallelConfig& p);
   void enqueue(const Queued& q);
   void start_next();
   void show_queue();
+  void on_message(const events::Message& m);
+  void on_picture(const RunPicture& p);
+  // main_window_sweep.cpp
+  void connect_sweep();
+  // main_window_devices.cpp
+  void build_devices_group();
+  void connect_devices();
+  void list_devices();  // asks the chosen worker for the devices (and what it was built with)
+  // main_window_results.cpp
+  void connect_results();
+  void on_finished(const workers::Outcome& outcome, const std::vector<workers::RankView>& ranks);
+
   std::deque<Queued> queue_;
   Queued current_;
   std::optional<Queued> sweep_base_;
   // The listed sweep's job and model, for its predictions when "Auto" measures the devices after it.
   std::optional<std::pair<plan::JobSpec, plan::ModelFolder>> sweep_job_;
   std::map<int, std::vector<std::array<double, 3>>> steps_;  // rank -> (step, seconds, memory GiB)
-  void restore_settings();
-  void list_devices();  // asks the chosen worker for the devices (and what it was built with)
   JobRunner runner_;
   QProcess list_devices_;
   QString worker_build_;  // from the device list; empty until the worker answers
