@@ -40,63 +40,66 @@ MainWindow::~MainWindow() {
 }
 
 void MainWindow::build_compose_column() {
-  compose = new ComposePanel;
-  parallel = new ParallelPanel;
-  worker = new WorkerPicker;
-  generate_button = new QPushButton(tr("Generate"));
-  generate_button->setObjectName("generate");
-  sweep_button = new QPushButton(tr("Sweep configurations"));
-  sweep_button->setToolTip(tr("Run this job under every valid parallel configuration and compare them"));
-  cancel_button = new QPushButton(tr("Cancel"));
-  cancel_button->setEnabled(false);
-  reason = new QLabel;
-  reason->setObjectName("reason");
-  reason->setWordWrap(true);
-  reason->setStyleSheet("color: #c0392b;");
+  compose_ = new ComposePanel;
+  parallel_ = new ParallelPanel;
+  worker_ = new WorkerPicker;
+  generate_button_ = new QPushButton(tr("Generate"));
+  generate_button_->setObjectName("generate");
+  sweep_button_ = new QPushButton(tr("Sweep configurations"));
+  sweep_button_->setObjectName("sweep_configs");
+  sweep_button_->setToolTip(tr("Run this job under every valid parallel configuration and compare them"));
+  cancel_button_ = new QPushButton(tr("Cancel"));
+  cancel_button_->setObjectName("cancel");
+  cancel_button_->setEnabled(false);
+  reason_ = new QLabel;
+  reason_->setObjectName("reason");
+  reason_->setWordWrap(true);
+  reason_->setStyleSheet("color: #c0392b;");
 
   // The left column (compose_panel.h): the prompt, then these actions, never scrolled; the groups below.
   auto* actions = new QWidget;
   auto* actions_layout = new QVBoxLayout(actions);
   actions_layout->setContentsMargins(8, 0, 0, 4);
   auto* buttons = new QHBoxLayout;
-  buttons->addWidget(generate_button, 1);
-  buttons->addWidget(sweep_button);
-  buttons->addWidget(cancel_button);
+  buttons->addWidget(generate_button_, 1);
+  buttons->addWidget(sweep_button_);
+  buttons->addWidget(cancel_button_);
   actions_layout->addLayout(buttons);
-  actions_layout->addWidget(reason);
-  compose->set_actions(actions);
+  actions_layout->addWidget(reason_);
+  compose_->set_actions(actions);
   build_devices_group();
-  compose->add_below(build_queue());
-  compose->finish_settings();
-  compose->setMinimumWidth(430);
+  compose_->add_below(build_queue());
+  compose_->finish_settings();
+  compose_->setMinimumWidth(430);
 }
 
 void MainWindow::build_tabs() {
-  run_view = new RunView;
-  run_view->setFocusPolicy(Qt::ClickFocus);  // a click in the run view gives Esc its meaning there
-  player = new Player;
-  history = new History;
-  compare_view = new CompareView;
-  sweep_view = new SweepView;
-  tabs = new QTabWidget;
-  tabs->addTab(run_view, tr("Run"));
-  tabs->addTab(player, tr("Player"));
-  tabs->addTab(history, tr("History"));
-  tabs->addTab(compare_view, tr("Compare"));
-  tabs->addTab(sweep_view, tr("Sweep"));
-  models_view = new ModelsView;
-  tabs->addTab(models_view, tr("Models"));
-  connect(models_view, &ModelsView::use, compose, &ComposePanel::set_model_dir);
+  run_view_ = new RunView;
+  run_view_->setFocusPolicy(Qt::ClickFocus);  // a click in the run view gives Esc its meaning there
+  player_ = new Player;
+  history_ = new History;
+  compare_view_ = new CompareView;
+  sweep_view_ = new SweepView;
+  tabs_ = new QTabWidget;
+  tabs_->setObjectName("tabs");
+  tabs_->addTab(run_view_, tr("Run"));
+  tabs_->addTab(player_, tr("Player"));
+  tabs_->addTab(history_, tr("History"));
+  tabs_->addTab(compare_view_, tr("Compare"));
+  tabs_->addTab(sweep_view_, tr("Sweep"));
+  models_view_ = new ModelsView;
+  tabs_->addTab(models_view_, tr("Models"));
+  connect(models_view_, &ModelsView::use, compose_, &ComposePanel::set_model_dir);
   auto* split = new QSplitter;
   split->setObjectName("split");
-  split->addWidget(compose);
-  split->addWidget(tabs);
+  split->addWidget(compose_);
+  split->addWidget(tabs_);
   split->setStretchFactor(1, 1);
   auto* central = new QWidget;  // the settings and the tabs, the recent results along the bottom
   auto* column = new QVBoxLayout(central);
   column->setContentsMargins(0, 0, 0, 0);
   column->addWidget(split, 1);
-  column->addWidget(recent = new RecentStrip(history, central));
+  column->addWidget(recent_ = new RecentStrip(history_, central));
   setCentralWidget(central);
 }
 
@@ -109,9 +112,9 @@ void MainWindow::build_menus() {
 }
 
 void MainWindow::connect_settings() {
-  connect(compose, &ComposePanel::changed, this, [this] { validate(); });
-  connect(compose, &ComposePanel::calibrate_requested, this, [this] { generate(); });  // MagCache's ratios
-  connect(parallel, &ParallelPanel::changed, this, [this] { validate(); });
+  connect(compose_, &ComposePanel::changed, this, [this] { validate(); });
+  connect(compose_, &ComposePanel::calibrate_requested, this, [this] { generate(); });  // MagCache's ratios
+  connect(parallel_, &ParallelPanel::changed, this, [this] { validate(); });
 }
 
 void MainWindow::restore_settings() {
@@ -121,8 +124,8 @@ void MainWindow::restore_settings() {
   if (!s.contains("job/last")) return;
   try {  // the settings of the last session, as a job file
     const auto f = plan::job_file_from_json(s.value("job/last").toString().toStdString(), "settings");
-    compose->set_job(f.job);
-    parallel->set_config(f.parallel);
+    compose_->set_job(f.job);
+    parallel_->set_config(f.parallel);
   } catch (const std::exception&) {  // from an older version: start from the defaults
   }
 }
@@ -140,37 +143,37 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   QSettings s;
   s.setValue("window/geometry", saveGeometry());
   if (auto* split = findChild<QSplitter*>("split")) s.setValue("window/split", split->saveState());
-  s.setValue("job/last", QString::fromStdString(plan::to_json({compose->job(), parallel->config()})));
+  s.setValue("job/last", QString::fromStdString(plan::to_json({compose_->job(), parallel_->config()})));
   runner_.cancel();
   e->accept();
 }
 
 std::vector<plan::Problem> MainWindow::validate() {
   std::vector<plan::Problem> problems;
-  const plan::ModelFolder* model = compose->model();
-  if (!model) problems.push_back({"model", compose->model_error().toStdString()});
-  plan::JobSpec job = compose->job();
+  const plan::ModelFolder* model = compose_->model();
+  if (!model) problems.push_back({"model", compose_->model_error().toStdString()});
+  plan::JobSpec job = compose_->job();
   if (model) {
-    const auto p = parallel->config();
-    const auto more = plan::check_job(job, p, *model, {parallel->processes(), parallel->memory_gib(), parallel->on_gpus()});
+    const auto p = parallel_->config();
+    const auto more = plan::check_job(job, p, *model, {parallel_->processes(), parallel_->memory_gib(), parallel_->on_gpus()});
     problems.insert(problems.end(), more.begin(), more.end());
-    parallel->offer(plan::valid_configs(job, *model, parallel->on_gpus() ? parallel->processes() : std::max(1, p.world_size()), p),
+    parallel_->offer(plan::valid_configs(job, *model, parallel_->on_gpus() ? parallel_->processes() : std::max(1, p.world_size()), p),
                      &job, model);
   }
-  auto rest = compose->show_problems(problems);  // in the window's words; a missing prompt as a hint
-  rest = parallel->show_problems(rest);
+  auto rest = compose_->show_problems(problems);  // in the window's words; a missing prompt as a hint
+  rest = parallel_->show_problems(rest);
   QString text;
   for (const auto& p : rest) text += (text.isEmpty() ? "" : "\n") + QString::fromStdString(p.message);
-  const bool only_prompt = compose->prompt_missing() &&
+  const bool only_prompt = compose_->prompt_missing() &&
                            std::all_of(problems.begin(), problems.end(), [](const auto& p) { return p.field == "prompt"; });
   // A missing prompt is said in grey under it (and on Generate's tooltip), not as an error.
   if (!problems.empty() && text.isEmpty() && !only_prompt)
     text = tr("Generate is off until the problems shown in the settings are fixed.");
-  generate_button->setToolTip(problems.empty() ? tr("Ctrl+Return") : only_prompt ? tr("Write a prompt to generate") : text);
-  reason->setText(text);
-  generate_button->setEnabled(problems.empty());
-  generate_button->setText(runner_.running() ? tr("Add to queue") : tr("Generate"));
-  sweep_button->setEnabled(problems.empty());
+  generate_button_->setToolTip(problems.empty() ? tr("Ctrl+Return") : only_prompt ? tr("Write a prompt to generate") : text);
+  reason_->setText(text);
+  generate_button_->setEnabled(problems.empty());
+  generate_button_->setText(runner_.running() ? tr("Add to queue") : tr("Generate"));
+  sweep_button_->setEnabled(problems.empty());
   return problems;
 }
 

@@ -65,20 +65,19 @@ class MainWindow : public QMainWindow {
   // The About box's text: the studio's version and what the worker was built with (LibTorch, CUDA, NCCL).
   QString about_text() const;
 
-  ComposePanel* compose;
-  ParallelPanel* parallel;
-  WorkerPicker* worker;
-  RunView* run_view;
-  Player* player;
-  History* history;
-  CompareView* compare_view;
-  SweepView* sweep_view;
-  ModelsView* models_view;
-  RecentStrip* recent;  // the latest results along the bottom
-  QListWidget* queue_list;
-  QTabWidget* tabs;
-  QPushButton *generate_button, *sweep_button, *cancel_button;
-  QLabel* reason;
+  // The window's parts, for driving it as a user would (tests). The buttons, the reason under them, the
+  // queue and the tabs are found by their object names: "generate", "sweep_configs", "cancel", "reason",
+  // "queue", "tabs".
+  ComposePanel& compose_panel() { return *compose_; }
+  ParallelPanel& parallel_panel() { return *parallel_; }
+  WorkerPicker& worker_picker() { return *worker_; }
+  RunView& run_view() { return *run_view_; }
+  Player& player() { return *player_; }
+  History& history() { return *history_; }
+  CompareView& compare_view() { return *compare_view_; }
+  SweepView& sweep_view() { return *sweep_view_; }
+  ModelsView& models_view() { return *models_view_; }
+  RecentStrip& recent_strip() { return *recent_; }
 
  Q_SIGNALS:
   void run_finished(const studio::workers::Outcome& outcome);
@@ -116,6 +115,21 @@ class MainWindow : public QMainWindow {
   // main_window_results.cpp
   void connect_results();
   void on_finished(const workers::Outcome& outcome, const std::vector<workers::RankView>& ranks);
+
+  ComposePanel* compose_;
+  ParallelPanel* parallel_;
+  WorkerPicker* worker_;
+  RunView* run_view_;
+  Player* player_;
+  History* history_;
+  CompareView* compare_view_;
+  SweepView* sweep_view_;
+  ModelsView* models_view_;
+  RecentStrip* recent_;  // the latest results along the bottom
+  QListWidget* queue_list_;
+  QTabWidget* tabs_;
+  QPushButton *generate_button_, *sweep_button_, *cancel_button_;
+  QLabel* reason_;
 
   std::deque<Queued> queue_;
   Queued current_;

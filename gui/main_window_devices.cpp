@@ -11,39 +11,39 @@ void MainWindow::build_devices_group() {
   auto* gpus = new QWidget;
   auto* gpus_layout = new QVBoxLayout(gpus);
   gpus_layout->setContentsMargins(0, 0, 0, 0);
-  gpus_layout->addWidget(worker);
-  gpus_layout->addWidget(parallel);
-  worker->workers->setObjectName("worker");
-  auto* gpu_group = compose->add_group(tr("GPUs and parallelism"), gpus, false);
-  connect(parallel, &ParallelPanel::changed, gpu_group, [this, gpu_group] {  // the configuration, even closed
-    gpu_group->header->setText(tr("GPUs and parallelism: %1").arg(QString::fromStdString(parallel->config().describe())));
+  gpus_layout->addWidget(worker_);
+  gpus_layout->addWidget(parallel_);
+  worker_->workers->setObjectName("worker");
+  auto* gpu_group = compose_->add_group(tr("GPUs and parallelism"), gpus, false);
+  connect(parallel_, &ParallelPanel::changed, gpu_group, [this, gpu_group] {  // the configuration, even closed
+    gpu_group->header->setText(tr("GPUs and parallelism: %1").arg(QString::fromStdString(parallel_->config().describe())));
   });
-  compose->add_decoding_row(parallel->parallel_vae);
+  compose_->add_decoding_row(parallel_->parallel_vae);
 }
 
 void MainWindow::connect_devices() {
-  connect(parallel, &ParallelPanel::devices_changed, this, [this] {
-    if (compose->model()) parallel->fit_to_devices(compose->job(), *compose->model());
+  connect(parallel_, &ParallelPanel::devices_changed, this, [this] {
+    if (compose_->model()) parallel_->fit_to_devices(compose_->job(), *compose_->model());
   });
   connect(&list_devices_, &QProcess::finished, this, [this] {
     try {
       const auto devices = workers::parse_devices(list_devices_.readAllStandardOutput().toStdString());
       worker_build_ = QString::fromStdString(devices.build);
-      parallel->set_devices(devices);
-      worker->set_build(worker_build_);
+      parallel_->set_devices(devices);
+      worker_->set_build(worker_build_);
     } catch (const std::exception& e) {
       worker_build_.clear();
-      worker->set_build(QString::fromStdString(e.what()));
+      worker_->set_build(QString::fromStdString(e.what()));
     }
     Q_EMIT devices_listed();
   });
   connect(&list_devices_, &QProcess::errorOccurred, this, [this](QProcess::ProcessError e) {
     if (e != QProcess::FailedToStart) return;
     worker_build_.clear();
-    worker->set_build(tr("%1 cannot be started: %2").arg(list_devices_.program(), list_devices_.errorString()));
+    worker_->set_build(tr("%1 cannot be started: %2").arg(list_devices_.program(), list_devices_.errorString()));
     Q_EMIT devices_listed();
   });
-  connect(worker, &WorkerPicker::chosen, this, [this] { list_devices(); });
+  connect(worker_, &WorkerPicker::chosen, this, [this] { list_devices(); });
   list_devices();
 }
 
@@ -54,13 +54,13 @@ void MainWindow::list_devices() {
     list_devices_.waitForFinished(2000);
   }
   worker_build_.clear();
-  parallel->set_worker(worker->current());  // it measures the devices for Auto, too
-  list_devices_.start(worker->current(), {"--list-devices"});
+  parallel_->set_worker(worker_->current());  // it measures the devices for Auto, too
+  list_devices_.start(worker_->current(), {"--list-devices"});
 }
 
 QString MainWindow::about_text() const {
   return tr("DiT Studio %1\nGenerates images and video clips with Diffusion Transformers.\n\nWorker: %2\n%3")
-      .arg(STUDIO_VERSION, worker_build_.isEmpty() ? tr("asking dit-worker...") : worker_build_, worker->current());
+      .arg(STUDIO_VERSION, worker_build_.isEmpty() ? tr("asking dit-worker...") : worker_build_, worker_->current());
 }
 
 }  // namespace studio::gui

@@ -18,28 +18,28 @@ QWidget* MainWindow::build_queue() {
   auto* left = new QWidget;
   auto* left_layout = new QVBoxLayout(left);
   left_layout->setContentsMargins(0, 0, 0, 0);
-  queue_list = new QListWidget;
-  queue_list->setObjectName("queue");
-  queue_list->setMaximumHeight(90);
+  queue_list_ = new QListWidget;
+  queue_list_->setObjectName("queue");
+  queue_list_->setMaximumHeight(90);
   auto* queue_buttons = new QHBoxLayout;
   auto* up = new QPushButton(tr("Up"));
   auto* down = new QPushButton(tr("Down"));
   auto* remove = new QPushButton(tr("Remove"));
   for (auto* b : {up, down, remove}) queue_buttons->addWidget(b);
   left_layout->addWidget(new QLabel(tr("Queue")));
-  left_layout->addWidget(queue_list);
+  left_layout->addWidget(queue_list_);
   left_layout->addLayout(queue_buttons);
   auto move = [this](int by) {
-    const int i = queue_list->currentRow(), j = i + by;
+    const int i = queue_list_->currentRow(), j = i + by;
     if (i < 0 || j < 0 || j >= int(queue_.size())) return;
     std::swap(queue_[size_t(i)], queue_[size_t(j)]);
     show_queue();
-    queue_list->setCurrentRow(j);
+    queue_list_->setCurrentRow(j);
   };
   connect(up, &QPushButton::clicked, this, [move] { move(-1); });
   connect(down, &QPushButton::clicked, this, [move] { move(1); });
   connect(remove, &QPushButton::clicked, this, [this] {
-    const int i = queue_list->currentRow();
+    const int i = queue_list_->currentRow();
     if (i < 0 || i >= int(queue_.size())) return;
     queue_.erase(queue_.begin() + i);
     show_queue();
@@ -48,18 +48,18 @@ QWidget* MainWindow::build_queue() {
 }
 
 void MainWindow::connect_queue() {
-  connect(generate_button, &QPushButton::clicked, this, [this] { generate(); });
-  connect(cancel_button, &QPushButton::clicked, this, [this] { cancel(); });
+  connect(generate_button_, &QPushButton::clicked, this, [this] { generate(); });
+  connect(cancel_button_, &QPushButton::clicked, this, [this] { cancel(); });
   connect(&runner_, &JobRunner::message, this, &MainWindow::on_message);
   connect(&runner_, &JobRunner::picture, this, &MainWindow::on_picture);
   connect(&runner_, &JobRunner::note, this, [this](const QString& line) {
-    run_view->status->setText(line);
-    run_view->log->note(line);
+    run_view_->status->setText(line);
+    run_view_->log->note(line);
   });
   connect(&runner_, &JobRunner::finished, this, &MainWindow::on_finished);
   new QShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return), this, [this] { generate(); });
   // Esc stops a run only from the run view (not while typing in a field), and asks first.
-  new QShortcut(QKeySequence(Qt::Key_Escape), run_view, [this] {
+  new QShortcut(QKeySequence(Qt::Key_Escape), run_view_, [this] {
     if (confirm_stop(tr("Stop it? What it made so far is kept in History."))) cancel();
   }, Qt::WidgetWithChildrenShortcut);
 }
@@ -67,15 +67,15 @@ void MainWindow::connect_queue() {
 std::optional<MainWindow::Queued> MainWindow::make_job(const plan::ParallelConfig& p) {
   if (!validate().empty()) return std::nullopt;
   Queued q;
-  q.job.job = compose->job();
-  q.job.job.seed = compose->next_seed();
-  q.job.job.device = parallel->on_gpus() ? "cuda" : "cpu";
+  q.job.job = compose_->job();
+  q.job.job.seed = compose_->next_seed();
+  q.job.job.device = parallel_->on_gpus() ? "cuda" : "cpu";
   q.job.parallel = p;
   return q;
 }
 
 bool MainWindow::generate() {
-  auto q = make_job(parallel->config());
+  auto q = make_job(parallel_->config());
   if (!q) return false;
   enqueue(*q);
   return true;
@@ -88,16 +88,16 @@ void MainWindow::enqueue(const Queued& q) {
 }
 
 void MainWindow::show_queue() {
-  queue_list->clear();
+  queue_list_->clear();
   for (const auto& q : queue_)
-    queue_list->addItem(QString("%1 — seed %2 — %3")
+    queue_list_->addItem(QString("%1 — seed %2 — %3")
                              .arg(QString::fromStdString(q.job.job.prompt).left(40))
                              .arg(q.job.job.seed)
                              .arg(QString::fromStdString(q.job.parallel.describe())));
 }
 
 void MainWindow::start_next() {
-  QString not_started;  // why the last job taken could not start (validate() below rewrites `reason`)
+  QString not_started;  // why the last job taken could not start (validate() below rewrites `reason_`)
   while (!runner_.running() && !queue_.empty()) {
     Queued q = queue_.front();
     queue_.pop_front();
@@ -117,10 +117,10 @@ void MainWindow::start_next() {
       // the run reports the folder's problem itself
     }
     q.job.job.output_file = (run_folder_ + (clip ? "/clip.mp4" : "/image.png")).toStdString();
-    if (parallel->on_gpus()) qputenv("CUDA_VISIBLE_DEVICES", parallel->selected_gpus().join(',').toUtf8());
+    if (parallel_->on_gpus()) qputenv("CUDA_VISIBLE_DEVICES", parallel_->selected_gpus().join(',').toUtf8());
     workers::LaunchPlan lp;
     lp.job = q.job;
-    lp.worker_exe = worker->current().toStdString();
+    lp.worker_exe = worker_->current().toStdString();
     QString error;
     if (!runner_.start(lp, &error, run_folder_ + "/frames")) {
       not_started = error;
@@ -132,15 +132,15 @@ void MainWindow::start_next() {
     thumbnail_ = {};
     started_ms_ = QDateTime::currentMSecsSinceEpoch();
     const auto& job = q.job.job;
-    run_view->start(q.job.parallel.world_size(), tr("\"%1\", seed %2, %3")
+    run_view_->start(q.job.parallel.world_size(), tr("\"%1\", seed %2, %3")
                                                       .arg(QString::fromStdString(job.prompt).left(60))
                                                       .arg(job.seed)
                                                       .arg(QString::fromStdString(q.job.parallel.describe())));
-    if (q.sweep_row < 0) tabs->setCurrentWidget(run_view);
-    cancel_button->setEnabled(true);
+    if (q.sweep_row < 0) tabs_->setCurrentWidget(run_view_);
+    cancel_button_->setEnabled(true);
   }
   validate();
-  if (!not_started.isEmpty()) reason->setText(not_started);
+  if (!not_started.isEmpty()) reason_->setText(not_started);
 }
 
 void MainWindow::cancel() { runner_.cancel(); }
@@ -166,7 +166,7 @@ pid_t MainWindow::rank_pid(int rank) const {
 }
 
 void MainWindow::on_message(const events::Message& m) {
-  run_view->message(m, runner_.ranks());
+  run_view_->message(m, runner_.ranks());
   if (m.kind == events::Kind::Progress) {
     const auto p = events::Progress::parse(m);
     steps_[p.rank].push_back({double(p.step), p.seconds, double(p.resources.in_use()) / (1 << 30)});
@@ -175,15 +175,15 @@ void MainWindow::on_message(const events::Message& m) {
 
 // Decoded, and saved as PNG in the run's frames/, on the job's thread (JobRunner).
 void MainWindow::on_picture(const RunPicture& pic) {
-  run_view->show_picture(pic);
+  run_view_->show_picture(pic);
   if (!pic.frame || pic.video != 0) return;
   const QImage& img = pic.image;
-  if (player->source() != run_folder_)  // the Player keeps the run it shows until this one has a frame
-    player->begin(run_folder_, current_.job, tr("\"%1\", seed %2, saved in %3")
+  if (player_->source() != run_folder_)  // the Player keeps the run it shows until this one has a frame
+    player_->begin(run_folder_, current_.job, tr("\"%1\", seed %2, saved in %3")
                                                   .arg(QString::fromStdString(current_.job.job.prompt).left(80))
                                                   .arg(current_.job.job.seed)
                                                   .arg(run_folder_));
-  player->set_frame(pic.index, img);
+  player_->set_frame(pic.index, img);
   if (thumbnail_.isNull()) thumbnail_ = img.scaledToHeight(96);
 }
 

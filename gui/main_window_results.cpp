@@ -19,64 +19,64 @@ namespace studio::gui {
 
 void MainWindow::connect_results() {
   QString error;
-  if (!history->open(data_dir_ + "/history.sqlite", &error)) reason->setText(error);
-  connect(history, &History::compare, this, [this](const RunRecord& a, const RunRecord& b) {
-    compare_view->compare(a, b);
-    tabs->setCurrentWidget(compare_view);
+  if (!history_->open(data_dir_ + "/history.sqlite", &error)) reason_->setText(error);
+  connect(history_, &History::compare, this, [this](const RunRecord& a, const RunRecord& b) {
+    compare_view_->compare(a, b);
+    tabs_->setCurrentWidget(compare_view_);
   });
   auto load = [this](const RunRecord& r) {
     QString error;
-    if (!player->load_run(r, &error)) {
-      history->status->setText(error);
+    if (!player_->load_run(r, &error)) {
+      history_->status->setText(error);
       return false;
     }
-    tabs->setCurrentWidget(player);
+    tabs_->setCurrentWidget(player_);
     return true;
   };
-  connect(history, &History::play, this, [this, load](const RunRecord& r) {
-    if (load(r) && !player->image_mode()) player->play();
+  connect(history_, &History::play, this, [this, load](const RunRecord& r) {
+    if (load(r) && !player_->image_mode()) player_->play();
   });
-  connect(history, &History::export_run, this, [this, load](const RunRecord& r) {
-    if (load(r)) player->export_dialog();
+  connect(history_, &History::export_run, this, [this, load](const RunRecord& r) {
+    if (load(r)) player_->export_dialog();
   });
-  connect(player, &Player::exported, this,
+  connect(player_, &Player::exported, this,
           [this](const QString& path) { statusBar()->showMessage(tr("Exported to %1").arg(path)); });
   // Compare shows two runs side by side: the settings panel steps aside while it is shown.
-  connect(tabs, &QTabWidget::currentChanged, this, [this] {
-    if (auto* split = findChild<QSplitter*>("split")) split->widget(0)->setVisible(tabs->currentWidget() != compare_view);
+  connect(tabs_, &QTabWidget::currentChanged, this, [this] {
+    if (auto* split = findChild<QSplitter*>("split")) split->widget(0)->setVisible(tabs_->currentWidget() != compare_view_);
   });
   // A run's settings come back from the history database, which may have been damaged or edited.
   auto settings_of = [this](const RunRecord& r) -> std::optional<plan::JobFile> {
     try {
       return plan::job_file_from_json(r.settings.toStdString(), "the history's settings of run " + std::to_string(r.id));
     } catch (const InputError& e) {
-      reason->setText(QString::fromStdString(e.what()));
+      reason_->setText(QString::fromStdString(e.what()));
       return std::nullopt;
     }
   };
-  connect(history, &History::reopen, this, [this, settings_of](const RunRecord& r) {
+  connect(history_, &History::reopen, this, [this, settings_of](const RunRecord& r) {
     const auto f = settings_of(r);
     if (!f) return;
-    compose->set_job(f->job);
-    parallel->set_config(f->parallel);
+    compose_->set_job(f->job);
+    parallel_->set_config(f->parallel);
   });
-  connect(history, &History::rerun, this, [this, settings_of](const RunRecord& r) {
+  connect(history_, &History::rerun, this, [this, settings_of](const RunRecord& r) {
     const auto f = settings_of(r);
     if (!f) return;
-    compose->set_job(f->job);
-    compose->seed_mode->setCurrentIndex(0);  // the same seed: the same clip
-    parallel->set_config(f->parallel);
+    compose_->set_job(f->job);
+    compose_->seed_mode->setCurrentIndex(0);  // the same seed: the same clip
+    parallel_->set_config(f->parallel);
     generate();
   });
-  new QShortcut(QKeySequence(Qt::Key_Space), player, [this] { player->playing() ? player->pause() : player->play(); });
+  new QShortcut(QKeySequence(Qt::Key_Space), player_, [this] { player_->playing() ? player_->pause() : player_->play(); });
 }
 
 void MainWindow::on_finished(const workers::Outcome& outcome, const std::vector<workers::RankView>& ranks) {
-  run_view->finish(outcome, ranks);
+  run_view_->finish(outcome, ranks);
   // The run's log stays in its folder; a failed run keeps its folder for it.
   if (outcome.kind != events::ErrorKind::Cancelled || !QDir(run_folder_ + "/frames").isEmpty())
-    run_view->log->save(run_folder_ + "/log.txt");
-  cancel_button->setEnabled(false);
+    run_view_->log->save(run_folder_ + "/log.txt");
+  cancel_button_->setEnabled(false);
   RunRecord r;
   r.created = QDateTime::currentDateTime().toString(Qt::ISODate);
   r.prompt = QString::fromStdString(current_.job.job.prompt);
@@ -105,11 +105,11 @@ void MainWindow::on_finished(const workers::Outcome& outcome, const std::vector<
     r.bytes_moved += qint64(rank.resources.bytes_sent);
   }
   r.thumbnail = thumbnail_;
-  history->add(r);
-  if (current_.sweep_row >= 0) sweep_view->record(current_.sweep_row, r, outcome.exit_code == 0);
-  if (outcome.exit_code == 0 && player->source() == run_folder_ && current_.sweep_row < 0 && queue_.empty()) {
-    tabs->setCurrentWidget(player);
-    if (!player->image_mode()) player->play();
+  history_->add(r);
+  if (current_.sweep_row >= 0) sweep_view_->record(current_.sweep_row, r, outcome.exit_code == 0);
+  if (outcome.exit_code == 0 && player_->source() == run_folder_ && current_.sweep_row < 0 && queue_.empty()) {
+    tabs_->setCurrentWidget(player_);
+    if (!player_->image_mode()) player_->play();
   }
   Q_EMIT run_finished(outcome);
   if (closing_) {
