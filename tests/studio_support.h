@@ -13,7 +13,7 @@
 #include <QTimer>
 #include <QtTest>
 
-#include "gui/main_window.h"
+#include "gui/window/main_window.h"
 #include "test_paths.h"
 
 Q_DECLARE_METATYPE(studio::workers::Outcome)

@@ -16,8 +16,8 @@
 #include <filesystem>
 #include <memory>
 
-#include "gui/main_window.h"
-#include "gui/models_view.h"
+#include "gui/window/main_window.h"
+#include "gui/models/models_view.h"
 #include "hub/fake_hub.h"
 #include "hub/known_models.h"
 #include "studio_support.h"

@@ -15,7 +15,7 @@
 #include <cmath>
 #include <csignal>
 
-#include "gui/main_window.h"
+#include "gui/window/main_window.h"
 #include "qcustomplot.h"
 #include "video/clip_writer.h"
 #include "video/image_writer.h"

@@ -23,9 +23,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "gui/collapsible.h"
-#include "gui/main_window.h"
-#include "gui/run_info.h"
+#include "gui/widgets/collapsible.h"
+#include "gui/window/main_window.h"
+#include "gui/results/run_info.h"
 #include "plan/family.h"
 #include "qcustomplot.h"
 

@@ -13,8 +13,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include "gui/main_window.h"
-#include "gui/run_view.h"
+#include "gui/window/main_window.h"
+#include "gui/run/run_view.h"
 #include "qcustomplot.h"
 #include "plan/mag_ratios.h"
 #include "workers/launch/paths.h"

@@ -18,7 +18,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "gui/main_window.h"
+#include "gui/window/main_window.h"
 #include "plan/field_labels.h"
 #include "plan/parallel_defaults.h"
 #include "text/clip_tokenizer.h"

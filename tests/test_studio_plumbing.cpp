@@ -29,9 +29,9 @@
 #include <fstream>
 #include <set>
 
-#include "gui/job_runner.h"
-#include "gui/main_window.h"
-#include "gui/output_settings.h"
+#include "gui/run/job_runner.h"
+#include "gui/window/main_window.h"
+#include "gui/compose/output_settings.h"
 #include "plan/model_folder.h"
 #include "plan/output_folder.h"
 

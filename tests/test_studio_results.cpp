@@ -14,9 +14,9 @@
 #include <QTimer>
 #include <QtTest>
 
-#include "gui/main_window.h"
-#include "gui/run_info.h"
-#include "gui/step_plots.h"
+#include "gui/window/main_window.h"
+#include "gui/results/run_info.h"
+#include "gui/run/step_plots.h"
 #include "qcustomplot.h"
 #include "video/clip_writer.h"
 
