@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "gui/main_window.h"
+#include "gui/window/main_window.h"
 #include "workers/launch/paths.h"
 
 namespace {

@@ -2,15 +2,18 @@
 // run and for the device list.
 #pragma once
 #include <QApplication>
+#include <QLabel>
+#include <QListWidget>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QSignalSpy>
+#include <QTabWidget>
 #include <QTimer>
 #include <QtTest>
 
-#include "gui/main_window.h"
+#include "gui/window/main_window.h"
 #include "test_paths.h"
 
 Q_DECLARE_METATYPE(studio::workers::Outcome)
@@ -68,9 +71,22 @@ inline int wait_for_run(QSignalSpy& spy, int ms) {
   return spy.takeFirst().at(0).value<workers::Outcome>().exit_code;
 }
 
+// The window's own widgets, found by their object names as a user would find them on screen (the window
+// hands out only its panels): Generate, the reason it is off, the queue, the tabs.
+template <class T>
+T* named(QWidget& w, const char* name) {
+  T* found = w.findChild<T*>(QString::fromLatin1(name));
+  if (!found) qFatal("the window has no %s named \"%s\"", T::staticMetaObject.className(), name);
+  return found;
+}
+inline QPushButton* generate_button(QWidget& w) { return named<QPushButton>(w, "generate"); }
+inline QLabel* reason(QWidget& w) { return named<QLabel>(w, "reason"); }
+inline QListWidget* queue_list(QWidget& w) { return named<QListWidget>(w, "queue"); }
+inline QTabWidget* tabs(QWidget& w) { return named<QTabWidget>(w, "tabs"); }
+
 // Until `dit-worker --list-devices` has answered and the CPU is listed.
 inline void wait_for_devices(gui::MainWindow& w) {
-  QTRY_VERIFY_WITH_TIMEOUT(w.parallel->devices->item(0)->text().contains(" cores"), 120000);
+  QTRY_VERIFY_WITH_TIMEOUT(w.parallel_panel().devices->item(0)->text().contains(" cores"), 120000);
 }
 
 }  // namespace studio::test

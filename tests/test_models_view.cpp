@@ -16,8 +16,8 @@
 #include <filesystem>
 #include <memory>
 
-#include "gui/main_window.h"
-#include "gui/models_view.h"
+#include "gui/window/main_window.h"
+#include "gui/models/models_view.h"
 #include "hub/fake_hub.h"
 #include "hub/known_models.h"
 #include "plan/human_bytes.h"
@@ -90,8 +90,8 @@ class TestModelsView : public QObject {
     MainWindow w(tmp_.path() + "/data");
     w.resize(1280, 900);
     w.show();
-    ModelsView& v = *w.models_view;
-    w.tabs->setCurrentWidget(&v);
+    ModelsView& v = w.models_view();
+    tabs(w)->setCurrentWidget(&v);
     // An empty cache, and the models we run with their sizes and memory.
     QCOMPARE(v.cache_table->rowCount(), 0);
     QVERIFY2(v.status->text().contains("No models in " + QString::fromStdString(cache_)), qPrintable(v.status->text()));
@@ -143,12 +143,12 @@ class TestModelsView : public QObject {
     // Use: the compose panel reads the snapshot, a FLUX.1 pipeline.
     v.cache_table->selectRow(0);
     QVERIFY(v.use_button->isEnabled());
-    QVERIFY2(!w.compose->family->text().contains("FLUX.1"), qPrintable(w.compose->family->text()));
+    QVERIFY2(!w.compose_panel().family->text().contains("FLUX.1"), qPrintable(w.compose_panel().family->text()));
     v.use_button->click();
     const QString snapshot = QString::fromStdString(hub::snapshot_dir(cache_, kRepo));
-    QCOMPARE(w.compose->model_edit->text(), snapshot);
-    QVERIFY2(w.compose->family->text().contains("FLUX.1"), qPrintable(w.compose->family->text()));
-    QVERIFY(w.compose->model() != nullptr);
+    QCOMPARE(w.compose_panel().model_edit->text(), snapshot);
+    QVERIFY2(w.compose_panel().family->text().contains("FLUX.1"), qPrintable(w.compose_panel().family->text()));
+    QVERIFY(w.compose_panel().model() != nullptr);
 
     // Verify hashes it again, off the GUI thread.
     v.verify_button->click();

@@ -15,7 +15,7 @@
 #include <cmath>
 #include <csignal>
 
-#include "gui/main_window.h"
+#include "gui/window/main_window.h"
 #include "qcustomplot.h"
 #include "video/clip_writer.h"
 #include "video/image_writer.h"
@@ -42,126 +42,128 @@ class TestStudio : public QObject {
     w.resize(1280, 860);
     w.show();
     // The devices come from `dit-worker --list-devices`: on this machine, the CPU and its cores.
-    QTRY_VERIFY_WITH_TIMEOUT(w.parallel->devices->item(0)->text().contains(" cores"), 120000);
+    QTRY_VERIFY_WITH_TIMEOUT(w.parallel_panel().devices->item(0)->text().contains(" cores"), 120000);
     // A first start fills every setting from the model's family: CogVideoX's 50 steps and guidance 6.
-    QCOMPARE(w.compose->steps->value(), 50);
-    QCOMPARE(w.compose->guidance->value(), 6.0);
-    w.compose->prompt->setPlainText("");
-    QVERIFY(!w.generate_button->isEnabled());
-    QVERIFY(w.compose->problems().text("prompt").contains("write a prompt"));
-    w.compose->prompt->setPlainText("a paper boat");
-    QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
-    w.compose->height->setValue(200);
-    QVERIFY(!w.generate_button->isEnabled());
-    QVERIFY2(w.compose->problems().text("height").contains("Height 200: must be a positive multiple of 16"),
-             qPrintable(w.compose->problems().text("height")));
-    w.compose->height->setValue(192);
-    QVERIFY(w.generate_button->isEnabled());
+    QCOMPARE(w.compose_panel().steps->value(), 50);
+    QCOMPARE(w.compose_panel().guidance->value(), 6.0);
+    w.compose_panel().prompt->setPlainText("");
+    QVERIFY(!generate_button(w)->isEnabled());
+    QVERIFY(w.compose_panel().problems().text("prompt").contains("write a prompt"));
+    w.compose_panel().prompt->setPlainText("a paper boat");
+    QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
+    w.compose_panel().height->setValue(200);
+    QVERIFY(!generate_button(w)->isEnabled());
+    QVERIFY2(w.compose_panel().problems().text("height").contains("Height 200: must be a positive multiple of 16"),
+             qPrintable(w.compose_panel().problems().text("height")));
+    w.compose_panel().height->setValue(192);
+    QVERIFY(generate_button(w)->isEnabled());
     // The demo model has 2 layers: 3 PipeFusion stages cannot be.
-    w.parallel->pipefusion->setValue(3);
-    QVERIFY(!w.generate_button->isEnabled());
-    QVERIFY2(w.parallel->problems().text("pipefusion_parallel_degree").contains("the model has 2 layers"),
-             qPrintable(w.parallel->problems().text("pipefusion_parallel_degree")));
+    w.parallel_panel().pipefusion->setValue(3);
+    QVERIFY(!generate_button(w)->isEnabled());
+    QVERIFY2(w.parallel_panel().problems().text("pipefusion_parallel_degree").contains("the model has 2 layers"),
+             qPrintable(w.parallel_panel().problems().text("pipefusion_parallel_degree")));
     // One click on a valid configuration fixes it.
-    auto actions = w.parallel->suggestions->menu()->actions();
+    auto actions = w.parallel_panel().suggestions->menu()->actions();
     QVERIFY(!actions.isEmpty());
     actions.first()->trigger();
-    QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
-    QCOMPARE(w.parallel->problems().text("pipefusion_parallel_degree"), QString());
+    QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
+    QCOMPARE(w.parallel_panel().problems().text("pipefusion_parallel_degree"), QString());
     // The family's presets: a draft of half the size and frames, then back to the model's defaults.
-    QVERIFY(w.compose->preset->count() >= 2);  // the model's size, a draft, other shapes
-    Q_EMIT w.compose->preset->activated(1);
-    QCOMPARE(w.compose->width->value(), 144);
-    QCOMPARE(w.compose->height->value(), 96);
-    QCOMPARE(w.compose->frames->value(), 13);
-    QCOMPARE(w.compose->steps->value(), 20);
-    QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
-    Q_EMIT w.compose->preset->activated(0);
-    QCOMPARE(w.compose->width->value(), 288);
-    QCOMPARE(w.compose->frames->value(), 25);
-    QCOMPARE(w.compose->steps->value(), 50);
+    QVERIFY(w.compose_panel().preset->count() >= 2);  // the model's size, a draft, other shapes
+    Q_EMIT w.compose_panel().preset->activated(1);
+    QCOMPARE(w.compose_panel().width->value(), 144);
+    QCOMPARE(w.compose_panel().height->value(), 96);
+    QCOMPARE(w.compose_panel().frames->value(), 13);
+    QCOMPARE(w.compose_panel().steps->value(), 20);
+    QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
+    Q_EMIT w.compose_panel().preset->activated(0);
+    QCOMPARE(w.compose_panel().width->value(), 288);
+    QCOMPARE(w.compose_panel().frames->value(), 25);
+    QCOMPARE(w.compose_panel().steps->value(), 50);
     // The family and sampler come from the folder's configs; a folder that is not a model is explained.
-    QVERIFY2(w.compose->family->text().contains("CogVideoX") && w.compose->family->text().contains("DDIM"),
-             qPrintable(w.compose->family->text()));
-    const QString demo = w.compose->model_edit->text();
-    w.compose->set_model_dir(tmp_.path());
-    QVERIFY(!w.generate_button->isEnabled());
-    QVERIFY2(w.compose->problems().text("model").contains("model_index.json"),
-             qPrintable(w.compose->problems().text("model")));
-    w.compose->set_model_dir(demo);
-    QVERIFY(w.generate_button->isEnabled());
+    QVERIFY2(w.compose_panel().family->text().contains("CogVideoX") &&
+                 w.compose_panel().family->text().contains("DDIM"),
+             qPrintable(w.compose_panel().family->text()));
+    const QString demo = w.compose_panel().model_edit->text();
+    w.compose_panel().set_model_dir(tmp_.path());
+    QVERIFY(!generate_button(w)->isEnabled());
+    QVERIFY2(w.compose_panel().problems().text("model").contains("model_index.json"),
+             qPrintable(w.compose_panel().problems().text("model")));
+    w.compose_panel().set_model_dir(demo);
+    QVERIFY(generate_button(w)->isEnabled());
     shoot(&w, "compose");
   }
 
   void step_cache_is_a_choice_with_its_rules() {
     MainWindow w(tmp_.path() + "/cache");
     w.show();
-    QTRY_VERIFY_WITH_TIMEOUT(w.parallel->devices->item(0)->text().contains(" cores"), 120000);
-    w.compose->prompt->setPlainText("a paper boat");
+    QTRY_VERIFY_WITH_TIMEOUT(w.parallel_panel().devices->item(0)->text().contains(" cores"), 120000);
+    w.compose_panel().prompt->setPlainText("a paper boat");
     // Off by default; its threshold waits until it is on, at diffusers' default.
-    QCOMPARE(w.compose->step_cache->currentIndex(), 0);
-    QVERIFY(!w.compose->cache_threshold->isEnabled());
-    QVERIFY(!w.compose->job().use_fbcache && !w.compose->job().use_teacache);
-    QVERIFY(std::isnan(w.compose->job().cache_threshold));
+    QCOMPARE(w.compose_panel().step_cache->currentIndex(), 0);
+    QVERIFY(!w.compose_panel().cache_threshold->isEnabled());
+    QVERIFY(!w.compose_panel().job().use_fbcache && !w.compose_panel().job().use_teacache);
+    QVERIFY(std::isnan(w.compose_panel().job().cache_threshold));
     // Each method starts from its default: TeaCache's for CogVideoX, then First-Block Cache's.
-    w.compose->step_cache->setCurrentIndex(2);
-    QVERIFY(w.compose->cache_threshold->isEnabled());
-    QVERIFY(w.compose->job().use_teacache && !w.compose->job().use_fbcache);
-    QCOMPARE(w.compose->job().cache_threshold, 0.1);
-    w.compose->step_cache->setCurrentIndex(1);
-    QCOMPARE(w.compose->job().cache_threshold, 0.05);
-    w.compose->cache_threshold->setValue(0.2);
-    QVERIFY(w.compose->job().use_fbcache && !w.compose->job().use_teacache);
-    QCOMPARE(w.compose->job().cache_threshold, 0.2);
-    QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
+    w.compose_panel().step_cache->setCurrentIndex(2);
+    QVERIFY(w.compose_panel().cache_threshold->isEnabled());
+    QVERIFY(w.compose_panel().job().use_teacache && !w.compose_panel().job().use_fbcache);
+    QCOMPARE(w.compose_panel().job().cache_threshold, 0.1);
+    w.compose_panel().step_cache->setCurrentIndex(1);
+    QCOMPARE(w.compose_panel().job().cache_threshold, 0.05);
+    w.compose_panel().cache_threshold->setValue(0.2);
+    QVERIFY(w.compose_panel().job().use_fbcache && !w.compose_panel().job().use_teacache);
+    QCOMPARE(w.compose_panel().job().cache_threshold, 0.2);
+    QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
     // PipeFusion cannot take it: said next to the cache, and Generate waits.
-    w.parallel->pipefusion->setValue(2);
-    QVERIFY(!w.generate_button->isEnabled());
-    QVERIFY2(w.compose->problems().text("use_fbcache").contains("First-Block Cache with PipeFusion stages 2"),
-             qPrintable(w.compose->problems().text("use_fbcache")));
-    w.parallel->pipefusion->setValue(1);
-    QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
+    w.parallel_panel().pipefusion->setValue(2);
+    QVERIFY(!generate_button(w)->isEnabled());
+    QVERIFY2(w.compose_panel().problems().text("use_fbcache").contains("First-Block Cache with PipeFusion stages 2"),
+             qPrintable(w.compose_panel().problems().text("use_fbcache")));
+    w.parallel_panel().pipefusion->setValue(1);
+    QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
     // A job read back (history, presets) keeps it.
-    const auto kept = w.compose->job();
-    w.compose->step_cache->setCurrentIndex(0);
-    w.compose->set_job(kept);
-    QVERIFY(w.compose->step_cache->currentIndex() == 1 && w.compose->cache_threshold->isEnabled());
-    QCOMPARE(w.compose->cache_threshold->value(), 0.2);
-    Q_EMIT w.compose->preset->activated(1);
-    QVERIFY(w.compose->job().use_fbcache);
+    const auto kept = w.compose_panel().job();
+    w.compose_panel().step_cache->setCurrentIndex(0);
+    w.compose_panel().set_job(kept);
+    QVERIFY(w.compose_panel().step_cache->currentIndex() == 1 && w.compose_panel().cache_threshold->isEnabled());
+    QCOMPARE(w.compose_panel().cache_threshold->value(), 0.2);
+    Q_EMIT w.compose_panel().preset->activated(1);
+    QVERIFY(w.compose_panel().job().use_fbcache);
   }
 
   void a_cached_run_marks_the_steps_it_reused() {
     MainWindow w(tmp_.path() + "/cached_run");
     w.show();
-    w.compose->prompt->setPlainText("a paper boat drifts on a pond");
-    w.compose->frames->setValue(9);
-    w.compose->steps->setValue(10);
+    w.compose_panel().prompt->setPlainText("a paper boat drifts on a pond");
+    w.compose_panel().frames->setValue(9);
+    w.compose_panel().steps->setValue(10);
     QSignalSpy spy(&w, &MainWindow::run_finished);
-    QVERIFY2(w.generate(), qPrintable(w.reason->text()));  // first without the cache, to compare with
+    QVERIFY2(w.generate(), qPrintable(reason(w)->text()));  // first without the cache, to compare with
     QCOMPARE(wait_for_run(spy, 120000), 0);
-    QVERIFY(w.run_view->reused_steps == nullptr);
-    w.compose->step_cache->setCurrentIndex(1);
-    w.compose->cache_threshold->setValue(2);  // the demo model's random blocks change a lot from step to step
-    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+    QVERIFY(w.run_view().reused_steps == nullptr);
+    w.compose_panel().step_cache->setCurrentIndex(1);
+    w.compose_panel().cache_threshold->setValue(2);  // the demo model's random blocks change a lot from step to step
+    QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
     QCOMPARE(wait_for_run(spy, 120000), 0);
-    QVERIFY(w.run_view->reused_steps != nullptr);
-    const int reused = w.run_view->reused_steps->dataCount();
+    QVERIFY(w.run_view().reused_steps != nullptr);
+    const int reused = w.run_view().reused_steps->dataCount();
     QVERIFY2(reused > 0 && reused < 10, qPrintable(QString::number(reused)));  // the first step always runs
     // The rank's line counts them too.
     QString lines;
-    for (const auto* l : w.run_view->findChildren<QLabel*>()) lines += l->text() + "\n";
+    for (const auto* l : w.run_view().findChildren<QLabel*>()) lines += l->text() + "\n";
     QVERIFY2(lines.contains(QString("reused %1").arg(reused)), qPrintable(lines));
-    QCOMPARE(w.run_view->step_plot->graph(1)->name(), QString("reused (step cache)"));
+    QCOMPARE(w.run_view().step_plot->graph(1)->name(), QString("reused (step cache)"));
     // Side by side with the uncached run of the same seed: how far the cache moved the frames.
-    w.history->table->selectAll();
-    w.history->compare_button->click();
-    QVERIFY2(w.compare_view->psnr_db > 0 && std::isfinite(w.compare_view->psnr_db), qPrintable(w.compare_view->difference->text()));
-    QVERIFY2(w.compare_view->difference->text().contains("PSNR"), qPrintable(w.compare_view->difference->text()));
+    w.history().table->selectAll();
+    w.history().compare_button->click();
+    QVERIFY2(w.compare_view().psnr_db > 0 && std::isfinite(w.compare_view().psnr_db),
+             qPrintable(w.compare_view().difference->text()));
+    QVERIFY2(w.compare_view().difference->text().contains("PSNR"), qPrintable(w.compare_view().difference->text()));
     bool highlighted = false;  // the cache is among the settings that differ
-    for (int i = 0; i < w.compare_view->settings->rowCount(); ++i)
-      highlighted |= w.compare_view->settings->item(i, 0)->data(Qt::UserRole) == "use_fbcache" &&
-                     w.compare_view->settings->item(i, 1)->text() != w.compare_view->settings->item(i, 2)->text();
+    for (int i = 0; i < w.compare_view().settings->rowCount(); ++i)
+      highlighted |= w.compare_view().settings->item(i, 0)->data(Qt::UserRole) == "use_fbcache" &&
+                     w.compare_view().settings->item(i, 1)->text() != w.compare_view().settings->item(i, 2)->text();
     QVERIFY(highlighted);
   }
 
@@ -186,24 +188,25 @@ class TestStudio : public QObject {
     QSettings().remove("worker");  // what an earlier run of this test added
     {
       MainWindow w(tmp_.path() + "/worker");
-      QTRY_VERIFY_WITH_TIMEOUT(w.worker->build->text().startsWith("dit-worker " STUDIO_VERSION " (LibTorch "), 120000);
-      QCOMPARE(w.worker->workers->count(), 1);  // the one beside the studio
-      QVERIFY(!w.worker->add(tmp_.path() + "/nothing-here"));
-      QVERIFY2(w.worker->build->text().contains("nothing-here: no executable dit-worker there"),
-               qPrintable(w.worker->build->text()));
-      QVERIFY(w.worker->add(archive));
-      QCOMPARE(w.worker->workers->count(), 2);
-      QCOMPARE(w.worker->current(), archive + "/bin/dit-worker");
+      QTRY_VERIFY_WITH_TIMEOUT(w.worker_picker().build->text().startsWith("dit-worker " STUDIO_VERSION " (LibTorch "),
+                               120000);
+      QCOMPARE(w.worker_picker().workers->count(), 1);  // the one beside the studio
+      QVERIFY(!w.worker_picker().add(tmp_.path() + "/nothing-here"));
+      QVERIFY2(w.worker_picker().build->text().contains("nothing-here: no executable dit-worker there"),
+               qPrintable(w.worker_picker().build->text()));
+      QVERIFY(w.worker_picker().add(archive));
+      QCOMPARE(w.worker_picker().workers->count(), 2);
+      QCOMPARE(w.worker_picker().current(), archive + "/bin/dit-worker");
       // It is asked for the devices (its build line shown), then runs the job.
-      QTRY_VERIFY_WITH_TIMEOUT(w.worker->build->text().startsWith("dit-worker " STUDIO_VERSION), 120000);
+      QTRY_VERIFY_WITH_TIMEOUT(w.worker_picker().build->text().startsWith("dit-worker " STUDIO_VERSION), 120000);
       QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(note), 5000);
       QVERIFY(w.about_text().contains(archive + "/bin/dit-worker"));
       QFile::remove(note);
-      w.compose->prompt->setPlainText("a paper boat");
-      w.compose->frames->setValue(9);
-      w.compose->steps->setValue(1);
+      w.compose_panel().prompt->setPlainText("a paper boat");
+      w.compose_panel().frames->setValue(9);
+      w.compose_panel().steps->setValue(1);
       QSignalSpy spy(&w, &MainWindow::run_finished);
-      QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+      QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
       QCOMPARE(wait_for_run(spy, 120000), 0);
       QFile started(note);
       QVERIFY(started.open(QIODevice::ReadOnly));
@@ -212,9 +215,9 @@ class TestStudio : public QObject {
     }
     // The choice is kept: the next session starts with it.
     MainWindow again(tmp_.path() + "/worker");
-    QCOMPARE(again.worker->current(), archive + "/bin/dit-worker");
-    again.worker->workers->setCurrentIndex(1);
-    QCOMPARE(again.worker->current(), QString(test::build_bin_dir()) + "/dit-worker");
+    QCOMPARE(again.worker_picker().current(), archive + "/bin/dit-worker");
+    again.worker_picker().workers->setCurrentIndex(1);
+    QCOMPARE(again.worker_picker().current(), QString(test::build_bin_dir()) + "/dit-worker");
     QSettings().remove("worker");  // the other tests run the worker beside the studio
   }
 
@@ -225,20 +228,20 @@ class TestStudio : public QObject {
       MainWindow w(data);
       w.show();
       QVERIFY(QTest::qWaitForWindowActive(&w));
-      w.compose->prompt->setPlainText("a paper boat drifts on a pond");
-      w.compose->steps->setValue(1000);  // still denoising when it is stopped, however fast the machine
+      w.compose_panel().prompt->setPlainText("a paper boat drifts on a pond");
+      w.compose_panel().steps->setValue(1000);  // still denoising when it is stopped, however fast the machine
       QSignalSpy spy(&w, &MainWindow::run_finished);
-      QVERIFY2(w.generate(), qPrintable(w.reason->text()));
-      QTRY_VERIFY_WITH_TIMEOUT(w.run_view->bars.at(0)->value() >= 4, 120000);  // past its first steps
+      QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
+      QTRY_VERIFY_WITH_TIMEOUT(w.run_view().bars.at(0)->value() >= 4, 120000);  // past its first steps
       // Esc while typing in a field is the field's, not the run's.
-      w.compose->prompt->setFocus();
-      QTest::keyClick(w.compose->prompt, Qt::Key_Escape);
+      w.compose_panel().prompt->setFocus();
+      QTest::keyClick(w.compose_panel().prompt, Qt::Key_Escape);
       QTest::qWait(300);
       QVERIFY(w.running());
       // In the run view it asks; "Keep running" keeps it running.
-      w.run_view->setFocus();
+      w.run_view().setFocus();
       answer_next("confirm_stop", QMessageBox::No, &asked);
-      QTest::keyClick(w.run_view, Qt::Key_Escape);
+      QTest::keyClick(&w.run_view(), Qt::Key_Escape);
       QVERIFY(asked);
       QTest::qWait(300);
       QVERIFY(w.running());
@@ -251,7 +254,7 @@ class TestStudio : public QObject {
       QTRY_VERIFY_WITH_TIMEOUT(!w.isVisible(), 5000);
     }
     MainWindow again(data);
-    const auto runs = again.history->runs();
+    const auto runs = again.history().runs();
     QCOMPARE(int(runs.size()), 1);
     QCOMPARE(runs.front().status, QString("interrupted"));
     QCOMPARE(runs.front().prompt, QString("a paper boat drifts on a pond"));
@@ -263,15 +266,15 @@ class TestStudio : public QObject {
   void settings_persist_between_sessions() {
     {
       MainWindow w(tmp_.path() + "/p");
-      w.compose->prompt->setPlainText("a lighthouse at dusk");
-      w.compose->steps->setValue(7);
-      w.parallel->ring->setValue(2);
+      w.compose_panel().prompt->setPlainText("a lighthouse at dusk");
+      w.compose_panel().steps->setValue(7);
+      w.parallel_panel().ring->setValue(2);
       w.close();
     }
     MainWindow again(tmp_.path() + "/p");
-    QCOMPARE(again.compose->prompt->toPlainText(), QString("a lighthouse at dusk"));
-    QCOMPARE(again.compose->steps->value(), 7);
-    QCOMPARE(again.parallel->ring->value(), 2);
+    QCOMPARE(again.compose_panel().prompt->toPlainText(), QString("a lighthouse at dusk"));
+    QCOMPARE(again.compose_panel().steps->value(), 7);
+    QCOMPARE(again.parallel_panel().ring->value(), 2);
     QSettings().clear();  // the other tests start from the defaults
   }
 
@@ -279,39 +282,39 @@ class TestStudio : public QObject {
     MainWindow w(tmp_.path() + "/b");
     w.resize(1280, 860);
     w.show();
-    w.compose->prompt->setPlainText("a paper boat drifts on a pond");
-    w.compose->frames->setValue(9);
-    w.compose->steps->setValue(3);
-    w.parallel->ulysses->setValue(2);
+    w.compose_panel().prompt->setPlainText("a paper boat drifts on a pond");
+    w.compose_panel().frames->setValue(9);
+    w.compose_panel().steps->setValue(3);
+    w.parallel_panel().ulysses->setValue(2);
     QSignalSpy spy(&w, &MainWindow::run_finished);
-    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+    QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
     QVERIFY(w.running());
-    QVERIFY2(w.run_view->status->text().contains("seed 42"), qPrintable(w.run_view->status->text()));
+    QVERIFY2(w.run_view().status->text().contains("seed 42"), qPrintable(w.run_view().status->text()));
     // While it runs, the same job with ring attention instead goes into the queue.
-    QCOMPARE(w.generate_button->text(), QString("Add to queue"));
-    w.parallel->ulysses->setValue(1);
-    w.parallel->ring->setValue(2);
+    QCOMPARE(generate_button(w)->text(), QString("Add to queue"));
+    w.parallel_panel().ulysses->setValue(1);
+    w.parallel_panel().ring->setValue(2);
     QVERIFY(w.generate());
     QCOMPARE(w.queued(), 1);
     QTest::qWait(3000);
     shoot(&w, "run");
     const int code = wait_for_run(spy, 120000);
-    QVERIFY2(code == 0, qPrintable(w.run_view->status->text()));
+    QVERIFY2(code == 0, qPrintable(w.run_view().status->text()));
     QCOMPARE(wait_for_run(spy, 120000), 0);  // the queued one
-    QCOMPARE(w.run_view->bars.size(), size_t(2));
-    for (auto* bar : w.run_view->bars) QCOMPARE(bar->value(), 100);
-    QCOMPARE(w.player->frame_count(), 9);
-    QVERIFY(!w.player->screen->pixmap().isNull());
+    QCOMPARE(w.run_view().bars.size(), size_t(2));
+    for (auto* bar : w.run_view().bars) QCOMPARE(bar->value(), 100);
+    QCOMPARE(w.player().frame_count(), 9);
+    QVERIFY(!w.player().screen->pixmap().isNull());
     QString error;
     const QString clip = tmp_.path() + "/exported.webm";
-    QVERIFY2(w.player->export_to(clip, &error), qPrintable(error));
+    QVERIFY2(w.player().export_to(clip, &error), qPrintable(error));
     const auto probe = video::probe_clip(clip.toStdString());
     QCOMPARE(probe.frames, 9);
     QCOMPARE(probe.width, 288);
     QCOMPARE(probe.metadata.at("prompt"), std::string("a paper boat drifts on a pond"));
-    QVERIFY(w.player->playing());
+    QVERIFY(w.player().playing());
     shoot(&w, "player");
-    const auto runs = w.history->runs();
+    const auto runs = w.history().runs();
     QCOMPARE(runs.size(), size_t(2));
     for (const auto& r : runs) {
       QCOMPARE(r.status, QString("done"));
@@ -319,26 +322,26 @@ class TestStudio : public QObject {
       QVERIFY(r.mean_step_seconds > 0);
       QVERIFY(QFile::exists(r.folder + "/clip.mp4"));
     }
-    w.tabs->setCurrentWidget(w.history);
+    tabs(w)->setCurrentWidget(&w.history());
     shoot(&w, "history");
     // Compare the two: the parallel settings differ, the frames do not (beyond rounding to 8 bits).
-    w.history->table->selectAll();
-    w.history->compare_button->click();
-    QCOMPARE(w.tabs->currentWidget(), static_cast<QWidget*>(w.compare_view));
-    QVERIFY2(w.compare_view->max_difference >= 0 && w.compare_view->max_difference <= 1,
-             qPrintable(w.compare_view->difference->text()));
+    w.history().table->selectAll();
+    w.history().compare_button->click();
+    QCOMPARE(tabs(w)->currentWidget(), static_cast<QWidget*>(&w.compare_view()));
+    QVERIFY2(w.compare_view().max_difference >= 0 && w.compare_view().max_difference <= 1,
+             qPrintable(w.compare_view().difference->text()));
     bool highlighted = false;
-    for (int i = 0; i < w.compare_view->settings->rowCount(); ++i)
-      if (w.compare_view->settings->item(i, 0)->data(Qt::UserRole) == "ring_degree")
-        highlighted = w.compare_view->settings->item(i, 1)->background().color() != QColor(Qt::white) &&
-                      w.compare_view->settings->item(i, 1)->background().style() != Qt::NoBrush;
+    for (int i = 0; i < w.compare_view().settings->rowCount(); ++i)
+      if (w.compare_view().settings->item(i, 0)->data(Qt::UserRole) == "ring_degree")
+        highlighted = w.compare_view().settings->item(i, 1)->background().color() != QColor(Qt::white) &&
+                      w.compare_view().settings->item(i, 1)->background().style() != Qt::NoBrush;
     QVERIFY(highlighted);
-    qInfo("%s", qPrintable(w.compare_view->difference->text()));
+    qInfo("%s", qPrintable(w.compare_view().difference->text()));
     shoot(&w, "compare");
     // The history survives the window, and a run can be deleted with its files.
     MainWindow again(tmp_.path() + "/b");
-    QCOMPARE(again.history->runs().size(), size_t(2));
-    QVERIFY(again.history->remove(runs[0].id));
+    QCOMPARE(again.history().runs().size(), size_t(2));
+    QVERIFY(again.history().remove(runs[0].id));
     QVERIFY(!QDir(runs[0].folder).exists());
   }
 
@@ -346,77 +349,79 @@ class TestStudio : public QObject {
     MainWindow w(tmp_.path() + "/i");
     w.resize(1280, 860);
     w.show();
-    w.compose->set_model_dir(QString::fromStdString(workers::demo_flux_dir()));
+    w.compose_panel().set_model_dir(QString::fromStdString(workers::demo_flux_dir()));
     // FLUX.1's fields and defaults: no frames, fps or negative prompt; T5's own prompt; 28 steps, guidance 3.5,
     // FluxPipeline's 128 latent pixels (256 x 256 with the demo's 2x VAE).
-    QVERIFY2(w.compose->family->text().contains("FLUX.1") && w.compose->family->text().contains("FlowMatchEuler"),
-             qPrintable(w.compose->family->text()));
-    QVERIFY(!w.compose->frames->isVisible() && !w.compose->fps->isVisible());
-    QVERIFY(!w.compose->negative_prompt->isVisible() && !w.compose->dynamic_cfg->isVisible());
-    QVERIFY(w.compose->prompt_2->isVisible());
-    QCOMPARE(w.compose->steps->value(), 28);
-    QCOMPARE(w.compose->guidance->value(), 3.5);
-    QCOMPARE(w.compose->width->value(), 256);
-    QCOMPARE(w.compose->width->singleStep(), 4);  // the demo VAE's 2x times the 2x2 packing
-    QVERIFY2(!w.compose->preset->itemText(0).contains("frames"), qPrintable(w.compose->preset->itemText(0)));
+    QVERIFY2(w.compose_panel().family->text().contains("FLUX.1") &&
+                 w.compose_panel().family->text().contains("FlowMatchEuler"),
+             qPrintable(w.compose_panel().family->text()));
+    QVERIFY(!w.compose_panel().frames->isVisible() && !w.compose_panel().fps->isVisible());
+    QVERIFY(!w.compose_panel().negative_prompt->isVisible() && !w.compose_panel().dynamic_cfg->isVisible());
+    QVERIFY(w.compose_panel().prompt_2->isVisible());
+    QCOMPARE(w.compose_panel().steps->value(), 28);
+    QCOMPARE(w.compose_panel().guidance->value(), 3.5);
+    QCOMPARE(w.compose_panel().width->value(), 256);
+    QCOMPARE(w.compose_panel().width->singleStep(), 4);  // the demo VAE's 2x times the 2x2 packing
+    QVERIFY2(!w.compose_panel().preset->itemText(0).contains("frames"),
+             qPrintable(w.compose_panel().preset->itemText(0)));
     // FLUX.1 has no classifier-free guidance: CFG parallel is refused in the studio's words too.
-    w.compose->prompt->setPlainText("a red kite over the dunes");
-    w.parallel->cfg->setChecked(true);
-    QVERIFY(!w.generate_button->isEnabled());
-    QVERIFY2(w.parallel->problems().text("use_cfg_parallel").contains("no classifier-free guidance"),
-             qPrintable(w.parallel->problems().text("use_cfg_parallel")));
-    w.parallel->cfg->setChecked(false);
-    w.compose->prompt_2->setText("a red kite, wide shot, golden light");
-    w.compose->steps->setValue(3);
-    w.compose->width->setValue(128);
-    w.compose->height->setValue(96);
-    w.parallel->ulysses->setValue(2);
-    QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
+    w.compose_panel().prompt->setPlainText("a red kite over the dunes");
+    w.parallel_panel().cfg->setChecked(true);
+    QVERIFY(!generate_button(w)->isEnabled());
+    QVERIFY2(w.parallel_panel().problems().text("use_cfg_parallel").contains("no classifier-free guidance"),
+             qPrintable(w.parallel_panel().problems().text("use_cfg_parallel")));
+    w.parallel_panel().cfg->setChecked(false);
+    w.compose_panel().prompt_2->setText("a red kite, wide shot, golden light");
+    w.compose_panel().steps->setValue(3);
+    w.compose_panel().width->setValue(128);
+    w.compose_panel().height->setValue(96);
+    w.parallel_panel().ulysses->setValue(2);
+    QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
     QSignalSpy spy(&w, &MainWindow::run_finished);
-    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+    QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
     QCOMPARE(wait_for_run(spy, 120000), 0);
     // The result is one picture, shown without clip controls, exported with its settings.
-    QVERIFY(w.player->image_mode());
-    QCOMPARE(w.player->frame_count(), 1);
-    QVERIFY(!w.player->screen->pixmap().isNull());
-    QVERIFY(!w.player->slider->isVisible() && !w.player->play_button->isVisible());
-    QCOMPARE(w.player->frame(0).width(), 128);
-    QCOMPARE(w.player->frame(0).height(), 96);
+    QVERIFY(w.player().image_mode());
+    QCOMPARE(w.player().frame_count(), 1);
+    QVERIFY(!w.player().screen->pixmap().isNull());
+    QVERIFY(!w.player().slider->isVisible() && !w.player().play_button->isVisible());
+    QCOMPARE(w.player().frame(0).width(), 128);
+    QCOMPARE(w.player().frame(0).height(), 96);
     QString error;
     const QString png = tmp_.path() + "/kite.png";
-    QVERIFY2(w.player->export_to(png, &error), qPrintable(error));
+    QVERIFY2(w.player().export_to(png, &error), qPrintable(error));
     const auto probe = video::probe_image(png.toStdString());
     QCOMPARE(probe.width, 128);
     QVERIFY2(QString::fromStdString(probe.parameters).contains("a red kite over the dunes"), probe.parameters.c_str());
-    QVERIFY(w.player->export_to(tmp_.path() + "/kite.webp", &error));
+    QVERIFY(w.player().export_to(tmp_.path() + "/kite.webp", &error));
     QCOMPARE(video::probe_image((tmp_.path() + "/kite.webp").toStdString()).codec, std::string("webp"));
     shoot(&w, "image");
-    const auto runs = w.history->runs();
+    const auto runs = w.history().runs();
     QCOMPARE(runs.size(), size_t(1));
     QVERIFY(QFile::exists(runs[0].folder + "/image.png"));
     QVERIFY(!QFile::exists(runs[0].folder + "/clip.mp4"));
     QVERIFY(!runs[0].thumbnail.isNull());
     QVERIFY(runs[0].settings.contains("a red kite, wide shot"));  // prompt_2 kept to reopen or rerun
     // The same image with Ring instead of Ulysses, compared: the settings differ, the pictures do not.
-    w.parallel->ulysses->setValue(1);
-    w.parallel->ring->setValue(2);
-    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+    w.parallel_panel().ulysses->setValue(1);
+    w.parallel_panel().ring->setValue(2);
+    QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
     QCOMPARE(wait_for_run(spy, 120000), 0);
-    QCOMPARE(w.history->runs().size(), size_t(2));
-    w.history->table->selectAll();
-    w.history->compare_button->click();
-    QCOMPARE(w.tabs->currentWidget(), static_cast<QWidget*>(w.compare_view));
-    QVERIFY2(w.compare_view->max_difference >= 0 && w.compare_view->max_difference <= 1,
-             qPrintable(w.compare_view->difference->text()));
+    QCOMPARE(w.history().runs().size(), size_t(2));
+    w.history().table->selectAll();
+    w.history().compare_button->click();
+    QCOMPARE(tabs(w)->currentWidget(), static_cast<QWidget*>(&w.compare_view()));
+    QVERIFY2(w.compare_view().max_difference >= 0 && w.compare_view().max_difference <= 1,
+             qPrintable(w.compare_view().difference->text()));
     // Back to the run view (Compare takes the whole width) and the clip model: its own fields and defaults
     // return.
-    w.tabs->setCurrentWidget(w.run_view);
-    w.compose->set_model_dir(QString::fromStdString(workers::demo_model_dir()));
-    QVERIFY(w.compose->frames->isVisible() && w.compose->negative_prompt->isVisible());
-    QVERIFY(!w.compose->prompt_2->isVisible());
-    QCOMPARE(w.compose->steps->value(), 50);
-    QCOMPARE(w.compose->guidance->value(), 6.0);
-    QCOMPARE(w.compose->frames->value(), 25);
+    tabs(w)->setCurrentWidget(&w.run_view());
+    w.compose_panel().set_model_dir(QString::fromStdString(workers::demo_model_dir()));
+    QVERIFY(w.compose_panel().frames->isVisible() && w.compose_panel().negative_prompt->isVisible());
+    QVERIFY(!w.compose_panel().prompt_2->isVisible());
+    QCOMPARE(w.compose_panel().steps->value(), 50);
+    QCOMPARE(w.compose_panel().guidance->value(), 6.0);
+    QCOMPARE(w.compose_panel().frames->value(), 25);
     QSettings().clear();
   }
 
@@ -427,46 +432,47 @@ class TestStudio : public QObject {
     MainWindow w(tmp_.path() + "/wan");
     w.resize(1280, 860);
     w.show();
-    w.compose->set_model_dir(goldens + "/wan22_tiny");
-    QVERIFY2(w.compose->family->text().contains("Wan2.2") && w.compose->family->text().contains("UniPC"),
-             qPrintable(w.compose->family->text()));
-    QVERIFY(w.compose->frames->isVisible() && w.compose->negative_prompt->isVisible());
-    QVERIFY(w.compose->guidance_2->isVisible());
-    QVERIFY(!w.compose->dynamic_cfg->isVisible() && !w.compose->prompt_2->isVisible());
-    QCOMPARE(w.compose->width->value(), 832);
-    QCOMPARE(w.compose->height->value(), 480);
-    QCOMPARE(w.compose->frames->value(), 81);
-    QCOMPARE(w.compose->fps->value(), 16);
-    QCOMPARE(w.compose->steps->value(), 50);
-    QCOMPARE(w.compose->guidance->value(), 4.0);
-    QCOMPARE(w.compose->guidance_2->value(), 4.0);
-    QVERIFY(w.compose->preset->count() >= 3);
-    QVERIFY2(w.compose->preset->itemText(1).contains("720p") && w.compose->preset->itemText(1).contains("1280 x 720"),
-             qPrintable(w.compose->preset->itemText(1)));
-    w.compose->prompt->setPlainText("A red fox runs through the snowy forest");
-    w.compose->guidance_2->setValue(3.0);
-    w.compose->width->setValue(96);
-    w.compose->height->setValue(64);
-    w.compose->frames->setValue(9);
-    w.compose->steps->setValue(3);
-    w.parallel->ulysses->setValue(2);
-    QCOMPARE(w.compose->job().guidance_scale_2, 3.0);
-    QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
+    w.compose_panel().set_model_dir(goldens + "/wan22_tiny");
+    QVERIFY2(w.compose_panel().family->text().contains("Wan2.2") && w.compose_panel().family->text().contains("UniPC"),
+             qPrintable(w.compose_panel().family->text()));
+    QVERIFY(w.compose_panel().frames->isVisible() && w.compose_panel().negative_prompt->isVisible());
+    QVERIFY(w.compose_panel().guidance_2->isVisible());
+    QVERIFY(!w.compose_panel().dynamic_cfg->isVisible() && !w.compose_panel().prompt_2->isVisible());
+    QCOMPARE(w.compose_panel().width->value(), 832);
+    QCOMPARE(w.compose_panel().height->value(), 480);
+    QCOMPARE(w.compose_panel().frames->value(), 81);
+    QCOMPARE(w.compose_panel().fps->value(), 16);
+    QCOMPARE(w.compose_panel().steps->value(), 50);
+    QCOMPARE(w.compose_panel().guidance->value(), 4.0);
+    QCOMPARE(w.compose_panel().guidance_2->value(), 4.0);
+    QVERIFY(w.compose_panel().preset->count() >= 3);
+    QVERIFY2(w.compose_panel().preset->itemText(1).contains("720p") &&
+                 w.compose_panel().preset->itemText(1).contains("1280 x 720"),
+             qPrintable(w.compose_panel().preset->itemText(1)));
+    w.compose_panel().prompt->setPlainText("A red fox runs through the snowy forest");
+    w.compose_panel().guidance_2->setValue(3.0);
+    w.compose_panel().width->setValue(96);
+    w.compose_panel().height->setValue(64);
+    w.compose_panel().frames->setValue(9);
+    w.compose_panel().steps->setValue(3);
+    w.parallel_panel().ulysses->setValue(2);
+    QCOMPARE(w.compose_panel().job().guidance_scale_2, 3.0);
+    QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
     QSignalSpy spy(&w, &MainWindow::run_finished);
-    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+    QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
     QCOMPARE(wait_for_run(spy, 120000), 0);
-    QVERIFY(!w.player->image_mode());
-    QCOMPARE(w.player->frame_count(), 9);
-    QCOMPARE(w.player->frame(0).width(), 96);
-    QCOMPARE(w.player->frame(0).height(), 64);
-    const auto runs = w.history->runs();
+    QVERIFY(!w.player().image_mode());
+    QCOMPARE(w.player().frame_count(), 9);
+    QCOMPARE(w.player().frame(0).width(), 96);
+    QCOMPARE(w.player().frame(0).height(), 64);
+    const auto runs = w.history().runs();
     QCOMPARE(runs.size(), size_t(1));
     QVERIFY(QFile::exists(runs[0].folder + "/clip.mp4"));
     QVERIFY2(runs[0].settings.contains("guidance_scale_2"), qPrintable(runs[0].settings));
     // A model with one transformer hides the field again and leaves it out of the job.
-    w.compose->set_model_dir(goldens + "/wan21_tiny");
-    QVERIFY(!w.compose->guidance_2->isVisible());
-    QVERIFY(std::isnan(w.compose->job().guidance_scale_2));
+    w.compose_panel().set_model_dir(goldens + "/wan21_tiny");
+    QVERIFY(!w.compose_panel().guidance_2->isVisible());
+    QVERIFY(std::isnan(w.compose_panel().job().guidance_scale_2));
     QSettings().clear();
   }
 
@@ -480,67 +486,68 @@ class TestStudio : public QObject {
     db.write(QByteArray(4096, 'x'));
     db.close();
     MainWindow w(dir);
-    QVERIFY2(w.history->notice->text().contains("history.sqlite") &&
-                 w.history->notice->text().contains("not a database"),
-             qPrintable(w.history->notice->text()));
-    w.compose->prompt->setPlainText("a paper boat");
-    QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
+    QVERIFY2(w.history().notice->text().contains("history.sqlite") &&
+                 w.history().notice->text().contains("not a database"),
+             qPrintable(w.history().notice->text()));
+    w.compose_panel().prompt->setPlainText("a paper boat");
+    QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
 
     MainWindow fine(tmp_.path() + "/settings");
     RunRecord broken;
     broken.prompt = "a paper boat";
     broken.settings = R"({"height": "tall"})";
-    broken.id = fine.history->add(broken);
-    Q_EMIT fine.history->reopen(broken);
-    QVERIFY2(fine.reason->text().contains("'height'") && fine.reason->text().contains("history"),
-             qPrintable(fine.reason->text()));
+    broken.id = fine.history().add(broken);
+    Q_EMIT fine.history().reopen(broken);
+    QVERIFY2(reason(fine)->text().contains("'height'") && reason(fine)->text().contains("history"),
+             qPrintable(reason(fine)->text()));
   }
 
   void a_sweep_runs_the_chosen_configurations_and_adopts_the_fastest() {
     MainWindow w(tmp_.path() + "/s");
     w.resize(1280, 860);
     w.show();
-    w.compose->prompt->setPlainText("a paper boat");
-    w.compose->frames->setValue(9);
-    w.compose->steps->setValue(2);
-    w.parallel->ulysses->setValue(2);
+    w.compose_panel().prompt->setPlainText("a paper boat");
+    w.compose_panel().frames->setValue(9);
+    w.compose_panel().steps->setValue(2);
+    w.parallel_panel().ulysses->setValue(2);
     QSignalSpy spy(&w, &MainWindow::run_finished);
     QVERIFY(w.sweep());
-    const int rows = w.sweep_view->table->rowCount();
+    const int rows = w.sweep_view().table->rowCount();
     QVERIFY(rows >= 3);  // 2 processes: Ulysses 2, Ring 2, CFG 2, PipeFusion 2
     // A subset: the last configuration is left out.
-    w.sweep_view->table->item(rows - 1, 0)->setCheckState(Qt::Unchecked);
-    w.sweep_view->run->click();
+    w.sweep_view().table->item(rows - 1, 0)->setCheckState(Qt::Unchecked);
+    w.sweep_view().run->click();
     for (int i = 0; i < rows - 1; ++i) QCOMPARE(wait_for_run(spy, 120000), 0);
     QVERIFY(!w.running());
-    for (int i = 0; i < rows - 1; ++i) QCOMPARE(w.sweep_view->table->item(i, 1)->text(), QString("done"));
-    QCOMPARE(w.sweep_view->table->item(rows - 1, 1)->text(), QString("skipped"));
-    const auto best = w.sweep_view->fastest();
+    for (int i = 0; i < rows - 1; ++i) QCOMPARE(w.sweep_view().table->item(i, 1)->text(), QString("done"));
+    QCOMPARE(w.sweep_view().table->item(rows - 1, 1)->text(), QString("skipped"));
+    const auto best = w.sweep_view().fastest();
     QVERIFY(best.has_value());
     shoot(&w, "sweep");
-    w.parallel->set_config(plan::ParallelConfig{});
-    w.sweep_view->adopt->click();
-    QVERIFY(w.parallel->config() == *best);
+    w.parallel_panel().set_config(plan::ParallelConfig{});
+    w.sweep_view().adopt->click();
+    QVERIFY(w.parallel_panel().config() == *best);
   }
 
   void a_killed_rank_is_named_and_the_window_lives_on() {
     MainWindow w(tmp_.path() + "/c");
-    w.compose->prompt->setPlainText("a paper boat");
-    w.compose->frames->setValue(9);
-    w.compose->steps->setValue(1000);
-    w.parallel->ring->setValue(2);
+    w.compose_panel().prompt->setPlainText("a paper boat");
+    w.compose_panel().frames->setValue(9);
+    w.compose_panel().steps->setValue(1000);
+    w.parallel_panel().ring->setValue(2);
     QSignalSpy spy(&w, &MainWindow::run_finished);
     QVERIFY(w.generate());
     pid_t victim = 0;
     QTRY_VERIFY_WITH_TIMEOUT((victim = w.rank_pid(1)) > 0, 120000);
-    QTRY_VERIFY_WITH_TIMEOUT(w.run_view->bars[1]->value() > 0, 120000);  // into the denoising steps
+    QTRY_VERIFY_WITH_TIMEOUT(w.run_view().bars[1]->value() > 0, 120000);  // into the denoising steps
     ::kill(victim, SIGKILL);
     QCOMPARE(wait_for_run(spy, 30000), 128 + SIGKILL);
-    QVERIFY2(w.run_view->status->text().contains(QString("rank 1 (pid %1").arg(victim)), qPrintable(w.run_view->status->text()));
-    QVERIFY(w.run_view->status->text().contains("was killed by signal 9"));
-    QVERIFY(w.generate_button->isEnabled());  // usable again
-    QCOMPARE(w.generate_button->text(), QString("Generate"));
-    QCOMPARE(w.history->runs().front().status, QString("crash"));
+    QVERIFY2(w.run_view().status->text().contains(QString("rank 1 (pid %1").arg(victim)),
+             qPrintable(w.run_view().status->text()));
+    QVERIFY(w.run_view().status->text().contains("was killed by signal 9"));
+    QVERIFY(generate_button(w)->isEnabled());  // usable again
+    QCOMPARE(generate_button(w)->text(), QString("Generate"));
+    QCOMPARE(w.history().runs().front().status, QString("crash"));
   }
 };
 

@@ -23,9 +23,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "gui/collapsible.h"
-#include "gui/main_window.h"
-#include "gui/run_info.h"
+#include "gui/widgets/collapsible.h"
+#include "gui/window/main_window.h"
+#include "gui/results/run_info.h"
 #include "plan/family.h"
 #include "qcustomplot.h"
 
@@ -40,19 +40,19 @@ namespace {
 // A short job on 2 CPU processes, at the demo model's own 25 frames: at fewer, a step's fixed work (which
 // the cost model does not count) is most of it, and the screenshot would show that rather than the model.
 void two_process_job(MainWindow& w) {
-  w.compose->prompt->setPlainText("a paper boat");
-  w.compose->frames->setValue(25);
-  w.compose->steps->setValue(4);
-  w.parallel->ulysses->setValue(2);
-  QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
+  w.compose_panel().prompt->setPlainText("a paper boat");
+  w.compose_panel().frames->setValue(25);
+  w.compose_panel().steps->setValue(4);
+  w.parallel_panel().ulysses->setValue(2);
+  QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
 }
 
 // The GPUs-and-parallelism group opened and scrolled to, so that the panel is seen.
 void show_parallel_panel(MainWindow& w) {
-  for (QWidget* p = w.parallel; p; p = p->parentWidget())
+  for (QWidget* p = &w.parallel_panel(); p; p = p->parentWidget())
     if (auto* group = qobject_cast<Collapsible*>(p)) group->set_open(true);
   QTest::qWait(200);  // laid out again
-  w.compose->findChild<QScrollArea*>("settings")->ensureWidgetVisible(w.parallel->auto_pick, 50, 250);
+  w.compose_panel().findChild<QScrollArea*>("settings")->ensureWidgetVisible(w.parallel_panel().auto_pick, 50, 250);
 }
 
 // The window with the valid-configurations menu open over it, as DIR/NAME.png (a menu is a window of its own).
@@ -61,7 +61,7 @@ void shoot_menu(MainWindow& w, QMenu* menu, const QString& name) {
   if (dir.isEmpty()) return;
   show_parallel_panel(w);
   QTest::qWait(200);
-  menu->popup(w.parallel->suggestions->mapToGlobal(QPoint(0, w.parallel->suggestions->height())));
+  menu->popup(w.parallel_panel().suggestions->mapToGlobal(QPoint(0, w.parallel_panel().suggestions->height())));
   QTest::qWait(300);
   QPixmap shot = w.grab();
   QPainter(&shot).drawPixmap(w.mapFromGlobal(menu->pos()), menu->grab());
@@ -100,27 +100,27 @@ class TestStudioAuto : public QObject {
     w.show();
     wait_for_devices(w);
     two_process_job(w);
-    const auto before = w.parallel->config();
-    w.parallel->set_worker(tmp_.path() + "/no-such-folder/dit-worker");
-    QSignalSpy done(w.parallel, &ParallelPanel::auto_done);
-    w.parallel->auto_pick->click();
-    QVERIFY(w.parallel->measuring());
-    QVERIFY(!w.parallel->auto_pick->isEnabled());
+    const auto before = w.parallel_panel().config();
+    w.parallel_panel().set_worker(tmp_.path() + "/no-such-folder/dit-worker");
+    QSignalSpy done(&w.parallel_panel(), &ParallelPanel::auto_done);
+    w.parallel_panel().auto_pick->click();
+    QVERIFY(w.parallel_panel().measuring());
+    QVERIFY(!w.parallel_panel().auto_pick->isEnabled());
     QVERIFY(done.wait(180000));
-    const QString said = w.parallel->problems().text("auto");
+    const QString said = w.parallel_panel().problems().text("auto");
     qInfo("%s", qPrintable(said));
     QVERIFY2(said.startsWith("Auto could not rank the configurations: measuring the devices failed") &&
                  said.contains("no-such-folder"),
              qPrintable(said));
-    QVERIFY(w.parallel->config() == before);
-    QCOMPARE(w.parallel->auto_pick->text(), QString("Auto"));
-    QVERIFY(w.parallel->auto_pick->isEnabled());
+    QVERIFY(w.parallel_panel().config() == before);
+    QCOMPARE(w.parallel_panel().auto_pick->text(), QString("Auto"));
+    QVERIFY(w.parallel_panel().auto_pick->isEnabled());
     QVERIFY(QDir(cache_dir()).entryList({"calibration-*.json"}).isEmpty());
     // Nothing measured: the sweep still starts, and its predicted column says why it is empty.
     QVERIFY(w.sweep());
-    QVERIFY(w.sweep_view->table->rowCount() >= 2);
-    for (int i = 0; i < w.sweep_view->table->rowCount(); ++i) {
-      const auto* p = w.sweep_view->table->item(i, SweepView::PredictedStep);
+    QVERIFY(w.sweep_view().table->rowCount() >= 2);
+    for (int i = 0; i < w.sweep_view().table->rowCount(); ++i) {
+      const auto* p = w.sweep_view().table->item(i, SweepView::PredictedStep);
       QCOMPARE(p->text(), QString("not calibrated"));
       QVERIFY2(p->toolTip().contains("\"Auto\""), qPrintable(p->toolTip()));
     }
@@ -132,28 +132,28 @@ class TestStudioAuto : public QObject {
     w.show();
     wait_for_devices(w);
     two_process_job(w);
-    const plan::JobSpec job = w.compose->job();
-    const plan::ModelFolder model = *w.compose->model();
-    const auto before = w.parallel->config();
+    const plan::JobSpec job = w.compose_panel().job();
+    const plan::ModelFolder model = *w.compose_panel().model();
+    const auto before = w.parallel_panel().config();
     const auto valid = plan::valid_configs(job, model, 2, before);
     QVERIFY(valid.size() >= 2);
-    auto* menu = w.parallel->suggestions->menu();
+    auto* menu = w.parallel_panel().suggestions->menu();
     for (auto* a : menu->actions()) QVERIFY2(!a->text().contains("s/step"), qPrintable(a->text()));
 
     // A sweep listed before the devices are measured: no predictions yet.
     QVERIFY(w.sweep());
-    for (int i = 0; i < w.sweep_view->table->rowCount(); ++i)
-      QCOMPARE(w.sweep_view->table->item(i, SweepView::PredictedStep)->text(), QString("not calibrated"));
+    for (int i = 0; i < w.sweep_view().table->rowCount(); ++i)
+      QCOMPARE(w.sweep_view().table->item(i, SweepView::PredictedStep)->text(), QString("not calibrated"));
 
     // Auto: measured on a thread, the button saying so meanwhile.
-    QSignalSpy done(w.parallel, &ParallelPanel::auto_done);
-    w.parallel->auto_pick->click();
-    QVERIFY(w.parallel->measuring());
-    QCOMPARE(w.parallel->auto_pick->text(), QString("Measuring the devices…"));
-    QVERIFY(!w.parallel->auto_pick->isEnabled());
+    QSignalSpy done(&w.parallel_panel(), &ParallelPanel::auto_done);
+    w.parallel_panel().auto_pick->click();
+    QVERIFY(w.parallel_panel().measuring());
+    QCOMPARE(w.parallel_panel().auto_pick->text(), QString("Measuring the devices…"));
+    QVERIFY(!w.parallel_panel().auto_pick->isEnabled());
     QVERIFY(done.wait(180000));
-    QCOMPARE(w.parallel->problems().text("auto"), QString());
-    QCOMPARE(w.parallel->auto_pick->text(), QString("Auto"));
+    QCOMPARE(w.parallel_panel().problems().text("auto"), QString());
+    QCOMPARE(w.parallel_panel().auto_pick->text(), QString("Auto"));
     const QStringList files = QDir(cache_dir()).entryList({"calibration-*.json"});
     QCOMPARE(files.size(), 1);
     const plan::Calibration cal = read_calibration(cache_dir() + "/" + files.front());
@@ -171,14 +171,14 @@ class TestStudioAuto : public QObject {
       qInfo("%s: %.4f s/step, %.1f s in all, %.2f GiB per rank%s", r.config.describe().c_str(), r.seconds_per_step,
             r.total_s, r.peak_bytes_per_rank / plan::kGiB, r.fits ? "" : " (does not fit)");
     // The sweep listed before has its predictions now.
-    for (int i = 0; i < w.sweep_view->table->rowCount(); ++i)
-      QCOMPARE(w.sweep_view->table->item(i, SweepView::PredictedStep)->text(),
-               QString::number(plan::predict(w.sweep_view->config(i), job, model, cal, b).seconds_per_step, 'f', 3));
+    for (int i = 0; i < w.sweep_view().table->rowCount(); ++i)
+      QCOMPARE(w.sweep_view().table->item(i, SweepView::PredictedStep)->text(),
+               QString::number(plan::predict(w.sweep_view().config(i), job, model, cal, b).seconds_per_step, 'f', 3));
     const auto first = std::find_if(ranked.begin(), ranked.end(), [](const auto& r) { return r.fits; });
     QVERIFY(first != ranked.end());
     plan::ParallelConfig expected = first->config;
     expected.use_parallel_vae = before.use_parallel_vae;
-    QVERIFY2(w.parallel->config() == expected, w.parallel->config().describe().c_str());
+    QVERIFY2(w.parallel_panel().config() == expected, w.parallel_panel().config().describe().c_str());
 
     // The menu: every valid configuration with its prediction, fastest first.
     const auto actions = menu->actions();
@@ -196,7 +196,7 @@ class TestStudioAuto : public QObject {
     // A sweep of two configurations: each one's prediction before it runs.
     QSignalSpy runs(&w, &MainWindow::run_finished);
     QVERIFY(w.sweep());
-    auto* v = w.sweep_view;
+    auto* v = &w.sweep_view();
     auto* t = v->table;
     std::vector<double> predicted;
     for (int i = 0; i < t->rowCount(); ++i) {
@@ -246,14 +246,14 @@ class TestStudioAuto : public QObject {
     QCOMPARE(v->predicted_values[1], predicted[1]);
     QVERIFY(v->chart->legend->visible());
     QVERIFY(v->chart->plottable(v->chart->plottableCount() - 1)->name().contains("predicted"));
-    w.tabs->setCurrentWidget(v);
+    tabs(w)->setCurrentWidget(v);
     shoot(&w, "sweep-predicted");
     // Other metrics have no prediction; the fastest is adopted as before.
     v->metric->setCurrentIndex(1);
     QVERIFY(v->predicted_values.isEmpty());
     v->metric->setCurrentIndex(0);
     v->adopt->click();
-    QVERIFY(w.parallel->config() == best_measured);
+    QVERIFY(w.parallel_panel().config() == best_measured);
   }
 };
 

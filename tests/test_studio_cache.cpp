@@ -13,8 +13,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include "gui/main_window.h"
-#include "gui/run_view.h"
+#include "gui/window/main_window.h"
+#include "gui/run/run_view.h"
 #include "qcustomplot.h"
 #include "plan/mag_ratios.h"
 #include "workers/launch/paths.h"
@@ -80,53 +80,53 @@ class TestStudioCache : public QObject {
     MainWindow w(tmp_.path() + "/no_ratios");
     w.show();
     wait_for_devices(w);
-    w.compose->prompt->setPlainText("a paper boat");
-    w.compose->steps->setValue(7);  // a step count nothing was calibrated for
-    w.compose->step_cache->setCurrentIndex(StepCacheField::MagCache);
-    QVERIFY(w.compose->cache_field->calibrate_button->isVisible());
-    QVERIFY(!w.generate_button->isEnabled());
-    const QString said = w.compose->problems().text("magcache_ratios");
+    w.compose_panel().prompt->setPlainText("a paper boat");
+    w.compose_panel().steps->setValue(7);  // a step count nothing was calibrated for
+    w.compose_panel().step_cache->setCurrentIndex(StepCacheField::MagCache);
+    QVERIFY(w.compose_panel().cache_field->calibrate_button->isVisible());
+    QVERIFY(!generate_button(w)->isEnabled());
+    const QString said = w.compose_panel().problems().text("magcache_ratios");
     qInfo("%s", qPrintable(said));
     QVERIFY2(said.startsWith("MagCache needs MagCache ratios") && !said.contains("--"), qPrintable(said));
-    QVERIFY2(w.compose->cache_field->ratios_label->text().contains("No ratios for this model at 7 steps"),
-             qPrintable(w.compose->cache_field->ratios_label->text()));
+    QVERIFY2(w.compose_panel().cache_field->ratios_label->text().contains("No ratios for this model at 7 steps"),
+             qPrintable(w.compose_panel().cache_field->ratios_label->text()));
   }
 
   void calibrate_now_then_magcache_uses_the_ratios() {
     MainWindow w(tmp_.path() + "/calibrate");
     w.show();
     wait_for_devices(w);
-    w.compose->prompt->setPlainText("a paper boat drifts on a pond");
-    w.compose->frames->setValue(9);
-    w.compose->steps->setValue(6);
-    const QString file = StepCacheField::ratios_file_for(w.compose->model_edit->text(), 6);
+    w.compose_panel().prompt->setPlainText("a paper boat drifts on a pond");
+    w.compose_panel().frames->setValue(9);
+    w.compose_panel().steps->setValue(6);
+    const QString file = StepCacheField::ratios_file_for(w.compose_panel().model_edit->text(), 6);
     QFile::remove(file);
-    w.compose->step_cache->setCurrentIndex(StepCacheField::MagCache);
-    QVERIFY(!w.generate_button->isEnabled());
+    w.compose_panel().step_cache->setCurrentIndex(StepCacheField::MagCache);
+    QVERIFY(!generate_button(w)->isEnabled());
     QSignalSpy spy(&w, &MainWindow::run_finished);
-    w.compose->cache_field->calibrate_button->click();  // an uncached run of this job that writes them
+    w.compose_panel().cache_field->calibrate_button->click();  // an uncached run of this job that writes them
     QCOMPARE(wait_for_run(spy, 120000), 0);
     QVERIFY2(QFile::exists(file), qPrintable(file));
     const auto ratios = plan::read_mag_ratios(file.toStdString());
     QCOMPARE(ratios.steps, 6);
     QCOMPARE(int(ratios.ratios.size()), 5);
     {
-      const auto calibration = w.history->runs();
+      const auto calibration = w.history().runs();
       QVERIFY(!calibration.empty());
       const QString s = calibration.front().settings;
       QVERIFY2(s.contains("magcache_calibrate") && s.contains(QFileInfo(file).fileName()), qPrintable(s));
     }
     // MagCache now reads them, says which file, and can run.
-    QVERIFY2(w.compose->cache_field->ratios_label->text().contains(QFileInfo(file).fileName()),
-             qPrintable(w.compose->cache_field->ratios_label->text()));
-    QCOMPARE(QString::fromStdString(w.compose->job().magcache_ratios), file);
-    QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
-    w.compose->sampling_group->ensurePolished();
-    w.compose->findChild<QScrollArea*>("settings")->ensureWidgetVisible(w.compose->cache_field);
+    QVERIFY2(w.compose_panel().cache_field->ratios_label->text().contains(QFileInfo(file).fileName()),
+             qPrintable(w.compose_panel().cache_field->ratios_label->text()));
+    QCOMPARE(QString::fromStdString(w.compose_panel().job().magcache_ratios), file);
+    QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
+    w.compose_panel().sampling_group->ensurePolished();
+    w.compose_panel().findChild<QScrollArea*>("settings")->ensureWidgetVisible(w.compose_panel().cache_field);
     shoot_sizes(&w, "step-cache");
-    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+    QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
     QCOMPARE(wait_for_run(spy, 120000), 0);
-    const auto runs = w.history->runs();
+    const auto runs = w.history().runs();
     QCOMPARE(int(runs.size()), 2);
     const auto newest = std::max_element(runs.begin(), runs.end(), [](auto& a, auto& b) { return a.id < b.id; });
     const QString settings = newest->settings;
@@ -134,10 +134,10 @@ class TestStudioCache : public QObject {
              qPrintable(settings));
     QVERIFY2(settings.contains(file), qPrintable(settings));
     // Another step count has no ratios of its own yet.
-    w.compose->steps->setValue(5);
-    QVERIFY(!w.generate_button->isEnabled());
-    w.compose->steps->setValue(6);
-    QVERIFY(w.generate_button->isEnabled());
+    w.compose_panel().steps->setValue(5);
+    QVERIFY(!generate_button(w)->isEnabled());
+    w.compose_panel().steps->setValue(6);
+    QVERIFY(generate_button(w)->isEnabled());
   }
 
   void a_step_with_any_reused_branch_is_marked() {

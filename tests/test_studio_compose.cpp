@@ -18,7 +18,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "gui/main_window.h"
+#include "gui/window/main_window.h"
 #include "plan/family.h"
 #include "plan/field_labels.h"
 #include "plan/parallel_defaults.h"
@@ -68,28 +68,28 @@ class TestStudioCompose : public QObject {
       wait_for_devices(w);
       QVERIFY2(w.height() <= size.height(), qPrintable(QString::number(w.height())));
       // Generate: shown, inside the window, and in no scrolled area.
-      QVERIFY(w.generate_button->isVisible());
-      const QRect g(w.generate_button->mapTo(&w, QPoint(0, 0)), w.generate_button->size());
+      QVERIFY(generate_button(w)->isVisible());
+      const QRect g(generate_button(w)->mapTo(&w, QPoint(0, 0)), generate_button(w)->size());
       QVERIFY2(w.rect().contains(g), qPrintable(QString("%1,%2 in %3x%4").arg(g.x()).arg(g.bottom()).arg(w.width()).arg(w.height())));
-      for (QWidget* p = w.generate_button; p; p = p->parentWidget()) QVERIFY(!qobject_cast<QScrollArea*>(p));
+      for (QWidget* p = generate_button(w); p; p = p->parentWidget()) QVERIFY(!qobject_cast<QScrollArea*>(p));
       // Nothing typed yet: no error, a grey hint, Generate off with the reason.
       QVERIFY2(red_texts(&w).isEmpty(), qPrintable(red_texts(&w).join(" | ")));
-      QVERIFY(!w.generate_button->isEnabled());
-      QCOMPARE(w.reason->text(), QString());  // the hint under the prompt says it, and Generate's tooltip
-      QCOMPARE(w.generate_button->toolTip(), QString("Write a prompt to generate"));
-      QVERIFY(w.compose->problems().text("prompt").contains("write a prompt"));
-      QVERIFY(!w.compose->problems().text("prompt").contains("--"));
+      QVERIFY(!generate_button(w)->isEnabled());
+      QCOMPARE(reason(w)->text(), QString());  // the hint under the prompt says it, and Generate's tooltip
+      QCOMPARE(generate_button(w)->toolTip(), QString("Write a prompt to generate"));
+      QVERIFY(w.compose_panel().problems().text("prompt").contains("write a prompt"));
+      QVERIFY(!w.compose_panel().problems().text("prompt").contains("--"));
       // The model folder reads whole: elided in the middle, the full path in its tooltip.
       const QString demo = QString::fromStdString(workers::demo_model_dir());
-      QCOMPARE(w.compose->model_edit->text(), demo);
-      QCOMPARE(w.compose->model_edit->toolTip(), demo);
-      const QString shown = w.compose->model_edit->shown_text();
+      QCOMPARE(w.compose_panel().model_edit->text(), demo);
+      QCOMPARE(w.compose_panel().model_edit->toolTip(), demo);
+      const QString shown = w.compose_panel().model_edit->shown_text();
       QVERIFY2(shown.endsWith("demo-model") && shown.startsWith(demo.left(3)), qPrintable(shown));
       // Ulysses and its kin wait in their collapsed group.
-      QVERIFY(!w.parallel->ulysses->isVisible());
+      QVERIFY(!w.parallel_panel().ulysses->isVisible());
       if (size == QSize(1280, 800)) shoot(&w, "compose-1280x800");
       if (size == QSize(1920, 1080)) {
-        w.compose->prompt->setPlainText("A paper boat drifts down a rain-soaked street at dusk, neon reflections");
+        w.compose_panel().prompt->setPlainText("A paper boat drifts down a rain-soaked street at dusk, neon reflections");
         shoot(&w, "compose-1920x1080");
       }
     }
@@ -100,26 +100,26 @@ class TestStudioCompose : public QObject {
     w.show();
     const auto t5 = text::T5Tokenizer::load(workers::demo_model_dir() + "/tokenizer");
     const QString short_prompt = "a paper boat on a pond";
-    w.compose->prompt->setPlainText(short_prompt);
+    w.compose_panel().prompt->setPlainText(short_prompt);
     // The demo's transformer reads 16 text tokens: 15 of words and </s>.
     const size_t n = t5.tokenize(short_prompt.toStdString()).size();
     QVERIFY(n > 0 && n <= 15);
-    QCOMPARE(w.compose->prompt_tokens->text(), QString("%1 / 15 tokens").arg(n));
-    QVERIFY(w.compose->prompt_tokens->isVisible());
+    QCOMPARE(w.compose_panel().prompt_tokens->text(), QString("%1 / 15 tokens").arg(n));
+    QVERIFY(w.compose_panel().prompt_tokens->isVisible());
     QString long_prompt;
     while (long_prompt.size() < 2000) long_prompt += "a paper boat drifts on a pond under the rain, ";
-    w.compose->prompt->setPlainText(long_prompt);
+    w.compose_panel().prompt->setPlainText(long_prompt);
     const size_t m = t5.tokenize(long_prompt.toStdString()).size();
-    const QString text = w.compose->prompt_tokens->text();
+    const QString text = w.compose_panel().prompt_tokens->text();
     QVERIFY2(text.startsWith(QString("%1 / 15 tokens").arg(m)), qPrintable(text));
     QVERIFY2(text.contains(QString("the last %1 will be ignored").arg(m - 15)), qPrintable(text));
-    QVERIFY(w.compose->prompt_tokens->styleSheet().contains("b9770e"));  // a warning, not an error
-    QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
+    QVERIFY(w.compose_panel().prompt_tokens->styleSheet().contains("b9770e"));  // a warning, not an error
+    QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
     // FLUX.1: CLIP reads the prompt (77 with its start and end), T5 too while it has no prompt of its own.
-    w.compose->set_model_dir(QString::fromStdString(workers::demo_flux_dir()));
+    w.compose_panel().set_model_dir(QString::fromStdString(workers::demo_flux_dir()));
     const auto clip = text::ClipTokenizer::load(workers::demo_flux_dir() + "/tokenizer");
     const size_t c = clip.tokenize(long_prompt.toStdString()).size();
-    const QString flux = w.compose->prompt_tokens->text();
+    const QString flux = w.compose_panel().prompt_tokens->text();
     QVERIFY2(flux.contains(QString("CLIP %1 / %2 tokens").arg(c).arg(clip.model_max_length() - 2)), qPrintable(flux));
     QVERIFY2(flux.contains("CLIP reads the first") && flux.contains("prompt for T5"), qPrintable(flux));
   }
@@ -129,8 +129,9 @@ class TestStudioCompose : public QObject {
     w.resize(1280, 800);
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));
-    w.compose->prompt->setFocus();
-    for (QAbstractSpinBox* field : std::initializer_list<QAbstractSpinBox*>{w.compose->steps, w.compose->guidance}) {
+    w.compose_panel().prompt->setFocus();
+    for (QAbstractSpinBox* field :
+         std::initializer_list<QAbstractSpinBox*>{w.compose_panel().steps, w.compose_panel().guidance}) {
       QCOMPARE(field->focusPolicy(), Qt::StrongFocus);
       const QString before = field->text();
       const QPoint at = field->rect().center();
@@ -139,70 +140,71 @@ class TestStudioCompose : public QObject {
       QApplication::sendEvent(field, &wheel);
       QCOMPARE(field->text(), before);
     }
-    const int before = w.compose->seed_mode->currentIndex();
-    QWheelEvent wheel(QPointF(5, 5), w.compose->seed_mode->mapToGlobal(QPoint(5, 5)), QPoint(), QPoint(0, -120),
+    const int before = w.compose_panel().seed_mode->currentIndex();
+    QWheelEvent wheel(QPointF(5, 5), w.compose_panel().seed_mode->mapToGlobal(QPoint(5, 5)), QPoint(), QPoint(0, -120),
                       Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
-    QApplication::sendEvent(w.compose->seed_mode, &wheel);
-    QCOMPARE(w.compose->seed_mode->currentIndex(), before);
+    QApplication::sendEvent(w.compose_panel().seed_mode, &wheel);
+    QCOMPARE(w.compose_panel().seed_mode->currentIndex(), before);
     // Focused (clicked or tabbed into), it takes the wheel.
     w.activateWindow();
-    w.compose->steps->setFocus();
-    QTRY_VERIFY(w.compose->steps->hasFocus());
+    w.compose_panel().steps->setFocus();
+    QTRY_VERIFY(w.compose_panel().steps->hasFocus());
     {
-      const int steps = w.compose->steps->value();
-      QWheelEvent up(QPointF(5, 5), w.compose->steps->mapToGlobal(QPoint(5, 5)), QPoint(), QPoint(0, 120),
+      const int steps = w.compose_panel().steps->value();
+      QWheelEvent up(QPointF(5, 5), w.compose_panel().steps->mapToGlobal(QPoint(5, 5)), QPoint(), QPoint(0, 120),
                      Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
-      QApplication::sendEvent(w.compose->steps, &up);
-      QCOMPARE(w.compose->steps->value(), steps + 1);
+      QApplication::sendEvent(w.compose_panel().steps, &up);
+      QCOMPARE(w.compose_panel().steps->value(), steps + 1);
     }
   }
 
   void the_preset_box_says_custom_once_a_field_differs() {
     MainWindow w(tmp_.path() + "/preset");
     w.show();
-    w.compose->prompt->setPlainText("a paper boat");
-    QCOMPARE(w.compose->preset->currentIndex(), 0);
+    w.compose_panel().prompt->setPlainText("a paper boat");
+    QCOMPARE(w.compose_panel().preset->currentIndex(), 0);
     // By shape and seconds: the demo's 288 x 192 is 3:2, its 25 frames at 8 fps about 3 s.
-    const QString first = w.compose->preset->itemText(0);
-    QVERIFY2(first.startsWith(QString("Landscape 3:2, %1 s").arg(25.0 / w.compose->fps->value(), 0, 'g', 2)),
+    const QString first = w.compose_panel().preset->itemText(0);
+    QVERIFY2(first.startsWith(QString("Landscape 3:2, %1 s").arg(25.0 / w.compose_panel().fps->value(), 0, 'g', 2)),
              qPrintable(first));
-    QVERIFY2(w.compose->preset->itemText(2).startsWith("Portrait 2:3"), qPrintable(w.compose->preset->itemText(2)));
-    w.compose->steps->setValue(w.compose->steps->value() - 2);
-    QCOMPARE(w.compose->preset->currentIndex(), -1);
-    QCOMPARE(w.compose->preset->placeholderText(), QString("Custom"));
-    Q_EMIT w.compose->preset->activated(2);
-    QCOMPARE(w.compose->preset->currentIndex(), 2);
-    QCOMPARE(w.compose->width->value(), 192);
-    QCOMPARE(w.compose->height->value(), 288);
-    QCOMPARE(w.compose->prompt->toPlainText(), QString("a paper boat"));  // a preset keeps the rest
-    QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
+    QVERIFY2(w.compose_panel().preset->itemText(2).startsWith("Portrait 2:3"),
+             qPrintable(w.compose_panel().preset->itemText(2)));
+    w.compose_panel().steps->setValue(w.compose_panel().steps->value() - 2);
+    QCOMPARE(w.compose_panel().preset->currentIndex(), -1);
+    QCOMPARE(w.compose_panel().preset->placeholderText(), QString("Custom"));
+    Q_EMIT w.compose_panel().preset->activated(2);
+    QCOMPARE(w.compose_panel().preset->currentIndex(), 2);
+    QCOMPARE(w.compose_panel().width->value(), 192);
+    QCOMPARE(w.compose_panel().height->value(), 288);
+    QCOMPARE(w.compose_panel().prompt->toPlainText(), QString("a paper boat"));  // a preset keeps the rest
+    QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
   }
 
   void problems_speak_with_the_fields_labels() {
     MainWindow w(tmp_.path() + "/words");
     w.show();
-    w.compose->prompt->setPlainText("a paper boat");
-    w.compose->height->setValue(200);
-    const QString height = w.compose->problems().text("height");
+    w.compose_panel().prompt->setPlainText("a paper boat");
+    w.compose_panel().height->setValue(200);
+    const QString height = w.compose_panel().problems().text("height");
     QVERIFY2(height.startsWith("Height 200: must be a positive multiple of 16"), qPrintable(height));
     QVERIFY2(!height.contains("--"), qPrintable(height));
     QVERIFY2(red_texts(&w).join(" ").contains("Height 200"), qPrintable(red_texts(&w).join(" | ")));
     // The launcher keeps its flags: the plan's own message is unchanged.
-    plan::JobSpec job = w.compose->job();
-    const auto problems = plan::validate(job, *w.compose->model());
+    plan::JobSpec job = w.compose_panel().job();
+    const auto problems = plan::validate(job, *w.compose_panel().model());
     QVERIFY(std::any_of(problems.begin(), problems.end(),
                         [](const plan::Problem& p) { return p.message.rfind("--height 200:", 0) == 0; }));
     QCOMPARE(plan::in_window_words("--width 17: use --ulysses_degree or --use_cfg_parallel; a--b"),
              std::string("Width 17: use Ulysses or CFG parallel; a--b"));
     // A problem in a closed group opens it, and appears below the group's fields.
-    w.compose->height->setValue(192);
-    w.parallel->pipefusion->setValue(3);
-    QVERIFY(w.parallel->isVisible());
-    const QString stages = w.parallel->problems().text("pipefusion_parallel_degree");
+    w.compose_panel().height->setValue(192);
+    w.parallel_panel().pipefusion->setValue(3);
+    QVERIFY(w.parallel_panel().isVisible());
+    const QString stages = w.parallel_panel().problems().text("pipefusion_parallel_degree");
     QVERIFY2(stages.startsWith("PipeFusion stages 3: the model has 2 layers"), qPrintable(stages));
-    auto* label = w.parallel->findChild<QLabel*>("problems_world_size");
+    auto* label = w.parallel_panel().findChild<QLabel*>("problems_world_size");
     QVERIFY(label && label->isVisible());
-    QVERIFY(label->mapTo(&w, QPoint(0, 0)).y() > w.parallel->data->mapTo(&w, QPoint(0, 0)).y());
+    QVERIFY(label->mapTo(&w, QPoint(0, 0)).y() > w.parallel_panel().data->mapTo(&w, QPoint(0, 0)).y());
     w.resize(1280, 800);
     w.findChild<QScrollArea*>("settings")->ensureWidgetVisible(label);
     shoot(&w, "compose-parallel-1280x800");
@@ -231,18 +233,18 @@ class TestStudioCompose : public QObject {
     MainWindow w(tmp_.path() + "/gpus");
     w.show();
     wait_for_devices(w);
-    w.compose->prompt->setPlainText("a paper boat");
-    w.parallel->set_devices(gpus(4));
-    QCOMPARE(w.parallel->config().world_size(), 4);
-    QVERIFY(w.parallel->config().use_cfg_parallel);
-    QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
-    w.parallel->devices->item(3)->setCheckState(Qt::Unchecked);
-    w.parallel->devices->item(2)->setCheckState(Qt::Unchecked);
-    QCOMPARE(w.parallel->config().world_size(), 2);
-    QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
-    w.parallel->set_devices(gpus(1));
-    QCOMPARE(w.parallel->config().world_size(), 1);
-    QVERIFY2(w.generate_button->isEnabled(), qPrintable(w.reason->text()));
+    w.compose_panel().prompt->setPlainText("a paper boat");
+    w.parallel_panel().set_devices(gpus(4));
+    QCOMPARE(w.parallel_panel().config().world_size(), 4);
+    QVERIFY(w.parallel_panel().config().use_cfg_parallel);
+    QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
+    w.parallel_panel().devices->item(3)->setCheckState(Qt::Unchecked);
+    w.parallel_panel().devices->item(2)->setCheckState(Qt::Unchecked);
+    QCOMPARE(w.parallel_panel().config().world_size(), 2);
+    QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
+    w.parallel_panel().set_devices(gpus(1));
+    QCOMPARE(w.parallel_panel().config().world_size(), 1);
+    QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
   }
 
   void the_cpu_warns_above_its_cores() {
@@ -252,18 +254,18 @@ class TestStudioCompose : public QObject {
     MainWindow w(tmp_.path() + "/cpu");
     w.show();
     wait_for_devices(w);
-    w.compose->prompt->setPlainText("a paper boat");
-    QCOMPARE(w.parallel->config().world_size(), 1);  // the CPU starts from one process
-    QCOMPARE(w.parallel->problems().text("world_size"), QString());
-    w.parallel->ring->setValue(cores + 1);
-    const QString warning = w.parallel->problems().text("world_size");
+    w.compose_panel().prompt->setPlainText("a paper boat");
+    QCOMPARE(w.parallel_panel().config().world_size(), 1);  // the CPU starts from one process
+    QCOMPARE(w.parallel_panel().problems().text("world_size"), QString());
+    w.parallel_panel().ring->setValue(cores + 1);
+    const QString warning = w.parallel_panel().problems().text("world_size");
     QVERIFY2(warning.contains(QString("%1 processes on a CPU with %2 cores").arg(cores + 1).arg(cores)),
              qPrintable(warning));
-    QVERIFY(w.parallel->isVisible());  // its group opened to say so
-    auto* label = w.parallel->findChild<QLabel*>("problems_world_size");
+    QVERIFY(w.parallel_panel().isVisible());  // its group opened to say so
+    auto* label = w.parallel_panel().findChild<QLabel*>("problems_world_size");
     QVERIFY(label->text().contains("b9770e"));  // amber: a warning
-    w.parallel->ring->setValue(1);
-    QCOMPARE(w.parallel->problems().text("world_size"), QString());
+    w.parallel_panel().ring->setValue(1);
+    QCOMPARE(w.parallel_panel().problems().text("world_size"), QString());
   }
 
   void every_setting_has_a_tooltip() {
@@ -271,20 +273,23 @@ class TestStudioCompose : public QObject {
     w.show();
     QStringList missing;
     int settings = 0;
-    for (QWidget* f : w.compose->findChildren<QWidget*>()) {
+    const QWidget* queue = queue_list(w);
+    for (QWidget* f : w.compose_panel().findChildren<QWidget*>()) {
       const bool inner = qobject_cast<QAbstractSpinBox*>(f->parentWidget()) || qobject_cast<QComboBox*>(f->parentWidget());
       const bool setting = qobject_cast<QAbstractSpinBox*>(f) || qobject_cast<QComboBox*>(f) ||
                            qobject_cast<QCheckBox*>(f) || qobject_cast<QPlainTextEdit*>(f) ||
-                           (qobject_cast<QLineEdit*>(f) && !inner) || (qobject_cast<QListWidget*>(f) && f != w.queue_list);
+                           (qobject_cast<QLineEdit*>(f) && !inner) || (qobject_cast<QListWidget*>(f) && f != queue);
       if (!setting) continue;
       ++settings;
       if (f->toolTip().isEmpty()) missing << f->objectName() + " (" + f->metaObject()->className() + ")";
     }
     QVERIFY2(settings >= 25, qPrintable(QString::number(settings)));
     QVERIFY2(missing.isEmpty(), qPrintable(missing.join(", ")));
-    for (QWidget* f : std::initializer_list<QWidget*>{w.parallel->ulysses, w.parallel->ring, w.parallel->patches,
-                                                     w.parallel->warmup, w.parallel->cfg, w.parallel->data,
-                                                     w.parallel->parallel_vae, w.compose->vae_tiling, w.compose->seed})
+    const ParallelPanel& parallel = w.parallel_panel();
+    for (QWidget* f : std::initializer_list<QWidget*>{parallel.ulysses, parallel.ring, parallel.patches,
+                                                     parallel.warmup, parallel.cfg, parallel.data,
+                                                     parallel.parallel_vae, w.compose_panel().vae_tiling,
+                                                     w.compose_panel().seed})
       QVERIFY2(f->toolTip().size() > 60, qPrintable(f->objectName() + ": " + f->toolTip()));
   }
 };

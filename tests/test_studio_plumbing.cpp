@@ -29,9 +29,9 @@
 #include <fstream>
 #include <set>
 
-#include "gui/job_runner.h"
-#include "gui/main_window.h"
-#include "gui/output_settings.h"
+#include "gui/run/job_runner.h"
+#include "gui/window/main_window.h"
+#include "gui/compose/output_settings.h"
 #include "plan/model_folder.h"
 #include "plan/output_folder.h"
 
@@ -114,12 +114,12 @@ class TestStudioPlumbing : public QObject {
     }
     QCOMPARE(QSettings().value("output/folder").toString(), runs);
     QCOMPARE(output_root(tmp_.path() + "/log"), runs);
-    w.compose->prompt->setPlainText("a paper boat drifts on a pond");
-    w.compose->frames->setValue(9);
-    w.compose->steps->setValue(4);
-    w.compose->width->setValue(576);  // larger frames than the default, for the PNG encoding
-    w.compose->height->setValue(384);
-    w.parallel->ulysses->setValue(2);
+    w.compose_panel().prompt->setPlainText("a paper boat drifts on a pond");
+    w.compose_panel().frames->setValue(9);
+    w.compose_panel().steps->setValue(4);
+    w.compose_panel().width->setValue(576);  // larger frames than the default, for the PNG encoding
+    w.compose_panel().height->setValue(384);
+    w.parallel_panel().ulysses->setValue(2);
     // The GUI thread's longest gap between ticks of a short timer, from the start to the end of the run, less
     // the time it spent ready but waiting for a core (the kernel's schedstat): what the studio did, or was
     // blocked on, without returning to its event loop. A busy machine's waits for a core say nothing of it.
@@ -143,8 +143,8 @@ class TestStudioPlumbing : public QObject {
     QSignalSpy spy(&w, &MainWindow::run_finished);
     clock.start();
     ticker.start();
-    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
-    QVERIFY2(w.running(), qPrintable(w.reason->text()));
+    QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
+    QVERIFY2(w.running(), qPrintable(reason(w)->text()));
     QCOMPARE(wait_for_run(spy, 180000), 0);
     ticker.stop();
     qInfo("the GUI thread's longest stall during a 2-rank run of %lld ms: %lld ms not waiting for a core, ending at "
@@ -152,7 +152,7 @@ class TestStudioPlumbing : public QObject {
           clock.elapsed(), longest, longest_at, longest_wall);
     QVERIFY2(longest < 1500, qPrintable(QString("the GUI thread stalled for %1 ms").arg(longest)));
 
-    auto* log = w.run_view->log;
+    auto* log = w.run_view().log;
     std::set<int> ranks;
     for (const auto& l : log->lines()) ranks.insert(l.rank);
     QVERIFY2(ranks.count(0) && ranks.count(1), qPrintable(log->text->toPlainText()));
@@ -170,13 +170,13 @@ class TestStudioPlumbing : public QObject {
     QCOMPARE(shown_lines(*log).size(), all.size());
     for (const auto& l : log->lines()) QVERIFY2(!l.failure, qPrintable(l.text));  // nothing failed
     // The run went to the chosen folder with its frames (encoded off the GUI thread) and its log.
-    const auto run = w.history->runs().front();
+    const auto run = w.history().runs().front();
     QVERIFY2(run.folder.startsWith(runs + "/"), qPrintable(run.folder));
     QCOMPARE(QDir(run.folder + "/frames").entryList({"*.png"}).size(), 9);
     QCOMPARE(QImage(run.folder + "/frames/0008.png").size(), QSize(576, 384));
     QVERIFY(QFile::exists(run.folder + "/log.txt"));
     log->toggle->setChecked(true);
-    w.tabs->setCurrentWidget(w.run_view);
+    tabs(w)->setCurrentWidget(&w.run_view());
     shoot(&w, "run-log-1280x800");
     QSettings().remove("output/folder");
   }
@@ -189,18 +189,18 @@ class TestStudioPlumbing : public QObject {
     MainWindow w(tmp_.path() + "/killed");
     w.resize(1920, 1080);
     w.show();
-    w.compose->prompt->setPlainText("a paper boat");
-    w.compose->frames->setValue(9);
-    w.compose->steps->setValue(1000);
-    w.parallel->ring->setValue(2);
+    w.compose_panel().prompt->setPlainText("a paper boat");
+    w.compose_panel().frames->setValue(9);
+    w.compose_panel().steps->setValue(1000);
+    w.parallel_panel().ring->setValue(2);
     QSignalSpy spy(&w, &MainWindow::run_finished);
-    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+    QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
     pid_t victim = 0;
     QTRY_VERIFY_WITH_TIMEOUT((victim = w.rank_pid(1)) > 0, 120000);
-    QTRY_VERIFY_WITH_TIMEOUT(w.run_view->bars[1]->value() > 0, 120000);  // into the denoising steps
+    QTRY_VERIFY_WITH_TIMEOUT(w.run_view().bars[1]->value() > 0, 120000);  // into the denoising steps
     ::kill(victim, SIGKILL);
     QCOMPARE(wait_for_run(spy, 30000), 128 + SIGKILL);
-    auto* log = w.run_view->log;
+    auto* log = w.run_view().log;
     QVERIFY(log->expanded());  // opened to show the failure
     int rank1_marked = 0, rank0_marked = 0, launcher_marked = 0;
     for (const auto& l : log->lines()) {
@@ -215,12 +215,12 @@ class TestStudioPlumbing : public QObject {
     QVERIFY(log->text->document()->toHtml().contains("#fadbd8"));  // drawn highlighted
     // The rows show how each rank ended, the killed one in red; none is left at "starting".
     QString rows;
-    for (const auto* l : w.run_view->findChildren<QLabel*>())
+    for (const auto* l : w.run_view().findChildren<QLabel*>())
       if (l->text().startsWith("rank ")) rows += l->text() + "\n";
     QVERIFY2(rows.contains("rank 1  killed at step") && !rows.contains("starting"), qPrintable(rows));
     shoot(&w, "run-log-1920x1080");
     // Kept in the run's folder: loaded again, the same lines are marked.
-    const auto run = w.history->runs().front();
+    const auto run = w.history().runs().front();
     QVERIFY2(QFile::exists(run.folder + "/log.txt"), qPrintable(run.folder));
     LogPane again;
     QVERIFY(again.load(run.folder + "/log.txt"));
@@ -260,11 +260,11 @@ class TestStudioPlumbing : public QObject {
     QCOMPARE(c.state, plan::FolderState::ReadOnly);
 
     MainWindow w(tmp_.path() + "/checked");
-    w.compose->prompt->setPlainText("a paper boat");
-    w.compose->frames->setValue(9);
-    w.compose->steps->setValue(2);
+    w.compose_panel().prompt->setPlainText("a paper boat");
+    w.compose_panel().frames->setValue(9);
+    w.compose_panel().steps->setValue(2);
     // The launcher's check of the same job: the flag wording, the same truth.
-    auto job = w.compose->job();
+    auto job = w.compose_panel().job();
     job.output_file = (read_only + "/clip.mp4").toStdString();
     std::string output_problem;
     for (const auto& p : plan::validate(job, plan::read_model_folder(job.model_dir)))
@@ -279,17 +279,18 @@ class TestStudioPlumbing : public QObject {
     QVERIFY2(output_problem.find("does not exist") != std::string::npos, output_problem.c_str());
 
     // The window: the job does not start, and says why in its own words.
-    const int runs_before = int(w.history->runs().size());
+    const int runs_before = int(w.history().runs().size());
     for (const auto& [folder, words] : {std::pair{read_only, QString("is on a read-only file system")},
                                         std::pair{missing, QString("does not exist: create it, or choose another")}}) {
       set_output_root(folder);
-      QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+      QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
       QVERIFY(!w.running());
-      QVERIFY2(w.reason->text().contains(words) && w.reason->text().contains("Settings"), qPrintable(w.reason->text()));
-      QVERIFY(!w.reason->text().contains("--output"));
+      QVERIFY2(reason(w)->text().contains(words) && reason(w)->text().contains("Settings"),
+               qPrintable(reason(w)->text()));
+      QVERIFY(!reason(w)->text().contains("--output"));
     }
-    QCOMPARE(int(w.history->runs().size()), runs_before);  // nothing started, nothing recorded
-    QVERIFY(w.run_view->bars.empty());                     // no rank rows left at "starting"
+    QCOMPARE(int(w.history().runs().size()), runs_before);  // nothing started, nothing recorded
+    QVERIFY(w.run_view().bars.empty());                     // no rank rows left at "starting"
     // Settings refuses the folder with the same reason.
     SettingsDialog settings(tmp_.path() + "/checked");
     settings.output_folder->setText(read_only);
@@ -305,8 +306,8 @@ class TestStudioPlumbing : public QObject {
     set_output_root(small);
     QVERIFY(w.generate());
     QVERIFY(!w.running());
-    QVERIFY2(w.reason->text().contains("free, less than the") && w.reason->text().contains("free some space"),
-             qPrintable(w.reason->text()));
+    QVERIFY2(reason(w)->text().contains("free, less than the") && reason(w)->text().contains("free some space"),
+             qPrintable(reason(w)->text()));
     set_output_root({});
   }
 };

@@ -14,9 +14,9 @@
 #include <QTimer>
 #include <QtTest>
 
-#include "gui/main_window.h"
-#include "gui/run_info.h"
-#include "gui/step_plots.h"
+#include "gui/window/main_window.h"
+#include "gui/results/run_info.h"
+#include "gui/run/step_plots.h"
 #include "qcustomplot.h"
 #include "video/clip_writer.h"
 
@@ -54,129 +54,129 @@ class TestStudioResults : public QObject {
     w.resize(1280, 800);
     w.show();
     // Before any run the plots are hidden, a line says what will be there.
-    QVERIFY(w.run_view->step_plot->isHidden() && w.run_view->memory_plot->isHidden());
-    QVERIFY(!w.run_view->plots->waiting->isHidden());
+    QVERIFY(w.run_view().step_plot->isHidden() && w.run_view().memory_plot->isHidden());
+    QVERIFY(!w.run_view().plots->waiting->isHidden());
 
-    w.compose->prompt->setPlainText("a paper boat drifts on a pond");
-    w.compose->negative_prompt->setText("blurry");
-    w.compose->frames->setValue(9);
-    w.compose->steps->setValue(3);
-    w.parallel->ulysses->setValue(2);
+    w.compose_panel().prompt->setPlainText("a paper boat drifts on a pond");
+    w.compose_panel().negative_prompt->setText("blurry");
+    w.compose_panel().frames->setValue(9);
+    w.compose_panel().steps->setValue(3);
+    w.parallel_panel().ulysses->setValue(2);
     QSignalSpy spy(&w, &MainWindow::run_finished);
-    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+    QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
     QCOMPARE(wait_for_run(spy, 120000), 0);
     // The plots: shown, y from zero, steps in whole numbers, one colour per rank (none pale).
-    QVERIFY(!w.run_view->step_plot->isHidden() && !w.run_view->memory_plot->isHidden());
-    QVERIFY(w.run_view->plots->waiting->isHidden());
-    for (auto* p : {w.run_view->step_plot, w.run_view->memory_plot}) {
+    QVERIFY(!w.run_view().step_plot->isHidden() && !w.run_view().memory_plot->isHidden());
+    QVERIFY(w.run_view().plots->waiting->isHidden());
+    for (auto* p : {w.run_view().step_plot, w.run_view().memory_plot}) {
       QCOMPARE(p->yAxis->range().lower, 0.0);
       auto ticker = p->xAxis->ticker().dynamicCast<QCPAxisTickerFixed>();
       QVERIFY(ticker && ticker->tickStep() == 1.0);
     }
     QVERIFY(rank_colour(0) != rank_colour(1) && rank_colour(1).lightness() < 160);
-    w.tabs->setCurrentWidget(w.run_view);
-    QVERIFY(w.run_view->step_plot->height() >= 180);
-    shoot_sizes(w.run_view, "run");
+    tabs(w)->setCurrentWidget(&w.run_view());
+    QVERIFY(w.run_view().step_plot->height() >= 180);
+    shoot_sizes(&w.run_view(), "run");
 
     // In the library with its key settings as columns.
-    const qint64 first = w.history->runs().front().id;
-    const QString first_folder = w.history->runs().front().folder;
-    QCOMPARE(cell(*w.history, first, "Model"), QString("demo-model"));
-    QCOMPARE(cell(*w.history, first, "Size"), QString("288 x 192"));
-    QCOMPARE(cell(*w.history, first, "Frames"), QString("9"));
-    QCOMPARE(cell(*w.history, first, "Steps"), QString("3"));
-    QCOMPARE(cell(*w.history, first, "Configuration"), QString("U2"));
-    QCOMPARE(cell(*w.history, first, "Status"), QString("done"));
-    QVERIFY(cell(*w.history, first, "Total").endsWith(" s"));
-    QCOMPARE(w.history->gallery->count(), 1);
+    const qint64 first = w.history().runs().front().id;
+    const QString first_folder = w.history().runs().front().folder;
+    QCOMPARE(cell(w.history(), first, "Model"), QString("demo-model"));
+    QCOMPARE(cell(w.history(), first, "Size"), QString("288 x 192"));
+    QCOMPARE(cell(w.history(), first, "Frames"), QString("9"));
+    QCOMPARE(cell(w.history(), first, "Steps"), QString("3"));
+    QCOMPARE(cell(w.history(), first, "Configuration"), QString("U2"));
+    QCOMPARE(cell(w.history(), first, "Status"), QString("done"));
+    QVERIFY(cell(w.history(), first, "Total").endsWith(" s"));
+    QCOMPARE(w.history().gallery->count(), 1);
     // Play loads it into the Player.
-    w.tabs->setCurrentWidget(w.history);
-    w.history->select({first});
-    w.history->play_button->click();
-    QCOMPARE(w.tabs->currentWidget(), static_cast<QWidget*>(w.player));
-    QCOMPARE(w.player->source(), first_folder);
-    QCOMPARE(w.player->frame_count(), 9);
-    QVERIFY(w.player->title->text().contains("a paper boat"));
+    tabs(w)->setCurrentWidget(&w.history());
+    w.history().select({first});
+    w.history().play_button->click();
+    QCOMPARE(tabs(w)->currentWidget(), static_cast<QWidget*>(&w.player()));
+    QCOMPARE(w.player().source(), first_folder);
+    QCOMPARE(w.player().frame_count(), 9);
+    QVERIFY(w.player().title->text().contains("a paper boat"));
 
     // A second run starting, then stopped before it made a frame, leaves the Player as it was.
-    w.compose->prompt->setPlainText("a lighthouse at dusk");
-    w.compose->steps->setValue(200);
-    w.parallel->ulysses->setValue(1);
-    w.parallel->ring->setValue(2);
-    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
-    QTRY_VERIFY_WITH_TIMEOUT(w.run_view->bars.at(0)->value() >= 1, 120000);
-    QCOMPARE(w.player->source(), first_folder);
-    QCOMPARE(w.player->frame_count(), 9);
+    w.compose_panel().prompt->setPlainText("a lighthouse at dusk");
+    w.compose_panel().steps->setValue(200);
+    w.parallel_panel().ulysses->setValue(1);
+    w.parallel_panel().ring->setValue(2);
+    QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
+    QTRY_VERIFY_WITH_TIMEOUT(w.run_view().bars.at(0)->value() >= 1, 120000);
+    QCOMPARE(w.player().source(), first_folder);
+    QCOMPARE(w.player().frame_count(), 9);
     w.cancel();
     QCOMPARE(wait_for_run(spy, 60000), 130);
-    QCOMPARE(w.player->source(), first_folder);
-    QCOMPARE(w.player->frame_count(), 9);
+    QCOMPARE(w.player().source(), first_folder);
+    QCOMPARE(w.player().frame_count(), 9);
     // The plots start over with it: its points only (ranges from zero).
-    QVERIFY(w.run_view->step_plot->graph(0)->dataCount() < 200);
+    QVERIFY(w.run_view().step_plot->graph(0)->dataCount() < 200);
 
     // A third run, the first one's settings with Ring 2: finished, it takes the Player over.
-    w.compose->prompt->setPlainText("a paper boat drifts on a pond");
-    w.compose->steps->setValue(3);
-    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+    w.compose_panel().prompt->setPlainText("a paper boat drifts on a pond");
+    w.compose_panel().steps->setValue(3);
+    QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
     QCOMPARE(wait_for_run(spy, 120000), 0);
-    QCOMPARE(w.history->runs().size(), size_t(3));
-    const qint64 third = w.history->runs().front().id;
-    QCOMPARE(w.player->source(), w.history->runs().front().folder);
-    QCOMPARE(cell(*w.history, third, "Configuration"), QString("R2"));
+    QCOMPARE(w.history().runs().size(), size_t(3));
+    const qint64 third = w.history().runs().front().id;
+    QCOMPARE(w.player().source(), w.history().runs().front().folder);
+    QCOMPARE(cell(w.history(), third, "Configuration"), QString("R2"));
 
     // Search by prompt.
-    w.history->search->setText("LIGHTHOUSE");
-    QCOMPARE(w.history->table->rowCount(), 1);
-    w.history->search->clear();
-    QCOMPARE(w.history->table->rowCount(), 3);
+    w.history().search->setText("LIGHTHOUSE");
+    QCOMPARE(w.history().table->rowCount(), 1);
+    w.history().search->clear();
+    QCOMPARE(w.history().table->rowCount(), 3);
 
     // The selection follows the runs, not the rows: a run arriving on top keeps the same two selected.
-    w.history->select({first, third});
-    RunRecord arriving = w.history->runs().front();
+    w.history().select({first, third});
+    RunRecord arriving = w.history().runs().front();
     arriving.id = 0;
     arriving.prompt = "a run that just finished";
     arriving.folder.clear();
-    const qint64 fourth = w.history->add(arriving);
-    QCOMPARE(w.history->selected_ids(), (std::vector<qint64>{third, first}));
-    QCOMPARE(w.history->gallery->selectedItems().size(), 2);
-    QVERIFY(w.history->compare_button->isEnabled());
+    const qint64 fourth = w.history().add(arriving);
+    QCOMPARE(w.history().selected_ids(), (std::vector<qint64>{third, first}));
+    QCOMPARE(w.history().gallery->selectedItems().size(), 2);
+    QVERIFY(w.history().compare_button->isEnabled());
 
     // Compare the two: readable names, only what differs shown (the output file hidden), the difference picture.
-    w.history->compare_button->click();
-    QCOMPARE(w.tabs->currentWidget(), static_cast<QWidget*>(w.compare_view));
+    w.history().compare_button->click();
+    QCOMPARE(tabs(w)->currentWidget(), static_cast<QWidget*>(&w.compare_view()));
     auto* split = w.findChild<QSplitter*>("split");
     QVERIFY(!split->widget(0)->isVisible());  // full width
-    auto* s = w.compare_view->settings;
+    auto* s = w.compare_view().settings;
     QStringList shown;
     for (int i = 0; i < s->rowCount(); ++i)
       if (!s->isRowHidden(i)) shown << s->item(i, 0)->data(Qt::UserRole).toString();
     QCOMPARE(shown, (QStringList{"ring_degree", "ulysses_degree"}));
     for (int i = 0; i < s->rowCount(); ++i)
       if (s->item(i, 0)->data(Qt::UserRole) == "ring_degree") QCOMPARE(s->item(i, 0)->text(), QString("Ring"));
-    w.compare_view->show_all->setChecked(true);
+    w.compare_view().show_all->setChecked(true);
     int visible = 0;
     for (int i = 0; i < s->rowCount(); ++i) visible += !s->isRowHidden(i);
     QCOMPARE(visible, s->rowCount());
-    w.compare_view->show_all->setChecked(false);
-    QVERIFY2(w.compare_view->max_difference >= 0 && w.compare_view->max_difference <= 1,
-             qPrintable(w.compare_view->difference->text()));
-    QVERIFY(!w.compare_view->difference_image->pixmap().isNull());
-    QVERIFY(w.compare_view->plot->yAxis->range().lower == 0);
-    shoot_sizes(w.compare_view, "compare");
-    w.tabs->setCurrentWidget(w.history);
+    w.compare_view().show_all->setChecked(false);
+    QVERIFY2(w.compare_view().max_difference >= 0 && w.compare_view().max_difference <= 1,
+             qPrintable(w.compare_view().difference->text()));
+    QVERIFY(!w.compare_view().difference_image->pixmap().isNull());
+    QVERIFY(w.compare_view().plot->yAxis->range().lower == 0);
+    shoot_sizes(&w.compare_view(), "compare");
+    tabs(w)->setCurrentWidget(&w.history());
     QVERIFY(split->widget(0)->isVisible());
 
     // Export in the format chosen, the name given without an extension: every setting in the file's
     // metadata and its sidecar, and where it went said with a link to the folder.
-    w.history->select({first});
+    w.history().select({first});
     QString error;
-    QVERIFY(w.player->load_run(*w.history->run(first), &error));
-    w.player->format->setCurrentIndex(w.player->format->findData(".webm"));
-    QSignalSpy exported(w.player, &Player::exported);
-    const QString written = w.player->export_chosen(tmp_.path() + "/boat", &error);
+    QVERIFY(w.player().load_run(*w.history().run(first), &error));
+    w.player().format->setCurrentIndex(w.player().format->findData(".webm"));
+    QSignalSpy exported(&w.player(), &Player::exported);
+    const QString written = w.player().export_chosen(tmp_.path() + "/boat", &error);
     QCOMPARE(written, tmp_.path() + "/boat.webm");
     QCOMPARE(exported.size(), 1);
-    QVERIFY(w.player->note->text().contains(written) && w.player->note->text().contains("Open folder"));
+    QVERIFY(w.player().note->text().contains(written) && w.player().note->text().contains("Open folder"));
     const auto probe = video::probe_clip(written.toStdString());
     QCOMPARE(probe.frames, 9);
     QCOMPARE(probe.metadata.at("num_inference_steps"), std::string("3"));
@@ -186,42 +186,42 @@ class TestStudioResults : public QObject {
     QCOMPARE(probe.metadata.at("parallel"), std::string("ulysses 2 (2 processes)"));
     QVERIFY(QFile::exists(written + ".json"));
     // MP4 keeps them too; a folder of PNG frames only when it is the format chosen.
-    w.player->format->setCurrentIndex(w.player->format->findData(".mp4"));
-    const QString mp4 = w.player->export_chosen(tmp_.path() + "/boat.gif", &error);
+    w.player().format->setCurrentIndex(w.player().format->findData(".mp4"));
+    const QString mp4 = w.player().export_chosen(tmp_.path() + "/boat.gif", &error);
     QCOMPARE(mp4, tmp_.path() + "/boat.mp4");
     QCOMPARE(video::probe_clip(mp4.toStdString()).metadata.at("num_inference_steps"), std::string("3"));
     QVERIFY(!QFileInfo(tmp_.path() + "/boat").isDir());
-    w.player->format->setCurrentIndex(w.player->format->findData("/"));
-    const QString pngs = w.player->export_chosen(tmp_.path() + "/frames", &error);
+    w.player().format->setCurrentIndex(w.player().format->findData("/"));
+    const QString pngs = w.player().export_chosen(tmp_.path() + "/frames", &error);
     QCOMPARE(video::probe_clip(pngs.toStdString()).frames, 9);
-    w.tabs->setCurrentWidget(w.player);
-    shoot_sizes(w.player, "player");
+    tabs(w)->setCurrentWidget(&w.player());
+    shoot_sizes(&w.player(), "player");
 
     // Delete asks; "Keep them" keeps them.
     bool asked = false;
-    w.history->select({first});
+    w.history().select({first});
     answer_next("confirm_delete", QMessageBox::No, &asked);
-    w.history->delete_button->click();
+    w.history().delete_button->click();
     QVERIFY(asked);
-    QVERIFY(QDir(first_folder).exists() && w.history->run(first));
+    QVERIFY(QDir(first_folder).exists() && w.history().run(first));
     // "Delete": the record and the files go (to the trash), Undo brings both back under the same id.
     answer_next("confirm_delete", QMessageBox::Yes, &asked);
-    w.history->delete_button->click();
+    w.history().delete_button->click();
     QVERIFY(asked);
-    QVERIFY(!QDir(first_folder).exists() && !w.history->run(first));
-    QVERIFY(w.history->undo_button->isEnabled());
-    w.history->undo_button->click();
+    QVERIFY(!QDir(first_folder).exists() && !w.history().run(first));
+    QVERIFY(w.history().undo_button->isEnabled());
+    w.history().undo_button->click();
     QVERIFY(QDir(first_folder).exists() && QFile::exists(first_folder + "/clip.mp4"));
-    QCOMPARE(w.history->run(first)->folder, first_folder);
-    QCOMPARE(w.history->selected_ids(), std::vector<qint64>{first});
-    w.history->remove(fourth);
-    w.tabs->setCurrentWidget(w.history);
-    shoot_sizes(w.history, "history");
-    w.history->gallery_button->click();
-    shoot_sizes(w.history, "gallery");
-    w.history->list_button->click();
+    QCOMPARE(w.history().run(first)->folder, first_folder);
+    QCOMPARE(w.history().selected_ids(), std::vector<qint64>{first});
+    w.history().remove(fourth);
+    tabs(w)->setCurrentWidget(&w.history());
+    shoot_sizes(&w.history(), "history");
+    w.history().gallery_button->click();
+    shoot_sizes(&w.history(), "gallery");
+    w.history().list_button->click();
     // Deleted again and the studio closed: the trash is emptied, nothing can come back.
-    w.history->remove(first);
+    w.history().remove(first);
     QVERIFY(QDir(data + "/trash").exists());
     w.close();
   }
@@ -230,7 +230,7 @@ class TestStudioResults : public QObject {
     const QString data = tmp_.path() + "/library";
     QVERIFY(!QDir(data + "/trash").exists());
     MainWindow again(data);
-    QCOMPARE(again.history->runs().size(), size_t(2));  // the lighthouse run (stopped) and the third
+    QCOMPARE(again.history().runs().size(), size_t(2));  // the lighthouse run (stopped) and the third
   }
 
   // The recent results along the bottom, seen from every tab: a finished run shows there (newest first),
@@ -239,46 +239,46 @@ class TestStudioResults : public QObject {
     MainWindow w(tmp_.path() + "/recent");
     w.resize(1280, 800);
     w.show();
-    QVERIFY(w.recent->isHidden());  // nothing to show yet
-    w.compose->prompt->setPlainText("a paper boat drifts on a pond");
-    w.compose->frames->setValue(9);
-    w.compose->steps->setValue(2);
+    QVERIFY(w.recent_strip().isHidden());  // nothing to show yet
+    w.compose_panel().prompt->setPlainText("a paper boat drifts on a pond");
+    w.compose_panel().frames->setValue(9);
+    w.compose_panel().steps->setValue(2);
     QSignalSpy spy(&w, &MainWindow::run_finished);
-    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+    QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
     QCOMPARE(wait_for_run(spy, 120000), 0);
-    const RunRecord boat = w.history->runs().front();
-    QVERIFY(w.recent->isVisible());
-    QCOMPARE(w.recent->count(), 1);
-    QCOMPARE(w.recent->item(0)->data(Qt::UserRole).toLongLong(), boat.id);
+    const RunRecord boat = w.history().runs().front();
+    QVERIFY(w.recent_strip().isVisible());
+    QCOMPARE(w.recent_strip().count(), 1);
+    QCOMPARE(w.recent_strip().item(0)->data(Qt::UserRole).toLongLong(), boat.id);
 
-    w.compose->prompt->setPlainText("a lighthouse at dusk");
-    QVERIFY2(w.generate(), qPrintable(w.reason->text()));
+    w.compose_panel().prompt->setPlainText("a lighthouse at dusk");
+    QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
     QCOMPARE(wait_for_run(spy, 120000), 0);
-    const RunRecord lighthouse = w.history->runs().front();
-    QCOMPARE(w.recent->count(), 2);
-    QCOMPARE(w.recent->item(0)->data(Qt::UserRole).toLongLong(), lighthouse.id);
-    QCOMPARE(w.recent->item(1)->data(Qt::UserRole).toLongLong(), boat.id);
+    const RunRecord lighthouse = w.history().runs().front();
+    QCOMPARE(w.recent_strip().count(), 2);
+    QCOMPARE(w.recent_strip().item(0)->data(Qt::UserRole).toLongLong(), lighthouse.id);
+    QCOMPARE(w.recent_strip().item(1)->data(Qt::UserRole).toLongLong(), boat.id);
 
     // Seen from another tab; hovering the older run plays its kept frames in its thumbnail.
-    w.tabs->setCurrentWidget(w.models_view);
-    QVERIFY(w.recent->isVisible());
-    QListWidgetItem* older = w.recent->item(1);
-    const QRect tile = w.recent->visualItemRect(older);
-    const qint64 still = older->icon().pixmap(w.recent->iconSize()).cacheKey();
-    QTest::mouseMove(w.recent->viewport(), tile.center());
-    QTRY_VERIFY_WITH_TIMEOUT(older->icon().pixmap(w.recent->iconSize()).cacheKey() != still, 3000);
-    shoot_sizes(w.recent, "recent-strip");
+    tabs(w)->setCurrentWidget(&w.models_view());
+    QVERIFY(w.recent_strip().isVisible());
+    QListWidgetItem* older = w.recent_strip().item(1);
+    const QRect tile = w.recent_strip().visualItemRect(older);
+    const qint64 still = older->icon().pixmap(w.recent_strip().iconSize()).cacheKey();
+    QTest::mouseMove(w.recent_strip().viewport(), tile.center());
+    QTRY_VERIFY_WITH_TIMEOUT(older->icon().pixmap(w.recent_strip().iconSize()).cacheKey() != still, 3000);
+    shoot_sizes(&w.recent_strip(), "recent-strip");
 
     // A click plays it in the Player, as the History's Play does.
-    QTest::mouseClick(w.recent->viewport(), Qt::LeftButton, {}, tile.center());
-    QCOMPARE(w.tabs->currentWidget(), static_cast<QWidget*>(w.player));
-    QCOMPARE(w.player->source(), boat.folder);
-    QCOMPARE(w.player->frame_count(), 9);
-    QVERIFY(w.player->title->text().contains("a paper boat"));
+    QTest::mouseClick(w.recent_strip().viewport(), Qt::LeftButton, {}, tile.center());
+    QCOMPARE(tabs(w)->currentWidget(), static_cast<QWidget*>(&w.player()));
+    QCOMPARE(w.player().source(), boat.folder);
+    QCOMPARE(w.player().frame_count(), 9);
+    QVERIFY(w.player().title->text().contains("a paper boat"));
 
     // Deleting a run in the History takes it off the strip.
-    w.history->remove(boat.id);
-    QCOMPARE(w.recent->count(), 1);
+    w.history().remove(boat.id);
+    QCOMPARE(w.recent_strip().count(), 1);
     w.close();
   }
 
@@ -296,7 +296,7 @@ class TestStudioResults : public QObject {
     configs[3].num_pipeline_patch = 2;
     configs[4].use_cfg_parallel = true;
     configs[5].data_parallel_degree = 2;
-    auto* v = w.sweep_view;
+    auto* v = &w.sweep_view();
     v->start(configs);
     for (int i = 0; i < 6; ++i) {
       RunRecord r;
@@ -319,7 +319,7 @@ class TestStudioResults : public QObject {
     QCOMPARE(v->chart->yAxis->range().lower, 0.0);
     QCOMPARE(v->chart->xAxis->tickLabelRotation(), 0.0);
     v->metric->setCurrentIndex(0);
-    w.tabs->setCurrentWidget(v);
+    tabs(w)->setCurrentWidget(v);
     shoot_sizes(v, "sweep");
   }
 };

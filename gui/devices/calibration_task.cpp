@@ -1,0 +1,31 @@
+#include "gui/devices/calibration_task.h"
+
+#include "workers/launch/calibration.h"
+
+namespace studio::gui {
+
+CalibrationTask::CalibrationTask(QObject* parent) : QObject(parent) {
+  qRegisterMetaType<plan::Calibration>();
+  // Connected first, so that whoever listens sees the task as no longer running.
+  connect(this, &CalibrationTask::measured, this, [this] { running_ = false; });
+  connect(this, &CalibrationTask::failed, this, [this] { running_ = false; });
+}
+
+CalibrationTask::~CalibrationTask() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void CalibrationTask::start(const std::string& worker, const workers::Devices& devices, int ranks,
+                            const std::string& dtype) {
+  if (thread_.joinable()) thread_.join();  // the last one has emitted its ending: it is ending
+  running_ = true;
+  thread_ = std::thread([this, worker, devices, ranks, dtype] {
+    try {
+      Q_EMIT measured(workers::calibration_for(worker, devices, ranks, dtype, false));
+    } catch (const std::exception& e) {
+      Q_EMIT failed(QString::fromStdString(e.what()));
+    }
+  });
+}
+
+}  // namespace studio::gui

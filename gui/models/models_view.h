@@ -1,0 +1,72 @@
+// The Models tab: what the Hugging Face Hub's cache holds (the one huggingface-cli and diffusers use),
+// with Use (the compose panel's model folder), Verify, Remove and Open folder; the models we run with
+// their sizes and GPU memory (hub::known_models); a download with per-file and overall progress, speed
+// and ETA, pause/resume and cancel, off the GUI thread (HubTask); the token for gated models, kept in the
+// desktop's secret store (TokenStore). HF_TOKEN in the environment wins over it, as in huggingface_hub.
+#pragma once
+#include <QLabel>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QTableWidget>
+#include <QWidget>
+
+#include "gui/models/hub_task.h"
+#include "gui/models/token_store.h"
+#include "hub/cache.h"
+
+namespace studio::gui {
+
+class ModelsView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit ModelsView(QWidget* parent = nullptr);
+
+  // Lists the cache again (the environment's HF_HUB_CACHE, read each time).
+  void refresh();
+  // Starts downloading `repo_id` (resuming what an earlier one left); false, with the reason shown, when
+  // another task runs or it is no repo id.
+  bool download(const QString& repo_id);
+  void pause_or_resume();
+  void cancel();  // a running download or a paused one: what it fetched of unfinished files is deleted
+  void verify_selected();
+  void remove_selected();  // asks first
+  void use_selected();
+  void open_selected();
+  QString selected_repo() const;
+  // The environment's settings, with the token of the field when HF_TOKEN is not set.
+  hub::HubSettings settings() const;
+
+  QTableWidget* cache_table;  // repo, family, size, revision, state
+  QTableWidget* known_table;  // family, model, repo id, download, GPU memory
+  QPushButton *use_button, *verify_button, *remove_button, *open_button, *refresh_button;
+  QLineEdit* repo_edit;
+  QPushButton *download_button, *pause_button, *cancel_button;
+  QProgressBar *file_bar, *total_bar;
+  QLabel *progress_label, *status;
+  QLineEdit* token_edit;
+  QPushButton* save_token_button;
+  QLabel* token_status;
+
+ Q_SIGNALS:
+  void use(const QString& model_dir);
+  void task_finished(int ending);  // HubTask::Ending, once the view has shown it
+
+ private:
+  enum class Op { None, Download, Verify };
+  void on_progress(const hub::Progress& p);
+  void on_finished(int ending, const QString& message);
+  void discard_partial();
+  void forget_if_empty();
+  void show_status(const QString& text, bool error = false);
+  void update_buttons();
+  std::vector<hub::CachedRepo> repos_;
+  HubTask task_;
+  TokenStore tokens_;
+  Op op_ = Op::None;
+  QString repo_;                 // of the download running or paused
+  bool paused_ = false, cancelling_ = false;
+  bool existed_before_ = false;  // the repo was in the cache before this download began
+};
+
+}  // namespace studio::gui

@@ -1,0 +1,248 @@
+#include "gui/results/player.h"
+
+#include <QDateTime>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QUrl>
+#include <QHBoxLayout>
+#include <QMessageBox>
+#include <QVBoxLayout>
+
+#include <cstring>
+
+#include "gui/results/compare_view.h"
+#include "gui/results/run_info.h"
+#include "plan/output_format.h"
+#include "video/clip_writer.h"
+#include "video/image_writer.h"
+
+namespace studio::gui {
+
+namespace {
+
+// RGB8 rows without QImage's line padding, as the writers take them.
+std::vector<uint8_t> packed_rgb(const QImage& image) {
+  const QImage rgb = image.convertToFormat(QImage::Format_RGB888);
+  const size_t row = size_t(rgb.width()) * 3;
+  std::vector<uint8_t> packed(row * size_t(rgb.height()));
+  for (int y = 0; y < rgb.height(); ++y) std::memcpy(packed.data() + size_t(y) * row, rgb.constScanLine(y), row);
+  return packed;
+}
+
+}  // namespace
+
+Player::Player(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  title = new QLabel(tr("No run shown: a run's frames appear here as they are decoded, or play one from History."));
+  title->setObjectName("player_title");
+  title->setWordWrap(true);
+  layout->addWidget(title);
+  screen = new QLabel;
+  screen->setObjectName("screen");
+  screen->setAlignment(Qt::AlignCenter);
+  screen->setMinimumSize(288, 192);
+  screen->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Ignored);  // the picture follows the window
+  layout->addWidget(screen, 1);
+  slider = new QSlider(Qt::Horizontal);
+  slider->setObjectName("scrub");
+  layout->addWidget(slider);
+  auto* controls = new QHBoxLayout;
+  auto* back = back_button = new QPushButton(tr("◀ frame"));
+  play_button = new QPushButton(tr("Play"));
+  play_button->setObjectName("play");
+  auto* forward = forward_button = new QPushButton(tr("frame ▶"));
+  loop = new QCheckBox(tr("loop"));
+  loop->setChecked(true);
+  speed = new QComboBox;
+  speed->addItems({"0.25x", "0.5x", "1x", "2x"});
+  speed->setCurrentIndex(2);
+  speed->setToolTip(tr("Playback speed"));
+  format = new QComboBox;
+  format->setObjectName("export_format");
+  format->setToolTip(tr("The format Export writes, with every setting of the run in its metadata and a .json beside it"));
+  export_button = new QPushButton(tr("Export…"));
+  for (QWidget* w : std::initializer_list<QWidget*>{back, play_button, forward, loop, speed})
+    controls->addWidget(w);
+  controls->addStretch();
+  controls->addWidget(format);
+  controls->addWidget(export_button);
+  layout->addLayout(controls);
+  note = new QLabel;
+  note->setObjectName("export_note");
+  note->setTextFormat(Qt::RichText);
+  note->setOpenExternalLinks(true);
+  note->setWordWrap(true);
+  layout->addWidget(note);
+  list_formats();
+
+  connect(&timer_, &QTimer::timeout, this, &Player::advance);
+  connect(slider, &QSlider::valueChanged, this, &Player::show_frame);
+  connect(play_button, &QPushButton::clicked, this, [this] { playing() ? pause() : play(); });
+  connect(back, &QPushButton::clicked, this, [this] { show_frame(std::max(0, current_ - 1)); });
+  connect(forward, &QPushButton::clicked, this, [this] { show_frame(std::min(frame_count() - 1, current_ + 1)); });
+  connect(speed, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { set_fps(fps_); });
+  connect(export_button, &QPushButton::clicked, this, &Player::export_dialog);
+}
+
+// The formats of the mode: the extension each writes as its data ("/" for a folder of PNG frames).
+void Player::list_formats() {
+  format->clear();
+  if (image_mode_) {
+    format->addItem(tr("PNG image"), ".png");
+    format->addItem(tr("JPEG image"), ".jpg");
+    format->addItem(tr("WebP image"), ".webp");
+  } else {
+    format->addItem(tr("MP4 (H.264)"), ".mp4");
+    format->addItem(tr("WebM (VP9)"), ".webm");
+    format->addItem(tr("GIF"), ".gif");
+    format->addItem(tr("PNG frames (a folder)"), "/");
+  }
+}
+
+void Player::export_dialog() {
+  const QString ext = format->currentData().toString();
+  const QString base = source_.isEmpty() ? QDir::homePath() : QFileInfo(source_).absolutePath();
+  const QString name = base + "/" + (image_mode_ ? "image" : "clip") + (ext == "/" ? "" : ext);
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export as %1").arg(format->currentText()), name,
+                                                    ext == "/" ? tr("A folder of PNG frames (*)")
+                                                               : tr("%1 (*%2)").arg(format->currentText(), ext));
+  QString error;
+  if (!path.isEmpty() && export_chosen(path, &error).isEmpty()) QMessageBox::warning(this, tr("Export failed"), error);
+}
+
+QString Player::export_chosen(const QString& chosen, QString* error) {
+  const QString ext = format->currentData().toString();
+  QString path = chosen;
+  while (path.size() > 1 && path.endsWith('/')) path.chop(1);
+  // The selector decides: a name typed with another format's extension gets this one's.
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  if (QStringList{"mp4", "webm", "gif", "png", "jpg", "jpeg", "webp"}.contains(suffix)) path.chop(suffix.size() + 1);
+  path += ext;
+  if (!export_to(path, error)) return {};
+  const QString folder = ext == "/" ? path : QFileInfo(path).absolutePath();
+  note->setText(tr("Exported to %1 (every setting in its metadata and in %2). <a href=\"%3\">Open folder</a>")
+                    .arg(path.toHtmlEscaped(),
+                         ext == "/" ? tr("the folder's JSON") : QFileInfo(path).fileName().toHtmlEscaped() + ".json",
+                         QUrl::fromLocalFile(folder).toString()));
+  Q_EMIT exported(path);
+  return path;
+}
+
+void Player::set_image_mode(bool image) {
+  image_mode_ = image;
+  for (QWidget* w : std::initializer_list<QWidget*>{slider, back_button, play_button, forward_button, loop, speed})
+    w->setVisible(!image);
+  list_formats();
+}
+
+void Player::clear() {
+  pause();
+  frames_.clear();
+  current_ = -1;
+  slider->setRange(0, 0);
+  screen->clear();
+}
+
+void Player::begin(const QString& folder, const plan::JobFile& job, const QString& what) {
+  clear();
+  source_ = folder;
+  set_image_mode(!makes_clips(job.job));
+  set_fps(job.job.fps > 0 ? job.job.fps : 8);
+  set_metadata(run_metadata(job));
+  title->setText(what);
+  note->clear();
+}
+
+bool Player::load_run(const RunRecord& r, QString* error) {
+  const auto job = job_of(r.settings);
+  if (!job) return *error = tr("The settings of run %1 cannot be read.").arg(r.id), false;
+  auto frames = load_frames(r.folder);
+  if (frames.empty())
+    return *error = tr("Run %1 kept no frames (%2).").arg(r.id).arg(r.folder.isEmpty() ? tr("it made none") : r.folder),
+           false;
+  begin(r.folder, *job, tr("Run %1 of %2: \"%3\", seed %4, kept in %5")
+                                .arg(r.id)
+                                .arg(QDateTime::fromString(r.created, Qt::ISODate).toString("yyyy-MM-dd hh:mm"),
+                                     r.prompt.left(80))
+                                .arg(r.seed)
+                                .arg(r.folder));
+  for (int i = 0; i < int(frames.size()); ++i) set_frame(i, frames[size_t(i)]);
+  return true;
+}
+
+void Player::set_frame(int index, const QImage& frame) {
+  if (index < 0) return;
+  if (size_t(index) >= frames_.size()) frames_.resize(size_t(index) + 1);
+  frames_[size_t(index)] = frame;
+  slider->setRange(0, frame_count() - 1);
+  if (current_ < 0) show_frame(0);
+}
+
+void Player::set_fps(int fps) {
+  fps_ = std::max(1, fps);
+  static const double factors[] = {0.25, 0.5, 1, 2};
+  timer_.setInterval(int(1000.0 / (fps_ * factors[std::max(0, speed->currentIndex())])));
+}
+
+void Player::show_frame(int i) {
+  if (i < 0 || i >= frame_count() || frames_[size_t(i)].isNull()) return;
+  current_ = i;
+  const QSignalBlocker block(slider);
+  slider->setValue(i);
+  screen->setPixmap(QPixmap::fromImage(frames_[size_t(i)]).scaled(screen->size(), Qt::KeepAspectRatio,
+                                                                  Qt::SmoothTransformation));
+}
+
+void Player::resizeEvent(QResizeEvent* e) {
+  QWidget::resizeEvent(e);
+  if (current_ >= 0) show_frame(current_);
+}
+
+void Player::play() {
+  if (frames_.empty()) return;
+  set_fps(fps_);
+  timer_.start();
+  play_button->setText(tr("Pause"));
+}
+
+void Player::pause() {
+  timer_.stop();
+  play_button->setText(tr("Play"));
+}
+
+void Player::advance() {
+  if (current_ + 1 < frame_count()) return show_frame(current_ + 1);
+  if (loop->isChecked()) return show_frame(0);
+  pause();
+}
+
+bool Player::export_to(const QString& path, QString* error) const {
+  if (frames_.empty() || frames_.front().isNull()) return *error = tr("there are no frames to export"), false;
+  try {
+    if (plan::is_image(plan::format_for(path.toStdString()))) {
+      // One picture: the one shown (the first of a batch's images otherwise).
+      const QImage& shown = frames_[size_t(std::max(0, current_))];
+      video::ImageInfo info;
+      info.width = shown.width();
+      info.height = shown.height();
+      info.metadata = metadata_;
+      video::write_image(path.toStdString(), packed_rgb(shown).data(), info);
+      return true;
+    }
+    video::ClipInfo info;
+    info.width = frames_.front().width();
+    info.height = frames_.front().height();
+    info.fps = fps_;
+    info.metadata = metadata_;
+    video::ClipWriter writer(path.toStdString(), info);
+    for (const auto& f : frames_) writer.add_frame(packed_rgb(f).data());
+    writer.finish();
+  } catch (const std::exception& e) {
+    *error = QString::fromStdString(e.what());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace studio::gui

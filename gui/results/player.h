@@ -1,0 +1,84 @@
+// Plays the frames of a run: the one running (its frames arrive while it decodes) or any past run from the
+// history (the frames each run keeps). A new run takes the Player over only when its first frame arrives,
+// so a run that fails before decoding leaves the clip being watched in place. Play/pause, scrub, loop,
+// step a frame, speed; export through the project's clip writer in the format chosen in the selector
+// (MP4, WebM, GIF or a folder of PNGs; an image as PNG, JPEG or WebP) with every setting of the run as
+// metadata and in the sidecar, then says where it wrote with a link to the folder.
+#pragma once
+#include <QCheckBox>
+#include <QComboBox>
+#include <QImage>
+#include <QLabel>
+#include <QPushButton>
+#include <QSlider>
+#include <QTimer>
+#include <QWidget>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gui/results/history.h"
+#include "plan/job_file.h"
+
+namespace studio::gui {
+
+class Player : public QWidget {
+  Q_OBJECT
+ public:
+  explicit Player(QWidget* parent = nullptr);
+  void clear();
+  // Empties the player for the run kept in `folder` (its frames to come through set_frame); its mode,
+  // fps and export metadata from the job.
+  void begin(const QString& folder, const plan::JobFile& job, const QString& title);
+  // Loads a past run: its settings and the frames its folder kept. False (the player unchanged, `error`
+  // set) when it kept none.
+  bool load_run(const RunRecord& r, QString* error);
+  const QString& source() const { return source_; }  // the run folder shown; empty when none
+  void set_frame(int index, const QImage& frame);  // frames may arrive in any order
+  void set_fps(int fps);
+  void set_metadata(const std::map<std::string, std::string>& m) { metadata_ = m; }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  void set_image_mode(bool image);
+  bool image_mode() const { return image_mode_; }
+  int frame_count() const { return int(frames_.size()); }
+  int current() const { return current_; }
+  const QImage& frame(int i) const { return frames_[size_t(i)]; }
+  void show_frame(int i);
+  void play();
+  void pause();
+  bool playing() const { return timer_.isActive(); }
+  // Writes every frame to `path` (the format from its extension); false with `error` set on failure.
+  bool export_to(const QString& path, QString* error) const;
+  // Writes to `path` in the format chosen in `format` (its extension added or replaced; a folder for PNG
+  // frames), says where in `note` and emits exported(). The path written, or empty with `error` set.
+  QString export_chosen(const QString& path, QString* error);
+  // Asks where, then export_chosen().
+  void export_dialog();
+
+  QLabel* title;  // which run is shown
+  QLabel* screen;
+  QSlider* slider;
+  QPushButton *play_button, *export_button;
+  QPushButton *back_button, *forward_button;
+  QCheckBox* loop;
+  QComboBox* speed;
+  QComboBox* format;  // the export format
+  QLabel* note;       // where the last export went, with a link to its folder
+
+ Q_SIGNALS:
+  void exported(const QString& path);
+
+ private:
+  void advance();
+  void list_formats();
+  void resizeEvent(QResizeEvent* e) override;
+  std::vector<QImage> frames_;
+  std::map<std::string, std::string> metadata_;
+  QString source_;
+  int current_ = -1, fps_ = 8;
+  bool image_mode_ = false;
+  QTimer timer_;
+};
+
+}  // namespace studio::gui

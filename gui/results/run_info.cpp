@@ -1,0 +1,105 @@
+#include "gui/results/run_info.h"
+
+#include <QFileInfo>
+#include <QObject>
+#include <QStringList>
+
+#include <charconv>
+#include <cmath>
+
+#include "plan/family.h"
+#include "plan/field_labels.h"
+#include "plan/model_folder.h"
+
+namespace studio::gui {
+
+namespace {
+
+// 3.5 as "3.5", not "3.500000" (the shortest text that reads back as the same double).
+std::string shortest(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+}  // namespace
+
+QString short_label(const plan::ParallelConfig& p) {
+  QStringList parts;
+  if (p.ulysses_degree > 1) parts << QString("U%1").arg(p.ulysses_degree);
+  if (p.ring_degree > 1) parts << QString("R%1").arg(p.ring_degree);
+  if (p.pipefusion_parallel_degree > 1)
+    parts << QString("PF%1x%2").arg(p.pipefusion_parallel_degree).arg(p.num_pipeline_patch);
+  if (p.use_cfg_parallel) parts << "CFG";
+  if (p.data_parallel_degree > 1) parts << QString("DP%1").arg(p.data_parallel_degree);
+  QString label = parts.isEmpty() ? QObject::tr("1 process") : parts.join("x");
+  if (p.use_parallel_vae) label += "+VAE";
+  return label;
+}
+
+QString setting_label(const QString& key) { return QString::fromStdString(plan::field_label(key.toStdString())); }
+
+std::optional<plan::JobFile> job_of(const QString& settings) {
+  try {
+    return plan::job_file_from_json(settings.toStdString(), "the history's settings");
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+bool makes_clips(const plan::JobSpec& job) {
+  try {
+    return plan::rules_of(plan::read_model_folder(job.model_dir)).makes_video();
+  } catch (const std::exception&) {
+    return true;
+  }
+}
+
+std::map<std::string, std::string> run_metadata(const plan::JobFile& f) {
+  plan::JobSpec job = f.job;
+  std::map<std::string, std::string> m{{"generator", "DiT Studio " STUDIO_VERSION},
+                                       {"model", job.model_dir},
+                                       {"parallel", f.parallel.describe()},
+                                       {"settings", plan::to_json(f)}};
+  try {  // the model's defaults filled in, its family and sampler named, as the worker writes them
+    const auto model = plan::read_model_folder(job.model_dir);
+    plan::apply_model_defaults(job, model);
+    m["model_family"] = model.variant.name;
+    m["sampler"] = plan::rules_of(model).sampler_name(model);
+    if (job.use_fbcache || job.use_teacache || job.use_magcache)
+      m["cache_threshold"] = shortest(plan::cache_threshold(job, model));
+  } catch (const std::exception&) {
+    // the folder moved since the run: what the job file says is still written
+  }
+  for (const auto& [key, value] :
+       std::map<std::string, std::string>{{"seed", std::to_string(job.seed)},
+                                          {"height", std::to_string(job.height)},
+                                          {"width", std::to_string(job.width)},
+                                          {"num_frames", std::to_string(job.num_frames)},
+                                          {"fps", std::to_string(job.fps)},
+                                          {"num_inference_steps", std::to_string(job.num_inference_steps)},
+                                          {"use_dynamic_cfg", job.use_dynamic_cfg ? "true" : "false"},
+                                          {"prompt", job.prompt},
+                                          {"prompt_2", job.prompt_2},
+                                          {"negative_prompt", job.negative_prompt},
+                                          {"num_videos_per_prompt", std::to_string(job.num_videos_per_prompt)},
+                                          {"dtype", job.dtype},
+                                          {"use_fbcache", job.use_fbcache ? "true" : "false"},
+                                          {"use_teacache", job.use_teacache ? "true" : "false"},
+                                          {"use_magcache", job.use_magcache ? "true" : "false"}})
+    m[key] = value;
+  if (!std::isnan(job.guidance_scale)) m["guidance_scale"] = shortest(job.guidance_scale);
+  if (!std::isnan(job.guidance_scale_2)) m["guidance_scale_2"] = shortest(job.guidance_scale_2);
+  if (!std::isnan(job.cache_threshold) && !m.count("cache_threshold"))
+    m["cache_threshold"] = shortest(job.cache_threshold);
+  return m;
+}
+
+QString duration_text(double seconds) {
+  if (seconds < 60) return QObject::tr("%1 s").arg(seconds, 0, 'f', 1);
+  const int s = int(std::lround(seconds));
+  if (s < 3600) return QObject::tr("%1 min %2 s").arg(s / 60).arg(s % 60);
+  return QObject::tr("%1 h %2 min").arg(s / 3600).arg((s % 3600) / 60);
+}
+
+}  // namespace studio::gui

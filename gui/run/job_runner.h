@@ -1,0 +1,45 @@
+// Runs one job's ranks on a thread of its own: the launcher's Supervisor (its socket, the ranks'
+// pipes, their exits) is polled there, and what it hears comes to the GUI thread through queued calls,
+// so that the window never waits on a rank and a slow handler in the window never delays the intake.
+// The job's thread lives as long as its ranks (their parent-death signal is tied to the thread that
+// started them). Pictures are decoded there and the frames saved as PNGs beside it (frame_encoder.h).
+#pragma once
+#include <QObject>
+
+#include <memory>
+#include <vector>
+
+#include "gui/run/frame_encoder.h"
+#include "workers/launch/supervisor.h"
+
+namespace studio::gui {
+
+class JobRunner : public QObject {
+  Q_OBJECT
+ public:
+  explicit JobRunner(QObject* parent = nullptr);
+  ~JobRunner() override;  // stops the job: its ranks are killed and reaped
+  // Starts the ranks (waiting only until they are spawned); false (with `error` set) when they cannot
+  // be. `frames_folder`: where video 0's frames are saved as NNNN.png ("" saves none).
+  bool start(const workers::LaunchPlan& plan, QString* error, const QString& frames_folder = {});
+  void cancel();
+  bool running() const { return job_ != nullptr; }
+  // Every rank as of the last event delivered to the GUI thread (after the end: as it ended).
+  const std::vector<workers::RankView>& ranks() const { return ranks_; }
+
+ Q_SIGNALS:
+  // Every event, on the GUI thread; a Preview or a Frame comes without its pixels (see picture()).
+  void message(const studio::events::Message& m);
+  void picture(const studio::gui::RunPicture& p);
+  void note(const QString& line);
+  void finished(const studio::workers::Outcome& outcome, const std::vector<studio::workers::RankView>& ranks);
+
+ private:
+  struct Job;
+  void deliver(const events::Message& m, const workers::RankView& rank);
+  void end(const workers::Outcome& outcome, const std::vector<workers::RankView>& ranks);
+  std::unique_ptr<Job> job_;
+  std::vector<workers::RankView> ranks_;
+};
+
+}  // namespace studio::gui

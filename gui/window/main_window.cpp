@@ -1,0 +1,180 @@
+// The window built: the compose column on the left (its actions, the GPUs group, the queue), the tabs on the
+// right, the recent results along the bottom, the menus; and the settings, checked with engine/plan on
+// every edit and kept between sessions. Each concern's wiring lives in its main_window_*.cpp.
+#include "gui/window/main_window.h"
+
+#include <QCloseEvent>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QSettings>
+#include <QSplitter>
+#include <QStandardPaths>
+#include <QVBoxLayout>
+
+#include <algorithm>
+
+#include "plan/job_check.h"
+#include "plan/job_file.h"
+#include "gui/compose/output_settings.h"
+
+namespace studio::gui {
+
+MainWindow::MainWindow(const QString& data_dir)
+    : data_dir_(data_dir.isEmpty() ? QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) : data_dir) {
+  setWindowTitle(tr("DiT Studio"));
+  build_compose_column();  // the settings, Generate and the queue
+  build_tabs();            // run, player, history, compare, sweep, models; the recent results below
+  connect_results();       // opens the history
+  connect_settings();
+  connect_sweep();
+  connect_queue();
+  connect_devices();  // and asks the worker for them
+  build_menus();
+  restore_settings();
+  validate();
+}
+
+MainWindow::~MainWindow() {
+  list_devices_.kill();
+  list_devices_.waitForFinished(2000);
+}
+
+void MainWindow::build_compose_column() {
+  compose_ = new ComposePanel;
+  parallel_ = new ParallelPanel;
+  worker_ = new WorkerPicker;
+  generate_button_ = new QPushButton(tr("Generate"));
+  generate_button_->setObjectName("generate");
+  sweep_button_ = new QPushButton(tr("Sweep configurations"));
+  sweep_button_->setObjectName("sweep_configs");
+  sweep_button_->setToolTip(tr("Run this job under every valid parallel configuration and compare them"));
+  cancel_button_ = new QPushButton(tr("Cancel"));
+  cancel_button_->setObjectName("cancel");
+  cancel_button_->setEnabled(false);
+  reason_ = new QLabel;
+  reason_->setObjectName("reason");
+  reason_->setWordWrap(true);
+  reason_->setStyleSheet("color: #c0392b;");
+
+  // The left column (compose_panel.h): the prompt, then these actions, never scrolled; the groups below.
+  auto* actions = new QWidget;
+  auto* actions_layout = new QVBoxLayout(actions);
+  actions_layout->setContentsMargins(8, 0, 0, 4);
+  auto* buttons = new QHBoxLayout;
+  buttons->addWidget(generate_button_, 1);
+  buttons->addWidget(sweep_button_);
+  buttons->addWidget(cancel_button_);
+  actions_layout->addLayout(buttons);
+  actions_layout->addWidget(reason_);
+  compose_->set_actions(actions);
+  build_devices_group();
+  compose_->add_below(build_queue());
+  compose_->finish_settings();
+  compose_->setMinimumWidth(430);
+}
+
+void MainWindow::build_tabs() {
+  run_view_ = new RunView;
+  run_view_->setFocusPolicy(Qt::ClickFocus);  // a click in the run view gives Esc its meaning there
+  player_ = new Player;
+  history_ = new History;
+  compare_view_ = new CompareView;
+  sweep_view_ = new SweepView;
+  tabs_ = new QTabWidget;
+  tabs_->setObjectName("tabs");
+  tabs_->addTab(run_view_, tr("Run"));
+  tabs_->addTab(player_, tr("Player"));
+  tabs_->addTab(history_, tr("History"));
+  tabs_->addTab(compare_view_, tr("Compare"));
+  tabs_->addTab(sweep_view_, tr("Sweep"));
+  models_view_ = new ModelsView;
+  tabs_->addTab(models_view_, tr("Models"));
+  connect(models_view_, &ModelsView::use, compose_, &ComposePanel::set_model_dir);
+  auto* split = new QSplitter;
+  split->setObjectName("split");
+  split->addWidget(compose_);
+  split->addWidget(tabs_);
+  split->setStretchFactor(1, 1);
+  auto* central = new QWidget;  // the settings and the tabs, the recent results along the bottom
+  auto* column = new QVBoxLayout(central);
+  column->setContentsMargins(0, 0, 0, 0);
+  column->addWidget(split, 1);
+  column->addWidget(recent_ = new RecentStrip(history_, central));
+  setCentralWidget(central);
+}
+
+void MainWindow::build_menus() {
+  auto* settings = menuBar()->addMenu(tr("&Settings"))->addAction(tr("&Output folder…"));
+  settings->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Comma));
+  connect(settings, &QAction::triggered, this, [this] { SettingsDialog(data_dir_, this).exec(); });
+  auto* about = menuBar()->addMenu(tr("&Help"))->addAction(tr("&About DiT Studio"));
+  connect(about, &QAction::triggered, this, [this] { QMessageBox::about(this, tr("About DiT Studio"), about_text()); });
+}
+
+void MainWindow::connect_settings() {
+  connect(compose_, &ComposePanel::changed, this, [this] { validate(); });
+  connect(compose_, &ComposePanel::calibrate_requested, this, [this] { generate(); });  // MagCache's ratios
+  connect(parallel_, &ParallelPanel::changed, this, [this] { validate(); });
+}
+
+void MainWindow::restore_settings() {
+  QSettings s;
+  restoreGeometry(s.value("window/geometry").toByteArray());
+  if (auto* split = findChild<QSplitter*>("split")) split->restoreState(s.value("window/split").toByteArray());
+  if (!s.contains("job/last")) return;
+  try {  // the settings of the last session, as a job file
+    const auto f = plan::job_file_from_json(s.value("job/last").toString().toStdString(), "settings");
+    compose_->set_job(f.job);
+    parallel_->set_config(f.parallel);
+  } catch (const std::exception&) {  // from an older version: start from the defaults
+  }
+}
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+  if (runner_.running() && !closing_) {
+    const QString queued = queue_.empty() ? QString() : tr(" The %n queued job(s) will not run.", "", int(queue_.size()));
+    if (!confirm_stop(tr("Stop it and quit? What it made so far is kept in History.") + queued)) return e->ignore();
+    // Stop the ranks and close once the run is recorded (on_finished), so that nothing is lost.
+    closing_ = true;
+    queue_.clear();
+    cancel();
+    return e->ignore();
+  }
+  QSettings s;
+  s.setValue("window/geometry", saveGeometry());
+  if (auto* split = findChild<QSplitter*>("split")) s.setValue("window/split", split->saveState());
+  s.setValue("job/last", QString::fromStdString(plan::to_json({compose_->job(), parallel_->config()})));
+  runner_.cancel();
+  e->accept();
+}
+
+std::vector<plan::Problem> MainWindow::validate() {
+  std::vector<plan::Problem> problems;
+  const plan::ModelFolder* model = compose_->model();
+  if (!model) problems.push_back({"model", compose_->model_error().toStdString()});
+  plan::JobSpec job = compose_->job();
+  if (model) {
+    const auto p = parallel_->config();
+    const auto more = plan::check_job(job, p, *model, {parallel_->processes(), parallel_->memory_gib(), parallel_->on_gpus()});
+    problems.insert(problems.end(), more.begin(), more.end());
+    parallel_->offer(plan::valid_configs(job, *model, parallel_->on_gpus() ? parallel_->processes() : std::max(1, p.world_size()), p),
+                     &job, model);
+  }
+  auto rest = compose_->show_problems(problems);  // in the window's words; a missing prompt as a hint
+  rest = parallel_->show_problems(rest);
+  QString text;
+  for (const auto& p : rest) text += (text.isEmpty() ? "" : "\n") + QString::fromStdString(p.message);
+  const bool only_prompt = compose_->prompt_missing() &&
+                           std::all_of(problems.begin(), problems.end(), [](const auto& p) { return p.field == "prompt"; });
+  // A missing prompt is said in grey under it (and on Generate's tooltip), not as an error.
+  if (!problems.empty() && text.isEmpty() && !only_prompt)
+    text = tr("Generate is off until the problems shown in the settings are fixed.");
+  generate_button_->setToolTip(problems.empty() ? tr("Ctrl+Return") : only_prompt ? tr("Write a prompt to generate") : text);
+  reason_->setText(text);
+  generate_button_->setEnabled(problems.empty());
+  generate_button_->setText(runner_.running() ? tr("Add to queue") : tr("Generate"));
+  sweep_button_->setEnabled(problems.empty());
+  return problems;
+}
+
+}  // namespace studio::gui

@@ -1,0 +1,190 @@
+// The queue and the running job: Generate adds the current settings (with the seed the seed mode gives)
+// and starts them when nothing runs; queued jobs can be reordered and removed; Cancel stops the running
+// one and the queue goes on. What the ranks say reaches the run view and the Player from here.
+#include <QDateTime>
+#include <QDir>
+#include <QMessageBox>
+#include <QShortcut>
+#include <QVBoxLayout>
+
+#include "gui/window/main_window.h"
+#include "gui/compose/output_settings.h"
+#include "plan/family.h"
+#include "plan/job_file.h"
+
+namespace studio::gui {
+
+QWidget* MainWindow::build_queue() {
+  auto* left = new QWidget;
+  auto* left_layout = new QVBoxLayout(left);
+  left_layout->setContentsMargins(0, 0, 0, 0);
+  queue_list_ = new QListWidget;
+  queue_list_->setObjectName("queue");
+  queue_list_->setMaximumHeight(90);
+  auto* queue_buttons = new QHBoxLayout;
+  auto* up = new QPushButton(tr("Up"));
+  auto* down = new QPushButton(tr("Down"));
+  auto* remove = new QPushButton(tr("Remove"));
+  for (auto* b : {up, down, remove}) queue_buttons->addWidget(b);
+  left_layout->addWidget(new QLabel(tr("Queue")));
+  left_layout->addWidget(queue_list_);
+  left_layout->addLayout(queue_buttons);
+  auto move = [this](int by) {
+    const int i = queue_list_->currentRow(), j = i + by;
+    if (i < 0 || j < 0 || j >= int(queue_.size())) return;
+    std::swap(queue_[size_t(i)], queue_[size_t(j)]);
+    show_queue();
+    queue_list_->setCurrentRow(j);
+  };
+  connect(up, &QPushButton::clicked, this, [move] { move(-1); });
+  connect(down, &QPushButton::clicked, this, [move] { move(1); });
+  connect(remove, &QPushButton::clicked, this, [this] {
+    const int i = queue_list_->currentRow();
+    if (i < 0 || i >= int(queue_.size())) return;
+    queue_.erase(queue_.begin() + i);
+    show_queue();
+  });
+  return left;
+}
+
+void MainWindow::connect_queue() {
+  connect(generate_button_, &QPushButton::clicked, this, [this] { generate(); });
+  connect(cancel_button_, &QPushButton::clicked, this, [this] { cancel(); });
+  connect(&runner_, &JobRunner::message, this, &MainWindow::on_message);
+  connect(&runner_, &JobRunner::picture, this, &MainWindow::on_picture);
+  connect(&runner_, &JobRunner::note, this, [this](const QString& line) {
+    run_view_->status->setText(line);
+    run_view_->log->note(line);
+  });
+  connect(&runner_, &JobRunner::finished, this, &MainWindow::on_finished);
+  new QShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return), this, [this] { generate(); });
+  // Esc stops a run only from the run view (not while typing in a field), and asks first.
+  new QShortcut(QKeySequence(Qt::Key_Escape), run_view_, [this] {
+    if (confirm_stop(tr("Stop it? What it made so far is kept in History."))) cancel();
+  }, Qt::WidgetWithChildrenShortcut);
+}
+
+std::optional<MainWindow::Queued> MainWindow::make_job(const plan::ParallelConfig& p) {
+  if (!validate().empty()) return std::nullopt;
+  Queued q;
+  q.job.job = compose_->job();
+  q.job.job.seed = compose_->next_seed();
+  q.job.job.device = parallel_->on_gpus() ? "cuda" : "cpu";
+  q.job.parallel = p;
+  return q;
+}
+
+bool MainWindow::generate() {
+  auto q = make_job(parallel_->config());
+  if (!q) return false;
+  enqueue(*q);
+  return true;
+}
+
+void MainWindow::enqueue(const Queued& q) {
+  queue_.push_back(q);
+  show_queue();
+  start_next();
+}
+
+void MainWindow::show_queue() {
+  queue_list_->clear();
+  for (const auto& q : queue_)
+    queue_list_->addItem(QString("%1 — seed %2 — %3")
+                             .arg(QString::fromStdString(q.job.job.prompt).left(40))
+                             .arg(q.job.job.seed)
+                             .arg(QString::fromStdString(q.job.parallel.describe())));
+}
+
+void MainWindow::start_next() {
+  QString not_started;  // why the last job taken could not start (validate() below rewrites `reason_`)
+  while (!runner_.running() && !queue_.empty()) {
+    Queued q = queue_.front();
+    queue_.pop_front();
+    show_queue();
+    const QString root = output_root(data_dir_);
+    if (const QString why = check_output_root(root, q.job.job); !why.isEmpty()) {
+      not_started = why;  // before any rank starts: the true reason, in the window's words
+      continue;
+    }
+    run_folder_ = root + "/" + QDateTime::currentDateTime().toString("yyyyMMdd-hhmmss-zzz");
+    QDir().mkpath(run_folder_ + "/frames");
+    // A clip or an image, as the model's family makes (the folder was read when the job was checked).
+    bool clip = true;
+    try {
+      clip = plan::rules_of(plan::read_model_folder(q.job.job.model_dir)).makes_video();
+    } catch (const std::exception&) {
+      // the run reports the folder's problem itself
+    }
+    q.job.job.output_file = (run_folder_ + (clip ? "/clip.mp4" : "/image.png")).toStdString();
+    if (parallel_->on_gpus()) qputenv("CUDA_VISIBLE_DEVICES", parallel_->selected_gpus().join(',').toUtf8());
+    workers::LaunchPlan lp;
+    lp.job = q.job;
+    lp.worker_exe = worker_->current().toStdString();
+    QString error;
+    if (!runner_.start(lp, &error, run_folder_ + "/frames")) {
+      not_started = error;
+      QDir(run_folder_).removeRecursively();
+      continue;
+    }
+    current_ = q;
+    steps_.clear();
+    thumbnail_ = {};
+    started_ms_ = QDateTime::currentMSecsSinceEpoch();
+    const auto& job = q.job.job;
+    run_view_->start(q.job.parallel.world_size(), tr("\"%1\", seed %2, %3")
+                                                      .arg(QString::fromStdString(job.prompt).left(60))
+                                                      .arg(job.seed)
+                                                      .arg(QString::fromStdString(q.job.parallel.describe())));
+    if (q.sweep_row < 0) tabs_->setCurrentWidget(run_view_);
+    cancel_button_->setEnabled(true);
+  }
+  validate();
+  if (!not_started.isEmpty()) reason_->setText(not_started);
+}
+
+void MainWindow::cancel() { runner_.cancel(); }
+
+bool MainWindow::confirm_stop(const QString& why) {
+  if (!runner_.running()) return true;
+  const auto& ranks = runner_.ranks();
+  const int done = ranks.empty() ? 0 : ranks.front().step, total = ranks.empty() ? 0 : ranks.front().total;
+  if (done < 1) return true;  // nothing made yet: nothing to lose
+  QMessageBox box(QMessageBox::Question, tr("A run is in progress"),
+                  tr("The run has done %1 of %2 steps. %3").arg(done).arg(total).arg(why),
+                  QMessageBox::Yes | QMessageBox::No, this);
+  box.setObjectName("confirm_stop");
+  box.button(QMessageBox::Yes)->setText(tr("Stop the run"));
+  box.button(QMessageBox::No)->setText(tr("Keep running"));
+  box.setDefaultButton(QMessageBox::No);
+  return box.exec() == QMessageBox::Yes;
+}
+
+pid_t MainWindow::rank_pid(int rank) const {
+  const auto& ranks = runner_.ranks();
+  return size_t(rank) < ranks.size() && ranks[size_t(rank)].connected ? pid_t(ranks[size_t(rank)].pid) : 0;
+}
+
+void MainWindow::on_message(const events::Message& m) {
+  run_view_->message(m, runner_.ranks());
+  if (m.kind == events::Kind::Progress) {
+    const auto p = events::Progress::parse(m);
+    steps_[p.rank].push_back({double(p.step), p.seconds, double(p.resources.in_use()) / (1 << 30)});
+  }
+}
+
+// Decoded, and saved as PNG in the run's frames/, on the job's thread (JobRunner).
+void MainWindow::on_picture(const RunPicture& pic) {
+  run_view_->show_picture(pic);
+  if (!pic.frame || pic.video != 0) return;
+  const QImage& img = pic.image;
+  if (player_->source() != run_folder_)  // the Player keeps the run it shows until this one has a frame
+    player_->begin(run_folder_, current_.job, tr("\"%1\", seed %2, saved in %3")
+                                                  .arg(QString::fromStdString(current_.job.job.prompt).left(80))
+                                                  .arg(current_.job.job.seed)
+                                                  .arg(run_folder_));
+  player_->set_frame(pic.index, img);
+  if (thumbnail_.isNull()) thumbnail_ = img.scaledToHeight(96);
+}
+
+}  // namespace studio::gui

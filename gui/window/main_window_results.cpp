@@ -1,0 +1,122 @@
+// The results: each finished run recorded in the History (its settings, steps, time, memory, thumbnail),
+// then shown in the Player; History's Play and Export load a run into the Player, Reopen and Run again
+// bring its settings back, Compare takes the window's whole width; an export is confirmed in the status bar.
+#include <QDateTime>
+#include <QDir>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QShortcut>
+#include <QSplitter>
+#include <QStatusBar>
+
+#include <algorithm>
+
+#include "gui/window/main_window.h"
+#include "plan/error.h"
+#include "plan/job_file.h"
+
+namespace studio::gui {
+
+void MainWindow::connect_results() {
+  QString error;
+  if (!history_->open(data_dir_ + "/history.sqlite", &error)) reason_->setText(error);
+  connect(history_, &History::compare, this, [this](const RunRecord& a, const RunRecord& b) {
+    compare_view_->compare(a, b);
+    tabs_->setCurrentWidget(compare_view_);
+  });
+  auto load = [this](const RunRecord& r) {
+    QString error;
+    if (!player_->load_run(r, &error)) {
+      history_->status->setText(error);
+      return false;
+    }
+    tabs_->setCurrentWidget(player_);
+    return true;
+  };
+  connect(history_, &History::play, this, [this, load](const RunRecord& r) {
+    if (load(r) && !player_->image_mode()) player_->play();
+  });
+  connect(history_, &History::export_run, this, [this, load](const RunRecord& r) {
+    if (load(r)) player_->export_dialog();
+  });
+  connect(player_, &Player::exported, this,
+          [this](const QString& path) { statusBar()->showMessage(tr("Exported to %1").arg(path)); });
+  // Compare shows two runs side by side: the settings panel steps aside while it is shown.
+  connect(tabs_, &QTabWidget::currentChanged, this, [this] {
+    if (auto* split = findChild<QSplitter*>("split")) split->widget(0)->setVisible(tabs_->currentWidget() != compare_view_);
+  });
+  // A run's settings come back from the history database, which may have been damaged or edited.
+  auto settings_of = [this](const RunRecord& r) -> std::optional<plan::JobFile> {
+    try {
+      return plan::job_file_from_json(r.settings.toStdString(), "the history's settings of run " + std::to_string(r.id));
+    } catch (const InputError& e) {
+      reason_->setText(QString::fromStdString(e.what()));
+      return std::nullopt;
+    }
+  };
+  connect(history_, &History::reopen, this, [this, settings_of](const RunRecord& r) {
+    const auto f = settings_of(r);
+    if (!f) return;
+    compose_->set_job(f->job);
+    parallel_->set_config(f->parallel);
+  });
+  connect(history_, &History::rerun, this, [this, settings_of](const RunRecord& r) {
+    const auto f = settings_of(r);
+    if (!f) return;
+    compose_->set_job(f->job);
+    compose_->seed_mode->setCurrentIndex(0);  // the same seed: the same clip
+    parallel_->set_config(f->parallel);
+    generate();
+  });
+  new QShortcut(QKeySequence(Qt::Key_Space), player_, [this] { player_->playing() ? player_->pause() : player_->play(); });
+}
+
+void MainWindow::on_finished(const workers::Outcome& outcome, const std::vector<workers::RankView>& ranks) {
+  run_view_->finish(outcome, ranks);
+  // The run's log stays in its folder; a failed run keeps its folder for it.
+  if (outcome.kind != events::ErrorKind::Cancelled || !QDir(run_folder_ + "/frames").isEmpty())
+    run_view_->log->save(run_folder_ + "/log.txt");
+  cancel_button_->setEnabled(false);
+  RunRecord r;
+  r.created = QDateTime::currentDateTime().toString(Qt::ISODate);
+  r.prompt = QString::fromStdString(current_.job.job.prompt);
+  r.seed = qint64(current_.job.job.seed);
+  r.settings = QString::fromStdString(plan::to_json(current_.job));
+  QJsonArray per_rank;
+  for (const auto& [rank, steps] : steps_) {
+    QJsonArray a;
+    for (const auto& s : steps) a.append(QJsonArray{s[0], s[1], s[2]});
+    per_rank.append(a);
+  }
+  r.steps = QString::fromUtf8(QJsonDocument(per_rank).toJson(QJsonDocument::Compact));
+  r.status = outcome.exit_code == 0 ? tr("done") : QString::fromStdString(events::error_kind_name(outcome.kind));
+  if (closing_) r.status = tr("interrupted");
+  // A run stopped before it made anything leaves no empty folder behind.
+  if (QDir(run_folder_).entryList(QDir::Files | QDir::NoDotAndDotDot).isEmpty() &&
+      QDir(run_folder_ + "/frames").isEmpty()) {
+    QDir(run_folder_).removeRecursively();
+  }
+  r.folder = QDir(run_folder_).exists() ? run_folder_ : QString();
+  r.seconds = double(QDateTime::currentMSecsSinceEpoch() - started_ms_) / 1000;
+  for (const auto& rank : ranks) {
+    r.mean_step_seconds = std::max(r.mean_step_seconds, rank.mean_step_seconds());
+    const uint64_t peak = rank.resources.device_peak ? rank.resources.device_peak : rank.resources.host_peak;
+    r.peak_gib = std::max(r.peak_gib, double(peak) / (1 << 30));
+    r.bytes_moved += qint64(rank.resources.bytes_sent);
+  }
+  r.thumbnail = thumbnail_;
+  history_->add(r);
+  if (current_.sweep_row >= 0) sweep_view_->record(current_.sweep_row, r, outcome.exit_code == 0);
+  if (outcome.exit_code == 0 && player_->source() == run_folder_ && current_.sweep_row < 0 && queue_.empty()) {
+    tabs_->setCurrentWidget(player_);
+    if (!player_->image_mode()) player_->play();
+  }
+  Q_EMIT run_finished(outcome);
+  if (closing_) {
+    close();
+    return;
+  }
+  start_next();
+}
+
+}  // namespace studio::gui
