@@ -42,10 +42,12 @@ class FluxRuntime final : public FamilyRuntime {
   text::PromptEmbeds encode_prompts(const plan::ModelFolder& folder, const plan::JobSpec& job, at::ScalarType dtype,
                                     at::Device device, const text::Log& log) const override {
     text::PromptEmbeds out;
-    const auto inputs = family().encoder_inputs(job);
+    std::string clip_field, t5_field;  // the job's texts each encoder reads
+    for (const auto& in : family().encoder_inputs(job))
+      (in.encoder == plan::TextEncoder::CLIP ? clip_field : t5_field) = in.field;
     {
       const auto tokenizer = text::ClipTokenizer::load(part_path(folder, family().clip_tokenizer_part().c_str()));
-      auto e = tokenizer.encode(plan::job_text(job, inputs[0].field));
+      auto e = tokenizer.encode(plan::job_text(job, clip_field));
       text::note_truncation(e.untruncated, tokenizer.model_max_length() - 2, "the prompt (CLIP)",
                             "CLIP reads " + std::to_string(tokenizer.model_max_length()) +
                                 " tokens; --prompt_2 gives T5 its own",
@@ -62,7 +64,6 @@ class FluxRuntime final : public FamilyRuntime {
       out.pooled_prompt_embeds = encoder->forward(ids).pooled.to(at::kCPU, at::kFloat);
       out.input_ids.push_back({"clip_input_ids", ids});
     }  // CLIP is released before T5 loads
-    const std::string& t5_field = inputs[1].field;
     auto t5 = text::encode_t5(folder, {{t5_field == "prompt" ? "the prompt" : t5_field, plan::job_text(job, t5_field)}},
                               job.max_sequence_length, dtype, device, log);
     out.prompt_embeds = t5[0].second;
