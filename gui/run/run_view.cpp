@@ -4,6 +4,7 @@
 #include <QVBoxLayout>
 
 #include "gui/run/step_plots.h"
+#include "plan/human_bytes.h"
 #include "qcustomplot.h"
 
 namespace studio::gui {
@@ -64,7 +65,7 @@ void RunView::update_rank(const workers::RankView& r) {
     if (r.cached) text += tr("  reused %1").arg(r.reused_calls);
   }
   if (r.resources.bytes_sent)
-    text += tr("  moved %1 MB").arg(double(r.resources.bytes_sent + r.resources.bytes_received) / 1e6, 0, 'f', 1);
+    text += tr("  moved %1").arg(QString::fromStdString(plan::human_bytes(r.resources.bytes_sent + r.resources.bytes_received)));
   labels_[size_t(r.rank)]->setText(text);
 }
 
