@@ -1,6 +1,5 @@
 #include "models/family_runtime.h"
 
-#include <filesystem>
 #include <stdexcept>
 
 namespace studio::models {
@@ -50,9 +49,5 @@ at::Tensor latents_from_file(const plan::ModelFolder& folder, const at::Tensor& 
 }
 
 LatentRgb latent_rgb(const plan::ModelFolder& folder) { return runtime_of(folder).latent_rgb(folder); }
-
-std::string part_path(const plan::ModelFolder& folder, const char* part) {
-  return (std::filesystem::path(folder.dir) / part).string();
-}
 
 }  // namespace studio::models

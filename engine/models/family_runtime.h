@@ -74,7 +74,4 @@ at::Tensor latents_from_file(const plan::ModelFolder& folder, const at::Tensor& 
 
 LatentRgb latent_rgb(const plan::ModelFolder& folder);
 
-// A folder's part ("transformer_2") as a path.
-std::string part_path(const plan::ModelFolder& folder, const char* part);
-
 }  // namespace studio::models

@@ -22,7 +22,7 @@ Embeddings from_words(const plan::JobSpec& job, const plan::ModelFolder& model, 
   Embeddings e;
   e.prompt = at::empty({1, L, D}, opts);
   if (rules.classifier_free()) e.negative = at::empty({1, L, D}, opts);
-  if (rules.takes_pooled_text()) e.pooled = at::empty({1, int64_t(rules.pooled_text_width(model))}, opts);
+  if (const int pooled = rules.pooled_text_width(model); pooled > 0) e.pooled = at::empty({1, int64_t(pooled)}, opts);
   if (parallel::encodes(mesh)) {
     auto words = models::encode_prompts(model, job, dtype, device, log);
     e.prompt = words.prompt_embeds.to(opts).contiguous();
@@ -46,7 +46,7 @@ Embeddings from_file(const plan::JobSpec& job, const plan::ModelFolder& model) {
   e.prompt = file.get("prompt_embeds", 3, "[B, T, D]");
   if (rules.classifier_free() && job.guidance_scale > 1)
     e.negative = file.get("negative_prompt_embeds", 3, "[B, T, D]");
-  if (rules.takes_pooled_text()) e.pooled = file.get("pooled_prompt_embeds", 2, "[B, P]");
+  if (rules.pooled_text_width(model) > 0) e.pooled = file.get("pooled_prompt_embeds", 2, "[B, P]");
   return e;
 }
 

@@ -93,7 +93,8 @@ class Family {
   virtual bool cleans_prompts() const { return false; }
   virtual std::vector<EncoderInput> encoder_inputs(const JobSpec& job) const = 0;
   virtual std::vector<std::string> missing_text_parts(const ModelFolder& m) const;
-  // The width of the pooled text vector the transformer takes (FLUX.1's CLIP), 0 if none.
+  // The width of the pooled text vector the transformer takes (FLUX.1's CLIP), 0 if none: --prompt_embeds
+  // then holds pooled_prompt_embeds too.
   virtual int pooled_text_width(const ModelFolder&) const { return 0; }
 
   // Sizes the studio offers besides the default and the draft.
@@ -107,7 +108,6 @@ class Family {
   virtual bool makes_video() const = 0;         // frames and fps apply
   virtual bool classifier_free() const = 0;     // guidance runs a second branch (CFG parallelism applies)
   virtual bool dynamic_cfg() const { return false; }  // --use_dynamic_cfg (CogVideoX's cosine schedule) applies
-  virtual bool takes_pooled_text() const = 0;   // --prompt_embeds holds pooled_prompt_embeds too
   virtual bool takes_prompt_2() const = 0;      // a second text encoder reads its own prompt (--prompt_2)
   virtual int pixel_step(const ModelFolder& m) const = 0;  // height and width are multiples of it
   virtual int attention_heads(const ModelFolder& m) const = 0;

@@ -1,5 +1,5 @@
-// A byte count as people read it: "512 B", "1.5 GiB" (binary units, one decimal). The one way the studio,
-// the launcher and dit-models write sizes.
+// A byte count as people read it: whole bytes below a KiB, else binary units with one decimal. The one way
+// the studio, the launcher and dit-models write sizes.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -53,6 +53,11 @@ bool ModelFolder::has_vae() const { return rules_of(*this).has_vae(*this); }
 int ModelFolder::vae_scale_spatial() const { return rules_of(*this).vae_scale_spatial(*this); }
 int ModelFolder::vae_scale_temporal() const { return rules_of(*this).vae_scale_temporal(*this); }
 
+std::string part_path(const ModelFolder& m, const std::string& part, const std::string& file) {
+  const fs::path p = fs::path(m.dir) / part;
+  return (file.empty() ? p : p / file).string();
+}
+
 std::string missing_text_parts(const ModelFolder& m) {
   std::string out;
   for (const auto& part : rules_of(m).missing_text_parts(m)) out += (out.empty() ? "no " : ", no ") + part;

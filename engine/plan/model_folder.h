@@ -49,6 +49,9 @@ struct ModelFolder {
   int vae_scale_temporal() const;
 };
 
+// A part of the folder ("vae") or a file in it ("vae", "config.json") as a path.
+std::string part_path(const ModelFolder& m, const std::string& part, const std::string& file = "");
+
 // What words need and the folder lacks: "no tokenizer_2/ (spiece.model), no text_encoder/ (CLIP)"; "" if nothing.
 std::string missing_text_parts(const ModelFolder& m);
 // A Hugging Face repository of the folder's variant, for messages that say how to get a whole folder.

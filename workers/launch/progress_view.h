@@ -31,7 +31,8 @@ class ProgressView {
   std::chrono::steady_clock::time_point last_draw_;
 };
 
-// "rank 1  denoising  step 3/20  1.23 s/step  ETA 21 s  RSS 1.2 GiB  sent 11.7 MiB  received 11.7 MiB"
+// One rank as a line: its number and phase, then the step, seconds per step and ETA, its memory and its
+// traffic, each where the rank has reported it.
 std::string rank_status_line(const RankView& r);
 
 }  // namespace studio::workers

@@ -28,7 +28,7 @@ namespace {
 
 // Each measurement runs kWindows windows (after one untimed run) of which the fastest counts: other work on a
 // shared machine slows some of them, and a moment of it that lasts longer than a window must not decide the
-// figure (shorter, fewer windows gave figures far apart from one sweep to the next: docs/cost-model.md).
+// figure (shorter, fewer windows gave figures far apart from one sweep to the next).
 // kMeasureSeconds in all per figure, so that calibrating takes seconds.
 constexpr double kMeasureSeconds = 1.0;
 constexpr int kWindows = 5;

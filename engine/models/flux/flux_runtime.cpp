@@ -46,7 +46,7 @@ class FluxRuntime final : public FamilyRuntime {
     for (const auto& in : family().encoder_inputs(job))
       (in.encoder == plan::TextEncoder::CLIP ? clip_field : t5_field) = in.field;
     {
-      const auto tokenizer = text::ClipTokenizer::load(part_path(folder, family().clip_tokenizer_part().c_str()));
+      const auto tokenizer = text::ClipTokenizer::load(part_path(folder, family().clip_tokenizer_part()));
       auto e = tokenizer.encode(plan::job_text(job, clip_field));
       text::note_truncation(e.untruncated, tokenizer.model_max_length() - 2, "the prompt (CLIP)",
                             "CLIP reads " + std::to_string(tokenizer.model_max_length()) +

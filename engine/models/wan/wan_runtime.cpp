@@ -31,7 +31,7 @@ text::PromptEmbeds encode_wan_prompts(const plan::ModelFolder& model, const plan
   if (max_length < 1)
     throw InputError("--max_sequence_length " + std::to_string(max_length) +
                      " leaves no room for the prompt; Wan's pipeline uses 512");
-  const auto tokenizer = text::T5Tokenizer::load(part_path(model, model.t5_tokenizer_part().c_str()));
+  const auto tokenizer = text::T5Tokenizer::load(part_path(model, model.t5_tokenizer_part()));
   struct Text {
     at::Tensor ids, mask;
     int64_t length;
@@ -50,7 +50,7 @@ text::PromptEmbeds encode_wan_prompts(const plan::ModelFolder& model, const plan
     log("the umT5 text encoder runs in bfloat16: T5 overflows in float16");
     dtype = at::kBFloat16;
   }
-  const std::string part = part_path(model, model.t5_part().c_str());
+  const std::string part = part_path(model, model.t5_part());
   log("encoding with " + part + " (umT5, " + std::to_string(model.text_encoder->num_layers) + " layers) on " +
       device.str());
   auto encoder = text::T5Encoder::load(part, *model.text_encoder, dtype, device);

@@ -41,10 +41,8 @@ class CogVideoX final : public Family {
   }
 
   void read_parts(ModelFolder& m, const Fields&) const override {
-    const std::filesystem::path root(m.dir);
-    const std::string tcfg = (root / "transformer" / "config.json").string(),
-                      scfg = (root / "scheduler" / "scheduler_config.json").string(),
-                      vcfg = (root / "vae" / "config.json").string();
+    const std::string tcfg = part_path(m, "transformer", "config.json"),
+                      scfg = part_path(m, "scheduler", "scheduler_config.json"), vcfg = part_path(m, "vae", "config.json");
     auto parts = std::make_shared<CogVideoXParts>();
     parts->transformer = parse_cogvideox_transformer_config(read_text_file(tcfg), tcfg);
     parts->scheduler = parse_cogvideox_scheduler_config(read_text_file(scfg), scfg);
@@ -71,7 +69,6 @@ class CogVideoX final : public Family {
   bool makes_video() const override { return true; }
   bool classifier_free() const override { return true; }
   bool dynamic_cfg() const override { return true; }
-  bool takes_pooled_text() const override { return false; }
   bool takes_prompt_2() const override { return false; }
   int pixel_step(const ModelFolder& m) const override { return m.vae_scale_spatial() * cog(m).transformer.patch_size; }
   int attention_heads(const ModelFolder& m) const override { return cog(m).transformer.num_attention_heads; }

@@ -32,10 +32,9 @@ class Flux final : public Family {
   }
 
   void read_parts(ModelFolder& m, const Fields&) const override {
-    const std::filesystem::path root(m.dir);
-    auto config = [&](const char* part, const char* file) { return (root / part / file).string(); };
-    const std::string tcfg = config("transformer", "config.json"), scfg = config("scheduler", "scheduler_config.json"),
-                      vcfg = config("vae", "config.json"), ccfg = config("text_encoder", "config.json");
+    const std::string tcfg = part_path(m, "transformer", "config.json"),
+                      scfg = part_path(m, "scheduler", "scheduler_config.json"), vcfg = part_path(m, "vae", "config.json"),
+                      ccfg = part_path(m, "text_encoder", "config.json");
     auto f = std::make_shared<FluxParts>();
     f->transformer = parse_flux_transformer_config(read_text_file(tcfg), tcfg);
     f->scheduler = parse_flow_match_config(read_text_file(scfg), scfg);
@@ -50,7 +49,8 @@ class Flux final : public Family {
                        " does not match the transformer's pooled_projection_dim " +
                        std::to_string(f->transformer.pooled_projection_dim) + " (the pooled CLIP vector's width)");
     f->has_clip_tokenizer =
-        std::filesystem::exists(root / "tokenizer" / "vocab.json") && std::filesystem::exists(root / "tokenizer" / "merges.txt");
+        std::filesystem::exists(part_path(m, "tokenizer", "vocab.json")) &&
+        std::filesystem::exists(part_path(m, "tokenizer", "merges.txt"));
     m.variant = f->transformer.guidance_embeds
                     ? Variant{"flux-dev", "FLUX.1 with guidance embedding (e.g. FLUX.1-dev)"}
                     : Variant{"flux-schnell", "FLUX.1 without guidance embedding (e.g. FLUX.1-schnell)"};
@@ -83,7 +83,6 @@ class Flux final : public Family {
   std::string sampler_name(const ModelFolder&) const override { return "FlowMatchEulerDiscreteScheduler"; }
   bool makes_video() const override { return false; }
   bool classifier_free() const override { return false; }
-  bool takes_pooled_text() const override { return true; }
   bool takes_prompt_2() const override { return true; }
   // The VAE's 8x, times the 2x2 packing.
   int pixel_step(const ModelFolder& m) const override { return m.vae_scale_spatial() * 2; }

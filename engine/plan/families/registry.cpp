@@ -34,8 +34,7 @@ ModelFolder read_model_folder(const std::string& dir) {
                      "scheduler/ and vae/ (for example a download of THUDM/CogVideoX-2b)");
   ModelFolder m;
   m.dir = dir;
-  const fs::path root(dir);
-  const std::string index = (root / "model_index.json").string();
+  const std::string index = (fs::path(dir) / "model_index.json").string();
   Fields idx(read_text_file(index), index);
   auto cls = idx.get<std::string>("_class_name", "");
   m.family = family_reading(cls);
@@ -51,13 +50,13 @@ ModelFolder read_model_folder(const std::string& dir) {
   for (const char* part : {"transformer", "scheduler"})
     if (!idx.has(part)) throw InputError(index + ": no '" + part + "' entry; a " + cls + " folder needs one");
   m.family->read_parts(m, idx);
-  const std::string ecfg = (root / m.t5_part() / "config.json").string();
+  const std::string ecfg = part_path(m, m.t5_part(), "config.json");
   if (fs::exists(ecfg)) m.text_encoder = parse_t5_config(read_text_file(ecfg), ecfg);
   const auto [width_field, text_width] = m.family->t5_width(m);
   if (m.text_encoder && m.text_encoder->d_model != text_width)
     throw InputError(ecfg + ": d_model " + std::to_string(m.text_encoder->d_model) + " does not match the transformer's " +
                      width_field + " " + std::to_string(text_width) + " (the T5 embeddings' width)");
-  m.has_tokenizer = fs::exists(root / m.t5_tokenizer_part() / "spiece.model");
+  m.has_tokenizer = fs::exists(part_path(m, m.t5_tokenizer_part(), "spiece.model"));
   return m;
 }
 

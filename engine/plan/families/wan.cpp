@@ -17,9 +17,9 @@ const WanParts& wan(const ModelFolder& m) { return m.parts_as<WanParts>(); }
 
 // transformer/ (and Wan2.2's transformer_2/), scheduler/ and vae/ of a WanPipeline folder, checked against
 // each other and against model_index.json.
-std::shared_ptr<WanParts> read_wan_parts(const Fields& idx, const std::filesystem::path& root) {
-  auto config = [&](const char* part, const char* file) { return (root / part / file).string(); };
-  const std::string tcfg = config("transformer", "config.json"), scfg = config("scheduler", "scheduler_config.json");
+std::shared_ptr<WanParts> read_wan_parts(const Fields& idx, const ModelFolder& m) {
+  const std::string tcfg = part_path(m, "transformer", "config.json"),
+                    scfg = part_path(m, "scheduler", "scheduler_config.json");
   auto parts = std::make_shared<WanParts>();
   auto& w = *parts;
   w.transformer = parse_wan_transformer_config(read_text_file(tcfg), tcfg);
@@ -29,7 +29,7 @@ std::shared_ptr<WanParts> read_wan_parts(const Fields& idx, const std::filesyste
                                          "a Wan2.1 T2V or Wan2.2 T2V-A14B folder");
   const bool second = idx.has("transformer_2") && idx.dump("transformer_2") != "[null,null]";
   if (second) {
-    const std::string t2cfg = config("transformer_2", "config.json");
+    const std::string t2cfg = part_path(m, "transformer_2", "config.json");
     w.transformer_2 = parse_wan_transformer_config(read_text_file(t2cfg), t2cfg);
     if (w.transformer_2->inner_dim() != w.transformer.inner_dim() ||
         w.transformer_2->in_channels != w.transformer.in_channels || w.transformer_2->text_dim != w.transformer.text_dim)
@@ -42,7 +42,7 @@ std::shared_ptr<WanParts> read_wan_parts(const Fields& idx, const std::filesyste
     if (!(w.boundary_ratio > 0 && w.boundary_ratio < 1))
       idx.fail("boundary_ratio", idx.dump("boundary_ratio"), "must be between 0 and 1 (Wan2.2 A14B uses 0.875)");
   }
-  const std::string vcfg = config("vae", "config.json");
+  const std::string vcfg = part_path(m, "vae", "config.json");
   if (std::filesystem::exists(vcfg)) {
     w.vae = parse_wan_vae_config(read_text_file(vcfg), vcfg);
     if (w.vae->z_dim != w.transformer.in_channels)
@@ -74,7 +74,7 @@ class Wan final : public Family {
   }
 
   void read_parts(ModelFolder& m, const Fields& index) const override {
-    auto parts = read_wan_parts(index, m.dir);
+    auto parts = read_wan_parts(index, m);
     m.variant = parts->transformer_2 ? Variant{"wan2.2", "Wan2.2 text-to-video with two experts (e.g. Wan2.2-T2V-A14B)"}
                                      : Variant{"wan2.1", "Wan2.1 text-to-video (e.g. Wan2.1-T2V-1.3B, -14B)"};
     m.parts = parts;
@@ -102,7 +102,6 @@ class Wan final : public Family {
   std::string sampler_name(const ModelFolder&) const override { return "UniPCMultistepScheduler"; }
   bool makes_video() const override { return true; }
   bool classifier_free() const override { return true; }
-  bool takes_pooled_text() const override { return false; }
   bool takes_prompt_2() const override { return false; }
   int pixel_step(const ModelFolder& m) const override {
     return m.vae_scale_spatial() * wan(m).transformer.patch_size[1];

@@ -1,7 +1,6 @@
 #include "text/encode/prompt.h"
 
 #include <cstdio>
-#include <filesystem>
 
 #include <ATen/ops/from_blob.h>
 
@@ -9,8 +8,6 @@
 #include "plan/error.h"
 #include "text/encode/t5_encoder.h"
 #include "text/tokenize/t5_tokenizer.h"
-
-namespace fs = std::filesystem;
 
 namespace studio::text {
 
@@ -49,8 +46,7 @@ std::vector<std::pair<at::Tensor, at::Tensor>> encode_t5(const plan::ModelFolder
                                                          const std::vector<std::pair<std::string, std::string>>& texts,
                                                          int max_length, at::ScalarType dtype, at::Device device,
                                                          const Log& log) {
-  const fs::path dir(model.dir);
-  const auto tokenizer = T5Tokenizer::load((dir / model.t5_tokenizer_part()).string());
+  const auto tokenizer = T5Tokenizer::load(plan::part_path(model, model.t5_tokenizer_part()));
   std::vector<std::pair<at::Tensor, at::Tensor>> out;
   for (const auto& [what, text] : texts) {
     auto e = tokenizer.encode(text, size_t(max_length));
@@ -65,7 +61,7 @@ std::vector<std::pair<at::Tensor, at::Tensor>> encode_t5(const plan::ModelFolder
     log("the T5 text encoder runs in bfloat16: T5 overflows in float16");
     dtype = at::kBFloat16;
   }
-  const std::string part = (dir / model.t5_part()).string();
+  const std::string part = plan::part_path(model, model.t5_part());
   log("encoding with " + part + " (T5, " + std::to_string(model.text_encoder->num_layers) + " layers) on " +
       device.str());
   auto encoder = T5Encoder::load(part, *model.text_encoder, dtype, device);
