@@ -1,5 +1,6 @@
 // libFuzzer targets for the loaders of untrusted files, one binary, the target named by $FUZZ_TARGET:
 //   safetensors  the bytes as a .safetensors file: opened, every tensor's bytes read
+//   gguf         the bytes as a .gguf file: opened, every key's value and every tensor's bytes read
 //   configs      the bytes as every config.json a model folder has (each family's parsers)
 //   job          the bytes as a job file (the studio's, or a hand-written one for dit-worker), written back
 //   clip         the bytes as a CLIP tokenizer folder and a prompt: vocab.json, merges.txt and the text,
@@ -18,6 +19,7 @@
 #include <fstream>
 #include <string>
 
+#include "io/gguf/gguf_file.h"
 #include "io/safetensors/safetensors_file.h"
 #include "plan/clip_config.h"
 #include "plan/error.h"
@@ -39,6 +41,23 @@ void safetensors(const std::string& bytes) {
   for (const auto& t : file->tensors()) {
     const uint8_t* p = file->data(t);
     for (uint64_t i = 0; i < t.end - t.begin; ++i) sum += p[i];  // every byte it claims must be readable
+  }
+  if (sum == 1) std::fputc(0, stderr);  // keeps the reads
+}
+
+void gguf(const std::string& bytes) {
+  static const int fd = memfd_create("fuzz.gguf", 0);
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, bytes.data(), bytes.size(), 0) != ssize_t(bytes.size())) std::abort();
+  const auto file = io::GgufFile::open("/proc/self/fd/" + std::to_string(fd));
+  uint64_t sum = 0;
+  for (const auto& key : file->keys()) {  // the values are read where they lie, when asked for
+    if (const auto s = file->string_value(key)) sum += s->size();
+    if (const auto i = file->int_value(key)) sum += uint64_t(*i);
+    if (const auto a = file->int_array_value(key)) sum += a->size();
+  }
+  for (const auto& t : file->tensors()) {
+    const uint8_t* p = file->data(t);
+    for (uint64_t i = 0; i < t.bytes; ++i) sum += p[i];  // every byte it claims must be readable
   }
   if (sum == 1) std::fputc(0, stderr);  // keeps the reads
 }
@@ -88,10 +107,11 @@ Target target() {
   const char* name = std::getenv("FUZZ_TARGET");
   const std::string t = name ? name : "";
   if (t == "safetensors") return safetensors;
+  if (t == "gguf") return gguf;
   if (t == "configs") return configs;
   if (t == "job") return job;
   if (t == "clip") return clip;
-  std::fprintf(stderr, "fuzz-loaders: set FUZZ_TARGET to safetensors, configs, job or clip\n");
+  std::fprintf(stderr, "fuzz-loaders: set FUZZ_TARGET to safetensors, gguf, configs, job or clip\n");
   std::exit(2);
 }
 

@@ -50,9 +50,11 @@ set_tests_properties(fuzz_events PROPERTIES TIMEOUT 240 LABELS fuzz)
 file(GLOB plan_sources ${CMAKE_SOURCE_DIR}/engine/plan/*.cpp ${CMAKE_SOURCE_DIR}/engine/plan/families/*.cpp)
 file(GLOB plan_headers ${CMAKE_SOURCE_DIR}/engine/plan/*.h ${CMAKE_SOURCE_DIR}/engine/plan/families/*.h)
 studio_fuzzer(fuzz-loaders
-  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz_loaders.cpp ${CMAKE_SOURCE_DIR}/engine/io/safetensors/safetensors_file.cpp ${plan_sources}
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz_loaders.cpp ${CMAKE_SOURCE_DIR}/engine/io/safetensors/safetensors_file.cpp
+          ${CMAKE_SOURCE_DIR}/engine/io/gguf/gguf_file.cpp ${plan_sources}
           ${CMAKE_SOURCE_DIR}/engine/text/tokenize/clip_tokenizer.cpp ${CMAKE_SOURCE_DIR}/engine/text/tokenize/unicode_text.cpp
-  HEADERS ${plan_headers} ${CMAKE_SOURCE_DIR}/engine/io/safetensors/safetensors_file.h ${CMAKE_SOURCE_DIR}/engine/text/tokenize/clip_tokenizer.h
+  HEADERS ${plan_headers} ${CMAKE_SOURCE_DIR}/engine/io/safetensors/safetensors_file.h ${CMAKE_SOURCE_DIR}/engine/io/gguf/gguf_file.h
+          ${CMAKE_SOURCE_DIR}/engine/text/tokenize/clip_tokenizer.h
           ${CMAKE_SOURCE_DIR}/engine/text/tokenize/unicode_text.h)
 
 # The T5 tokenizer reaches sentencepiece through a module loaded with RTLD_DEEPBIND, which the sanitizers'
@@ -103,6 +105,7 @@ if(EXISTS ${G}/flux_words_tiny/tokenizer_2/spiece.model)
 endif()
 
 studio_fuzz_test(fuzz_safetensors fuzz-loaders TARGET safetensors RUNS 55000 MAX_LEN 65536 SEEDS ${seeds}/safetensors)
+studio_fuzz_test(fuzz_gguf fuzz-loaders TARGET gguf RUNS 110000 MAX_LEN 65536 SEEDS ${CMAKE_SOURCE_DIR}/tests/fuzz_seeds/gguf)
 studio_fuzz_test(fuzz_configs fuzz-loaders TARGET configs RUNS 18000 MAX_LEN 8192
                  SEEDS ${seeds}/configs ${CMAKE_SOURCE_DIR}/tests/fuzz_seeds/configs)
 studio_fuzz_test(fuzz_job_file fuzz-loaders TARGET job RUNS 100000 MAX_LEN 8192 SEEDS ${CMAKE_SOURCE_DIR}/tests/fuzz_seeds/job)
