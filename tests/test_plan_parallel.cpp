@@ -3,6 +3,7 @@
 
 #include "plan/families/cogvideox_config.h"
 #include "plan/job_file.h"
+#include "plan/family.h"
 #include "plan/parallel.h"
 #include "support.h"
 
@@ -211,6 +212,43 @@ TEST(PlanFlux, memory_of_the_real_model) {
   // On two 20 GiB GPUs the weights do not fit one rank, however the sequence is split; two stages do.
   EXPECT_FALSE(plan::validate_parallel(sequence, job, model, 2, 20.0, 2).empty());
   EXPECT_TRUE(plan::validate_parallel(stages, job, model, 2, 20.0, 2).empty());
+}
+
+// How the weights are kept changes what they take: FLUX.1-dev's 12B weights in bfloat16 (22 GiB), fp8 (half),
+// or a single file (its own size: a 6.8 GB Q4_K-sized file here, sparse on disk).
+TEST(PlanFlux, memory_follows_how_the_weights_are_kept) {
+  test::TempDir tmp;
+  const std::string dir = tmp.path("flux-dev");
+  test::copy_tree(test::golden_case("flux_tiny"), dir);
+  test::edit_json(dir + "/transformer/config.json", [](nlohmann::json& j) {
+    j.update({{"num_layers", 19}, {"num_single_layers", 38}, {"attention_head_dim", 128}, {"num_attention_heads", 24},
+              {"joint_attention_dim", 4096}, {"pooled_projection_dim", 768}, {"axes_dims_rope", {16, 56, 56}}});
+  });
+  const auto model = plan::read_model_folder(dir);
+  plan::JobSpec job;
+  job.prompt_embeds_file = "x";  // no sizes: the weights alone
+  plan::ParallelConfig one;
+  const double bf16 = plan::estimate_memory(one, job, model, 2).transformer_gib;
+  EXPECT_NEAR(bf16, 22.2, 0.5);
+  job.quantize = "fp8";
+  EXPECT_NEAR(plan::estimate_memory(one, job, model, 2).transformer_gib, bf16 / 2, 0.01);
+  job.quantize = "";
+  const std::string file = tmp.path("flux1-dev-Q4_K.gguf");
+  test::write_file(file, "GGUF");
+  std::filesystem::resize_file(file, 6'800'000'000);
+  job.transformer_file = file;
+  EXPECT_NEAR(plan::estimate_memory(one, job, model, 2).transformer_gib, 6.8e9 / plan::kGiB, 0.01);
+  plan::ParallelConfig stages;  // PipeFusion divides a file's blocks as it divides a folder's
+  stages.pipefusion_parallel_degree = 2;
+  stages.num_pipeline_patch = 2;
+  EXPECT_LT(plan::estimate_memory(stages, job, model, 2).transformer_gib, 0.55 * 6.8e9 / plan::kGiB);
+  // A 16 GiB GPU: bfloat16 does not fit; the quantized file does, and the refusal names the choices.
+  job.transformer_file.clear();
+  const auto refused = plan::validate_parallel(one, job, model, 1, 16.0, 2);
+  ASSERT_FALSE(refused.empty());
+  EXPECT_TRUE(test::contains(refused[0].message, "--quantize fp8")) << refused[0].message;
+  job.transformer_file = file;
+  EXPECT_TRUE(plan::validate_parallel(one, job, model, 1, 16.0, 2).empty());
 }
 
 // Wan2.2-T2V-A14B's published configs: two experts of Wan2.1-14B's shape (40 layers of width 5120, about

@@ -15,6 +15,14 @@ StepInputs StepInputs::rows(int64_t first, int64_t count) const {
   return part;
 }
 
+void DitModel::run_block(size_t i, Tokens& x, const Conditioning& c, const at::Tensor& rope_cos,
+                         const at::Tensor& rope_sin, const AttentionFn& attention) const {
+  if (!block_weights_) return block_forward(i, x, c, rope_cos, rope_sin, attention);
+  block_weights_->before(i);
+  block_forward(i, x, c, rope_cos, rope_sin, attention);
+  block_weights_->after(i);
+}
+
 bool DitModel::run_blocks(Tokens& x, const Conditioning& c, const at::Tensor& rope_cos, const at::Tensor& rope_sin,
                           const AttentionFn& attention, BlockCache* cache) const {
   if (cache) return cache->run_blocks(*this, x, c, rope_cos, rope_sin, attention);

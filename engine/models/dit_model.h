@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -76,6 +77,16 @@ enum class Guidance { ClassifierFree, Embedded, None };
 
 class DitModel;
 
+// Where a model's block weights live between calls when not in the model (a shard on each rank, host memory):
+// before() makes block i's tensors (DitModel::block_tensors) whole, after() lets them go again. Every rank of a
+// group calls them for the same blocks in the same order, as it runs them.
+class BlockWeights {
+ public:
+  virtual ~BlockWeights() = default;
+  virtual void before(size_t block) = 0;
+  virtual void after(size_t block) = 0;
+};
+
 // A step cache (cache/): runs a call's blocks, or some of them and what it kept from an earlier call.
 // It holds one cache context (the calls of one guidance branch, or of the batch when the family runs its
 // branches as one call), so one is made per transformer a run steps through.
@@ -110,15 +121,21 @@ class DitModel {
   virtual Conditioning condition(const StepInputs& in) const = 0;
   // Every text and latent token, on the model's device and dtype.
   virtual Tokens embed(const StepInputs& in, const Positions& pos) const = 0;
-  // Block i over the tokens held; `rope_cos`/`rope_sin` cover exactly the latent rows held.
-  virtual void run_block(size_t i, Tokens& x, const Conditioning& c, const at::Tensor& rope_cos,
-                         const at::Tensor& rope_sin, const AttentionFn& attention) const = 0;
+  // Block i over the tokens held; `rope_cos`/`rope_sin` cover exactly the latent rows held. Its weights are
+  // whole for the call (BlockWeights makes them so where they live elsewhere between calls).
+  void run_block(size_t i, Tokens& x, const Conditioning& c, const at::Tensor& rope_cos, const at::Tensor& rope_sin,
+                 const AttentionFn& attention) const;
   // TeaCache's indicator for a call, from the embedded tokens and the conditioning.
   virtual ChangeIndicator teacache_indicator(const Tokens& x, const Conditioning& c) const = 0;
   // Latent rows [B, n, width] -> patch features [B, n, f].
   virtual at::Tensor project_out(const at::Tensor& latent, const Conditioning& c) const = 0;
   // Patch features of every latent token [B, N, f] -> the output, in the layout of `latents`.
   virtual at::Tensor unpatchify(const at::Tensor& patches, const at::Tensor& latents) const = 0;
+
+  // Every tensor block i holds (weights, biases, packed bytes); none for a block another PipeFusion stage holds.
+  virtual std::vector<at::Tensor> block_tensors(size_t i) const = 0;
+  // Where the blocks' weights live between calls; null: in the model, whole.
+  void set_block_weights(std::shared_ptr<BlockWeights> w) { block_weights_ = std::move(w); }
 
   // Every block in order over the tokens held, or what `cache` decides (when given); true when all ran.
   bool run_blocks(Tokens& x, const Conditioning& c, const at::Tensor& rope_cos, const at::Tensor& rope_sin,
@@ -127,6 +144,14 @@ class DitModel {
   // The single-process model: the output for the whole batch.
   at::Tensor forward(const StepInputs& in, const Positions& pos, const AttentionFn& attention = local_attention(),
                      BlockCache* cache = nullptr) const;
+
+ protected:
+  // The family's block i, its weights whole.
+  virtual void block_forward(size_t i, Tokens& x, const Conditioning& c, const at::Tensor& rope_cos,
+                             const at::Tensor& rope_sin, const AttentionFn& attention) const = 0;
+
+ private:
+  std::shared_ptr<BlockWeights> block_weights_;
 };
 
 }  // namespace studio::models

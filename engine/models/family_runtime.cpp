@@ -26,6 +26,20 @@ std::shared_ptr<DitModel> load_transformer(const plan::ModelFolder& folder, at::
   return runtime_of(folder).load_transformer(folder, dtype, device, range, expert);
 }
 
+io::WeightSet transformer_weights(const plan::ModelFolder& folder, int expert) {
+  const std::string part = expert == 1 ? "transformer_2" : "transformer";
+  const auto& family = plan::rules_of(folder);
+  auto file = folder.weight_files.find(part);
+  auto weights = file == folder.weight_files.end()
+                     ? io::WeightSet::open(plan::part_path(folder, part), "diffusion_pytorch_model")
+                     : io::WeightSet::open_file(file->second, family.gguf_architecture(),
+                                                [&](const std::set<std::string>& names) {
+                                                  return family.transformer_renames(folder, names);
+                                                });
+  weights.store_linear_as(folder.quantize);
+  return weights;
+}
+
 std::shared_ptr<VaeDecoder> load_vae(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device) {
   return runtime_of(folder).load_vae(folder, dtype, device);
 }

@@ -11,6 +11,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "io/weights/weights.h"
 #include "models/dit_model.h"
 #include "models/vae_decoder.h"
 #include "plan/family.h"
@@ -56,6 +57,9 @@ const FamilyRuntime& runtime_of(const plan::ModelFolder& folder);
 // `dtype` on `device`: the blocks in `range` (a PipeFusion stage's), or all.
 std::shared_ptr<DitModel> load_transformer(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device,
                                            BlockRange range = {}, int expert = 0);
+// The weights of transformer/ (expert 1: transformer_2/): the part's folder, or the single file the job gave
+// for it (ModelFolder::weight_files), kept as ModelFolder::quantize says.
+io::WeightSet transformer_weights(const plan::ModelFolder& folder, int expert = 0);
 // vae/ of `folder` (which must have one), likewise.
 std::shared_ptr<VaeDecoder> load_vae(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device);
 

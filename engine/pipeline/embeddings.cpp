@@ -24,7 +24,8 @@ Embeddings from_words(const plan::JobSpec& job, const plan::ModelFolder& model, 
   if (rules.classifier_free()) e.negative = at::empty({1, L, D}, opts);
   if (const int pooled = rules.pooled_text_width(model); pooled > 0) e.pooled = at::empty({1, int64_t(pooled)}, opts);
   if (parallel::encodes(mesh)) {
-    auto words = models::encode_prompts(model, job, dtype, device, log);
+    const bool on_cpu = job.text_encoder_device == "cpu";  // float32 there: CPUs are slow in half precision
+    auto words = models::encode_prompts(model, job, on_cpu ? at::kFloat : dtype, on_cpu ? at::Device(at::kCPU) : device, log);
     e.prompt = words.prompt_embeds.to(opts).contiguous();
     if (e.negative.defined()) e.negative = words.negative_prompt_embeds.to(opts).contiguous();
     if (e.pooled.defined()) e.pooled = words.pooled_prompt_embeds.to(opts).contiguous();

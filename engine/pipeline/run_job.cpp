@@ -10,8 +10,10 @@
 #include "io/weights/tensor_file.h"
 #include "cache/step_cache.h"
 #include "models/family_runtime.h"
+#include "models/offloaded_blocks.h"
 #include "parallel/job_ranks.h"
 #include "parallel/parallel_model.h"
+#include "parallel/sharded_blocks.h"
 #include "pipeline/device_choice.h"
 #include "pipeline/embeddings.h"
 #include "pipeline/outputs.h"
@@ -20,6 +22,7 @@
 #include "plan/family.h"
 #include "plan/mag_ratios.h"
 #include "plan/parallel.h"
+#include "plan/weight_choice.h"
 
 namespace studio::pipeline {
 
@@ -84,7 +87,16 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
     const auto [first, end] = plan::stage_blocks(plan::rules_of(model).blocks(model), mesh.coords().pipefusion, stages);
     blocks = {size_t(first), size_t(end)};
   }
-  std::shared_ptr<models::DitModel> transformer = models::load_transformer(model, dtype, device, blocks);
+  // The blocks' weights sharded over the ring x Ulysses ranks, or in host memory, when the job asks.
+  const auto load = [&](int expert) {
+    auto t = models::load_transformer(model, dtype, device, blocks, expert);
+    if (mesh.config().shard_weights)
+      t->set_block_weights(std::make_shared<parallel::ShardedBlocks>(*t, mesh.group(plan::Dim::Sequence)));
+    else if (job.offload == "blocks")
+      t->set_block_weights(std::make_shared<models::OffloadedBlocks>(*t));
+    return t;
+  };
+  std::shared_ptr<models::DitModel> transformer = load(0);
   r.seconds_loading = since(t0);
   const auto geo = plan::latent_geometry(job, model);
   log("denoising " + io::shape_str(geo.shape(job.num_videos_per_prompt)) + " latents (" +
@@ -119,9 +131,12 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
                             call = {};
                             parallel_model.reset();
                             transformer.reset();  // the first expert's weights go before the second's load
+                            const auto file = model.weight_files.find("transformer_2");
                             log("switching to the low-noise expert: loading " +
-                                (std::filesystem::path(model.dir) / "transformer_2").string());
-                            transformer = models::load_transformer(model, dtype, device, blocks, 1);
+                                (file != model.weight_files.end()
+                                     ? file->second
+                                     : (std::filesystem::path(model.dir) / "transformer_2").string()));
+                            transformer = load(1);
                             wrap();
                             return StepModel{transformer.get(), call};
                           }};
@@ -175,9 +190,14 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   in.latents = initial_latents(job, model, slice, seeded);
   const auto recorded = recorded_noise(job, slice);
   phase("loading");
-  log("loading " + (std::filesystem::path(model.dir) / "transformer").string() + " (" + model.variant.name + ") as " +
-      std::string(c10::toString(dtype)) + " on " + device.str());
-  r.final_latents = denoise_stage(job, model, mesh, hooks, dtype, device, std::move(in),
+  plan::ModelFolder weights_from = model;  // the transformer from the job's single files, kept as it asks
+  plan::use_job_weights(weights_from, job);
+  const auto file = weights_from.weight_files.find("transformer");
+  log("loading " + (file != weights_from.weight_files.end() ? file->second
+                                                             : (std::filesystem::path(model.dir) / "transformer").string()) +
+      " (" + model.variant.name + ") as " + std::string(c10::toString(dtype)) + " on " + device.str() +
+      (weights_from.quantize ? ", linear weights kept in fp8" : ""));
+  r.final_latents = denoise_stage(job, weights_from, mesh, hooks, dtype, device, std::move(in),
                                   recorded ? recorded.get() : &seeded, r, log, t0);
   if (!parallel::decodes(mesh)) return r;
 

@@ -7,11 +7,13 @@
 // docs/adding-a-family.md says how to add one.
 #pragma once
 #include <cstdint>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "plan/job.h"
+#include "plan/single_file.h"
 
 namespace studio::plan {
 
@@ -129,6 +131,16 @@ class Family {
   virtual bool joint_text() const { return true; }
   virtual double vae_flops_per_pixel(const ModelFolder& m) const = 0;
   virtual BlockCosts block_costs(const ModelFolder& m) const = 0;
+
+  // One file standing for transformer/ (expert 1: transformer_2/) in the family's original checkpoint layout
+  // (--transformer FILE): each weight's diffusers name -> its rows in the file; empty when `names` (the file's,
+  // without a checkpoint prefix) are diffusers' already, or the family has no other layout.
+  virtual TensorRenames transformer_renames(const ModelFolder&, const std::set<std::string>& names) const {
+    (void)names;
+    return {};
+  }
+  // general.architecture of the family's GGUF files ("flux"); a GGUF of another architecture is refused.
+  virtual const char* gguf_architecture() const = 0;
 
   // Fills the job's 0-valued sizes and steps and an unset guidance scale, as the reference pipeline does.
   virtual void apply_defaults(JobSpec& job, const ModelFolder& m) const = 0;

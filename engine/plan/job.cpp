@@ -9,6 +9,7 @@
 #include "plan/mag_ratios.h"
 #include "plan/output_format.h"
 #include "plan/output_folder.h"
+#include "plan/weight_choice.h"
 
 namespace studio::plan {
 
@@ -130,6 +131,7 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
                                  " to encode words with; download the whole model folder (e.g. huggingface-cli "
                                  "download " + example_repo(model) + ") or pass --prompt_embeds FILE"});
   check_step_cache(job, model, out);
+  check_weight_choices(job, model, out);
   // Outputs are checked now, not after a long run.
   check_output_folder("save_tensors", job.save_tensors_file, out);
   check_output_folder("output", job.output_file, out, expected_output_bytes(job));

@@ -45,6 +45,12 @@ struct JobSpec {
   std::string magcache_ratios;     // MagCache's calibrated ratios (a file --magcache_calibrate wrote)
   std::string magcache_calibrate;  // measure the ratios on this uncached run and write them there
   double cache_threshold = std::numeric_limits<double>::quiet_NaN();  // NaN = the method's default
+  // Fitting the model in memory.
+  std::string transformer_file;    // one file (GGUF or safetensors) for transformer/, with the folder's config
+  std::string transformer_2_file;  // likewise for transformer_2/ (Wan2.2's low-noise expert)
+  std::string quantize;            // "" or "fp8": store the transformer's float linear weights so on load
+  std::string offload;             // "" or "blocks": the blocks in host memory, each copied in to run
+  std::string text_encoder_device = "auto";  // "auto" or "cpu"
 };
 
 // First-Block Cache's default threshold: diffusers' FirstBlockCacheConfig. The largest accepted.

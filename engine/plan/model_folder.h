@@ -2,12 +2,14 @@
 // the launcher and the engine share one reading of what a checkpoint is and what it supports. What is
 // the same for every family is here; a family's own configs are its row's (plan/families/).
 #pragma once
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 
 #include "plan/t5_config.h"
+#include "plan/weight_format.h"
 
 namespace studio::plan {
 
@@ -32,6 +34,10 @@ struct ModelFolder {
   std::shared_ptr<const FamilyParts> parts;
   std::optional<T5Config> text_encoder;  // the T5 encoder's config, when present
   bool has_tokenizer = false;             // T5's spiece.model
+  // A part whose weights come from one file instead of its folder (--transformer FILE), by part name, and the
+  // format the transformer's float linear weights are kept in (--quantize fp8): plan::use_job_weights sets them.
+  std::map<std::string, std::string> weight_files;
+  std::optional<WeightFormat> quantize;
 
   // The family's parts; a logic error if the folder is of another family.
   template <class Parts>

@@ -119,6 +119,36 @@ const std::vector<Option> kOptions = {
     {{"allow_tf32", K::Switch, "", 0, 0, "", S::Job,
       "CUDA float32: let matmuls and convolutions use TF32 (faster; off by default, so float32 means float32)"},
      &JobSpec::allow_tf32, "TF32 matmuls", "CUDA float32: TF32 tensor cores for matmuls and convolutions (faster, ~1e-3)."},
+    // Fitting the model in memory.
+    {{"transformer", K::Text, "FILE", 0, 0, "flux1-dev-Q8_0.gguf", S::Memory,
+      "the transformer from one file instead of the folder's transformer/ (whose config.json it must match): "
+      "GGUF (F32, F16, BF16, Q8_0, Q5_0, Q5_1, Q4_0, Q4_1, Q6_K, Q5_K, Q4_K, Q3_K, Q2_K) or safetensors (fp8 "
+      "plain or scaled, or float), in the diffusers layout or the original one (Black Forest Labs', Wan's); "
+      "quantized weights stay quantized in memory"},
+     &JobSpec::transformer_file, "Transformer file",
+     "A single file for the transformer, as ComfyUI users keep them: a GGUF quant or an fp8 checkpoint. It "
+     "stays quantized in memory, so a model that does not fit in bfloat16 can; the folder gives everything else."},
+    {{"transformer_2", K::Text, "FILE", 0, 0, "wan2.2-low-noise-Q8_0.gguf", S::Memory,
+      "Wan2.2: the second expert (transformer_2/) from one file, likewise"},
+     &JobSpec::transformer_2_file, "Second expert file", "Wan2.2: a single file for the low-noise expert."},
+    {{"quantize", K::Text, "fp8", 0, 0, "fp8", S::Memory,
+      "store the transformer's float linear weights as float8_e4m3fn with a scale per weight on load (half of "
+      "bfloat16's memory; computed in --dtype)"},
+     &JobSpec::quantize, "Quantize",
+     "Keeps the transformer's linear weights in 8-bit floating point: half the memory of bfloat16, a small "
+     "change in the result."},
+    {{"offload", K::Text, "blocks", 0, 0, "blocks", S::Memory,
+      "keep the transformer's blocks in host memory and copy each to the device just before it runs (exact; the "
+      "device holds one block; slower by the copies)"},
+     &JobSpec::offload, "Offload blocks",
+     "Keeps the transformer's blocks in the computer's memory and moves each to the GPU only while it runs: a "
+     "model much larger than the GPU fits, at the cost of the copies."},
+    {{"text_encoder_device", K::Text, "auto|cpu", 0, 0, "cpu", S::Memory,
+      "where the text encoders run (default auto: the run's device, or the CPU when it lacks the memory); cpu "
+      "keeps the GPU for the transformer"},
+     &JobSpec::text_encoder_device, "Text encoder on",
+     "Where the prompt is encoded: the GPU, or the CPU to keep the GPU's memory for the transformer (T5-XXL and "
+     "umT5 take 10-11 GB; on the CPU they take a few seconds to a minute)."},
     // Decoding.
     {{"enable_tiling", K::Switch, "", 0, 0, "", S::Decoding, "overlapping tiles: memory of a tile, seams blended"},
      &JobSpec::vae_tiling, "VAE tiling", kTilingHelp},
@@ -200,6 +230,13 @@ const std::vector<Option> kOptions = {
      &ParallelConfig::use_parallel_vae, "Parallel VAE",
      "Every rank decodes a band of rows of the frames: the decode's time and memory divided among the ranks, "
      "with the same result as one process."},
+    {{"shard_weights", K::Switch, "", 0, 0, "", S::Parallel,
+      "each ring x Ulysses rank keeps 1/N of every block's weights and gathers a block whole just before it runs "
+      "(exact; weights per rank ~1/N plus two blocks)"},
+     &ParallelConfig::shard_weights, "Shard weights",
+     "Spreads the transformer's blocks over the sequence-parallel ranks, as FSDP does: each keeps a share and "
+     "gathers a block just before running it. A model too large for one GPU then fits on several, with the "
+     "same result; the gathering costs time on slower links."},
 };
 
 }  // namespace

@@ -19,7 +19,7 @@ namespace studio::plan {
 enum class OptionKind { Text, Integer, Number, Switch };
 
 // Where dit-launch --help lists an option (the launcher writes each section's heading).
-enum class HelpSection { Job, Caching, Parallel, Choosing, Decoding, Running };
+enum class HelpSection { Job, Memory, Caching, Parallel, Choosing, Decoding, Running };
 
 // What the command line needs to know of an option: the launcher's own options (--worker, --nnodes, ...)
 // are described the same way in workers/launch/launch_args.cpp.

@@ -9,6 +9,7 @@
 #include "plan/family.h"
 #include "plan/job_file.h"
 #include "plan/options.h"
+#include "plan/weight_choice.h"
 
 namespace studio::plan {
 
@@ -25,7 +26,8 @@ std::string ParallelConfig::describe() const {
   for (const auto& p : parts) s += (s.empty() ? "" : " x ") + p;
   if (s.empty()) s = "one process";
   return s + (world_size() > 1 ? " (" + std::to_string(world_size()) + " processes" +
-                                     (use_parallel_vae ? ", parallel VAE" : "") + ")"
+                                     (use_parallel_vae ? ", parallel VAE" : "") +
+                                     (shard_weights ? ", sharded weights" : "") + ")"
                                : "");
 }
 
@@ -48,7 +50,8 @@ bool ParallelConfig::operator==(const ParallelConfig& o) const {
   return ulysses_degree == o.ulysses_degree && ring_degree == o.ring_degree &&
          pipefusion_parallel_degree == o.pipefusion_parallel_degree && num_pipeline_patch == o.num_pipeline_patch &&
          warmup_steps == o.warmup_steps && use_cfg_parallel == o.use_cfg_parallel &&
-         data_parallel_degree == o.data_parallel_degree && use_parallel_vae == o.use_parallel_vae;
+         data_parallel_degree == o.data_parallel_degree && use_parallel_vae == o.use_parallel_vae &&
+         shard_weights == o.shard_weights;
 }
 
 std::pair<int, int> stage_blocks(int blocks, int stage, int stages) {
@@ -143,6 +146,13 @@ void check_shape(const ParallelConfig& p, const JobSpec& job, const ModelFolder&
                                            " ranks cannot share the " + std::to_string(job.height / model.vae_scale_spatial()) +
                                            " latent rows of a " + std::to_string(job.height) +
                                            "-pixel-high video; drop --use_parallel_vae or use fewer ranks"});
+  if (p.shard_weights && p.sp_degree() == 1)
+    out.push_back({"shard_weights", "--shard_weights spreads each block's weights over the ring x Ulysses ranks of a "
+                                    "replica, and this configuration has one; add --ulysses_degree or --ring_degree "
+                                    "(PipeFusion already divides the blocks among its stages)"});
+  if (p.shard_weights && job.offload == "blocks")
+    out.push_back({"shard_weights", "--shard_weights and --offload blocks both keep the blocks' weights off the "
+                                    "device between calls; choose one"});
   if (p.use_parallel_vae && job.vae_tiling)
     out.push_back({"use_parallel_vae", "--use_parallel_vae and --enable_tiling both divide the decoding's memory; "
                                        "choose one (parallel decoding gives the untiled result)"});
@@ -234,7 +244,12 @@ double transformer_gib(const ParallelConfig& p, const JobSpec& job, const ModelF
                        double other_params, double width, int b) {
   const auto [first, end] = stage_blocks(rules_of(m).blocks(m), 0, p.pipefusion_parallel_degree);  // the largest
   const int blocks_here = end - first;
-  const double weights = (blocks_here * block_params + other_params) * b;
+  const double all = rules_of(m).blocks(m) * block_params + other_params;
+  // Sharded, a rank keeps 1/N of each block and gathers one whole (two while the gathered parts are joined);
+  // offloaded, the blocks stay in host memory and one is copied in at a time.
+  const double resident = job.offload == "blocks" ? 1 : p.shard_weights ? blocks_here / double(p.sp_degree()) + 2
+                                                                        : blocks_here;
+  const double weights = (resident * block_params + other_params) * weight_bytes_per_param(job, all, b);
   double tokens = 0;
   if (job.height > 0 && job.width > 0 && job.num_frames > 0)
     tokens = double(latent_geometry(job, m).latent_tokens + job.max_sequence_length);
@@ -261,11 +276,11 @@ std::vector<Problem> validate_parallel(const ParallelConfig& p, const JobSpec& j
   if (memory_gib > 0) {
     const auto m = estimate_memory(p, job, model, bytes_per_value);
     if (m.peak_gib() > memory_gib) {
-      char msg[400];
+      char msg[512];
       std::snprintf(msg, sizeof msg,
                     "%s is estimated at %.1f GiB per rank (transformer %.1f, text encoder %.1f, VAE decode %.1f), "
                     "more than the %.1f GiB each device has; more ring/Ulysses ranks, PipeFusion stages or CFG "
-                    "parallel divide it",
+                    "parallel divide it, and --quantize fp8 or a quantized --transformer file shrinks the weights",
                     p.describe().c_str(), m.peak_gib(), m.transformer_gib, m.text_encoder_gib, m.vae_gib, memory_gib);
       out.push_back({"memory", msg});
     }

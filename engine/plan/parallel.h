@@ -26,6 +26,7 @@ struct ParallelConfig {
   bool use_cfg_parallel = false;
   int data_parallel_degree = 1;
   bool use_parallel_vae = false;  // every rank decodes a band of rows (parallel/parallel_vae.*)
+  bool shard_weights = false;     // the ring x Ulysses ranks each keep 1/N of every block (parallel/sharded_blocks.*)
 
   int cfg_degree() const { return use_cfg_parallel ? 2 : 1; }
   int sp_degree() const { return ulysses_degree * ring_degree; }

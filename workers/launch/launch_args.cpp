@@ -166,6 +166,8 @@ std::string launch_usage() {
                                   "; the family is read from model_index.json.") + "\n";
   const std::pair<plan::HelpSection, const char*> sections[] = {
       {plan::HelpSection::Job, ""},
+      {plan::HelpSection::Memory,
+       "Fitting the model in memory (single files as ComfyUI, stable-diffusion.cpp and Wan2GP keep them):\n"},
       {plan::HelpSection::Caching,
        "Step caching (faster, approximate; every parallel mix but PipeFusion takes the one-process decisions):\n"},
       {plan::HelpSection::Parallel,

@@ -31,7 +31,7 @@ struct DTypeName {
 constexpr DTypeName kDTypes[] = {
     {DType::F64, "F64", 8}, {DType::F32, "F32", 4}, {DType::F16, "F16", 2}, {DType::BF16, "BF16", 2},
     {DType::I64, "I64", 8}, {DType::I32, "I32", 4}, {DType::I16, "I16", 2}, {DType::I8, "I8", 1},
-    {DType::U8, "U8", 1},   {DType::BOOL, "BOOL", 1},
+    {DType::U8, "U8", 1},   {DType::BOOL, "BOOL", 1}, {DType::F8_E4M3, "F8_E4M3", 1}, {DType::F8_E5M2, "F8_E5M2", 1},
 };
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) { throw InputError(path + ": " + what); }
@@ -147,7 +147,7 @@ std::shared_ptr<const SafetensorsFile> SafetensorsFile::open(const std::string& 
     bool known = false;
     for (const auto& e : kDTypes)
       if (dt == e.name) t.dtype = e.dtype, known = true;
-    if (!known) bad("unknown dtype '" + dt + "' (this reader takes F64, F32, F16, BF16 and integer types)");
+    if (!known) bad("unknown dtype '" + dt + "' (this reader takes F64, F32, F16, BF16, F8_E4M3, F8_E5M2 and integer types)");
     if (!v["shape"].is_array()) bad("shape is not a list");
     for (const auto& d : v["shape"]) {
       if (!d.is_number_integer() || d.get<int64_t>() < 0) bad("shape " + v["shape"].dump() + " has a bad dimension");

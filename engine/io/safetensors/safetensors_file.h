@@ -13,7 +13,7 @@
 
 namespace studio::io {
 
-enum class DType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL };
+enum class DType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL, F8_E4M3, F8_E5M2 };
 size_t dtype_size(DType d);
 const char* dtype_name(DType d);  // as in the file: "F32", ...
 

@@ -5,6 +5,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/TensorOperators.h>
+#include <ATen/ops/cat.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/randn.h>
@@ -30,7 +31,7 @@ at::ScalarType scalar_type(DType d) {
     case DType::I32: return at::kInt;
     case DType::I16: return at::kShort;
     case DType::I8: return at::kChar;
-    case DType::U8: return at::kByte;
+    case DType::U8: case DType::F8_E4M3: case DType::F8_E5M2: return at::kByte;
     case DType::BOOL: return at::kBool;
   }
   return at::kFloat;
@@ -38,19 +39,77 @@ at::ScalarType scalar_type(DType d) {
 
 }  // namespace
 
+std::optional<plan::WeightFormat> weight_format(DType d) {
+  switch (d) {
+    case DType::F32: return plan::WeightFormat::F32;
+    case DType::F16: return plan::WeightFormat::F16;
+    case DType::BF16: return plan::WeightFormat::BF16;
+    case DType::F8_E4M3: return plan::WeightFormat::F8_E4M3;
+    case DType::F8_E5M2: return plan::WeightFormat::F8_E5M2;
+    default: return std::nullopt;
+  }
+}
+
+namespace {
+
+// The formats torch holds as they are: a weight in one of them is a view of the file.
+std::optional<at::ScalarType> native_type(plan::WeightFormat f) {
+  switch (f) {
+    case plan::WeightFormat::F32: return at::kFloat;
+    case plan::WeightFormat::F16: return at::kHalf;
+    case plan::WeightFormat::BF16: return at::kBFloat16;
+    default: return std::nullopt;
+  }
+}
+
+// A view of `size` bytes of a file's mapping as a tensor, the mapping kept alive for as long as it is viewed
+// (copied when the bytes are not aligned for the type).
+at::Tensor file_view(const std::shared_ptr<const void>& owner, const uint8_t* data, const std::vector<int64_t>& shape,
+                     at::ScalarType type) {
+  auto keep = owner;
+  at::Tensor view = at::from_blob(
+      const_cast<uint8_t*>(data), shape, [keep](void*) mutable { keep.reset(); },
+      at::TensorOptions().dtype(type).device(at::kCPU));
+  const bool aligned = reinterpret_cast<uintptr_t>(data) % at::elementSize(type) == 0;
+  return aligned ? view : view.clone();
+}
+
+int64_t numel_of(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+// The whole stored tensor as float values in `dtype` on `device`.
+at::Tensor dense(const StoredTensor& t, at::ScalarType dtype, at::Device device) {
+  if (const auto native = native_type(*t.format); native && t.scale == 1.0f)
+    return file_view(t.owner, t.data, t.shape, *native).to(device, dtype);
+  return t.packed().dequantize(at::kFloat).to(device, dtype);
+}
+
+}  // namespace
+
 at::Tensor to_tensor(const std::shared_ptr<const SafetensorsFile>& file, const TensorInfo& info, at::ScalarType dtype,
                      at::Device device) {
+  if (info.dtype == DType::F8_E4M3 || info.dtype == DType::F8_E5M2) {
+    StoredTensor t{file, file->path(), info.name, file->data(info), weight_format(info.dtype), "", info.shape};
+    return dense(t, dtype, device);
+  }
   const at::ScalarType stored = scalar_type(info.dtype);
-  const void* ptr = file->data(info);
-  const bool aligned = reinterpret_cast<uintptr_t>(ptr) % dtype_size(info.dtype) == 0;
-  // The deleter keeps the mapping alive for as long as the tensor views it.
-  auto keep = file;
-  at::Tensor view = at::from_blob(
-      const_cast<void*>(ptr), info.shape, [keep](void*) mutable { keep.reset(); },
-      at::TensorOptions().dtype(stored).device(at::kCPU));
-  if (!aligned) view = view.clone();
+  at::Tensor view = file_view(file, file->data(info), info.shape, stored);
   if (stored == dtype && device.is_cpu()) return view;
   return view.to(device, dtype);
+}
+
+PackedWeight StoredTensor::packed() const {
+  const int64_t rows = shape.size() >= 2 ? shape[0] : 1;
+  const auto bytes = int64_t(plan::format_bytes(*format, uint64_t(numel_of(shape))));
+  return {*format, shape, file_view(owner, data, {rows, rows ? bytes / rows : 0}, at::kByte), scale};
+}
+
+WeightSet::Entry WeightSet::whole(StoredTensor t) {
+  const int64_t rows = t.shape.empty() ? 1 : t.shape[0];
+  return {{std::move(t), 0, rows}};
 }
 
 WeightSet WeightSet::open(const std::string& part_dir, const std::string& stem) {
@@ -59,9 +118,13 @@ WeightSet WeightSet::open(const std::string& part_dir, const std::string& stem) 
   const fs::path dir(part_dir);
   const fs::path single = dir / (stem + ".safetensors");
   const fs::path index = dir / (stem + ".safetensors.index.json");
+  auto add = [&w](const std::shared_ptr<const SafetensorsFile>& f, const TensorInfo& t) {
+    w.where_[t.name] =
+        whole({f, f->path(), t.name, f->data(t), weight_format(t.dtype), dtype_name(t.dtype), t.shape});
+  };
   if (fs::exists(single)) {
     auto f = SafetensorsFile::open(single.string());
-    for (const auto& t : f->tensors()) w.where_[t.name] = {f, &t};
+    for (const auto& t : f->tensors()) add(f, t);
     return w;
   }
   if (!fs::exists(index)) {
@@ -92,7 +155,7 @@ WeightSet WeightSet::open(const std::string& part_dir, const std::string& stem) 
     const TensorInfo* info = f->find(it.key());
     if (!info)
       throw InputError(index.string() + ": weight_map puts '" + it.key() + "' in " + shard + ", which has no such tensor");
-    w.where_[it.key()] = {f, info};
+    add(f, *info);
   }
   return w;
 }
@@ -105,46 +168,101 @@ WeightSet WeightSet::synthetic(uint64_t seed) {
 }
 
 void WeightSet::save(const std::string& file) const {
-  std::vector<std::pair<std::string, at::Tensor>> out(made_.begin(), made_.end());
   std::vector<TensorToWrite> rows;
-  for (const auto& [name, t] : out) rows.push_back({name, DType::F32, t.sizes().vec(), t.data_ptr()});
+  for (const auto& [name, t] : made_) rows.push_back({name, DType::F32, t.sizes().vec(), t.data_ptr()});
   write_safetensors(file, rows);
 }
 
-at::Tensor WeightSet::take(const std::string& name, const std::vector<int64_t>& shape, at::ScalarType dtype,
-                           at::Device device, const std::string& config_note) {
-  if (synthetic_) {
-    at::Tensor t;
-    const bool bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
-    if (bias) {
-      t = at::zeros(shape, at::kFloat);
-    } else if (shape.size() == 1) {
-      t = at::ones(shape, at::kFloat);
-    } else {
-      int64_t fan_in = 1;
-      for (size_t i = 1; i < shape.size(); ++i) fan_in *= shape[i];
-      t = at::randn(shape, *synthetic_, at::TensorOptions().dtype(at::kFloat)) / std::sqrt(double(fan_in));
-    }
-    made_.emplace_back(name, t);
-    taken_.insert(name);
-    return t.to(device, dtype);
+at::Tensor WeightSet::synthetic_take(const std::string& name, const std::vector<int64_t>& shape) {
+  at::Tensor t;
+  const bool bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+  if (bias) {
+    t = at::zeros(shape, at::kFloat);
+  } else if (shape.size() == 1) {
+    t = at::ones(shape, at::kFloat);
+  } else {
+    int64_t fan_in = 1;
+    for (size_t i = 1; i < shape.size(); ++i) fan_in *= shape[i];
+    t = at::randn(shape, *synthetic_, at::TensorOptions().dtype(at::kFloat)) / std::sqrt(double(fan_in));
   }
+  made_.emplace_back(name, t);
+  taken_.insert(name);
+  return t;
+}
+
+const WeightSet::Entry& WeightSet::find(const std::string& name, const std::vector<int64_t>& shape,
+                                        const std::string& config_note) {
+  const std::string note = config_note.empty() ? "" : " (" + config_note + ")";
   auto it = where_.find(name);
   if (it == where_.end())
     throw InputError(dir_ + ": missing weight '" + name + "' (shape " + shape_str(shape) +
                      "); the checkpoint does not match its config.json");
-  const TensorInfo& info = *it->second.info;
-  if (info.shape != shape)
-    throw InputError(it->second.file->path() + ": weight '" + name + "' has shape " + shape_str(info.shape) +
-                     " but the config needs " + shape_str(shape) + (config_note.empty() ? "" : " (" + config_note + ")"));
-  switch (info.dtype) {
-    case DType::F32: case DType::F16: case DType::BF16: case DType::F64: break;
-    default:
-      throw InputError(it->second.file->path() + ": weight '" + name + "' is " + dtype_name(info.dtype) +
-                       "; model weights must be F32, F16, BF16 or F64");
+  const Entry& e = it->second;
+  for (const auto& s : e) {
+    const StoredTensor& t = s.tensor;
+    if (!t.data) throw InputError(t.file + ": missing tensor '" + t.name + "' (for '" + name + "', shape " +
+                                  shape_str(shape) + "); is this file this model's" + note + "?");
+    if (!t.format)
+      throw InputError(t.file + ": weight '" + t.name + "' is " + t.type_name + "; weights are read in " +
+                       plan::weight_format_names());
+  }
+  // The rows put together: their count, the rest of the shape from the first slice.
+  std::vector<int64_t> found = e.front().tensor.shape;
+  if (e.size() > 1 || e.front().first != 0 || (!found.empty() && e.front().rows != found[0])) {
+    int64_t rows = 0;
+    for (const auto& s : e) {
+      const auto& ts = s.tensor.shape;
+      const bool fits = !ts.empty() && s.first + s.rows <= ts[0] &&
+                        std::vector<int64_t>(ts.begin() + 1, ts.end()) == std::vector<int64_t>(found.begin() + 1, found.end());
+      if (!fits)
+        throw InputError(s.tensor.file + ": tensor '" + s.tensor.name + "' has shape " + shape_str(ts) + "; weight '" +
+                         name + "' needs its rows [" + std::to_string(s.first) + ", " + std::to_string(s.first + s.rows) +
+                         ") and the config needs " + shape_str(shape) + note);
+      rows += s.rows;
+    }
+    found[0] = rows;
+  }
+  if (found != shape) {
+    const auto& t = e.front().tensor;
+    throw InputError(t.file + ": weight '" + (t.name == name ? name : t.name + "' (for '" + name) + "' has shape " +
+                     shape_str(found) + " but the config needs " + shape_str(shape) + note);
   }
   taken_.insert(name);
-  return to_tensor(it->second.file, info, dtype, device);
+  return e;
+}
+
+at::Tensor WeightSet::take(const std::string& name, const std::vector<int64_t>& shape, at::ScalarType dtype,
+                           at::Device device, const std::string& config_note) {
+  if (synthetic_) return synthetic_take(name, shape).to(device, dtype);
+  const Entry& e = find(name, shape, config_note);
+  const auto& stored = e.front().tensor.shape;
+  if (e.size() == 1 && e.front().first == 0 && (stored.empty() || e.front().rows == stored[0]))
+    return dense(e.front().tensor, dtype, device);
+  std::vector<at::Tensor> parts;
+  for (const auto& s : e) parts.push_back(dense(s.tensor, dtype, device).narrow(0, s.first, s.rows));
+  return parts.size() == 1 ? parts[0] : at::cat(parts, 0);
+}
+
+LinearWeight WeightSet::take_linear(const std::string& name, const std::vector<int64_t>& shape, at::ScalarType dtype,
+                                    at::Device device, const std::string& config_note) {
+  if (synthetic_) {
+    const auto w = synthetic_take(name, shape);
+    if (store_linear_as_) return {{}, quantize_fp8(w, device)};
+    return {w.to(device, dtype), {}};
+  }
+  const Entry& e = find(name, shape, config_note);
+  bool packed = shape.size() == 2;
+  for (const auto& s : e) {
+    packed = packed && !native_type(*s.tensor.format) && s.tensor.scale == e.front().tensor.scale &&
+             s.tensor.format == e.front().tensor.format;
+  }
+  if (packed) {
+    std::vector<PackedWeight> parts;
+    for (const auto& s : e) parts.push_back(s.tensor.packed().rows(s.first, s.rows));
+    return {{}, (parts.size() == 1 ? parts[0] : cat_rows(parts)).to(device)};
+  }
+  if (store_linear_as_ && shape.size() == 2) return {{}, quantize_fp8(take(name, shape, at::kFloat, at::kCPU), device)};
+  return {take(name, shape, dtype, device, config_note), {}};
 }
 
 std::vector<std::string> WeightSet::names() const {
@@ -156,7 +274,7 @@ std::vector<std::string> WeightSet::names() const {
 void WeightSet::expect_all_taken(const std::set<std::string>& ignorable) const {
   for (const auto& [name, entry] : where_)
     if (!taken_.count(name) && !ignorable.count(name))
-      throw InputError(entry.file->path() + ": unexpected weight '" + name +
+      throw InputError(entry.front().tensor.file + ": unexpected weight '" + entry.front().tensor.name +
                        "' that the config does not use; does config.json belong to these weights?");
 }
 

@@ -18,7 +18,8 @@ class CogVideoXRuntime final : public FamilyRuntime {
   const plan::Family& family() const override { return plan::cogvideox_family(); }
   std::shared_ptr<DitModel> load_transformer(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device,
                                              BlockRange range, int) const override {
-    return CogVideoXTransformer::load(part_path(folder, "transformer"), cog(folder).transformer, dtype, device, range);
+    auto weights = transformer_weights(folder);
+    return CogVideoXTransformer::load(weights, cog(folder).transformer, dtype, device, range);
   }
   std::shared_ptr<VaeDecoder> load_vae(const plan::ModelFolder& folder, at::ScalarType dtype,
                                        at::Device device) const override {

@@ -67,8 +67,7 @@ std::shared_ptr<CogVideoXTransformer> CogVideoXTransformer::load(io::WeightSet& 
     std::vector<Linear> qkv;
     for (const char* part : {"attn1.to_q", "attn1.to_k", "attn1.to_v"})
       qkv.push_back(Linear::load(w, b + part, D, D, cfg.attention_bias));
-    blk.to_qkv.weight = at::cat({qkv[0].weight, qkv[1].weight, qkv[2].weight}, 0);
-    if (cfg.attention_bias) blk.to_qkv.bias = at::cat({qkv[0].bias, qkv[1].bias, qkv[2].bias}, 0);
+    blk.to_qkv = fuse_outputs(qkv);
     blk.to_out = Linear::load(w, b + "attn1.to_out.0", D, D);
     blk.norm_q = LayerNorm::load(w, b + "attn1.norm_q", hd, 1e-6, true);
     blk.norm_k = LayerNorm::load(w, b + "attn1.norm_k", hd, 1e-6, true);
@@ -157,7 +156,13 @@ Tokens CogVideoXTransformer::embed(const StepInputs& in, const Positions& pos) c
   return {video, text_proj_(in.text.to(device_, dtype_))};
 }
 
-void CogVideoXTransformer::run_block(size_t i, Tokens& x, const Conditioning& c, const at::Tensor& rope_cos,
+std::vector<at::Tensor> CogVideoXTransformer::block_tensors(size_t i) const {
+  const auto& b = blocks_.at(i);
+  return tensors_of(b.norm1.linear, b.norm1.norm, b.norm2.linear, b.norm2.norm, b.to_qkv, b.to_out, b.norm_q,
+                    b.norm_k, b.ff_in, b.ff_out);
+}
+
+void CogVideoXTransformer::block_forward(size_t i, Tokens& x, const Conditioning& c, const at::Tensor& rope_cos,
                                      const at::Tensor& rope_sin, const AttentionFn& attention) const {
   if (!range_.holds(i))
     throw std::logic_error("internal error: block " + std::to_string(i) + " is another PipeFusion stage's");

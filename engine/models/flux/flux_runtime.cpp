@@ -24,7 +24,8 @@ class FluxRuntime final : public FamilyRuntime {
   const plan::Family& family() const override { return plan::flux_family(); }
   std::shared_ptr<DitModel> load_transformer(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device,
                                              BlockRange range, int) const override {
-    return FluxTransformer::load(part_path(folder, "transformer"), flux(folder).transformer, dtype, device, range);
+    auto weights = transformer_weights(folder);
+    return FluxTransformer::load(weights, flux(folder).transformer, dtype, device, range);
   }
   std::shared_ptr<VaeDecoder> load_vae(const plan::ModelFolder& folder, at::ScalarType dtype,
                                        at::Device device) const override {

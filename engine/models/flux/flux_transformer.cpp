@@ -189,7 +189,21 @@ at::Tensor FluxTransformer::heads(const at::Tensor& x) const {
   return x.unflatten(-1, {cfg_.num_attention_heads, cfg_.attention_head_dim}).transpose(1, 2);
 }
 
-void FluxTransformer::run_block(size_t i, Tokens& x, const Conditioning& c, const at::Tensor& cos,
+std::vector<at::Tensor> FluxTransformer::block_tensors(size_t i) const {
+  if (i < doubles_.size()) {
+    const auto& b = doubles_[i];
+    auto out = tensors_of(b.image.modulation, b.image.q, b.image.k, b.image.v, b.image.out, b.image.ff_in,
+                          b.image.ff_out, b.image.norm_q, b.image.norm_k);
+    for (auto& t : tensors_of(b.text.modulation, b.text.q, b.text.k, b.text.v, b.text.out, b.text.ff_in, b.text.ff_out,
+                              b.text.norm_q, b.text.norm_k))
+      out.push_back(t);
+    return out;
+  }
+  const auto& b = singles_.at(i - doubles_.size());
+  return tensors_of(b.modulation, b.q, b.k, b.v, b.proj_mlp, b.proj_out, b.norm_q, b.norm_k);
+}
+
+void FluxTransformer::block_forward(size_t i, Tokens& x, const Conditioning& c, const at::Tensor& cos,
                                 const at::Tensor& sin, const AttentionFn& attention) const {
   if (!range_.holds(i))
     throw std::logic_error("internal error: block " + std::to_string(i) + " is another PipeFusion stage's");

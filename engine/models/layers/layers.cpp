@@ -1,5 +1,6 @@
 #include "models/layers/layers.h"
 
+#include <ATen/ops/cat.h>
 #include <ATen/ops/gelu.h>
 #include <ATen/ops/layer_norm.h>
 #include <ATen/ops/linear.h>
@@ -12,12 +13,37 @@ namespace studio::models {
 
 Linear Linear::load(const WeightSource& w, const std::string& prefix, int64_t in, int64_t out, bool bias) {
   Linear l;
-  l.weight = w.take(prefix + ".weight", {out, in});
+  auto taken = w.weights.take_linear(prefix + ".weight", {out, in}, w.dtype, w.device);
+  l.weight = taken.dense;
+  l.packed = taken.packed;
+  l.dtype = w.dtype;
   if (bias) l.bias = w.take(prefix + ".bias", {out});
   return l;
 }
 
-at::Tensor Linear::operator()(const at::Tensor& x) const { return at::linear(x, weight, bias); }
+at::Tensor Linear::operator()(const at::Tensor& x) const {
+  return at::linear(x, packed.defined() ? packed.dequantize(dtype) : weight, bias);
+}
+
+Linear fuse_outputs(const std::vector<Linear>& parts) {
+  Linear fused = parts.at(0);
+  std::vector<at::Tensor> weights, biases;
+  std::vector<io::PackedWeight> packed;
+  for (const auto& p : parts) {
+    (p.packed.defined() ? packed.push_back(p.packed) : weights.push_back(p.weight));
+    if (p.bias.defined()) biases.push_back(p.bias);
+  }
+  if (!packed.empty() && !weights.empty())  // some parts stored quantized, some not: all dense then
+    for (const auto& p : packed) weights.push_back(p.dequantize(fused.dtype));
+  if (weights.empty()) {
+    fused.packed = io::cat_rows(packed);
+  } else {
+    fused.packed = {};
+    fused.weight = at::cat(weights, 0);
+  }
+  if (!biases.empty()) fused.bias = at::cat(biases, 0);
+  return fused;
+}
 
 LayerNorm LayerNorm::load(const WeightSource& w, const std::string& prefix, int64_t dim, double eps, bool affine) {
   LayerNorm n;

@@ -1,6 +1,7 @@
 // The few layers the families are made of, as plain ATen calls over weights taken from a WeightSet.
 #pragma once
 #include <string>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -18,11 +19,18 @@ struct WeightSource {
   }
 };
 
+// y = x W^T + b. W is dense in the run's dtype, or packed (fp8, GGUF blocks) and dequantized into `dtype`
+// for each call, so that a quantized model keeps its quantized size in memory.
 struct Linear {
-  at::Tensor weight, bias;  // bias may be undefined
+  at::Tensor weight, bias;  // weight undefined when packed; bias may be undefined
+  io::PackedWeight packed;
+  at::ScalarType dtype = at::kFloat;  // what the layer computes in
   static Linear load(const WeightSource& w, const std::string& prefix, int64_t in, int64_t out, bool bias = true);
   at::Tensor operator()(const at::Tensor& x) const;
 };
+
+// Layers with the same input as one, their outputs concatenated (one GEMM reads the input once).
+Linear fuse_outputs(const std::vector<Linear>& parts);
 
 struct LayerNorm {
   at::Tensor weight, bias;  // undefined without elementwise affine
@@ -47,5 +55,22 @@ struct RmsNorm {
   static RmsNorm load(const WeightSource& w, const std::string& prefix, int64_t dim, double eps);
   at::Tensor operator()(const at::Tensor& x) const;
 };
+
+// Every tensor the layers hold (weights, biases, packed bytes; undefined ones left out), in order: a block's
+// tensors for DitModel::block_tensors.
+inline void add_tensors(std::vector<at::Tensor>& out, const at::Tensor& t) {
+  if (t.defined()) out.push_back(t);
+}
+inline void add_tensors(std::vector<at::Tensor>& out, const Linear& l) {
+  add_tensors(out, l.weight), add_tensors(out, l.bias), add_tensors(out, l.packed.bytes);
+}
+inline void add_tensors(std::vector<at::Tensor>& out, const LayerNorm& n) { add_tensors(out, n.weight), add_tensors(out, n.bias); }
+inline void add_tensors(std::vector<at::Tensor>& out, const RmsNorm& n) { add_tensors(out, n.weight); }
+template <class... Layers>
+std::vector<at::Tensor> tensors_of(const Layers&... layers) {
+  std::vector<at::Tensor> out;
+  (add_tensors(out, layers), ...);
+  return out;
+}
 
 }  // namespace studio::models

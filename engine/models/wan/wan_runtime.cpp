@@ -76,9 +76,9 @@ class WanRuntime final : public FamilyRuntime {
   const plan::Family& family() const override { return plan::wan_family(); }
   std::shared_ptr<DitModel> load_transformer(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device,
                                              BlockRange range, int expert) const override {
-    if (expert == 1)
-      return WanTransformer::load(part_path(folder, "transformer_2"), *wan(folder).transformer_2, dtype, device, range);
-    return WanTransformer::load(part_path(folder, "transformer"), wan(folder).transformer, dtype, device, range);
+    auto weights = transformer_weights(folder, expert);
+    return WanTransformer::load(weights, expert == 1 ? *wan(folder).transformer_2 : wan(folder).transformer, dtype,
+                                device, range);
   }
   std::shared_ptr<VaeDecoder> load_vae(const plan::ModelFolder& folder, at::ScalarType dtype,
                                        at::Device device) const override {

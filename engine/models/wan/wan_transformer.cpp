@@ -160,7 +160,7 @@ std::vector<int64_t> WanTransformer::output_shape(const at::Tensor& l) const {
 
 Conditioning WanTransformer::condition(const StepInputs& in) const {
   const auto sinusoid = timestep_embedding(in.timestep.to(device_), cfg_.freq_dim, true, 0);
-  const auto temb = time_2_(at::silu(time_1_(sinusoid.to(time_1_.weight.scalar_type())))).to(dtype_);
+  const auto temb = time_2_(at::silu(time_1_(sinusoid.to(time_1_.dtype)))).to(dtype_);
   return {time_proj_(at::silu(temb)), temb};
 }
 
@@ -175,7 +175,13 @@ at::Tensor WanTransformer::heads(const at::Tensor& x) const {
   return x.unflatten(-1, {cfg_.num_attention_heads, cfg_.attention_head_dim}).transpose(1, 2);
 }
 
-void WanTransformer::run_block(size_t i, Tokens& x, const Conditioning& c, const at::Tensor& cos,
+std::vector<at::Tensor> WanTransformer::block_tensors(size_t i) const {
+  const auto& b = blocks_.at(i);
+  return tensors_of(b.self.q, b.self.k, b.self.v, b.self.out, b.self.norm_q, b.self.norm_k, b.cross.q, b.cross.k,
+                    b.cross.v, b.cross.out, b.cross.norm_q, b.cross.norm_k, b.norm2, b.ff_in, b.ff_out, b.modulation);
+}
+
+void WanTransformer::block_forward(size_t i, Tokens& x, const Conditioning& c, const at::Tensor& cos,
                                const at::Tensor& sin, const AttentionFn& attention) const {
   if (!range_.holds(i))
     throw std::logic_error("internal error: block " + std::to_string(i) + " is another PipeFusion stage's");

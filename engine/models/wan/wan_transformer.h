@@ -50,12 +50,15 @@ class WanTransformer final : public DitModel {
   // embedding: the blocks' timestep projection [B, 6 * width]; head: the timestep embedding [B, width].
   Conditioning condition(const StepInputs& in) const override;
   Tokens embed(const StepInputs& in, const Positions& pos) const override;
-  void run_block(size_t i, Tokens& x, const Conditioning& c, const at::Tensor& rope_cos, const at::Tensor& rope_sin,
-                 const AttentionFn& attention) const override;
   // TeaCache4Wan2.1 (without its "ret steps" mode): the timestep embedding, the same for every token.
+  std::vector<at::Tensor> block_tensors(size_t i) const override;
   ChangeIndicator teacache_indicator(const Tokens& x, const Conditioning& c) const override;
   at::Tensor project_out(const at::Tensor& latent, const Conditioning& c) const override;
   at::Tensor unpatchify(const at::Tensor& patches, const at::Tensor& latents) const override;
+
+ protected:
+  void block_forward(size_t i, Tokens& x, const Conditioning& c, const at::Tensor& rope_cos, const at::Tensor& rope_sin,
+                     const AttentionFn& attention) const override;
 
  private:
   struct Attention {  // WanAttention: q, k, v, out, with RMS norms of q and k over every head at once

@@ -110,6 +110,8 @@ class CogVideoX final : public Family {
     return decoder_flops_per_pixel(cog(m).vae->block_out_channels, cog(m).vae->layers_per_block + 1, 27);
   }
 
+  const char* gguf_architecture() const override { return "cogvideox"; }
+
   void apply_defaults(JobSpec& job, const ModelFolder& m) const override {
     const auto& t = cog(m).transformer;
     if (job.height == 0) job.height = t.sample_height * m.vae_scale_spatial();

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "plan/families/flux_config.h"
+#include "plan/families/flux_single_file.h"
 #include "plan/family.h"
 #include "plan/json_fields.h"
 #include "plan/parallel.h"
@@ -127,6 +128,11 @@ class Flux final : public Family {
     if (!flux(m).vae) return 0;
     return decoder_flops_per_pixel(flux(m).vae->block_out_channels, flux(m).vae->layers_per_block + 1, 9);
   }
+
+  TensorRenames transformer_renames(const ModelFolder& m, const std::set<std::string>& names) const override {
+    return names.count("img_in.weight") ? flux_bfl_renames(flux(m).transformer) : TensorRenames{};
+  }
+  const char* gguf_architecture() const override { return "flux"; }
 
   void apply_defaults(JobSpec& job, const ModelFolder& m) const override {
     const bool dev = flux(m).transformer.guidance_embeds;

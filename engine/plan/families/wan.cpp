@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "plan/families/wan_config.h"
+#include "plan/families/wan_single_file.h"
 #include "plan/family.h"
 #include "plan/json_fields.h"
 #include "plan/parallel.h"
@@ -148,6 +149,11 @@ class Wan final : public Family {
     for (int d : v.dim_mult) widths.push_back(v.decoder_base_dim * d);
     return decoder_flops_per_pixel(widths, v.num_res_blocks + 1, 27);
   }
+
+  TensorRenames transformer_renames(const ModelFolder&, const std::set<std::string>& names) const override {
+    return wan_original_renames(names);
+  }
+  const char* gguf_architecture() const override { return "wan"; }
 
   void apply_defaults(JobSpec& job, const ModelFolder& m) const override {
     // WanPipeline.__call__'s defaults; 16 fps is what its examples export with.

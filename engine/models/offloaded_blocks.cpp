@@ -1,0 +1,23 @@
+#include "models/offloaded_blocks.h"
+
+namespace studio::models {
+
+OffloadedBlocks::OffloadedBlocks(const DitModel& model) : device_(model.device()) {
+  for (size_t i = 0; i < model.num_blocks(); ++i) {
+    layouts_.emplace_back(model.block_tensors(i), 1);
+    auto& layout = layouts_.back();
+    if (layout.empty()) {
+      host_.emplace_back();
+      continue;
+    }
+    auto host = layout.pack().to(at::kCPU);
+    host_.push_back(device_.is_cuda() ? host.pin_memory() : host);
+    layout.release();
+  }
+}
+
+void OffloadedBlocks::before(size_t block) { layouts_.at(block).bind(host_.at(block).to(at::TensorOptions().device(device_), /*non_blocking=*/true)); }
+
+void OffloadedBlocks::after(size_t block) { layouts_.at(block).release(); }
+
+}  // namespace studio::models

@@ -1,0 +1,23 @@
+// --offload blocks: the blocks' weights kept in host memory (pinned where a GPU copies from it) and copied to
+// the model's device just before each block runs, let go after: the device holds one block at a time.
+#pragma once
+#include <vector>
+
+#include "models/block_layout.h"
+#include "models/dit_model.h"
+
+namespace studio::models {
+
+class OffloadedBlocks final : public BlockWeights {
+ public:
+  explicit OffloadedBlocks(const DitModel& model);
+  void before(size_t block) override;
+  void after(size_t block) override;
+
+ private:
+  at::Device device_;
+  std::vector<BlockLayout> layouts_;
+  std::vector<at::Tensor> host_;  // undefined for a block another PipeFusion stage holds
+};
+
+}  // namespace studio::models

@@ -1,0 +1,62 @@
+#include "plan/weight_choice.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "plan/family.h"
+
+namespace studio::plan {
+
+namespace {
+
+// "" when `file` can be a part's weights, else why not.
+std::string single_file_problem(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  char head[8] = {};
+  if (!in || !in.read(head, sizeof head)) return "cannot be read (no such file, or shorter than any weights file)";
+  if (std::memcmp(head, "GGUF", 4) == 0) return "";
+  const bool safetensors = file.size() > 12 && file.compare(file.size() - 12, 12, ".safetensors") == 0;
+  if (safetensors) return "";
+  return "is neither a GGUF file (it does not start with 'GGUF') nor a .safetensors file";
+}
+
+}  // namespace
+
+void check_weight_choices(const JobSpec& job, const ModelFolder& model, std::vector<Problem>& out) {
+  const std::pair<const char*, const std::string*> files[] = {{"transformer", &job.transformer_file},
+                                                               {"transformer_2", &job.transformer_2_file}};
+  for (const auto& [flag, file] : files) {
+    if (file->empty()) continue;
+    if (const auto why = single_file_problem(*file); !why.empty())
+      out.push_back({flag, "--" + std::string(flag) + " " + *file + ": " + why +
+                               "; give a GGUF or safetensors file of the folder's " + flag + "/"});
+  }
+  if (!job.transformer_2_file.empty() && rules_of(model).second_expert_boundary(model) <= 0)
+    out.push_back({"transformer_2", "--transformer_2: the second expert's file (Wan2.2); " + model.dir +
+                                        " has one transformer, so give --transformer alone"});
+  if (!job.offload.empty() && job.offload != "blocks")
+    out.push_back({"offload", "--offload " + job.offload + ": blocks is what is offered (the transformer's blocks in "
+                              "host memory; the text encoders and the VAE are loaded only while they run already)"});
+  if (job.text_encoder_device != "auto" && job.text_encoder_device != "cpu")
+    out.push_back({"text_encoder_device", "--text_encoder_device " + job.text_encoder_device +
+                                              ": auto (the run's device) or cpu"});
+  if (!job.quantize.empty() && job.quantize != "fp8")
+    out.push_back({"quantize", "--quantize " + job.quantize + ": the format to keep float weights in; fp8 is the one "
+                                   "offered (for GGUF quantizations, give a quantized file with --transformer)"});
+}
+
+double weight_bytes_per_param(const JobSpec& job, double params, int bytes_per_value) {
+  std::error_code ec;
+  if (!job.transformer_file.empty() && params > 0)
+    if (const auto size = std::filesystem::file_size(job.transformer_file, ec); !ec) return double(size) / params;
+  return job.quantize == "fp8" ? 1.0 : double(bytes_per_value);
+}
+
+void use_job_weights(ModelFolder& model, const JobSpec& job) {
+  if (!job.transformer_file.empty()) model.weight_files["transformer"] = job.transformer_file;
+  if (!job.transformer_2_file.empty()) model.weight_files["transformer_2"] = job.transformer_2_file;
+  model.quantize = job.quantize == "fp8" ? std::optional(WeightFormat::F8_E4M3) : std::nullopt;
+}
+
+}  // namespace studio::plan

@@ -1,0 +1,19 @@
+// Where a job's transformer weights come from and how they are kept (--transformer, --transformer_2,
+// --quantize): checked with the rest of the job before any work, then put on the folder the loaders read.
+#pragma once
+#include <vector>
+
+#include "plan/job.h"
+#include "plan/model_folder.h"
+
+namespace studio::plan {
+
+void check_weight_choices(const JobSpec& job, const ModelFolder& model, std::vector<Problem>& out);
+// Bytes per transformer weight as the job keeps them, for a transformer of `params` weights: a single file's own
+// size over them (a GGUF keeps its small tensors in F32, so its size says more than its type), one byte under
+// --quantize fp8 (the few weights that are not linear layers' are a rounding error), else `bytes_per_value`.
+double weight_bytes_per_param(const JobSpec& job, double params, int bytes_per_value);
+// The folder with the job's single files and quantization (ModelFolder::weight_files, ::quantize).
+void use_job_weights(ModelFolder& model, const JobSpec& job);
+
+}  // namespace studio::plan

@@ -1,0 +1,145 @@
+// The blocks' weights kept elsewhere between calls and whole while a block runs: --shard_weights (each ring x
+// Ulysses rank keeps 1/N of every block, gathered before it runs) and --offload blocks (host memory, copied in).
+// A call equals the unsharded one bit for bit, a rank keeps its share and no whole block between calls, and
+// whole runs meet the reference cases (CogVideoX-5B, Wan2.1 and FLUX.1 shapes) in the mixes that shard.
+#include <sstream>
+
+#include "io/weights/tensor_file.h"
+#include "mixes.h"
+#include "models/family_runtime.h"
+#include "models/offloaded_blocks.h"
+#include "parallel/parallel_model.h"
+#include "parallel/sharded_blocks.h"
+#include "process.h"
+#include "rank_threads.h"
+#include "tensor_support.h"
+
+using namespace studio;
+
+namespace {
+
+struct Step {
+  models::StepInputs in;
+  at::Tensor want;
+};
+
+Step step0(const std::string& c) {
+  const auto t = io::TensorFile(test::golden_case(c) + "/golden.safetensors", "g").get_int64("step0_timestep");
+  return {{test::golden_tensor(c, "step0_hidden_states"), test::golden_tensor(c, "step0_encoder_hidden_states"), t},
+          test::golden_tensor(c, "step0_output")};
+}
+
+int64_t block_bytes(const models::DitModel& m) {
+  int64_t sum = 0;
+  for (size_t i = 0; i < m.num_blocks(); ++i)
+    for (const auto& t : m.block_tensors(i)) sum += int64_t(t.numel() * t.element_size());
+  return sum;
+}
+
+int64_t held_block_values(const models::DitModel& m) {
+  int64_t sum = 0;
+  for (size_t i = 0; i < m.num_blocks(); ++i)
+    for (const auto& t : m.block_tensors(i)) sum += t.numel();
+  return sum;
+}
+
+}  // namespace
+
+class ShardedCall : public ::testing::TestWithParam<int> {};  // ulysses x ring: (2, 1), (1, 2), (2, 2)
+
+TEST_P(ShardedCall, equals_the_unsharded_call_and_keeps_a_share) {
+  const std::string c = "cogvx5b_tiny";
+  plan::ParallelConfig p;
+  p.ulysses_degree = GetParam() == 1 ? 1 : 2;
+  p.ring_degree = GetParam() == 0 ? 1 : 2;
+  const auto folder = plan::read_model_folder(test::golden_case(c));
+  const auto s = step0(c);
+  std::vector<std::string> notes(size_t(p.world_size()));
+  const auto failure = test::run_ranks(p, [&](int r, parallel::Mesh& mesh) {
+    auto model = models::load_transformer(folder, at::kFloat, at::kCPU);  // each rank its own: sharding changes it
+    const auto pos = model->positions(model->token_grid(s.in.latents));
+    parallel::ParallelTransformer call(*model, mesh);
+    const auto whole = call(s.in, pos);
+    const int64_t bytes = block_bytes(*model);
+    auto shards = std::make_shared<parallel::ShardedBlocks>(*model, mesh.group(plan::Dim::Sequence));
+    model->set_block_weights(shards);
+    std::ostringstream note;
+    if (held_block_values(*model) != 0) note << "whole blocks kept; ";
+    const int n = p.sp_degree();
+    if (int64_t(shards->shard_bytes()) < bytes / n || int64_t(shards->shard_bytes()) > bytes / n + 64 * 2 * 64)
+      note << "keeps " << shards->shard_bytes() << " bytes of " << bytes << " over " << n << " ranks; ";
+    const auto sharded = call(s.in, pos);
+    if (!at::equal(sharded, whole)) note << "differs by " << test::max_abs_diff(sharded, whole) << "; ";
+    if (test::max_abs_diff(sharded, s.want) > test::kCallTolerance) note << "far from the reference; ";
+    if (held_block_values(*model) != 0) note << "a block kept whole after the call; ";
+    notes[size_t(r)] = note.str();
+  });
+  for (int r = 0; r < p.world_size(); ++r) {
+    EXPECT_TRUE(failure[size_t(r)].empty()) << "rank " << r << ": " << failure[size_t(r)];
+    EXPECT_TRUE(notes[size_t(r)].empty()) << "rank " << r << ": " << notes[size_t(r)];
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Mixes, ShardedCall, ::testing::Values(0, 1, 2));
+
+// (Wan's and the others' whole runs offloaded are below.)
+TEST(OffloadedBlocks, a_call_equals_the_resident_one) {
+  for (const std::string c : {"cogvx5b_tiny", "cogvx15_tiny"}) {
+    auto model = models::load_transformer(plan::read_model_folder(test::golden_case(c)), at::kFloat, at::kCPU);
+    const auto s = step0(c);
+    const auto pos = model->positions(model->token_grid(s.in.latents));
+    const auto resident = model->forward(s.in, pos);
+    model->set_block_weights(std::make_shared<models::OffloadedBlocks>(*model));
+    EXPECT_EQ(held_block_values(*model), 0) << c;
+    EXPECT_TRUE(at::equal(model->forward(s.in, pos), resident)) << c;
+    EXPECT_EQ(held_block_values(*model), 0) << c;
+  }
+}
+
+// Whole runs from words (Wan2.1) and from embeddings (CogVideoX-5B), sharded in the mixes that shard.
+class ShardedRun : public ::testing::TestWithParam<const char*> {
+ protected:
+  test::TempDir tmp_;
+};
+
+TEST_P(ShardedRun, meets_the_reference) {
+  std::istringstream words(GetParam());
+  std::string c;
+  words >> c;
+  const auto g = test::golden_json(c);
+  const std::string file = test::golden_case(c) + "/golden.safetensors", out = tmp_.path("run.safetensors");
+  test::Args args{"--model", test::golden_case(c), "--height", std::to_string(int(g["height"])), "--width",
+                  std::to_string(int(g["width"])), "--num_frames", std::to_string(int(g["num_frames"])),
+                  "--num_inference_steps", std::to_string(int(g["num_inference_steps"])), "--guidance_scale",
+                  std::to_string(double(g["guidance_scale"])), "--save_tensors", out};
+  if (g.contains("prompt")) {
+    args = args + test::Args{"--prompt", g["prompt"], "--negative_prompt", g["negative_prompt"], "--seed",
+                             std::to_string(int(g["seed"])), "--max_sequence_length",
+                             std::to_string(int(g["max_sequence_length"]))};
+  } else {
+    args = args + test::Args{"--prompt_embeds", file, "--latents", file};
+    if (g["use_dynamic_cfg"]) args.push_back("--use_dynamic_cfg");
+    if (g["scheduler"] == "CogVideoXDPMScheduler") args = args + test::Args{"--sampler_noise", file};
+  }
+  for (std::string w; words >> w;) args.push_back(w);
+  const auto r = test::run(test::bin("dit-launch"), args, 240000);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const double e = test::max_abs_diff(io::TensorFile(out, "t").get("final_latents", 5, ""),
+                                      test::golden_tensor(c, "final_latents"));
+  std::printf("%s: final_latents %.3g\n", GetParam(), e);
+  EXPECT_LT(e, test::kRunTolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(Mixes, ShardedRun,
+                         ::testing::Values("cogvx5b_tiny --ulysses_degree 2 --shard_weights",
+                                           "cogvx5b_tiny --ring_degree 2 --shard_weights",
+                                           "cogvx5b_tiny --use_cfg_parallel --ulysses_degree 2 --shard_weights",
+                                           "cogvx5b_tiny --ulysses_degree 2 --ring_degree 2 --shard_weights",
+                                           "cogvx5b_tiny --offload blocks",
+                                           "wan21_tiny --ulysses_degree 2 --shard_weights",
+                                           "wan21_tiny --use_cfg_parallel --ring_degree 2 --shard_weights",
+                                           "wan21_tiny --ulysses_degree 2 --ring_degree 2 --shard_weights",
+                                           "wan21_tiny --pipefusion_parallel_degree 2 --ulysses_degree 2 "
+                                           "--warmup_steps 4 --shard_weights",
+                                           "wan21_tiny --offload blocks --text_encoder_device cpu"),
+                         test::flags_name);

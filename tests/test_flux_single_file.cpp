@@ -1,0 +1,154 @@
+// FLUX.1's transformer from one file (--transformer FILE) against flux_gguf_tiny and flux_fp8_tiny: the Black
+// Forest Labs layout read as diffusers' from_single_file reads it, GGUF Q8_0 / Q4_0 and fp8 (plain and scaled)
+// kept quantized in memory, the whole job from words in one process and in parallel mixes; and the files that
+// do not belong to the folder, refused before any work, named with the tensor and what would work.
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include "io/gguf/gguf_file.h"
+#include "io/weights/tensor_file.h"
+#include "io/weights/weights.h"
+#include "mixes.h"
+#include "plan/families/registry.h"
+#include "plan/family.h"
+#include "process.h"
+#include "tensor_support.h"
+
+using namespace studio;
+
+namespace {
+
+const std::string kModel = "flux_words_tiny";
+
+struct Variant {
+  const char* name;      // the golden's suffix
+  const char* golden;    // its case
+  const char* file;
+};
+const Variant kVariants[] = {{"q8_0", "flux_gguf_tiny", "transformer-Q8_0.gguf"},
+                             {"q4_0", "flux_gguf_tiny", "transformer-Q4_0.gguf"},
+                             {"fp8", "flux_fp8_tiny", "transformer-fp8_e4m3fn.safetensors"},
+                             {"fp8_scaled", "flux_fp8_tiny", "transformer-fp8_e4m3fn_scaled.safetensors"}};
+
+const Variant& variant(const std::string& name) {
+  for (const auto& v : kVariants)
+    if (name == v.name) return v;
+  throw std::logic_error("no variant " + name);
+}
+
+std::string file_of(const Variant& v) { return test::golden_case(v.golden) + "/" + v.file; }
+
+test::Args job_args(const std::string& save) {
+  const auto g = test::golden_json("flux_gguf_tiny");
+  return {"--model", test::golden_case(kModel), "--prompt", std::string(g["prompt"]), "--seed",
+          std::to_string(int(g["seed"])), "--height", std::to_string(int(g["height"])), "--width",
+          std::to_string(int(g["width"])), "--num_inference_steps", std::to_string(int(g["num_inference_steps"])),
+          "--guidance_scale", std::to_string(double(g["guidance_scale"])), "--max_sequence_length",
+          std::to_string(int(g["max_sequence_length"])), "--save_tensors", save};
+}
+
+}  // namespace
+
+// "variant flags": the file and the parallel mix.
+class FluxSingleFile : public ::testing::TestWithParam<const char*> {
+ protected:
+  test::TempDir tmp_;
+};
+
+TEST_P(FluxSingleFile, reproduces_from_single_file) {
+  std::istringstream words(GetParam());
+  std::string name;
+  words >> name;
+  const Variant& v = variant(name);
+  const std::string out = tmp_.path("run.safetensors");
+  auto args = job_args(out) + test::Args{"--transformer", file_of(v)};
+  for (std::string w; words >> w;) args.push_back(w);
+  const auto r = test::run(test::bin("dit-launch"), args, 180000);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "loading " + file_of(v))) << r.err;
+  io::TensorFile f(out, "run");
+  const double latents = test::max_abs_diff(f.get("final_latents", 3, ""), test::golden_tensor(v.golden, std::string("final_latents_") + v.name));
+  const double image = test::max_abs_diff(f.get("image", 4, ""), test::golden_tensor(v.golden, std::string("image_") + v.name));
+  const double moved = test::max_abs_diff(f.get("final_latents", 3, ""), test::golden_tensor(v.golden, "final_latents_unquantized"));
+  std::printf("%s: final_latents %.3g, image %.3g (%.3g from the unquantized run)\n", GetParam(), latents, image, moved);
+  EXPECT_LT(latents, 1e-3);
+  EXPECT_LT(image, 1e-3);
+  EXPECT_GT(moved, 1e-3) << "the quantized weights were used, not the folder's";
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, FluxSingleFile,
+                         ::testing::Values("q8_0", "q4_0", "fp8", "fp8_scaled", "q8_0 --ulysses_degree 2 --ring_degree 2",
+                                           "q4_0 --pipefusion_parallel_degree 2 --warmup_steps 4",
+                                           "fp8_scaled --ulysses_degree 2 --use_parallel_vae"),
+                         test::flags_name);
+
+// The weights stay as the file stores them: a GGUF Q8_0 layer holds 34 bytes per 32 weights, and the rows of
+// BFL's fused qkv that are diffusers' to_k are the file's own bytes.
+TEST(FluxSingleFileMemory, quantized_layers_stay_packed) {
+  const auto folder = plan::read_model_folder(test::golden_case(kModel));
+  const std::string file = file_of(variant("q8_0"));
+  auto w = io::WeightSet::open_file(file, "flux", [&](const std::set<std::string>& names) {
+    return plan::rules_of(folder).transformer_renames(folder, names);
+  });
+  const auto k = w.take_linear("transformer_blocks.0.attn.to_k.weight", {32, 32}, at::kFloat, at::kCPU);
+  ASSERT_TRUE(k.packed.defined());
+  EXPECT_FALSE(k.dense.defined());
+  EXPECT_EQ(k.packed.format, plan::WeightFormat::Q8_0);
+  EXPECT_EQ(k.packed.nbytes(), 32u * 34u);
+  const auto gguf = io::GgufFile::open(file);
+  const auto* qkv = gguf->find("double_blocks.0.img_attn.qkv.weight");
+  EXPECT_EQ(std::memcmp(k.packed.bytes.contiguous().data_ptr<uint8_t>(), gguf->data(*qkv) + 32 * 34, 32 * 34), 0);
+  // F32 tensors of the file (img_attn.proj: 1024 weights) are ordinary dense weights.
+  EXPECT_TRUE(w.take_linear("transformer_blocks.0.attn.to_out.0.weight", {32, 32}, at::kFloat, at::kCPU).dense.defined());
+}
+
+// --quantize fp8 keeps the folder's float linear weights in fp8: the run moves a little (about what the fp8
+// goldens move, 0.1) and not at all where it must not (it is not the unquantized run).
+TEST(FluxQuantizeFp8, stores_float_weights_in_fp8) {
+  test::TempDir tmp;
+  const std::string out = tmp.path("run.safetensors");
+  const auto r = test::run(test::bin("dit-launch"), job_args(out) + test::Args{"--quantize", "fp8"}, 180000);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "linear weights kept in fp8")) << r.err;
+  const double moved = test::max_abs_diff(io::TensorFile(out, "run").get("final_latents", 3, ""),
+                                          test::golden_tensor("flux_gguf_tiny", "final_latents_unquantized"));
+  std::printf("--quantize fp8: %.3g from the unquantized run\n", moved);
+  EXPECT_GT(moved, 1e-3);
+  EXPECT_LT(moved, 0.3);
+}
+
+TEST(FluxSingleFileRefusals, files_that_do_not_belong_are_named) {
+  test::TempDir tmp;
+  // Exit 3: bad input (the file); 2: a bad flag, caught with the rest of the job's checks.
+  auto refused = [&](const test::Args& extra, const std::vector<std::string>& words, int code = 3) {
+    const auto r = test::run(test::bin("dit-launch"), job_args(tmp.path("x.safetensors")) + extra, 60000);
+    EXPECT_EQ(r.code, code) << r.err;
+    for (const auto& w : words) EXPECT_TRUE(test::contains(r.err, w)) << "missing '" << w << "' in: " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(tmp.path("x.safetensors")));
+  };
+  // Another architecture's GGUF.
+  const auto src = io::GgufFile::open(file_of(variant("q8_0")));
+  std::vector<io::GgufTensorToWrite> tensors;
+  for (const auto& t : src->tensors()) tensors.push_back({t.name, t.format, t.shape, src->data(t)});
+  io::write_gguf(tmp.path("sd3.gguf"), tensors, {{"general.architecture", "sd3"}});
+  refused({"--transformer", tmp.path("sd3.gguf")}, {"sd3.gguf", "architecture 'sd3'", "flux"});
+  // A tensor missing.
+  std::vector<io::GgufTensorToWrite> fewer;
+  for (const auto& t : tensors)
+    if (t.name != "single_blocks.1.linear2.weight") fewer.push_back(t);
+  io::write_gguf(tmp.path("fewer.gguf"), fewer, {{"general.architecture", "flux"}});
+  refused({"--transformer", tmp.path("fewer.gguf")}, {"fewer.gguf", "missing tensor 'single_blocks.1.linear2.weight'",
+                                                      "single_transformer_blocks.1.proj_out.weight"});
+  // Shapes another config's: the folder says 2 single blocks; a file of a wider model does not fit.
+  std::vector<io::GgufTensorToWrite> wider = tensors;
+  for (auto& t : wider)
+    if (t.name == "img_in.weight") t.shape = {16, 64};
+  io::write_gguf(tmp.path("wider.gguf"), wider, {{"general.architecture", "flux"}});
+  refused({"--transformer", tmp.path("wider.gguf")}, {"wider.gguf", "img_in.weight", "[16, 64]", "[32, 64]"});
+  // Not a weights file; a second expert for a one-transformer model; a format not offered.
+  test::write_file(tmp.path("notes.txt"), "hello, this is not a model");
+  refused({"--transformer", tmp.path("notes.txt")}, {"--transformer", "notes.txt", "neither a GGUF"}, 2);
+  refused({"--transformer_2", file_of(variant("q8_0"))}, {"--transformer_2", "one transformer"}, 2);
+  refused({"--quantize", "int4"}, {"--quantize int4", "fp8"}, 2);
+}
