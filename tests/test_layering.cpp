@@ -52,7 +52,7 @@ std::map<std::string, std::map<std::string, Include>> include_graph() {
 }
 
 bool torch_free(const std::string& folder) {
-  for (const char* prefix : {"plan", "io/safetensors", "io/gguf", "text/tokenize", "video", "hub", "workers/events",
+  for (const char* prefix : {"plan", "io/files", "io/safetensors", "io/gguf", "text/tokenize", "video", "hub", "workers/events",
                              "workers/launch", "gui"})
     if (folder == prefix || folder.rfind(std::string(prefix) + "/", 0) == 0) return true;
   return false;

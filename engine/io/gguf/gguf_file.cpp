@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "io/files/whole_file.h"
 #include "plan/error.h"
 
 namespace studio::io {
@@ -433,40 +434,14 @@ void write_gguf(const std::string& path, const std::vector<GgufTensorToWrite>& t
   }
   h.append(padding(h.size()), '\0');
 
-  const std::string tmp = path + ".partial-" + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail(path, std::string("cannot write: ") + std::strerror(errno));
-  auto write_all = [&](const void* p, size_t n) {
-    const char* c = static_cast<const char*>(p);
-    while (n > 0) {
-      ssize_t w = ::write(fd, c, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) {
-        std::string why = std::strerror(w < 0 ? errno : ENOSPC);
-        ::close(fd);
-        ::unlink(tmp.c_str());
-        fail(path, "write failed: " + why + " (nothing was left behind)");
-      }
-      c += w;
-      n -= size_t(w);
-    }
-  };
-  write_all(h.data(), h.size());
   const std::string zeros(alignment, '\0');
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    write_all(tensors[i].data, sizes[i]);
-    write_all(zeros.data(), padding(sizes[i]));
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    fail(path, "write failed: " + why + " (nothing was left behind)");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    fail(path, "cannot move the finished file into place: " + why);
-  }
+  write_whole_file(path, [&](const PutBytes& put) {
+    put(h.data(), h.size());
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      put(tensors[i].data, sizes[i]);
+      put(zeros.data(), padding(sizes[i]));
+    }
+  });
 }
 
 }  // namespace studio::io

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/files/whole_file.h"
 #include "plan/error.h"
 
 namespace studio::io {
@@ -222,41 +223,15 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   h.append((8 - h.size() % 8) % 8, ' ');  // keeps the data 8-byte aligned
   const uint64_t hlen = h.size();
 
-  const std::string tmp = path + ".partial-" + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail(path, std::string("cannot write: ") + std::strerror(errno));
-  auto put = [&](const void* p, size_t n) {
-    const char* c = static_cast<const char*>(p);
-    while (n > 0) {
-      ssize_t w = ::write(fd, c, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) {
-        std::string why = std::strerror(w < 0 ? errno : ENOSPC);
-        ::close(fd);
-        ::unlink(tmp.c_str());
-        fail(path, "write failed: " + why + " (nothing was left behind)");
-      }
-      c += w;
-      n -= size_t(w);
+  write_whole_file(path, [&](const PutBytes& put) {
+    put(&hlen, 8);
+    put(h.data(), h.size());
+    for (const auto& t : tensors) {
+      int64_t n = 1;
+      for (auto s : t.shape) n *= s;
+      put(t.data, size_t(n) * dtype_size(t.dtype));
     }
-  };
-  put(&hlen, 8);
-  put(h.data(), h.size());
-  for (const auto& t : tensors) {
-    int64_t n = 1;
-    for (auto s : t.shape) n *= s;
-    put(t.data, size_t(n) * dtype_size(t.dtype));
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    fail(path, "write failed: " + why + " (nothing was left behind)");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    fail(path, "cannot move the finished file into place: " + why);
-  }
+  });
 }
 
 }  // namespace studio::io
