@@ -96,6 +96,17 @@ inline void edit_json(const std::string& path, const std::function<void(nlohmann
   write_file(path, j.dump(2));
 }
 
+// flux_tiny copied to `dir` with FLUX.1-dev's published transformer config: a folder the plan weighs as the
+// real model (the weights stay tiny; only the configs are read).
+inline std::string flux_dev_shaped(const std::string& dir) {
+  copy_tree(golden_case("flux_tiny"), dir);
+  edit_json(dir + "/transformer/config.json", [](nlohmann::json& j) {
+    j.update({{"num_layers", 19}, {"num_single_layers", 38}, {"attention_head_dim", 128}, {"num_attention_heads", 24},
+              {"joint_attention_dim", 4096}, {"pooled_projection_dim", 768}, {"axes_dims_rope", {16, 56, 56}}});
+  });
+  return dir;
+}
+
 // Runs `fn`, expecting an exception of type E whose message contains every one of `parts`.
 template <typename E, typename Fn>
 ::testing::AssertionResult throws_with(Fn&& fn, std::initializer_list<const char*> parts) {

@@ -296,6 +296,9 @@ TEST(DitLaunchPlan, json_through_the_real_binary) {
     ASSERT_TRUE(o.at("pipelined_step_seconds").is_number());
     ASSERT_TRUE(o.at("peak_bytes_per_rank").is_number());
     ASSERT_TRUE(o.at("fits").is_boolean());
+    ASSERT_TRUE(o.at("weights_otherwise").is_array());
+    ASSERT_FALSE(o["weights_otherwise"].empty()) << o.dump();  // --quantize fp8 and --offload blocks at least
+    EXPECT_TRUE(o["weights_otherwise"][0].at("peak_bytes_per_rank").is_number());
     EXPECT_GT(o["seconds_per_step"].get<double>(), 0);
     const double warm = o["warmup_step_seconds"], piped = o["pipelined_step_seconds"], step = o["seconds_per_step"];
     EXPECT_LE(std::min(warm, piped), step * (1 + 1e-12)) << o.dump();  // an average of the two kinds of step
@@ -333,3 +336,31 @@ TEST(DitLaunchPlan, json_through_the_real_binary) {
 }
 
 }  // namespace
+
+// FLUX.1-dev's shape (22 GiB of bfloat16 weights) on two 16 GiB GPUs: Ulysses alone does not fit, the same with
+// its blocks sharded does (half the blocks plus two whole), and pays for the gathers in time; the ranking
+// offers it beside PipeFusion's stages.
+TEST(CostModelSharding, sharded_blocks_fit_where_whole_ones_do_not) {
+  test::TempDir tmp;
+  const std::string dir = tmp.path("flux-dev");
+  test::flux_dev_shaped(dir);
+  const auto model = plan::read_model_folder(dir);
+  plan::JobSpec job;
+  job.prompt_embeds_file = "x";
+  job.height = job.width = 512;
+  plan::Calibration c;
+  c.ranks = 2, c.gemm_flops_per_s = c.attention_flops_per_s = 4e14;
+  c.gemm_flops_per_s_all = c.attention_flops_per_s_all = 4e14;
+  c.link_bytes_per_s = 2e10, c.link_latency_s = 1e-5;
+  const auto ranked = plan::rank_configs(job, model, 2, c, 16.0, 2);
+  const plan::Prediction *whole = nullptr, *sharded = nullptr;
+  for (const auto& r : ranked)
+    if (r.config.ulysses_degree == 2 && !r.config.use_parallel_vae) (r.config.shard_weights ? sharded : whole) = &r;
+  ASSERT_TRUE(whole && sharded);
+  EXPECT_FALSE(whole->fits);
+  EXPECT_TRUE(sharded->fits) << sharded->reason;
+  EXPECT_GT(sharded->communication_s, whole->communication_s);
+  EXPECT_LT(sharded->peak_bytes_per_rank, 0.7 * whole->peak_bytes_per_rank);
+  EXPECT_TRUE(ranked.front().fits) << ranked.front().config.describe();  // PipeFusion, which divides the blocks too
+  EXPECT_TRUE(test::contains(sharded->config.flags(), "--shard_weights")) << sharded->config.flags();
+}

@@ -5,6 +5,7 @@
 #include "plan/job_file.h"
 #include "plan/family.h"
 #include "plan/parallel.h"
+#include "plan/weight_choice.h"
 #include "support.h"
 
 using namespace studio;
@@ -181,11 +182,7 @@ TEST(PlanFlux, cfg_parallel_is_refused_and_never_offered) {
 TEST(PlanFlux, memory_of_the_real_model) {
   test::TempDir tmp;
   const std::string dir = tmp.path("flux-dev");
-  test::copy_tree(test::golden_case("flux_tiny"), dir);
-  test::edit_json(dir + "/transformer/config.json", [](nlohmann::json& j) {
-    j.update({{"num_layers", 19}, {"num_single_layers", 38}, {"attention_head_dim", 128}, {"num_attention_heads", 24},
-              {"joint_attention_dim", 4096}, {"pooled_projection_dim", 768}, {"axes_dims_rope", {16, 56, 56}}});
-  });
+  test::flux_dev_shaped(dir);
   std::filesystem::create_directories(dir + "/text_encoder_2");
   test::write_file(dir + "/text_encoder_2/config.json",
                    R"({"model_type": "t5", "d_model": 4096, "d_kv": 64, "num_heads": 64, "d_ff": 10240,
@@ -219,11 +216,7 @@ TEST(PlanFlux, memory_of_the_real_model) {
 TEST(PlanFlux, memory_follows_how_the_weights_are_kept) {
   test::TempDir tmp;
   const std::string dir = tmp.path("flux-dev");
-  test::copy_tree(test::golden_case("flux_tiny"), dir);
-  test::edit_json(dir + "/transformer/config.json", [](nlohmann::json& j) {
-    j.update({{"num_layers", 19}, {"num_single_layers", 38}, {"attention_head_dim", 128}, {"num_attention_heads", 24},
-              {"joint_attention_dim", 4096}, {"pooled_projection_dim", 768}, {"axes_dims_rope", {16, 56, 56}}});
-  });
+  test::flux_dev_shaped(dir);
   const auto model = plan::read_model_folder(dir);
   plan::JobSpec job;
   job.prompt_embeds_file = "x";  // no sizes: the weights alone
@@ -249,6 +242,25 @@ TEST(PlanFlux, memory_follows_how_the_weights_are_kept) {
   EXPECT_TRUE(test::contains(refused[0].message, "--quantize fp8")) << refused[0].message;
   job.transformer_file = file;
   EXPECT_TRUE(plan::validate_parallel(one, job, model, 1, 16.0, 2).empty());
+  // What --plan offers beside the job as given: fp8 and offloaded blocks fit 16 GiB, bfloat16 does not; sharding
+  // only where there are sequence ranks to shard over.
+  job.transformer_file.clear();
+  const auto choices = plan::storage_choices(one, job, model, 2, 16.0);
+  ASSERT_EQ(choices.size(), 3u);
+  EXPECT_EQ(choices[0].flag, "");
+  EXPECT_FALSE(choices[0].fits);
+  EXPECT_EQ(choices[1].flag, "--quantize fp8");
+  EXPECT_TRUE(choices[1].fits);
+  EXPECT_NEAR(choices[1].peak_gib, bf16 / 2, 0.01);
+  EXPECT_EQ(choices[2].flag, "--offload blocks");
+  EXPECT_TRUE(choices[2].fits);
+  EXPECT_LT(choices[2].peak_gib, 1.0);  // one of 57 blocks, and the layers outside them
+  plan::ParallelConfig two;
+  two.ulysses_degree = 2;
+  const auto with_ranks = plan::storage_choices(two, job, model, 2, 16.0);
+  ASSERT_EQ(with_ranks.size(), 4u);
+  EXPECT_EQ(with_ranks[3].flag, "--shard_weights");
+  EXPECT_TRUE(with_ranks[3].fits);
 }
 
 // Wan2.2-T2V-A14B's published configs: two experts of Wan2.1-14B's shape (40 layers of width 5120, about

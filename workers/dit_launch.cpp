@@ -16,6 +16,7 @@
 #include "plan/family.h"
 #include "plan/job_check.h"
 #include "plan/job_file.h"
+#include "plan/weight_choice.h"
 #include "workers/launch/guarded_main.h"
 #include "workers/launch/calibration.h"
 #include "workers/launch/devices.h"
@@ -67,6 +68,10 @@ bool plan_configs(studio::workers::LaunchArgs& args, const studio::plan::ModelFo
       std::printf("%4d %9.3f %9.3f %9.3f %9.3f %9.1f %8.1f %9.2f  %-4s %s\n", ++i, r.seconds_per_step, r.compute_s,
                   r.communication_s, r.bubble_s, r.total_s, r.vae_s, r.peak_bytes_per_rank / plan::kGiB,
                   r.fits ? "yes" : "no", r.config.flags().c_str());
+    std::printf("\nThe weights kept otherwise, with the first configuration (%s):\n", ranked.front().config.describe().c_str());
+    for (const auto& c : plan::storage_choices(ranked.front().config, job, model, b, memory_gib))
+      std::printf("  %-18s %9.2f GiB/rank  fits: %s\n", c.flag.empty() ? "(as given)" : c.flag.c_str(), c.peak_gib,
+                  c.fits ? "yes" : "no");
     return true;
   }
   const auto& best = ranked.front();

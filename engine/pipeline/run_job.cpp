@@ -171,6 +171,14 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
     if (hooks.on_phase) hooks.on_phase(name);
   };
 
+  // A single file for the transformer is opened (its header checked, its architecture the folder's) before
+  // anything is encoded; its tensors are checked against the config as the transformer loads.
+  plan::ModelFolder weights_from = model;
+  plan::use_job_weights(weights_from, job);
+  for (int expert = 0; expert < 2; ++expert)
+    if (weights_from.weight_files.count(expert ? "transformer_2" : "transformer"))
+      models::transformer_weights(weights_from, expert);
+
   // Encode.
   if (!job.prompt.empty()) phase("encoding");
   Embeddings embeds = prompt_embeddings(job, model, mesh, dtype, device, log);
@@ -190,8 +198,6 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   in.latents = initial_latents(job, model, slice, seeded);
   const auto recorded = recorded_noise(job, slice);
   phase("loading");
-  plan::ModelFolder weights_from = model;  // the transformer from the job's single files, kept as it asks
-  plan::use_job_weights(weights_from, job);
   const auto file = weights_from.weight_files.find("transformer");
   log("loading " + (file != weights_from.weight_files.end() ? file->second
                                                              : (std::filesystem::path(model.dir) / "transformer").string()) +

@@ -8,6 +8,7 @@
 
 #include "plan/error.h"
 #include "plan/family.h"
+#include "plan/weight_choice.h"
 
 namespace studio::plan {
 
@@ -85,6 +86,10 @@ StepWork count_step_work(const ParallelConfig& p, const JobSpec& job_in, const M
   const int patches = S > 1 && pipelined ? p.num_pipeline_patch : 1;
   w.ops = calls * (w.blocks * costs.ops_per_block * patches + costs.ops_per_call) + costs.ops_per_step;
 
+  if (p.shard_weights && sp > 1) {  // every block call gathers the block's other shards
+    w.weight_calls = int(calls * w.blocks * patches);
+    w.weight_bytes = w.weight_calls * estimate_memory(p, job, model, b).block_weight_gib * kGiB * (sp - 1) / sp;
+  }
   const double qkv = w.batch * Hp * d * w.tokens * b;  // one of q, k, v or the output, on this rank
   if (U > 1) {
     w.ulysses_calls = 4 * w.blocks;
@@ -138,7 +143,8 @@ Prediction predict(const ParallelConfig& p, const JobSpec& job_in, const ModelFo
     }
   auto collectives = [&](const StepWork& w) {
     return link_time(c, w.ulysses_bytes, w.ulysses_calls, ulysses_bw) + link_time(c, w.ring_bytes, w.ring_calls, ring_bw) +
-           link_time(c, w.gather_bytes, w.gather_calls, gather_bw);
+           link_time(c, w.gather_bytes, w.gather_calls, gather_bw) +
+           link_time(c, w.weight_bytes, w.weight_calls, group_bytes_per_s(c, p, Dim::Sequence));
   };
   auto pipe_time = [&](const StepWork& w) { return link_time(c, w.pipe_bytes * w.pipe_hops, w.pipe_hops, pipe_bw); };
   Prediction r;
@@ -195,6 +201,8 @@ Prediction predict(const ParallelConfig& p, const JobSpec& job_in, const ModelFo
   r.vae_s = sync.vae_flops / (rate(c.gemm_flops_per_s, c.gemm_flops_per_s_all, c.ranks, decoders) * kConvEfficiency);
   r.total_s = job.num_inference_steps * r.seconds_per_step + r.vae_s;
   r.peak_bytes_per_rank = estimate_memory(p, job, model, b).peak_gib() * kGiB;
+  for (auto& c : storage_choices(p, job, model, b, memory_gib))
+    if (!c.flag.empty()) r.storage.push_back(c);
   if (memory_gib > 0)
     for (const auto& problem : validate_parallel(p, job, model, P, memory_gib, b))
       if (problem.field == "memory") r.fits = false, r.reason = problem.message;
@@ -216,6 +224,13 @@ std::vector<Prediction> rank_configs(const JobSpec& job_in, const ModelFolder& m
       ParallelConfig p = configs[i];
       p.use_parallel_vae = true;
       if (validate_parallel(p, job, model, processes).empty()) configs.push_back(p);
+    }
+  // Each with sequence ranks also with its blocks sharded over them: slower by the gathers, less memory.
+  for (size_t i = 0, n = configs.size(); i < n; ++i)
+    if (configs[i].sp_degree() > 1 && job.offload.empty()) {
+      ParallelConfig p = configs[i];
+      p.shard_weights = true;
+      configs.push_back(p);
     }
   std::vector<Prediction> out;
   for (const auto& p : configs) out.push_back(predict(p, job, model, cal, b, memory_gib));
@@ -241,6 +256,10 @@ std::string predictions_json(const std::vector<Prediction>& ranked) {
                         {"peak_bytes_per_rank", r.peak_bytes_per_rank},
                         {"fits", r.fits}};
     if (!r.fits) o["reason"] = r.reason;
+    nlohmann::json other = nlohmann::json::array();
+    for (const auto& c : r.storage)
+      other.push_back({{"flag", c.flag}, {"peak_bytes_per_rank", c.peak_gib * kGiB}, {"fits", c.fits}});
+    o["weights_otherwise"] = other;
     a.push_back(o);
   }
   return a.dump(2);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "plan/parallel.h"
+#include "plan/weight_choice.h"
 
 namespace studio::plan {
 
@@ -49,6 +50,8 @@ struct StepWork {
   int ring_calls = 0;
   double gather_bytes = 0;      // sent per step sharing the output (sequence and CFG all-gathers)
   int gather_calls = 0;
+  double weight_bytes = 0;      // received per step gathering sharded blocks (--shard_weights)
+  int weight_calls = 0;
   double pipe_bytes = 0;        // sent per step from a PipeFusion stage to the next, one patch (or whole)
   int pipe_hops = 0;            // point-to-point sends on the critical path
   double vae_flops = 0;         // the decode of the job, on the busiest rank
@@ -72,6 +75,7 @@ struct Prediction {
   double peak_bytes_per_rank = 0;
   bool fits = true;
   std::string reason;          // why it does not fit
+  std::vector<StorageChoice> storage;  // the weights kept otherwise (--quantize fp8, ...), as plan/weight_choice.h
 };
 
 Prediction predict(const ParallelConfig& p, const JobSpec& job, const ModelFolder& model, const Calibration& cal,

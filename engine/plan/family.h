@@ -161,6 +161,9 @@ constexpr double kGiB = 1024.0 * 1024 * 1024;
 // attention gathers.
 double transformer_gib(const ParallelConfig& p, const JobSpec& job, const ModelFolder& m, double block_params,
                        double other_params, double width, int bytes_per_value);
+// One block's weights as the job keeps them (plan::weight_bytes_per_param).
+double block_weight_gib(const JobSpec& job, const ModelFolder& m, double block_params, double other_params,
+                        int bytes_per_value);
 
 // A convolutional decoder's FLOPs per output pixel: `resnets` residual blocks of two convolutions of
 // `taps` taps (27 for 3x3x3, 9 for 3x3) at each level, `widths` from the full-size level down, each level

@@ -259,6 +259,11 @@ double transformer_gib(const ParallelConfig& p, const JobSpec& job, const ModelF
   return (weights + batch * width * b * (16 * local + 2 * tokens / p.ring_degree)) / kGiB;
 }
 
+double block_weight_gib(const JobSpec& job, const ModelFolder& m, double block_params, double other_params, int b) {
+  const double all = rules_of(m).blocks(m) * block_params + other_params;
+  return block_params * weight_bytes_per_param(job, all, b) / kGiB;
+}
+
 MemoryEstimate estimate_memory(const ParallelConfig& p, const JobSpec& job, const ModelFolder& model,
                                int bytes_per_value) {
   auto m = rules_of(model).memory(p, job, model, bytes_per_value);

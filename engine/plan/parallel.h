@@ -62,6 +62,7 @@ struct MemoryEstimate {
   double transformer_gib = 0;   // weights + activations while denoising
   double text_encoder_gib = 0;  // weights + activations, before denoising
   double vae_gib = 0;           // weights + one frame batch's activations
+  double block_weight_gib = 0;  // one transformer block's weights, as the job keeps them
   double peak_gib() const;
 };
 // Bytes per weight and activation the job will use: 2 on a GPU (bfloat16 unless float32 is asked for),

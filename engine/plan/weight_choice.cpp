@@ -53,6 +53,32 @@ double weight_bytes_per_param(const JobSpec& job, double params, int bytes_per_v
   return job.quantize == "fp8" ? 1.0 : double(bytes_per_value);
 }
 
+std::vector<StorageChoice> storage_choices(const ParallelConfig& p, const JobSpec& job, const ModelFolder& model,
+                                           int b, double memory_gib) {
+  std::vector<StorageChoice> out;
+  const auto add = [&](const std::string& flag, const ParallelConfig& q, const JobSpec& j) {
+    const double peak = estimate_memory(q, j, model, b).peak_gib();
+    out.push_back({flag, peak, memory_gib <= 0 || peak <= memory_gib});
+  };
+  add("", p, job);
+  if (job.quantize.empty() && job.transformer_file.empty()) {
+    JobSpec j = job;
+    j.quantize = "fp8";
+    add("--quantize fp8", p, j);
+  }
+  if (job.offload.empty() && !p.shard_weights) {
+    JobSpec j = job;
+    j.offload = "blocks";
+    add("--offload blocks", p, j);
+  }
+  if (!p.shard_weights && p.sp_degree() > 1 && job.offload.empty()) {
+    ParallelConfig q = p;
+    q.shard_weights = true;
+    add("--shard_weights", q, job);
+  }
+  return out;
+}
+
 void use_job_weights(ModelFolder& model, const JobSpec& job) {
   if (!job.transformer_file.empty()) model.weight_files["transformer"] = job.transformer_file;
   if (!job.transformer_2_file.empty()) model.weight_files["transformer_2"] = job.transformer_2_file;

@@ -1,10 +1,12 @@
 // Where a job's transformer weights come from and how they are kept (--transformer, --transformer_2,
 // --quantize): checked with the rest of the job before any work, then put on the folder the loaders read.
 #pragma once
+#include <string>
 #include <vector>
 
 #include "plan/job.h"
 #include "plan/model_folder.h"
+#include "plan/parallel.h"
 
 namespace studio::plan {
 
@@ -13,6 +15,16 @@ void check_weight_choices(const JobSpec& job, const ModelFolder& model, std::vec
 // size over them (a GGUF keeps its small tensors in F32, so its size says more than its type), one byte under
 // --quantize fp8 (the few weights that are not linear layers' are a rounding error), else `bytes_per_value`.
 double weight_bytes_per_param(const JobSpec& job, double params, int bytes_per_value);
+// The job's weights kept another way, for a configuration: each flag that would change them (--quantize fp8,
+// --offload blocks, --shard_weights where there are sequence ranks), with the peak memory per rank it would
+// give and whether that fits `memory_gib` (0: unknown, everything fits).
+struct StorageChoice {
+  std::string flag;  // "" for the job as given
+  double peak_gib = 0;
+  bool fits = true;
+};
+std::vector<StorageChoice> storage_choices(const ParallelConfig& p, const JobSpec& job, const ModelFolder& model,
+                                           int bytes_per_value, double memory_gib);
 // The folder with the job's single files and quantization (ModelFolder::weight_files, ::quantize).
 void use_job_weights(ModelFolder& model, const JobSpec& job);
 

@@ -126,7 +126,7 @@ at::Tensor fp8_values(const at::Tensor& bytes, WeightFormat f) {
   }();
   const auto& table = tables[f == WeightFormat::F8_E4M3 ? 0 : 1];
   const auto lut = at::from_blob(const_cast<float*>(table.data()), {256}, at::kFloat).to(bytes.device());
-  return at::index_select(lut, 0, bytes.flatten().to(at::kLong)).view(bytes.sizes());
+  return at::index_select(lut, 0, bytes.flatten().to(at::kInt)).view(bytes.sizes());
 }
 
 }  // namespace

@@ -194,6 +194,7 @@ class Flux final : public Family {
                          6 * D * D + 2 * D * D + D * t.out_channels;
     MemoryEstimate e;
     e.transformer_gib = transformer_gib(p, job, m, block, other, D, b);
+    e.block_weight_gib = block_weight_gib(job, m, block, other, b);
     if (flux(m).vae && job.height > 0) {
       // The widest full-size block's activations, a few copies, for the one image.
       const auto& v = *flux(m).vae;

@@ -226,6 +226,7 @@ class Wan final : public Family {
                          D * D + 6 * D * D;
     MemoryEstimate e;
     e.transformer_gib = transformer_gib(p, job, m, block, other, D, b);
+    e.block_weight_gib = block_weight_gib(job, m, block, other, b);
     if (wan(m).vae && job.height > 0) {
       // The decoder's widest full-size level, a few copies, for a batch of four frames and its two-frame cache.
       const auto dims = wan(m).vae->decoder_dims();
