@@ -419,3 +419,49 @@ TEST_F(Hub, dit_models_downloads_lists_verifies_and_removes) {
   EXPECT_EQ(r.code, 3);
   EXPECT_TRUE(test::contains(r.err, "not in the cache")) << r.err;
 }
+
+// A GGUF repository's one quant, with the folder it goes with from its own repository: only that file is
+// fetched, a name the repository lacks is refused listing the ones it has, and dit-launch runs the two.
+TEST_F(Hub, dit_models_downloads_one_single_file_for_transformer) {
+  server_.add_repo("test-org/flux-gguf", test::golden_case("flux_gguf_tiny"));
+  const test::EnvVars env{{"HF_ENDPOINT", server_.endpoint()}, {"HF_HUB_CACHE", settings_.cache_dir},
+                          {"HF_HOME", tmp_.path("home")}, {"HF_TOKEN", ""}};
+  auto r = test::run(test::bin("dit-models"), {"download", "test-org/flux-gguf", "transformer-Q4_0.gguf"}, 60000, env);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string snapshot = hub::snapshot_dir(settings_.cache_dir, "test-org/flux-gguf");
+  EXPECT_TRUE(test::contains(r.err, "1 files (1 fetched")) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "--transformer " + snapshot + "/transformer-Q4_0.gguf")) << r.err;
+  EXPECT_EQ(test::read_file(snapshot + "/transformer-Q4_0.gguf"),
+            test::read_file(test::golden_case("flux_gguf_tiny") + "/transformer-Q4_0.gguf"));
+  EXPECT_FALSE(fs::exists(snapshot + "/transformer-Q8_0.gguf"));
+  EXPECT_FALSE(fs::exists(snapshot + "/golden.json"));
+
+  r = test::run(test::bin("dit-models"), {"download", "test-org/flux-gguf", "flux1-dev-Q4_K_S.gguf"}, 60000, env);
+  EXPECT_EQ(r.code, 3);
+  EXPECT_TRUE(test::contains(r.err, "has no file 'flux1-dev-Q4_K_S.gguf'") &&
+              test::contains(r.err, "transformer-Q8_0.gguf"))
+      << r.err;
+
+  ASSERT_EQ(test::run(test::bin("dit-models"), {"download", kFluxRepo}, 60000, env).code, 0);
+  const auto g = test::golden_json("flux_gguf_tiny");
+  r = test::run(test::bin("dit-launch"),
+                {"--model", kFluxRepo, "--transformer", snapshot + "/transformer-Q4_0.gguf", "--prompt",
+                 std::string(g["prompt"]), "--seed", std::to_string(int(g["seed"])), "--height", "64", "--width", "96",
+                 "--num_inference_steps", "4", "--max_sequence_length", "16", "--save_tensors", tmp_.path("q4.safetensors")},
+                120000, env);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "loading " + snapshot + "/transformer-Q4_0.gguf")) << r.err;
+  // The reference's latents (float32 both), compared without LibTorch.
+  const auto got = io::SafetensorsFile::open(tmp_.path("q4.safetensors"));
+  const auto want = io::SafetensorsFile::open(test::golden_case("flux_gguf_tiny") + "/golden.safetensors");
+  const auto *a = got->find("final_latents"), *b = want->find("final_latents_q4_0");
+  ASSERT_TRUE(a && b && a->numel() == b->numel() && a->dtype == io::DType::F32 && b->dtype == io::DType::F32);
+  double worst = 0;
+  for (int64_t i = 0; i < a->numel(); ++i) {
+    float x, y;
+    std::memcpy(&x, got->data(*a) + 4 * i, 4);
+    std::memcpy(&y, want->data(*b) + 4 * i, 4);
+    worst = std::max(worst, double(std::fabs(x - y)));
+  }
+  EXPECT_LT(worst, 1e-3);
+}

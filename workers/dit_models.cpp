@@ -6,6 +6,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -36,6 +37,9 @@ Commands:
   download REPO_ID            fetch what the engine reads (safetensors, JSON configs, tokenizer files;
                               never pickled .bin/.pt/.ckpt/.pth, nor fp16 variants) of e.g.
                               THUDM/CogVideoX-2b; an interrupted download resumes where it stopped
+  download REPO_ID FILE...    fetch only these files of the repository: a single-file checkpoint for
+                              dit-launch --transformer, e.g. city96/FLUX.1-dev-gguf flux1-dev-Q4_K_S.gguf
+                              (the folder it goes with is downloaded by its own repo id)
   verify REPO_ID              hash every file of the cached snapshot again (sha256 for weights, git's
                               blob id for the rest) and name any that does not match
   remove REPO_ID              delete the repository from the cache
@@ -59,6 +63,7 @@ refused, a file did not match its hash, too little disk space, a model not in th
 
 struct Args {
   std::string command, repo, revision = "main";
+  std::vector<std::string> files;  // download: only these
   bool help = false, version = false;
 };
 
@@ -86,7 +91,8 @@ Args parse(const std::vector<std::string>& argv) {
     throw workers::ArgError("unknown command '" + a.command + "'; expected list, download, verify or remove");
   if (wants_repo && words.size() < 2)
     throw workers::ArgError(a.command + " needs a repository id, e.g. dit-models " + a.command + " THUDM/CogVideoX-2b");
-  if (words.size() > (wants_repo ? 2u : 1u))
+  if (a.command == "download" && words.size() > 2) a.files.assign(words.begin() + 2, words.end());
+  else if (words.size() > (wants_repo ? 2u : 1u))
     throw workers::ArgError("'" + words.back() + "': one " + (wants_repo ? "repository id" : "command") + " only; see dit-models --help");
   if (wants_repo) {
     a.repo = words[1];
@@ -189,11 +195,16 @@ int main(int argc, char** argv) {
       o.cancel = &g_cancel;
       o.on_progress = [&](const hub::Progress& p) { line.show(p); };
       o.on_note = [&](const std::string& note) { line.end(), std::cerr << prefix << note << std::endl; };
+      o.files = a.files;
       const auto r = hub::download_repo(client, a.repo, o);
       line.end();
       std::cerr << prefix << a.repo << " at " << r.commit << ": " << r.files << " files (" << r.fetched << " fetched, "
-                << plan::human_bytes(r.bytes_fetched) << ") in " << r.snapshot << std::endl
-                << prefix << "run it with `dit-launch --model " << a.repo << " --prompt ...`" << std::endl;
+                << plan::human_bytes(r.bytes_fetched) << ") in " << r.snapshot << std::endl;
+      if (a.files.empty())
+        std::cerr << prefix << "run it with `dit-launch --model " << a.repo << " --prompt ...`" << std::endl;
+      else
+        std::cerr << prefix << "run it with `dit-launch --model BASE_REPO --transformer "
+                  << (std::filesystem::path(r.snapshot) / a.files.front()).string() << " --prompt ...`" << std::endl;
       return workers::kOk;
     } catch (const hub::NetworkError& e) {
       line.end();

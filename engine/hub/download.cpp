@@ -128,6 +128,32 @@ std::string blob_mismatch(const std::string& blob_path, const std::string& blob,
   return got == blob ? "" : got;
 }
 
+namespace {
+
+// The files of `all` at `paths`; InputError naming a path the repository lacks and the single files it has.
+std::vector<RemoteFile> named_files(const std::vector<RemoteFile>& all, const std::string& repo_id,
+                                    const std::vector<std::string>& paths) {
+  std::vector<RemoteFile> out;
+  for (const auto& p : paths) {
+    const auto it = std::find_if(all.begin(), all.end(), [&](const RemoteFile& f) { return f.path == p; });
+    if (it != all.end()) {
+      out.push_back(*it);
+      continue;
+    }
+    std::string have;
+    int listed = 0;
+    for (const auto& f : all) {
+      const auto ext = fs::path(f.path).extension();
+      if ((ext == ".gguf" || ext == ".safetensors") && listed++ < 12) have += (have.empty() ? "" : ", ") + f.path;
+    }
+    throw InputError(repo_id + " has no file '" + p + "'" +
+                     (have.empty() ? "" : "; its single files include " + have));
+  }
+  return out;
+}
+
+}  // namespace
+
 DownloadResult download_repo(HubClient& client, const std::string& repo_id, const DownloadOptions& o) {
   const HubSettings& s = client.settings();
   const fs::path repo = repo_dir(s.cache_dir, repo_id);
@@ -191,14 +217,15 @@ DownloadResult download_repo(HubClient& client, const std::string& repo_id, cons
     link_snapshot_file(repo.string(), result.commit, f.path, f.blob());
   };
 
-  // A pipeline's model_index.json says which folders it uses; read it first.
+  // A pipeline's model_index.json says which folders it uses; read it first. Files asked for by name are
+  // all that is fetched.
   std::string model_index;
   for (const auto& f : all)
-    if (f.path == "model_index.json") {
+    if (f.path == "model_index.json" && o.files.empty()) {
       bring(f, nullptr);
       model_index = plan::read_text_file((blobs / f.blob()).string(), 1 << 20);
     }
-  const auto wanted = files_to_download(all, model_index);
+  const auto wanted = o.files.empty() ? files_to_download(all, model_index) : named_files(all, repo_id, o.files);
   for (const auto& f : all)
     if (std::none_of(wanted.begin(), wanted.end(), [&](const RemoteFile& w) { return w.path == f.path; }))
       result.skipped.push_back(f.path);

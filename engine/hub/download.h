@@ -43,6 +43,9 @@ struct DownloadOptions {
   std::function<void(const std::string& line)> on_note;  // one-line notes: skipped files, reused blobs
   const std::atomic<bool>* cancel = nullptr;
   int retries = 5;
+  // Only these files of the repository, by path (a single-file checkpoint: a GGUF quant, an fp8 safetensors,
+  // for --transformer), instead of what the engine reads of a pipeline.
+  std::vector<std::string> files;
 };
 
 struct DownloadResult {
