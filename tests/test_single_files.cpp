@@ -1,12 +1,14 @@
-// FLUX.1's transformer from one file (--transformer FILE) against flux_gguf_tiny and flux_fp8_tiny: the Black
+// A transformer from one file (--transformer FILE). FLUX.1 against flux_gguf_tiny and flux_fp8_tiny: the Black
 // Forest Labs layout read as diffusers' from_single_file reads it, GGUF Q8_0 / Q4_0 and fp8 (plain and scaled)
-// kept quantized in memory, the whole job from words in one process and in parallel mixes; and the files that
-// do not belong to the folder, refused before any work, named with the tensor and what would work.
+// kept quantized in memory, the whole job from words in one process and in parallel mixes. Wan in its own
+// layout (as ComfyUI keeps it, prefix and all) equal to its folder. And the files that do not belong to the
+// folder, refused, named with the tensor and what would work.
 #include <cstring>
 #include <filesystem>
 #include <sstream>
 
 #include "io/gguf/gguf_file.h"
+#include "io/safetensors/safetensors_file.h"
 #include "io/weights/tensor_file.h"
 #include "io/weights/weights.h"
 #include "mixes.h"
@@ -124,6 +126,8 @@ TEST(FluxSingleFileRefusals, files_that_do_not_belong_are_named) {
   auto refused = [&](const test::Args& extra, const std::vector<std::string>& words, int code = 3) {
     const auto r = test::run(test::bin("dit-launch"), job_args(tmp.path("x.safetensors")) + extra, 60000);
     EXPECT_EQ(r.code, code) << r.err;
+    if (words.size() > 1 && words[1] == "architecture 'sd3'")  // before the prompt is encoded
+      EXPECT_FALSE(test::contains(r.err, "encoding with")) << r.err;
     for (const auto& w : words) EXPECT_TRUE(test::contains(r.err, w)) << "missing '" << w << "' in: " << r.err;
     EXPECT_FALSE(std::filesystem::exists(tmp.path("x.safetensors")));
   };
@@ -151,4 +155,58 @@ TEST(FluxSingleFileRefusals, files_that_do_not_belong_are_named) {
   refused({"--transformer", tmp.path("notes.txt")}, {"--transformer", "notes.txt", "neither a GGUF"}, 2);
   refused({"--transformer_2", file_of(variant("q8_0"))}, {"--transformer_2", "one transformer"}, 2);
   refused({"--quantize", "int4"}, {"--quantize int4", "fp8"}, 2);
+}
+
+// wan21_tiny's transformer renamed to Wan's own module names (the Wan team's model.py: self_attn.q, cross_attn.o,
+// ffn.0, norm3 before the cross-attention, modulation, head.head, time_embedding.0, ...) under a whole ComfyUI
+// checkpoint's prefix: the same weights, so the run equals the folder's reference.
+TEST(WanSingleFile, the_original_layout_runs_as_the_folder) {
+  test::TempDir tmp;
+  const std::string c = "wan21_tiny";
+  const auto folder = io::SafetensorsFile::open(test::golden_case(c) + "/transformer/diffusion_pytorch_model.safetensors");
+  const std::vector<std::pair<std::string, std::string>> block = {
+      {"attn1.to_q", "self_attn.q"}, {"attn1.to_k", "self_attn.k"}, {"attn1.to_v", "self_attn.v"},
+      {"attn1.to_out.0", "self_attn.o"}, {"attn1.norm_q", "self_attn.norm_q"}, {"attn1.norm_k", "self_attn.norm_k"},
+      {"attn2.to_q", "cross_attn.q"}, {"attn2.to_k", "cross_attn.k"}, {"attn2.to_v", "cross_attn.v"},
+      {"attn2.to_out.0", "cross_attn.o"}, {"attn2.norm_q", "cross_attn.norm_q"}, {"attn2.norm_k", "cross_attn.norm_k"},
+      {"ffn.net.0.proj", "ffn.0"}, {"ffn.net.2", "ffn.2"}, {"norm2", "norm3"}, {"scale_shift_table", "modulation"}};
+  const std::vector<std::pair<std::string, std::string>> top = {
+      {"condition_embedder.time_embedder.linear_1", "time_embedding.0"},
+      {"condition_embedder.time_embedder.linear_2", "time_embedding.2"},
+      {"condition_embedder.text_embedder.linear_1", "text_embedding.0"},
+      {"condition_embedder.text_embedder.linear_2", "text_embedding.2"},
+      {"condition_embedder.time_proj", "time_projection.1"}, {"proj_out", "head.head"},
+      {"scale_shift_table", "head.modulation"}, {"patch_embedding", "patch_embedding"}};
+  auto original = [&](const std::string& name) {
+    std::string rest = name;
+    std::string prefix;
+    if (name.rfind("blocks.", 0) == 0) {
+      const auto dot = name.find('.', 7);
+      prefix = name.substr(0, dot + 1), rest = name.substr(dot + 1);
+    }
+    for (const auto& [ours, theirs] : prefix.empty() ? top : block)
+      if (rest == ours || rest.rfind(ours + ".", 0) == 0) return prefix + theirs + rest.substr(ours.size());
+    ADD_FAILURE() << "no original name for " << name;
+    return name;
+  };
+  std::vector<io::TensorToWrite> rows;
+  for (const auto& t : folder->tensors())
+    rows.push_back({"model.diffusion_model." + original(t.name), t.dtype, t.shape, folder->data(t)});
+  const std::string file = tmp.path("wan2.1_t2v_tiny_fp32.safetensors");
+  io::write_safetensors(file, rows);
+
+  const auto g = test::golden_json(c);
+  const std::string out = tmp.path("run.safetensors");
+  const auto r = test::run(test::bin("dit-launch"),
+                           {"--model", test::golden_case(c), "--transformer", file, "--prompt", std::string(g["prompt"]),
+                            "--negative_prompt", std::string(g["negative_prompt"]), "--seed", std::to_string(int(g["seed"])),
+                            "--height", std::to_string(int(g["height"])), "--width", std::to_string(int(g["width"])),
+                            "--num_frames", std::to_string(int(g["num_frames"])), "--num_inference_steps",
+                            std::to_string(int(g["num_inference_steps"])), "--guidance_scale",
+                            std::to_string(double(g["guidance_scale"])), "--max_sequence_length",
+                            std::to_string(int(g["max_sequence_length"])), "--save_tensors", out},
+                           180000);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_LT(test::max_abs_diff(io::TensorFile(out, "run").get("final_latents", 5, ""), test::golden_tensor(c, "final_latents")),
+            test::kRunTolerance);
 }
