@@ -2,30 +2,37 @@
 // - cogvideox (default): CogVideoX-2B (30 heads x 64, width 1920, text 4096 -> 226 tokens, 480 x 720 x 49
 //   frames); `--height --width --num_frames` change the sample size in its config (dit-launch's defaults);
 // - wan21: Wan2.1-T2V-1.3B (12 heads x 128, ffn 8960, text 4096 -> 512 tokens, flow_shift 3.0 for 480p);
+// - wan21-14b: Wan2.1-T2V-14B (40 heads x 128, width 5120, ffn 13824), likewise;
+// - flux: FLUX.1-dev (24 heads x 128, width 3072, 19 double and 38 single blocks: `--layers N` makes N of each
+//   kind), 1024 x 1024, embeds with pooled_prompt_embeds;
 // - wan22: the same expert twice (transformer/ and transformer_2/, different weights), boundary_ratio
 //   0.875 as Wan2.2 A14B, to show one expert resident at a time.
 // `--layers N` sets the blocks (both real models have 30); `--vae` adds vae/ with the real VAE config (the
 // decoder's weights: the engine has no encoder); `--bfloat16` stores the transformer in bfloat16 (half the
 // disk and, run with --dtype bfloat16, weights the engine maps instead of copying). No text encoder:
 // embeds.safetensors holds random prompt_embeds and negative_prompt_embeds for --prompt_embeds. Prints the
-// plan's estimate of the transformer weights per rank for 1, 2 and 4 PipeFusion stages.
-// Usage: bench-make-model OUT_DIR [--family cogvideox|wan21|wan22] [--layers N] [--height H --width W
-//        --num_frames F] [--vae] [--bfloat16]
+// plan's estimate of the transformer weights per rank for 1, 2 and 4 PipeFusion stages. `--gguf Q8_0|Q4_K` also
+// writes the transformer as OUT_DIR/transformer-<type>.gguf (bench/gguf_quantize.h) for --transformer.
+// Usage: bench-make-model OUT_DIR [--family cogvideox|wan21|wan21-14b|wan22|flux] [--layers N] [--height H
+//        --width W --num_frames F] [--vae] [--bfloat16] [--gguf TYPE]
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
+#include "gguf_quantize.h"
 #include "io/safetensors/safetensors_file.h"
 #include "io/weights/tensor_file.h"
 #include "io/weights/weights.h"
 #include "models/cogvideox/cogvideox_transformer.h"
 #include "models/cogvideox/cogvideox_vae.h"
+#include "models/flux/flux_transformer.h"
 #include "models/wan/wan_transformer.h"
 #include "models/wan/wan_vae.h"
 #include "plan/family.h"
 #include "plan/families/cogvideox_config.h"
+#include "plan/families/flux_config.h"
 #include "plan/families/wan_config.h"
 #include "plan/parallel.h"
 #include "sampling/noise.h"
@@ -39,6 +46,7 @@ struct Options {
   std::string family = "cogvideox";
   int layers = 30, height = 480, width = 720, frames = 49;
   bool vae = false, bfloat16 = false;
+  std::string gguf;
 };
 
 void write_cogvideox_configs(const fs::path& out, const Options& o) {
@@ -69,6 +77,21 @@ void write_cogvideox_configs(const fs::path& out, const Options& o) {
 }
 
 // Wan-AI/Wan2.1-T2V-1.3B-Diffusers' configs (diffusers 0.35.2), its text encoder and tokenizer left out.
+// black-forest-labs/FLUX.1-dev's transformer and scheduler configs (diffusers 0.32.2).
+void write_flux_configs(const fs::path& out, const Options& o) {
+  std::ofstream(out / "model_index.json") << R"({"_class_name": "FluxPipeline", "scheduler": ["diffusers",
+    "FlowMatchEulerDiscreteScheduler"], "transformer": ["diffusers", "FluxTransformer2DModel"]})";
+  std::ofstream(out / "transformer" / "config.json")
+      << R"({"_class_name": "FluxTransformer2DModel", "attention_head_dim": 128, "axes_dims_rope": [16, 56, 56],
+    "guidance_embeds": true, "in_channels": 64, "joint_attention_dim": 4096, "num_attention_heads": 24,
+    "num_layers": )" << o.layers << R"(, "num_single_layers": )" << o.layers << R"(, "patch_size": 1,
+    "pooled_projection_dim": 768})";
+  std::ofstream(out / "scheduler" / "scheduler_config.json")
+      << R"({"_class_name": "FlowMatchEulerDiscreteScheduler", "base_image_seq_len": 256, "base_shift": 0.5,
+    "max_image_seq_len": 4096, "max_shift": 1.15, "num_train_timesteps": 1000, "shift": 3.0,
+    "use_dynamic_shifting": true})";
+}
+
 void write_wan_configs(const fs::path& out, const Options& o, bool two_experts) {
   const char* expert = R"("WanTransformer3DModel"])";
   std::ofstream(out / "model_index.json")
@@ -84,9 +107,10 @@ void write_wan_configs(const fs::path& out, const Options& o, bool two_experts) 
     fs::create_directories(out / part);
     std::ofstream(out / part / "config.json")
         << R"({"_class_name": "WanTransformer3DModel", "_diffusers_version": "0.35.2", "added_kv_proj_dim": null,
-    "attention_head_dim": 128, "cross_attn_norm": true, "eps": 1e-06, "ffn_dim": 8960, "freq_dim": 256,
-    "image_dim": null, "in_channels": 16, "num_attention_heads": 12, "num_layers": )"
-        << o.layers << R"(, "out_channels": 16, "patch_size": [1, 2, 2],
+    "attention_head_dim": 128, "cross_attn_norm": true, "eps": 1e-06, "ffn_dim": )"
+        << (o.family == "wan21-14b" ? 13824 : 8960) << R"(, "freq_dim": 256,
+    "image_dim": null, "in_channels": 16, "num_attention_heads": )"
+        << (o.family == "wan21-14b" ? 40 : 12) << R"(, "num_layers": )" << o.layers << R"(, "out_channels": 16, "patch_size": [1, 2, 2],
     "pos_embed_seq_len": null, "qk_norm": "rms_norm_across_heads", "rope_max_seq_len": 1024, "text_dim": 4096})";
   }
   // wan21_tiny's scheduler config (diffusers' own for Wan2.1) with flow_shift 3.0, the 480p value.
@@ -166,20 +190,25 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--vae")) o.vae = true;
     else if (!std::strcmp(argv[i], "--bfloat16")) o.bfloat16 = true;
     else if (value && !std::strcmp(argv[i], "--family")) o.family = argv[++i];
+    else if (value && !std::strcmp(argv[i], "--gguf")) o.gguf = argv[++i];
     else if (value && !std::strcmp(argv[i], "--layers")) o.layers = std::atoi(argv[++i]);
     else if (value && !std::strcmp(argv[i], "--height")) o.height = std::atoi(argv[++i]);
     else if (value && !std::strcmp(argv[i], "--width")) o.width = std::atoi(argv[++i]);
     else if (value && !std::strcmp(argv[i], "--num_frames")) o.frames = std::atoi(argv[++i]);
     else return std::cerr << "bench-make-model: unknown or incomplete option " << argv[i] << "\n" << usage, 2;
   }
-  const bool wan = o.family == "wan21" || o.family == "wan22";
-  if (!wan && o.family != "cogvideox")
-    return std::cerr << "bench-make-model: --family " << o.family << ": cogvideox, wan21 or wan22\n", 2;
+  const bool wan = o.family == "wan21" || o.family == "wan21-14b" || o.family == "wan22", flux = o.family == "flux";
+  if (!wan && !flux && o.family != "cogvideox")
+    return std::cerr << "bench-make-model: --family " << o.family << ": cogvideox, wan21, wan21-14b, wan22 or flux\n", 2;
+  const auto gguf = plan::weight_format_named(o.gguf);
+  if (!o.gguf.empty() && gguf != plan::WeightFormat::Q8_0 && gguf != plan::WeightFormat::Q4_K)
+    return std::cerr << "bench-make-model: --gguf " << o.gguf << ": Q8_0 or Q4_K\n", 2;
   const fs::path out(argv[1]);
   fs::create_directories(out / "transformer");
   fs::create_directories(out / "scheduler");
   if (o.vae) fs::create_directories(out / "vae");
   if (wan) write_wan_configs(out, o, o.family == "wan22");
+  else if (flux) write_flux_configs(out, o);
   else write_cogvideox_configs(out, o);
 
   const auto folder = plan::read_model_folder(out.string());
@@ -194,6 +223,10 @@ int main(int argc, char** argv) {
     if (o.vae)  // the decoder only (diffusers' encoder stays unloaded)
       write_weights(out / "vae", 13, false,
                     [&](io::WeightSet& w) { models::WanVae::load(w, *parts.vae, at::kFloat, at::kCPU); });
+  } else if (flux) {
+    write_weights(out / "transformer", 11, o.bfloat16, [&](io::WeightSet& w) {
+      models::FluxTransformer::load(w, folder.parts_as<plan::FluxParts>().transformer, at::kFloat, at::kCPU);
+    });
   } else {
     write_weights(out / "transformer", 11, o.bfloat16, [&](io::WeightSet& w) {
       models::CogVideoXTransformer::load(w, folder.parts_as<plan::CogVideoXParts>().transformer, at::kFloat, at::kCPU);
@@ -202,11 +235,16 @@ int main(int argc, char** argv) {
       write_weights(out / "vae", 13, false,
                     [&](io::WeightSet& w) { models::CogVideoXVae::load(w, *folder.parts_as<plan::CogVideoXParts>().vae, at::kFloat, at::kCPU); });
   }
-  const int64_t text_tokens = wan ? 512 : 226;
+  const int64_t text_tokens = wan || flux ? 512 : 226;
   sampling::SeededNoise noise(12);
   io::save_tensors((out / "embeds.safetensors").string(),
                    {{"prompt_embeds", noise.draw({1, text_tokens, 4096})},
-                    {"negative_prompt_embeds", noise.draw({1, text_tokens, 4096})}});
+                    {flux ? "pooled_prompt_embeds" : "negative_prompt_embeds",
+                     flux ? noise.draw({1, 768}) : noise.draw({1, text_tokens, 4096})}});
+  if (gguf)
+    bench::write_gguf_transformer((out / "transformer" / "diffusion_pytorch_model.safetensors").string(),
+                                  (out / (std::string("transformer-") + plan::format_info(*gguf).name + ".gguf")).string(), *gguf,
+                                  plan::rules_of(folder).gguf_architecture());
   std::cout << "wrote " << out.string() << " (" << o.family << ", " << o.layers << " layers"
             << (o.vae ? ", vae" : "") << (o.bfloat16 ? ", bfloat16" : "") << ")\n";
   print_weight_estimate(folder, o.bfloat16 ? 2 : 4);
