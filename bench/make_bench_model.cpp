@@ -4,7 +4,7 @@
 // - wan21: Wan2.1-T2V-1.3B (12 heads x 128, ffn 8960, text 4096 -> 512 tokens, flow_shift 3.0 for 480p);
 // - wan21-14b: Wan2.1-T2V-14B (40 heads x 128, width 5120, ffn 13824), likewise;
 // - flux: FLUX.1-dev (24 heads x 128, width 3072, 19 double and 38 single blocks: `--layers N` makes N of each
-//   kind), 1024 x 1024, embeds with pooled_prompt_embeds;
+//   kind), its embeds with pooled_prompt_embeds;
 // - wan22: the same expert twice (transformer/ and transformer_2/, different weights), boundary_ratio
 //   0.875 as Wan2.2 A14B, to show one expert resident at a time.
 // `--layers N` sets the blocks (both real models have 30); `--vae` adds vae/ with the real VAE config (the

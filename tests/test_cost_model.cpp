@@ -337,7 +337,7 @@ TEST(DitLaunchPlan, json_through_the_real_binary) {
 
 }  // namespace
 
-// FLUX.1-dev's shape (22 GiB of bfloat16 weights) on two 16 GiB GPUs: Ulysses alone does not fit, the same with
+// FLUX.1-dev's shape on two GPUs too small for its bfloat16 weights: Ulysses alone does not fit, the same with
 // its blocks sharded does (half the blocks plus two whole), and pays for the gathers in time; the ranking
 // offers it beside PipeFusion's stages.
 TEST(CostModelSharding, sharded_blocks_fit_where_whole_ones_do_not) {

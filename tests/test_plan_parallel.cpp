@@ -211,8 +211,8 @@ TEST(PlanFlux, memory_of_the_real_model) {
   EXPECT_TRUE(plan::validate_parallel(stages, job, model, 2, 20.0, 2).empty());
 }
 
-// How the weights are kept changes what they take: FLUX.1-dev's 12B weights in bfloat16 (22 GiB), fp8 (half),
-// or a single file (its own size: a 6.8 GB Q4_K-sized file here, sparse on disk).
+// How the weights are kept changes what they take: FLUX.1-dev's weights in bfloat16, fp8 (half), or a single
+// file (its own size: a sparse file on disk the size of a Q4_K quant).
 TEST(PlanFlux, memory_follows_how_the_weights_are_kept) {
   test::TempDir tmp;
   const std::string dir = tmp.path("flux-dev");
@@ -242,8 +242,8 @@ TEST(PlanFlux, memory_follows_how_the_weights_are_kept) {
   EXPECT_TRUE(test::contains(refused[0].message, "--quantize fp8")) << refused[0].message;
   job.transformer_file = file;
   EXPECT_TRUE(plan::validate_parallel(one, job, model, 1, 16.0, 2).empty());
-  // What --plan offers beside the job as given: fp8 and offloaded blocks fit 16 GiB, bfloat16 does not; sharding
-  // only where there are sequence ranks to shard over.
+  // What --plan offers beside the job as given, each with whether it fits; sharding only where there are
+  // sequence ranks to shard over.
   job.transformer_file.clear();
   const auto choices = plan::storage_choices(one, job, model, 2, 16.0);
   ASSERT_EQ(choices.size(), 3u);

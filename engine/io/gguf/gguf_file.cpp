@@ -1,15 +1,12 @@
 #include "io/gguf/gguf_file.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
+#include "io/files/mapped_file.h"
 #include "io/files/whole_file.h"
 #include "plan/error.h"
 
@@ -185,21 +182,7 @@ int64_t GgufTensor::numel() const {
 std::shared_ptr<const GgufFile> GgufFile::open(const std::string& path) {
   std::shared_ptr<GgufFile> f(new GgufFile());
   f->path_ = path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path, errno == ENOENT ? "file not found" : std::string("cannot open: ") + std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(path, "not a regular file");
-  }
-  const uint64_t size = uint64_t(st.st_size);
-  if (size == 0) {
-    ::close(fd);
-    fail(path, "truncated: 0 bytes, shorter than GGUF's 24-byte header");
-  }
-  void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (map == MAP_FAILED) fail(path, std::string("cannot map: ") + std::strerror(errno));
+  const auto [map, size] = map_whole_file(path, 1, "GGUF's 24-byte header");
   f->map_ = map;
   f->map_size_ = size;
   const auto* bytes = static_cast<const uint8_t*>(map);

@@ -1,18 +1,15 @@
 #include "io/safetensors/safetensors_file.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <set>
 #include <cstring>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
+#include "io/files/mapped_file.h"
 #include "io/files/whole_file.h"
 #include "plan/error.h"
 
@@ -81,21 +78,7 @@ std::string shape_str(const std::vector<int64_t>& shape) {
 std::shared_ptr<const SafetensorsFile> SafetensorsFile::open(const std::string& path) {
   std::shared_ptr<SafetensorsFile> f(new SafetensorsFile());
   f->path_ = path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path, errno == ENOENT ? "file not found" : std::string("cannot open: ") + std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(path, "not a regular file");
-  }
-  const uint64_t size = uint64_t(st.st_size);
-  if (size < 8) {
-    ::close(fd);
-    fail(path, "truncated: " + std::to_string(size) + " bytes, shorter than the 8-byte header length");
-  }
-  void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (map == MAP_FAILED) fail(path, std::string("cannot map: ") + std::strerror(errno));
+  const auto [map, size] = map_whole_file(path, 8, "the 8-byte header length");
   f->map_ = map;
   f->map_size_ = size;
   const auto* bytes = static_cast<const uint8_t*>(map);
