@@ -2,7 +2,6 @@
 // rank's identity in its environment and the job file as its argument; reports over the launcher's event
 // socket when DIT_EVENTS is set, else as plain lines on stderr.
 // Usage: dit-worker --job FILE | --list-devices | --version | --help
-#include <malloc.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -10,7 +9,6 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
-#include <limits>
 #include <optional>
 #include <thread>
 
@@ -20,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compat/cpu_tensor_budget.h"
+#include "compat/heap.h"
 #include "compat/torch_compat.h"
 #include "models/family_runtime.h"
 #include "pipeline/decode.h"
@@ -223,11 +222,7 @@ int run(const std::string& job_path, const parallel::DistEnv& env) {
 int main(int argc, char** argv) {
   // No rank outlives the program that started it (and the events connection closing says the same).
   prctl(PR_SET_PDEATHSIG, SIGTERM);
-  // Large tensors are taken from the heap and given back to it rather than mapped anew: glibc maps every
-  // block over 32 MB afresh, and the kernel zeroes each new page on first touch, which cost 8-10% of a
-  // CPU step and a third of the demo's decode (docs/performance.md). Freed memory stays with the rank.
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+  compat::keep_freed_memory_in_heap();
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::string prefix = "dit-worker: ";

@@ -2,6 +2,7 @@
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 
 #include <stdexcept>
@@ -51,16 +52,31 @@ void Group::check(const at::Tensor& t, const char* call) const {
 
 std::vector<at::Tensor> Group::all_gather(const at::Tensor& t) {
   if (size_ == 1) return {t};
+  auto out = at::empty({size_ * t.numel()}, t.options());
+  all_gather_into(out, t);
+  std::vector<at::Tensor> parts;
+  for (const auto& part : out.chunk(size_)) parts.push_back(part.view(t.sizes()));
+  return parts;
+}
+
+void Group::all_gather_into(const at::Tensor& out, const at::Tensor& t) {
+  if (out.numel() != size_ * t.numel() || !out.is_contiguous() || out.scalar_type() != t.scalar_type())
+    throw std::logic_error("internal error: all_gather_into a buffer of " + std::to_string(out.numel()) +
+                           " elements for " + std::to_string(size_) + " x " + std::to_string(t.numel()));
+  if (size_ == 1) {
+    out.view(t.sizes()).copy_(t);
+    return;
+  }
   check(t, "all_gather");
+  check(out, "all_gather");
   std::vector<at::Tensor> in{t.contiguous()};
-  std::vector<std::vector<at::Tensor>> out(1);
-  for (int i = 0; i < size_; ++i) out[0].push_back(at::empty_like(in[0]));
-  pg_.collectives->allgather(out, in)->wait();
+  std::vector<std::vector<at::Tensor>> parts(1);
+  for (const auto& part : out.reshape({-1}).chunk(size_)) parts[0].push_back(part.view(t.sizes()));
+  pg_.collectives->allgather(parts, in)->wait();
   if (traffic_) {
     traffic_->sent[size_t(CommKind::AllGather)] += bytes(t) * uint64_t(size_ - 1);
     traffic_->received[size_t(CommKind::AllGather)] += bytes(t) * uint64_t(size_ - 1);
   }
-  return out[0];
 }
 
 at::Tensor Group::all_to_all(const at::Tensor& t) {

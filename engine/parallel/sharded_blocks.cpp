@@ -1,11 +1,12 @@
 #include "parallel/sharded_blocks.h"
 
-#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
 
 namespace studio::parallel {
 
 ShardedBlocks::ShardedBlocks(const models::DitModel& model, Group& group) : group_(group) {
   const int64_t n = group.size();
+  int64_t largest = 0;
   for (size_t i = 0; i < model.num_blocks(); ++i) {
     layouts_.emplace_back(model.block_tensors(i), n * 64);
     auto& layout = layouts_.back();
@@ -16,11 +17,18 @@ ShardedBlocks::ShardedBlocks(const models::DitModel& model, Group& group) : grou
     const int64_t part = layout.bytes() / n;
     shards_.push_back(layout.pack().narrow(0, group.rank() * part, part).clone());
     layout.release();
+    largest = std::max(largest, layout.bytes());
   }
+  // One buffer, as large as the largest block, holds the block that runs: a buffer per call would leave the
+  // heap (where dit-worker keeps freed memory) with holes of every block's size, step after step.
+  if (largest > 0) gathered_ = at::empty({largest}, at::TensorOptions(at::kByte).device(model.device()));
 }
 
 void ShardedBlocks::before(size_t block) {
-  layouts_.at(block).bind(at::cat(group_.all_gather(shards_.at(block)), 0));
+  const auto& shard = shards_.at(block);
+  const auto whole = gathered_.narrow(0, 0, shard.numel() * group_.size());
+  group_.all_gather_into(whole, shard);
+  layouts_.at(block).bind(whole);
 }
 
 void ShardedBlocks::after(size_t block) { layouts_.at(block).release(); }

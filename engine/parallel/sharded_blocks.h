@@ -1,6 +1,7 @@
 // --shard_weights (FSDP's way, xDiT's fully-sharded mode): each of the N ranks of a group keeps 1/N of every
 // block's bytes; a block's are all-gathered just before it runs and let go after, so a rank holds its shards and
-// one whole block. Gathering moves bytes, so the result equals the one-process one exactly.
+// one whole block, in a buffer kept from block to block. Gathering moves bytes, so the result equals the
+// one-process one exactly.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -23,6 +24,7 @@ class ShardedBlocks final : public models::BlockWeights {
   Group& group_;
   std::vector<models::BlockLayout> layouts_;
   std::vector<at::Tensor> shards_;  // undefined for a block another PipeFusion stage holds
+  at::Tensor gathered_;             // the block that runs, whole
 };
 
 }  // namespace studio::parallel

@@ -5,6 +5,7 @@
 #include <optional>
 
 
+#include "compat/heap.h"
 #include "compat/torch_compat.h"
 #include "io/safetensors/safetensors_file.h"
 #include "io/weights/tensor_file.h"
@@ -94,6 +95,7 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
       t->set_block_weights(std::make_shared<parallel::ShardedBlocks>(*t, mesh.group(plan::Dim::Sequence)));
     else if (job.offload == "blocks")
       t->set_block_weights(std::make_shared<models::OffloadedBlocks>(*t));
+    compat::give_back_free_heap();
     return t;
   };
   std::shared_ptr<models::DitModel> transformer = load(0);
