@@ -63,7 +63,7 @@ TEST_P(ShardedCall, equals_the_unsharded_call_and_keeps_a_share) {
     parallel::ParallelTransformer call(*model, mesh);
     const auto whole = call(s.in, pos);
     const int64_t bytes = block_bytes(*model);
-    auto shards = std::make_shared<parallel::ShardedBlocks>(*model, mesh.group(plan::Dim::Sequence));
+    auto shards = std::make_shared<parallel::ShardedBlocks>(mesh.group(plan::Dim::Sequence));
     model->set_block_weights(shards);
     std::ostringstream note;
     if (held_block_values(*model) != 0) note << "whole blocks kept; ";
@@ -85,6 +85,13 @@ TEST_P(ShardedCall, equals_the_unsharded_call_and_keeps_a_share) {
       shards->after(i);
     }
     if (places.size() != 1) note << "blocks gathered into " << places.size() << " buffers; ";
+    // Given at the start of the load, the shards take each block as it loads: the same shares, the same call.
+    auto at_load = std::make_shared<parallel::ShardedBlocks>(mesh.group(plan::Dim::Sequence));
+    auto loaded_sharded = models::load_transformer(folder, at::kFloat, at::kCPU, {}, 0, at_load);
+    if (held_block_values(*loaded_sharded) != 0) note << "whole blocks kept when sharded at load; ";
+    if (at_load->shard_bytes() != shards->shard_bytes()) note << "sharded at load keeps " << at_load->shard_bytes() << " bytes; ";
+    if (!at::equal(parallel::ParallelTransformer(*loaded_sharded, mesh)(s.in, pos), whole))
+      note << "sharded at load differs; ";
     notes[size_t(r)] = note.str();
   });
   for (int r = 0; r < p.world_size(); ++r) {
@@ -102,7 +109,7 @@ TEST(OffloadedBlocks, a_call_equals_the_resident_one) {
     const auto s = step0(c);
     const auto pos = model->positions(model->token_grid(s.in.latents));
     const auto resident = model->forward(s.in, pos);
-    model->set_block_weights(std::make_shared<models::OffloadedBlocks>(*model));
+    model->set_block_weights(std::make_shared<models::OffloadedBlocks>(model->device()));
     EXPECT_EQ(held_block_values(*model), 0) << c;
     EXPECT_TRUE(at::equal(model->forward(s.in, pos), resident)) << c;
     EXPECT_EQ(held_block_values(*model), 0) << c;

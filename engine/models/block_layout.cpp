@@ -1,5 +1,7 @@
 #include "models/block_layout.h"
 
+#include <algorithm>
+
 #include <ATen/ops/zeros.h>
 
 namespace studio::models {
@@ -20,12 +22,15 @@ BlockLayout::BlockLayout(std::vector<at::Tensor> tensors, int64_t multiple) {
   bytes_ = aligned(bytes_, std::max<int64_t>(multiple, 1));
 }
 
-at::Tensor BlockLayout::pack() const {
+at::Tensor BlockLayout::pack(int64_t first, int64_t count) const {
   const auto device = places_.empty() ? at::Device(at::kCPU) : places_.front().tensor.device();
-  auto buffer = at::zeros({bytes_}, at::TensorOptions(at::kByte).device(device));
+  auto buffer = at::zeros({count}, at::TensorOptions(at::kByte).device(device));
   for (const auto& p : places_) {
+    const int64_t size = int64_t(p.tensor.numel() * p.tensor.element_size());
+    const int64_t from = std::max(p.offset, first), to = std::min(p.offset + size, first + count);
+    if (from >= to) continue;
     const auto bytes = p.tensor.contiguous().reshape({-1}).view(at::kByte);
-    buffer.narrow(0, p.offset, bytes.numel()).copy_(bytes);
+    buffer.narrow(0, from - first, to - from).copy_(bytes.narrow(0, from - p.offset, to - from));
   }
   return buffer;
 }

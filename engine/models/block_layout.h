@@ -16,8 +16,10 @@ class BlockLayout {
   BlockLayout(std::vector<at::Tensor> tensors, int64_t multiple);
   bool empty() const { return places_.empty(); }
   int64_t bytes() const { return bytes_; }
-  // The tensors' current values in a fresh buffer, uint8 [bytes()], on their device.
-  at::Tensor pack() const;
+  // The tensors' current values in a fresh buffer, uint8 [bytes()], on their device; or only bytes
+  // [first, first + count) of it, without making the whole (a rank's shard).
+  at::Tensor pack() const { return pack(0, bytes_); }
+  at::Tensor pack(int64_t first, int64_t count) const;
   void bind(const at::Tensor& buffer);
   void release();
 

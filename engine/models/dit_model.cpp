@@ -15,6 +15,16 @@ StepInputs StepInputs::rows(int64_t first, int64_t count) const {
   return part;
 }
 
+void DitModel::set_block_weights(std::shared_ptr<BlockWeights> w) {
+  block_weights_ = std::move(w);
+  if (block_weights_)
+    for (size_t i = 0; i < num_blocks(); ++i) block_weights_->keep(i, block_tensors(i));
+}
+
+void DitModel::block_loaded() {
+  if (block_weights_) block_weights_->keep(num_blocks() - 1, block_tensors(num_blocks() - 1));
+}
+
 void DitModel::run_block(size_t i, Tokens& x, const Conditioning& c, const at::Tensor& rope_cos,
                          const at::Tensor& rope_sin, const AttentionFn& attention) const {
   if (!block_weights_) return block_forward(i, x, c, rope_cos, rope_sin, attention);

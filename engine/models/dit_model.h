@@ -78,11 +78,13 @@ enum class Guidance { ClassifierFree, Embedded, None };
 class DitModel;
 
 // Where a model's block weights live between calls when not in the model (a shard on each rank, host memory):
-// before() makes block i's tensors (DitModel::block_tensors) whole, after() lets them go again. Every rank of a
-// group calls them for the same blocks in the same order, as it runs them.
+// keep() takes block i's tensors (DitModel::block_tensors; none for another PipeFusion stage's block) as the model
+// loads it, in block order; before() makes them whole, after() lets them go again. Every rank of a group calls
+// them for the same blocks in the same order.
 class BlockWeights {
  public:
   virtual ~BlockWeights() = default;
+  virtual void keep(size_t block, const std::vector<at::Tensor>& tensors) = 0;
   virtual void before(size_t block) = 0;
   virtual void after(size_t block) = 0;
 };
@@ -134,8 +136,10 @@ class DitModel {
 
   // Every tensor block i holds (weights, biases, packed bytes); none for a block another PipeFusion stage holds.
   virtual std::vector<at::Tensor> block_tensors(size_t i) const = 0;
-  // Where the blocks' weights live between calls; null: in the model, whole.
-  void set_block_weights(std::shared_ptr<BlockWeights> w) { block_weights_ = std::move(w); }
+  // Where the blocks' weights live between calls; null: in the model, whole. It keeps the blocks loaded so far
+  // (all of a loaded model's), then each block as the family's load reads it: a model given it before its blocks
+  // load (load_transformer's `block_weights`) is never whole in memory.
+  void set_block_weights(std::shared_ptr<BlockWeights> w);
 
   // Every block in order over the tokens held, or what `cache` decides (when given); true when all ran.
   bool run_blocks(Tokens& x, const Conditioning& c, const at::Tensor& rope_cos, const at::Tensor& rope_sin,
@@ -149,6 +153,8 @@ class DitModel {
   // The family's block i, its weights whole.
   virtual void block_forward(size_t i, Tokens& x, const Conditioning& c, const at::Tensor& rope_cos,
                              const at::Tensor& rope_sin, const AttentionFn& attention) const = 0;
+  // The family's load calls this after each block's entry is in place (held or not), in order.
+  void block_loaded();
 
  private:
   std::shared_ptr<BlockWeights> block_weights_;

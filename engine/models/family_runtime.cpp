@@ -22,8 +22,8 @@ const FamilyRuntime& runtime_of(const plan::ModelFolder& folder) {
 }
 
 std::shared_ptr<DitModel> load_transformer(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device,
-                                           BlockRange range, int expert) {
-  return runtime_of(folder).load_transformer(folder, dtype, device, range, expert);
+                                           BlockRange range, int expert, std::shared_ptr<BlockWeights> block_weights) {
+  return runtime_of(folder).load_transformer(folder, dtype, device, range, expert, std::move(block_weights));
 }
 
 io::WeightSet transformer_weights(const plan::ModelFolder& folder, int expert) {

@@ -36,7 +36,8 @@ class FamilyRuntime {
   virtual ~FamilyRuntime() = default;
   virtual const plan::Family& family() const = 0;  // its torch-free row
   virtual std::shared_ptr<DitModel> load_transformer(const plan::ModelFolder& folder, at::ScalarType dtype,
-                                                     at::Device device, BlockRange range, int expert) const = 0;
+                                                     at::Device device, BlockRange range, int expert,
+                                                     std::shared_ptr<BlockWeights> block_weights) const = 0;
   virtual std::shared_ptr<VaeDecoder> load_vae(const plan::ModelFolder& folder, at::ScalarType dtype,
                                                at::Device device) const = 0;
   virtual std::unique_ptr<sampling::Sampler> make_sampler(const plan::ModelFolder& folder, int steps,
@@ -54,9 +55,11 @@ const std::vector<const FamilyRuntime*>& runtimes();
 const FamilyRuntime& runtime_of(const plan::ModelFolder& folder);
 
 // transformer/ of `folder` (expert 1: Wan2.2's transformer_2/), every weight checked against its config, in
-// `dtype` on `device`: the blocks in `range` (a PipeFusion stage's), or all.
+// `dtype` on `device`: the blocks in `range` (a PipeFusion stage's), or all; each block handed to `block_weights`
+// as it loads, when given (DitModel::set_block_weights).
 std::shared_ptr<DitModel> load_transformer(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device,
-                                           BlockRange range = {}, int expert = 0);
+                                           BlockRange range = {}, int expert = 0,
+                                           std::shared_ptr<BlockWeights> block_weights = nullptr);
 // The weights of transformer/ (expert 1: transformer_2/): the part's folder, or the single file the job gave
 // for it (ModelFolder::weight_files), kept as ModelFolder::quantize says.
 io::WeightSet transformer_weights(const plan::ModelFolder& folder, int expert = 0);

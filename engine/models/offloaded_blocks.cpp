@@ -1,22 +1,28 @@
 #include "models/offloaded_blocks.h"
 
+#include <stdexcept>
+#include <string>
+
 namespace studio::models {
 
-OffloadedBlocks::OffloadedBlocks(const DitModel& model) : device_(model.device()) {
-  for (size_t i = 0; i < model.num_blocks(); ++i) {
-    layouts_.emplace_back(model.block_tensors(i), 1);
-    auto& layout = layouts_.back();
-    if (layout.empty()) {
-      host_.emplace_back();
-      continue;
-    }
-    auto host = layout.pack().to(at::kCPU);
-    host_.push_back(device_.is_cuda() ? host.pin_memory() : host);
-    layout.release();
+void OffloadedBlocks::keep(size_t block, const std::vector<at::Tensor>& tensors) {
+  if (block != layouts_.size())
+    throw std::logic_error("internal error: block " + std::to_string(block) + " offloaded after " +
+                           std::to_string(layouts_.size()) + " blocks");
+  layouts_.emplace_back(tensors, 1);
+  auto& layout = layouts_.back();
+  if (layout.empty()) {
+    host_.emplace_back();
+    return;
   }
+  auto host = layout.pack().to(at::kCPU);
+  host_.push_back(device_.is_cuda() ? host.pin_memory() : host);
+  layout.release();
 }
 
-void OffloadedBlocks::before(size_t block) { layouts_.at(block).bind(host_.at(block).to(at::TensorOptions().device(device_), /*non_blocking=*/true)); }
+void OffloadedBlocks::before(size_t block) {
+  layouts_.at(block).bind(host_.at(block).to(at::TensorOptions().device(device_), /*non_blocking=*/true));
+}
 
 void OffloadedBlocks::after(size_t block) { layouts_.at(block).release(); }
 

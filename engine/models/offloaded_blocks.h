@@ -1,5 +1,6 @@
 // --offload blocks: the blocks' weights kept in host memory (pinned where a GPU copies from it) and copied to
-// the model's device just before each block runs, let go after: the device holds one block at a time.
+// the model's device just before each block runs, let go after: the device holds one block at a time. Given to
+// the model before its blocks load, it takes each block as it loads, so the device never holds them all.
 #pragma once
 #include <vector>
 
@@ -10,7 +11,8 @@ namespace studio::models {
 
 class OffloadedBlocks final : public BlockWeights {
  public:
-  explicit OffloadedBlocks(const DitModel& model);
+  explicit OffloadedBlocks(at::Device device) : device_(device) {}  // the model's device
+  void keep(size_t block, const std::vector<at::Tensor>& tensors) override;
   void before(size_t block) override;
   void after(size_t block) override;
 

@@ -1,7 +1,8 @@
 // --shard_weights (FSDP's way, xDiT's fully-sharded mode): each of the N ranks of a group keeps 1/N of every
 // block's bytes; a block's are all-gathered just before it runs and let go after, so a rank holds its shards and
-// one whole block, in a buffer kept from block to block. Gathering moves bytes, so the result equals the
-// one-process one exactly.
+// one whole block, in a buffer kept from block to block. Given to the model before its blocks load, it takes
+// each block as it loads, so no rank ever holds the whole transformer. Gathering moves bytes, so the result
+// equals the one-process one exactly.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -14,8 +15,8 @@ namespace studio::parallel {
 
 class ShardedBlocks final : public models::BlockWeights {
  public:
-  // Takes the blocks `model` holds now and keeps this rank's shard of each; every rank of `group` makes one.
-  ShardedBlocks(const models::DitModel& model, Group& group);
+  explicit ShardedBlocks(Group& group) : group_(group) {}  // every rank of `group` makes one
+  void keep(size_t block, const std::vector<at::Tensor>& tensors) override;
   void before(size_t block) override;
   void after(size_t block) override;
   uint64_t shard_bytes() const;  // what this rank keeps of all the blocks
@@ -24,7 +25,8 @@ class ShardedBlocks final : public models::BlockWeights {
   Group& group_;
   std::vector<models::BlockLayout> layouts_;
   std::vector<at::Tensor> shards_;  // undefined for a block another PipeFusion stage holds
-  at::Tensor gathered_;             // the block that runs, whole
+  int64_t largest_ = 0;             // the largest block's bytes
+  at::Tensor gathered_;             // the block that runs, whole: made at the first call
 };
 
 }  // namespace studio::parallel

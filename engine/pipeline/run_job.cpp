@@ -89,13 +89,13 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
     blocks = {size_t(first), size_t(end)};
   }
   // The blocks' weights sharded over the ring x Ulysses ranks, or in host memory, when the job asks.
+  // They take each block as it loads: the rank never holds the whole transformer.
   const auto load = [&](int expert) {
-    auto t = models::load_transformer(model, dtype, device, blocks, expert);
-    if (mesh.config().shard_weights)
-      t->set_block_weights(std::make_shared<parallel::ShardedBlocks>(*t, mesh.group(plan::Dim::Sequence)));
-    else if (job.offload == "blocks")
-      t->set_block_weights(std::make_shared<models::OffloadedBlocks>(*t));
-    compat::give_back_free_heap();
+    std::shared_ptr<models::BlockWeights> kept;
+    if (mesh.config().shard_weights) kept = std::make_shared<parallel::ShardedBlocks>(mesh.group(plan::Dim::Sequence));
+    else if (job.offload == "blocks") kept = std::make_shared<models::OffloadedBlocks>(device);
+    auto t = models::load_transformer(model, dtype, device, blocks, expert, std::move(kept));
+    compat::give_back_free_heap();  // what the load's temporaries held
     return t;
   };
   std::shared_ptr<models::DitModel> transformer = load(0);

@@ -17,9 +17,10 @@ class CogVideoXRuntime final : public FamilyRuntime {
  public:
   const plan::Family& family() const override { return plan::cogvideox_family(); }
   std::shared_ptr<DitModel> load_transformer(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device,
-                                             BlockRange range, int) const override {
+                                             BlockRange range, int,
+                                             std::shared_ptr<BlockWeights> block_weights) const override {
     auto weights = transformer_weights(folder);
-    return CogVideoXTransformer::load(weights, cog(folder).transformer, dtype, device, range);
+    return CogVideoXTransformer::load(weights, cog(folder).transformer, dtype, device, range, std::move(block_weights));
   }
   std::shared_ptr<VaeDecoder> load_vae(const plan::ModelFolder& folder, at::ScalarType dtype,
                                        at::Device device) const override {

@@ -20,17 +20,20 @@ namespace studio::models {
 std::shared_ptr<CogVideoXTransformer> CogVideoXTransformer::load(const std::string& part_dir,
                                                                  const plan::CogVideoXTransformerConfig& cfg,
                                                                  at::ScalarType dtype, at::Device device,
-                                                                 BlockRange range) {
+                                                                 BlockRange range,
+                                                                 std::shared_ptr<BlockWeights> block_weights) {
   auto weights = io::WeightSet::open(part_dir, "diffusion_pytorch_model");
-  return load(weights, cfg, dtype, device, range);
+  return load(weights, cfg, dtype, device, range, std::move(block_weights));
 }
 
 std::shared_ptr<CogVideoXTransformer> CogVideoXTransformer::load(io::WeightSet& weights,
                                                                  const plan::CogVideoXTransformerConfig& cfg,
                                                                  at::ScalarType dtype, at::Device device,
-                                                                 BlockRange range) {
+                                                                 BlockRange range,
+                                                                 std::shared_ptr<BlockWeights> block_weights) {
   WeightSource w{weights, dtype, device};
   auto m = std::make_shared<CogVideoXTransformer>();
+  m->set_block_weights(std::move(block_weights));
   m->cfg_ = cfg;
   m->dtype_ = dtype;
   m->device_ = device;
@@ -57,6 +60,7 @@ std::shared_ptr<CogVideoXTransformer> CogVideoXTransformer::load(io::WeightSet& 
       for (const auto& name : weights.names())
         if (name.rfind(b, 0) == 0) elsewhere.insert(name);
       m->blocks_.push_back(std::move(blk));
+      m->block_loaded();
       continue;
     }
     for (auto [norm, name] : {std::pair{&blk.norm1, "norm1"}, std::pair{&blk.norm2, "norm2"}}) {
@@ -74,6 +78,7 @@ std::shared_ptr<CogVideoXTransformer> CogVideoXTransformer::load(io::WeightSet& 
     blk.ff_in = Linear::load(w, b + "ff.net.0.proj", D, 4 * D);
     blk.ff_out = Linear::load(w, b + "ff.net.2", 4 * D, D);
     m->blocks_.push_back(std::move(blk));
+    m->block_loaded();
   }
   m->norm_final_ = LayerNorm::load(w, "norm_final", D, cfg.norm_eps, affine);
   m->norm_out_linear_ = Linear::load(w, "norm_out.linear", E, 2 * D);

@@ -21,9 +21,11 @@ class CogVideoXTransformer final : public DitModel {
   // Loads transformer/ of a diffusers folder, the blocks in `range` only; every weight is checked
   // against the config.
   static std::shared_ptr<CogVideoXTransformer> load(const std::string& part_dir, const plan::CogVideoXTransformerConfig& cfg,
-                                                    at::ScalarType dtype, at::Device device, BlockRange range = {});
+                                                    at::ScalarType dtype, at::Device device, BlockRange range = {},
+                                                    std::shared_ptr<BlockWeights> block_weights = nullptr);
   static std::shared_ptr<CogVideoXTransformer> load(io::WeightSet& weights, const plan::CogVideoXTransformerConfig& cfg,
-                                                    at::ScalarType dtype, at::Device device, BlockRange range = {});
+                                                    at::ScalarType dtype, at::Device device, BlockRange range = {},
+                                                    std::shared_ptr<BlockWeights> block_weights = nullptr);
 
   const plan::CogVideoXTransformerConfig& config() const { return cfg_; }
   at::ScalarType dtype() const override { return dtype_; }

@@ -63,15 +63,18 @@ Positions flux_positions(const plan::FluxTransformerConfig& cfg, const TokenGrid
 
 std::shared_ptr<FluxTransformer> FluxTransformer::load(const std::string& part_dir,
                                                        const plan::FluxTransformerConfig& cfg, at::ScalarType dtype,
-                                                       at::Device device, BlockRange range) {
+                                                       at::Device device, BlockRange range,
+                                                       std::shared_ptr<BlockWeights> block_weights) {
   auto weights = io::WeightSet::open(part_dir, "diffusion_pytorch_model");
-  return load(weights, cfg, dtype, device, range);
+  return load(weights, cfg, dtype, device, range, std::move(block_weights));
 }
 
 std::shared_ptr<FluxTransformer> FluxTransformer::load(io::WeightSet& weights, const plan::FluxTransformerConfig& cfg,
-                                                       at::ScalarType dtype, at::Device device, BlockRange range) {
+                                                       at::ScalarType dtype, at::Device device, BlockRange range,
+                                                       std::shared_ptr<BlockWeights> block_weights) {
   WeightSource w{weights, dtype, device};
   auto m = std::make_shared<FluxTransformer>();
+  m->set_block_weights(std::move(block_weights));
   m->cfg_ = cfg;
   m->dtype_ = dtype;
   m->device_ = device;
@@ -96,6 +99,7 @@ std::shared_ptr<FluxTransformer> FluxTransformer::load(io::WeightSet& weights, c
     const std::string b = "transformer_blocks." + std::to_string(i) + ".";
     if (!held(size_t(i), b)) {
       m->doubles_.emplace_back();
+      m->block_loaded();
       continue;
     }
     auto stream = [&](const char* norm, const char* q, const char* k, const char* v, const char* out,
@@ -113,11 +117,13 @@ std::shared_ptr<FluxTransformer> FluxTransformer::load(io::WeightSet& weights, c
     m->doubles_.push_back({stream("norm1", "to_q", "to_k", "to_v", "to_out.0", "norm_q", "norm_k", "ff"),
                            stream("norm1_context", "add_q_proj", "add_k_proj", "add_v_proj", "to_add_out",
                                   "norm_added_q", "norm_added_k", "ff_context")});
+    m->block_loaded();
   }
   for (int i = 0; i < cfg.num_single_layers; ++i) {
     const std::string b = "single_transformer_blocks." + std::to_string(i) + ".";
     if (!held(size_t(cfg.num_layers + i), b)) {
       m->singles_.emplace_back();
+      m->block_loaded();
       continue;
     }
     m->singles_.push_back({Linear::load(w, b + "norm.linear", D, 3 * D), Linear::load(w, b + "attn.to_q", D, D),
@@ -125,6 +131,7 @@ std::shared_ptr<FluxTransformer> FluxTransformer::load(io::WeightSet& weights, c
                            Linear::load(w, b + "proj_mlp", D, mlp), Linear::load(w, b + "proj_out", D + mlp, D),
                            RmsNorm::load(w, b + "attn.norm_q", hd, kNormEps),
                            RmsNorm::load(w, b + "attn.norm_k", hd, kNormEps)});
+    m->block_loaded();
   }
   m->norm_out_ = Linear::load(w, "norm_out.linear", D, 2 * D);
   m->proj_out_ = Linear::load(w, "proj_out", D, cfg.out_channels);

@@ -31,9 +31,11 @@ class FluxTransformer final : public DitModel {
   // Loads transformer/ of a diffusers folder, the blocks in `range` only (double-stream blocks first);
   // every weight is checked against the config.
   static std::shared_ptr<FluxTransformer> load(const std::string& part_dir, const plan::FluxTransformerConfig& cfg,
-                                               at::ScalarType dtype, at::Device device, BlockRange range = {});
+                                               at::ScalarType dtype, at::Device device, BlockRange range = {},
+                                               std::shared_ptr<BlockWeights> block_weights = nullptr);
   static std::shared_ptr<FluxTransformer> load(io::WeightSet& weights, const plan::FluxTransformerConfig& cfg,
-                                               at::ScalarType dtype, at::Device device, BlockRange range = {});
+                                               at::ScalarType dtype, at::Device device, BlockRange range = {},
+                                               std::shared_ptr<BlockWeights> block_weights = nullptr);
 
   const plan::FluxTransformerConfig& config() const { return cfg_; }
   at::ScalarType dtype() const override { return dtype_; }

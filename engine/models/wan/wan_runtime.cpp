@@ -75,10 +75,11 @@ class WanRuntime final : public FamilyRuntime {
  public:
   const plan::Family& family() const override { return plan::wan_family(); }
   std::shared_ptr<DitModel> load_transformer(const plan::ModelFolder& folder, at::ScalarType dtype, at::Device device,
-                                             BlockRange range, int expert) const override {
+                                             BlockRange range, int expert,
+                                             std::shared_ptr<BlockWeights> block_weights) const override {
     auto weights = transformer_weights(folder, expert);
     return WanTransformer::load(weights, expert == 1 ? *wan(folder).transformer_2 : wan(folder).transformer, dtype,
-                                device, range);
+                                device, range, std::move(block_weights));
   }
   std::shared_ptr<VaeDecoder> load_vae(const plan::ModelFolder& folder, at::ScalarType dtype,
                                        at::Device device) const override {

@@ -67,17 +67,20 @@ Positions wan_positions(const plan::WanTransformerConfig& cfg, const TokenGrid& 
 
 std::shared_ptr<WanTransformer> WanTransformer::load(const std::string& part_dir,
                                                      const plan::WanTransformerConfig& cfg, at::ScalarType dtype,
-                                                     at::Device device, BlockRange range) {
+                                                     at::Device device, BlockRange range,
+                                                     std::shared_ptr<BlockWeights> block_weights) {
   auto weights = io::WeightSet::open(part_dir, "diffusion_pytorch_model");
-  return load(weights, cfg, dtype, device, range);
+  return load(weights, cfg, dtype, device, range, std::move(block_weights));
 }
 
 std::shared_ptr<WanTransformer> WanTransformer::load(io::WeightSet& weights, const plan::WanTransformerConfig& cfg,
-                                                     at::ScalarType dtype, at::Device device, BlockRange range) {
+                                                     at::ScalarType dtype, at::Device device, BlockRange range,
+                                                     std::shared_ptr<BlockWeights> block_weights) {
   WeightSource w{weights, dtype, device};
   // diffusers keeps the timestep embedder, the modulation tables and the block norms in float32 for float16.
   WeightSource kept{weights, dtype == at::kHalf ? at::kFloat : dtype, device};
   auto m = std::make_shared<WanTransformer>();
+  m->set_block_weights(std::move(block_weights));
   m->cfg_ = cfg;
   m->dtype_ = dtype;
   m->device_ = device;
@@ -100,6 +103,7 @@ std::shared_ptr<WanTransformer> WanTransformer::load(io::WeightSet& weights, con
     if (!range.holds(size_t(i))) {
       for (const auto& name : weights.names())
         if (name.rfind(b, 0) == 0) ignorable.insert(name);
+      m->block_loaded();
       continue;
     }
     auto attention = [&](const std::string& a) {
@@ -118,6 +122,7 @@ std::shared_ptr<WanTransformer> WanTransformer::load(io::WeightSet& weights, con
     block.ff_in = Linear::load(w, b + "ffn.net.0.proj", D, ffn);
     block.ff_out = Linear::load(w, b + "ffn.net.2", ffn, D);
     block.modulation = kept.take(b + "scale_shift_table", {1, 6, D});
+    m->block_loaded();
   }
   m->proj_out_ = Linear::load(w, "proj_out", D, int64_t(cfg.out_channels) * cfg.patch_volume());
   m->out_modulation_ = kept.take("scale_shift_table", {1, 2, D});

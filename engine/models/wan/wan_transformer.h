@@ -30,9 +30,11 @@ class WanTransformer final : public DitModel {
   // Loads transformer/ (or transformer_2/) of a diffusers folder, the blocks in `range` only; every weight
   // is checked against the config.
   static std::shared_ptr<WanTransformer> load(const std::string& part_dir, const plan::WanTransformerConfig& cfg,
-                                              at::ScalarType dtype, at::Device device, BlockRange range = {});
+                                              at::ScalarType dtype, at::Device device, BlockRange range = {},
+                                              std::shared_ptr<BlockWeights> block_weights = nullptr);
   static std::shared_ptr<WanTransformer> load(io::WeightSet& weights, const plan::WanTransformerConfig& cfg,
-                                              at::ScalarType dtype, at::Device device, BlockRange range = {});
+                                              at::ScalarType dtype, at::Device device, BlockRange range = {},
+                                              std::shared_ptr<BlockWeights> block_weights = nullptr);
 
   const plan::WanTransformerConfig& config() const { return cfg_; }
   at::ScalarType dtype() const override { return dtype_; }
