@@ -34,6 +34,10 @@ namespace studio::compat {
 
 #if TORCH_VERSION_MAJOR >= 2
 
+at::Tensor float8_to_float(const at::Tensor& bytes, bool e5m2) {
+  return bytes.view(e5m2 ? at::kFloat8_e5m2 : at::kFloat8_e4m3fn).to(at::kFloat);
+}
+
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
   return at::scaled_dot_product_attention(q, k, v);
 }
@@ -52,6 +56,8 @@ AttentionWithLse attention_with_lse(const at::Tensor& q, const at::Tensor& k, co
 }
 
 #else
+
+at::Tensor float8_to_float(const at::Tensor&, bool) { return {}; }
 
 namespace {
 

@@ -16,6 +16,8 @@
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/index_select.h>
 
+#include "compat/torch_compat.h"
+
 namespace studio::io {
 
 using plan::WeightFormat;
@@ -117,8 +119,9 @@ float e5m2_value(uint8_t c) {
   return c & 0x80 ? -v : v;
 }
 
-// Every byte's value, a table indexed by the stored bytes.
+// Every byte's value: LibTorch's own float8 conversion, or a table indexed by the stored bytes.
 at::Tensor fp8_values(const at::Tensor& bytes, WeightFormat f) {
+  if (auto v = compat::float8_to_float(bytes, f == WeightFormat::F8_E5M2); v.defined()) return v;
   static const auto tables = [] {
     std::array<std::array<float, 256>, 2> t{};
     for (int c = 0; c < 256; ++c) t[0][c] = e4m3fn_value(uint8_t(c)), t[1][c] = e5m2_value(uint8_t(c));
@@ -152,7 +155,8 @@ at::Tensor PackedWeight::dequantize(at::ScalarType dtype) const {
   int64_t row_values = 1;
   for (size_t i = 1; i < shape.size(); ++i) row_values *= shape[i];
   auto w = dequantize_rows(format, bytes, row_values);
-  if (scale != 1.0f) w = w * scale;
+  // Scaled in place unless the values are the stored bytes themselves (F32): one temporary of the layer's size.
+  if (scale != 1.0f) w = format == WeightFormat::F32 ? w * scale : w.mul_(scale);
   return w.view(shape).to(dtype);
 }
 
