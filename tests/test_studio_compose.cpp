@@ -27,6 +27,7 @@
 #include "workers/launch/paths.h"
 
 #include "studio_support.h"
+#include "support.h"
 
 using namespace studio;
 using namespace studio::gui;
@@ -266,6 +267,53 @@ class TestStudioCompose : public QObject {
     QVERIFY(label->text().contains("b9770e"));  // amber: a warning
     w.parallel_panel().ring->setValue(1);
     QCOMPARE(w.parallel_panel().problems().text("world_size"), QString());
+  }
+
+  // FLUX.1-dev's shape (12B weights, 22 GiB in bfloat16) on one 16 GiB GPU: the Memory group says it does not
+  // fit and offers the ways of keeping the weights that would, each with its memory; a click takes one.
+  void the_memory_group_says_what_fits() {
+    const auto dir = flux_dev_shaped((tmp_.path() + "/flux-dev").toStdString());
+    MainWindow w(tmp_.path() + "/memory");
+    w.show();
+    wait_for_devices(w);
+    w.compose_panel().set_model_dir(QString::fromStdString(dir));
+    w.compose_panel().prompt->setPlainText("a paper boat");
+    workers::Devices d;
+    d.gpus.push_back({0, "Test GPU", uint64_t(16) << 30, uint64_t(16) << 30});
+    w.parallel_panel().set_devices(d);
+    QLabel* fit = w.compose_panel().memory->fit;
+    QVERIFY2(fit->text().contains("Does not fit") && fit->text().contains("more than the 16.0 GiB"),
+             qPrintable(fit->text()));
+    QVERIFY2(fit->text().contains("<a href=\"--quantize fp8\">"), qPrintable(fit->text()));
+    QVERIFY(!w.parallel_panel().problems().text("memory").isEmpty());  // and Generate is off for it
+    Q_EMIT fit->linkActivated("--quantize fp8");
+    QCOMPARE(w.compose_panel().job().quantize, std::string("fp8"));
+    QVERIFY2(fit->text().startsWith("Fits: "), qPrintable(fit->text()));
+    QCOMPARE(w.parallel_panel().problems().text("memory"), QString());
+    // The other fields reach the job, and a job file's come back to them.
+    w.compose_panel().memory->offload->setCurrentIndex(1);
+    w.compose_panel().memory->text_encoder_device->setCurrentIndex(1);
+    auto j = w.compose_panel().job();
+    QCOMPARE(j.offload, std::string("blocks"));
+    QCOMPARE(j.text_encoder_device, std::string("cpu"));
+    j.quantize.clear();
+    j.offload.clear();
+    j.transformer_file = dir + "/flux1-dev-Q8_0.gguf";
+    w.compose_panel().set_job(j);
+    QCOMPARE(w.compose_panel().memory->quantize->currentIndex(), 0);
+    QCOMPARE(w.compose_panel().memory->transformer->text().toStdString(), j.transformer_file);
+    QVERIFY(!w.compose_panel().memory->transformer_2->isVisibleTo(&w.compose_panel()));  // one expert only
+    // On two such GPUs (Ulysses 2), sharding the weights over them is a way too, and a click sets it.
+    j.transformer_file.clear();
+    w.compose_panel().set_job(j);
+    d.gpus.push_back({1, "Test GPU", uint64_t(16) << 30, uint64_t(16) << 30});
+    w.parallel_panel().set_devices(d);
+    QCOMPARE(w.parallel_panel().config().sp_degree(), 2);
+    QVERIFY2(fit->text().contains("<a href=\"--shard_weights\">"), qPrintable(fit->text()));
+    Q_EMIT fit->linkActivated("--shard_weights");
+    QVERIFY(w.parallel_panel().config().shard_weights);
+    QVERIFY(w.parallel_panel().shard_weights->isChecked());
+    QVERIFY2(fit->text().startsWith("Fits: "), qPrintable(fit->text()));
   }
 
   void every_setting_has_a_tooltip() {

@@ -58,7 +58,7 @@ std::vector<StorageChoice> storage_choices(const ParallelConfig& p, const JobSpe
   std::vector<StorageChoice> out;
   const auto add = [&](const std::string& flag, const ParallelConfig& q, const JobSpec& j) {
     const double peak = estimate_memory(q, j, model, b).peak_gib();
-    out.push_back({flag, peak, memory_gib <= 0 || peak <= memory_gib});
+    out.push_back({flag, q, j, peak, memory_gib <= 0 || peak <= memory_gib});
   };
   add("", p, job);
   if (job.quantize.empty() && job.transformer_file.empty()) {

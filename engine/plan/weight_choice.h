@@ -20,6 +20,8 @@ double weight_bytes_per_param(const JobSpec& job, double params, int bytes_per_v
 // give and whether that fits `memory_gib` (0: unknown, everything fits).
 struct StorageChoice {
   std::string flag;  // "" for the job as given
+  ParallelConfig config;  // the configuration and job with the flag
+  JobSpec job;
   double peak_gib = 0;
   bool fits = true;
 };

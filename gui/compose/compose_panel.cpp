@@ -241,6 +241,13 @@ void ComposePanel::build_groups() {
   sampling_group = new Collapsible(tr("Sampling"), sampling, true);
   scrolled_->addWidget(sampling_group);
 
+  memory = new MemoryGroup;
+  connect(memory, &MemoryGroup::changed, this, &ComposePanel::changed);
+  static_cast<QFormLayout*>(memory->layout())
+      ->addRow(problems_.make({"transformer", "transformer_2", "quantize", "offload", "text_encoder_device"}));
+  memory_group = new Collapsible(tr("Memory"), memory, false);
+  scrolled_->addWidget(memory_group);
+
   auto* decoding = new QWidget;
   decoding_form_ = form_of(decoding);
   vae_tiling = new QCheckBox(tr("decode in tiles (less memory)"));
@@ -295,6 +302,7 @@ void ComposePanel::load_model() {
   }
   tokens_.set_model(model());
   cache_field->set_model(model());
+  memory->set_model(model());
   problems_.show(model_error_.isEmpty() ? std::vector<plan::Problem>{}
                                         : std::vector<plan::Problem>{{"model", model_error_.toStdString()}});
   apply_model_limits();
@@ -395,6 +403,7 @@ plan::JobSpec ComposePanel::job() const {
   j.use_dynamic_cfg = dynamic_cfg->isChecked();
   cache_field->apply(j, calibrating_);
   j.vae_tiling = vae_tiling->isChecked();
+  memory->apply(j);
   // What a hidden field holds (left from another family) is not part of the job.
   if (model_) {
     const auto& rules = plan::rules_of(*model_);
@@ -412,7 +421,7 @@ void ComposePanel::set_job(const plan::JobSpec& j) {
       QSignalBlocker(prompt),   QSignalBlocker(prompt_2),    QSignalBlocker(negative_prompt), QSignalBlocker(seed),
       QSignalBlocker(width),    QSignalBlocker(height),      QSignalBlocker(frames),          QSignalBlocker(fps),
       QSignalBlocker(steps),    QSignalBlocker(guidance),    QSignalBlocker(guidance_2),      QSignalBlocker(dynamic_cfg),
-      QSignalBlocker(cache_field), QSignalBlocker(vae_tiling)};
+      QSignalBlocker(cache_field), QSignalBlocker(vae_tiling), QSignalBlocker(memory)};
   if (!j.model_dir.empty() && QString::fromStdString(j.model_dir) != model_edit->text()) {
     model_edit->setText(QString::fromStdString(j.model_dir));
     load_model();
@@ -431,6 +440,7 @@ void ComposePanel::set_job(const plan::JobSpec& j) {
   dynamic_cfg->setChecked(j.use_dynamic_cfg);
   cache_field->show_job(j);
   vae_tiling->setChecked(j.vae_tiling);
+  memory->show_job(j);
   Q_EMIT changed();
 }
 

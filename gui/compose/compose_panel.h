@@ -3,7 +3,7 @@
 // (FLUX.1) and the negative prompt (CogVideoX, Wan), then the caller's actions (Generate). Below, scrolled:
 // the model folder (the demo models always one click away; recent folders remembered), the preset by
 // shape and seconds (or "Custom"), and the collapsible groups: "Size and length", "Sampling" (seed, steps,
-// guidance, step cache), the caller's (GPUs and parallelism), "Decoding". Only the fields the model's
+// guidance, step cache), "Memory" (memory_group.h), the caller's (GPUs and parallelism), "Decoding". Only the fields the model's
 // family reads are shown, and a change of family starts from the new family's defaults. Every setting has
 // a tooltip (plan/field_labels.h), and the mouse wheel changes only a focused field.
 #pragma once
@@ -22,6 +22,7 @@
 
 #include "gui/widgets/collapsible.h"
 #include "gui/compose/compose_presets.h"
+#include "gui/compose/memory_group.h"
 #include "gui/compose/path_edit.h"
 #include "gui/widgets/problem_labels.h"
 #include "gui/compose/step_cache_field.h"
@@ -77,7 +78,8 @@ class ComposePanel : public QWidget {
   QCheckBox* vae_tiling;
   QLabel* family;  // the model family and its sampler, read from the folder
   QComboBox* preset;  // by shape and seconds: the model's size, a draft, other shapes; "Custom" otherwise
-  Collapsible *size_group, *sampling_group, *decoding_group;
+  MemoryGroup* memory;  // where the transformer's weights come from, how they are kept, whether the job fits
+  Collapsible *size_group, *sampling_group, *memory_group, *decoding_group;
 
  Q_SIGNALS:
   void changed();

@@ -45,9 +45,11 @@ ParallelPanel::ParallelPanel(QWidget* parent) : QWidget(parent) {
   data = degree("data_parallel_degree");
   cfg = new QCheckBox(tr("the two guidance branches on two groups"));
   cfg->setObjectName("use_cfg_parallel");
+  shard_weights = new QCheckBox(tr("each rank keeps 1/N of every block"));
+  shard_weights->setObjectName("shard_weights");
   parallel_vae = new QCheckBox(tr("every rank decodes a band of rows"));
   parallel_vae->setObjectName("use_parallel_vae");
-  for (QWidget* w : std::initializer_list<QWidget*>{ulysses, ring, pipefusion, patches, warmup, cfg, data})
+  for (QWidget* w : std::initializer_list<QWidget*>{ulysses, ring, pipefusion, patches, warmup, cfg, data, shard_weights})
     form->addRow(QString::fromStdString(plan::field_label(w->objectName().toStdString())), w);
   product = new QLabel;
   product->setObjectName("product");
@@ -56,7 +58,7 @@ ParallelPanel::ParallelPanel(QWidget* parent) : QWidget(parent) {
   // One place for the group's problems, below its fields: a problem appearing moves none of them.
   form->addRow(problems_.make({"world_size", "memory", "ulysses_degree", "ring_degree", "pipefusion_parallel_degree",
                                "num_pipeline_patch", "warmup_steps", "use_cfg_parallel", "data_parallel_degree",
-                               "use_parallel_vae", "auto"}));
+                               "use_parallel_vae", "shard_weights", "auto"}));
   suggestions = new QToolButton;
   suggestions->setText(tr("Valid configurations"));
   suggestions->setToolTip(tr("Every configuration that fills the selected devices and that this job and model "
@@ -87,7 +89,7 @@ ParallelPanel::ParallelPanel(QWidget* parent) : QWidget(parent) {
 
   for (QSpinBox* s : {ulysses, ring, pipefusion, patches, warmup, data})
     connect(s, qOverload<int>(&QSpinBox::valueChanged), this, &ParallelPanel::changed);
-  for (QCheckBox* c : {cfg, parallel_vae}) connect(c, &QCheckBox::toggled, this, &ParallelPanel::changed);
+  for (QCheckBox* c : {cfg, shard_weights, parallel_vae}) connect(c, &QCheckBox::toggled, this, &ParallelPanel::changed);
   connect(devices, &QListWidget::itemChanged, this, &ParallelPanel::devices_changed);
   connect(devices, &QListWidget::itemChanged, this, &ParallelPanel::changed);
   set_config(plan::ParallelConfig{});
@@ -128,12 +130,13 @@ plan::ParallelConfig ParallelPanel::config() const {
   p.use_cfg_parallel = cfg->isChecked();
   p.data_parallel_degree = data->value();
   p.use_parallel_vae = parallel_vae->isChecked();
+  p.shard_weights = shard_weights->isChecked();
   return p;
 }
 
 void ParallelPanel::set_config(const plan::ParallelConfig& p) {
   {
-    const QSignalBlocker b1(ulysses), b2(ring), b3(pipefusion), b4(patches), b5(warmup), b6(cfg), b7(data), b8(parallel_vae);
+    const QSignalBlocker b1(ulysses), b2(ring), b3(pipefusion), b4(patches), b5(warmup), b6(cfg), b7(data), b8(parallel_vae), b9(shard_weights);
     ulysses->setValue(p.ulysses_degree);
     ring->setValue(p.ring_degree);
     pipefusion->setValue(p.pipefusion_parallel_degree);
@@ -142,6 +145,7 @@ void ParallelPanel::set_config(const plan::ParallelConfig& p) {
     cfg->setChecked(p.use_cfg_parallel);
     data->setValue(p.data_parallel_degree);
     parallel_vae->setChecked(p.use_parallel_vae);
+    shard_weights->setChecked(p.shard_weights);
   }
   Q_EMIT changed();
 }

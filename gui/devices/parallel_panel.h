@@ -57,7 +57,7 @@ class ParallelPanel : public QWidget {
 
   QListWidget* devices;
   QSpinBox *ulysses, *ring, *pipefusion, *patches, *warmup, *data;
-  QCheckBox *cfg, *parallel_vae;
+  QCheckBox *cfg, *shard_weights, *parallel_vae;
   QToolButton *suggestions, *auto_pick;
   QLabel* product;
 

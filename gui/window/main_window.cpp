@@ -113,6 +113,12 @@ void MainWindow::build_menus() {
 
 void MainWindow::connect_settings() {
   connect(compose_, &ComposePanel::changed, this, [this] { validate(); });
+  connect(compose_->memory, &MemoryGroup::chosen, this, [this](const QString& flag) {
+    if (flag != "--shard_weights") return;
+    auto p = parallel_->config();
+    p.shard_weights = true;
+    parallel_->set_config(p);
+  });
   connect(compose_, &ComposePanel::calibrate_requested, this, [this] { generate(); });  // MagCache's ratios
   connect(parallel_, &ParallelPanel::changed, this, [this] { validate(); });
 }
@@ -148,6 +154,17 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   e->accept();
 }
 
+void MainWindow::show_fit(const plan::JobSpec& job, const plan::ParallelConfig& p, const plan::ModelFolder& model) {
+  const double memory = parallel_->memory_gib();
+  const auto choices = plan::storage_choices(p, job, model, plan::bytes_per_value(job, parallel_->on_gpus()), memory);
+  std::vector<std::optional<double>> seconds;
+  for (const auto& c : choices) {
+    const auto predicted = parallel_->predictions({c.config}, c.job, model);
+    seconds.push_back(predicted.empty() ? std::nullopt : std::optional(predicted.front().seconds_per_step));
+  }
+  compose_->memory->show_fit(choices, memory, seconds);
+}
+
 std::vector<plan::Problem> MainWindow::validate() {
   std::vector<plan::Problem> problems;
   const plan::ModelFolder* model = compose_->model();
@@ -159,6 +176,7 @@ std::vector<plan::Problem> MainWindow::validate() {
     problems.insert(problems.end(), more.begin(), more.end());
     parallel_->offer(plan::valid_configs(job, *model, parallel_->on_gpus() ? parallel_->processes() : std::max(1, p.world_size()), p),
                      &job, model);
+    show_fit(job, p, *model);
   }
   auto rest = compose_->show_problems(problems);  // in the window's words; a missing prompt as a hint
   rest = parallel_->show_problems(rest);

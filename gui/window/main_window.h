@@ -88,6 +88,8 @@ class MainWindow : public QMainWindow {
 
  private:
   // main_window.cpp: the layout, the menus, the settings checked on every edit and kept between sessions.
+  // The Memory group's line: whether the job fits the chosen devices, and the ways of keeping the weights that would.
+  void show_fit(const plan::JobSpec& job, const plan::ParallelConfig& p, const plan::ModelFolder& model);
   void build_compose_column();
   void build_tabs();
   void build_menus();

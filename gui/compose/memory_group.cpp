@@ -1,0 +1,132 @@
+#include "gui/compose/memory_group.h"
+
+#include <QFormLayout>
+
+#include "plan/family.h"
+#include "plan/field_labels.h"
+
+namespace studio::gui {
+
+namespace {
+
+QString label(const char* field) { return QString::fromStdString(plan::field_label(field)); }
+
+// Items whose data is the flag's value ("" for off).
+QComboBox* choice_box(const char* field, std::initializer_list<std::pair<QString, QString>> items) {
+  auto* box = new QComboBox;
+  box->setObjectName(field);
+  for (const auto& [text, value] : items) box->addItem(text, value);
+  return box;
+}
+
+void select(QComboBox* box, const std::string& value) {
+  const int i = box->findData(QString::fromStdString(value));
+  box->setCurrentIndex(i < 0 ? 0 : i);
+}
+
+QString gib(double v) { return QString::number(v, 'f', 1) + " GiB"; }
+
+// "--quantize fp8" in the studio's words: "Quantize fp8"; "--offload blocks": "Offload blocks".
+QString in_words(const std::string& flag) {
+  const auto space = flag.find(' ');
+  const std::string name = flag.substr(2, space == std::string::npos ? std::string::npos : space - 2);
+  QString words = QString::fromStdString(plan::field_label(name));
+  const QString value = space == std::string::npos ? QString() : QString::fromStdString(flag.substr(space + 1));
+  if (!value.isEmpty() && !words.contains(value, Qt::CaseInsensitive)) words += " " + value;
+  return words;
+}
+
+}  // namespace
+
+MemoryGroup::MemoryGroup(QWidget* parent) : QWidget(parent) {
+  auto* form = new QFormLayout(this);
+  form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  transformer = new PathEdit;
+  transformer->setObjectName("transformer");
+  transformer->setPlaceholderText(tr("the folder's transformer/ (or a .gguf / .safetensors file)"));
+  transformer_2 = new PathEdit;
+  transformer_2->setObjectName("transformer_2");
+  transformer_2->setPlaceholderText(tr("the folder's transformer_2/"));
+  quantize = choice_box("quantize", {{tr("off (the run's dtype)"), ""}, {tr("fp8 (half of bfloat16)"), "fp8"}});
+  offload = choice_box("offload", {{tr("off (on the device)"), ""}, {tr("blocks (host memory)"), "blocks"}});
+  text_encoder_device =
+      choice_box("text_encoder_device", {{tr("auto (the run's device)"), "auto"}, {tr("CPU"), "cpu"}});
+  fit = new QLabel;
+  fit->setObjectName("weights_fit");
+  fit->setWordWrap(true);
+  fit->setTextFormat(Qt::RichText);
+  form->addRow(label("transformer"), transformer);
+  form->addRow(label("transformer_2"), transformer_2);
+  transformer_2_row_ = transformer_2;
+  form->addRow(label("quantize"), quantize);
+  form->addRow(label("offload"), offload);
+  form->addRow(label("text_encoder_device"), text_encoder_device);
+  form->addRow(fit);
+  for (auto* edit : {transformer, transformer_2}) connect(edit, &QLineEdit::editingFinished, this, &MemoryGroup::changed);
+  for (auto* box : {quantize, offload, text_encoder_device})
+    connect(box, &QComboBox::currentIndexChanged, this, &MemoryGroup::changed);
+  connect(fit, &QLabel::linkActivated, this, &MemoryGroup::take);
+}
+
+void MemoryGroup::apply(plan::JobSpec& j) const {
+  j.transformer_file = transformer->text().trimmed().toStdString();
+  j.transformer_2_file = transformer_2->isVisibleTo(this) ? transformer_2->text().trimmed().toStdString() : "";
+  j.quantize = quantize->currentData().toString().toStdString();
+  j.offload = offload->currentData().toString().toStdString();
+  j.text_encoder_device = text_encoder_device->currentData().toString().toStdString();
+}
+
+void MemoryGroup::show_job(const plan::JobSpec& j) {
+  const QSignalBlocker blockers[] = {QSignalBlocker(transformer), QSignalBlocker(transformer_2),
+                                     QSignalBlocker(quantize), QSignalBlocker(offload),
+                                     QSignalBlocker(text_encoder_device)};
+  transformer->setText(QString::fromStdString(j.transformer_file));
+  transformer_2->setText(QString::fromStdString(j.transformer_2_file));
+  select(quantize, j.quantize);
+  select(offload, j.offload);
+  select(text_encoder_device, j.text_encoder_device);
+}
+
+void MemoryGroup::set_model(const plan::ModelFolder* model) {
+  const bool two = model && plan::rules_of(*model).second_expert_boundary(*model) > 0;
+  transformer_2_row_->setVisible(two);
+  if (auto* form = qobject_cast<QFormLayout*>(layout()))
+    if (auto* l = form->labelForField(transformer_2_row_)) l->setVisible(two);
+}
+
+void MemoryGroup::show_fit(const std::vector<plan::StorageChoice>& choices, double memory_gib,
+                           const std::vector<std::optional<double>>& seconds) {
+  if (choices.empty()) return fit->clear();
+  const auto& as_given = choices.front();
+  if (memory_gib <= 0) {
+    fit->setText(tr("About %1 per process (the plan's estimate; the CPU's memory is not checked).").arg(gib(as_given.peak_gib)));
+    return;
+  }
+  if (as_given.fits) {
+    fit->setText(tr("Fits: %1 per rank of the %2 each GPU has.").arg(gib(as_given.peak_gib), gib(memory_gib)));
+    return;
+  }
+  QStringList ways;
+  for (size_t i = 1; i < choices.size(); ++i) {
+    if (!choices[i].fits) continue;
+    QString way = QString("<a href=\"%1\">%2</a>: %3")
+                      .arg(QString::fromStdString(choices[i].flag), in_words(choices[i].flag), gib(choices[i].peak_gib));
+    if (i < seconds.size() && seconds[i]) way += tr(", %1 s/step").arg(*seconds[i], 0, 'f', 1);
+    ways << way;
+  }
+  QString text = QString("<span style=\"color: #c0392b;\">%1</span>")
+                     .arg(tr("Does not fit: %1 per rank, more than the %2 each GPU has.")
+                              .arg(gib(as_given.peak_gib), gib(memory_gib)));
+  text += ways.isEmpty() ? tr(" None of the ways of keeping the weights fits alone: a quantized transformer file "
+                              "(GGUF Q8_0, Q4_K), more GPUs or PipeFusion stages would.")
+                         : tr(" These would fit: %1.").arg(ways.join("; "));
+  fit->setText(text);
+}
+
+void MemoryGroup::take(const QString& flag) {
+  if (flag == "--quantize fp8") select(quantize, "fp8");
+  else if (flag == "--offload blocks") select(offload, "blocks");
+  else Q_EMIT chosen(flag);
+}
+
+}  // namespace studio::gui
