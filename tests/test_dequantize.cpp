@@ -202,7 +202,7 @@ TEST(Dequantize, golden_fp8_weights_plain_and_scaled) {
   for (const char* v : {"fp8", "fp8_scaled"}) {
     const std::string file = test::golden_case("flux_fp8_tiny") + "/transformer-fp8_e4m3fn" +
                              (std::string(v) == "fp8" ? "" : "_scaled") + ".safetensors";
-    auto w = io::WeightSet::open_file(file, "flux", [](const std::set<std::string>&) { return plan::TensorRenames{}; });
+    auto w = io::WeightSet::open_file(file, {"flux"}, [](const std::set<std::string>&) { return plan::TensorRenames{}; });
     const auto lw = w.take_linear("double_blocks.0.img_attn.qkv.weight", {96, 32}, at::kFloat, at::kCPU);
     ASSERT_TRUE(lw.packed.defined()) << v << ": an fp8 weight is kept in fp8";
     EXPECT_EQ(lw.packed.nbytes(), 96u * 32u);

@@ -90,7 +90,7 @@ INSTANTIATE_TEST_SUITE_P(Files, FluxSingleFile,
 TEST(FluxSingleFileMemory, quantized_layers_stay_packed) {
   const auto folder = plan::read_model_folder(test::golden_case(kModel));
   const std::string file = file_of(variant("q8_0"));
-  auto w = io::WeightSet::open_file(file, "flux", [&](const std::set<std::string>& names) {
+  auto w = io::WeightSet::open_file(file, {"flux"}, [&](const std::set<std::string>& names) {
     return plan::rules_of(folder).transformer_renames(folder, names);
   });
   const auto k = w.take_linear("transformer_blocks.0.attn.to_k.weight", {32, 32}, at::kFloat, at::kCPU);

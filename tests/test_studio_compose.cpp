@@ -303,6 +303,10 @@ class TestStudioCompose : public QObject {
     QCOMPARE(w.compose_panel().memory->quantize->currentIndex(), 0);
     QCOMPARE(w.compose_panel().memory->transformer->text().toStdString(), j.transformer_file);
     QVERIFY(!w.compose_panel().memory->transformer_2->isVisibleTo(&w.compose_panel()));  // one expert only
+    QVERIFY(w.compose_panel().memory->text_encoder_2->isVisibleTo(&w.compose_panel()));  // FLUX.1's T5
+    w.compose_panel().memory->text_encoder_2->setText("/models/t5-v1_1-xxl-encoder-Q8_0.gguf");
+    QCOMPARE(w.compose_panel().job().text_encoder_2_file, std::string("/models/t5-v1_1-xxl-encoder-Q8_0.gguf"));
+    w.compose_panel().memory->text_encoder_2->clear();
     // On two such GPUs (Ulysses 2), sharding the weights over them is a way too, and a click sets it.
     j.transformer_file.clear();
     w.compose_panel().set_job(j);

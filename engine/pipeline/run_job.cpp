@@ -174,7 +174,8 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   };
 
   // A single file for the transformer is opened (its header checked, its architecture the folder's) before
-  // anything is encoded; its tensors are checked against the config as the transformer loads.
+  // anything is encoded; its tensors are checked against the config as the transformer loads. The text
+  // encoders' files are read as they encode.
   plan::ModelFolder weights_from = model;
   plan::use_job_weights(weights_from, job);
   for (int expert = 0; expert < 2; ++expert)
@@ -183,7 +184,7 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
 
   // Encode.
   if (!job.prompt.empty()) phase("encoding");
-  Embeddings embeds = prompt_embeddings(job, model, mesh, dtype, device, log);
+  Embeddings embeds = prompt_embeddings(job, weights_from, mesh, dtype, device, log);
   NamedTensors record = std::move(embeds.record);  // what --save_tensors writes
 
   // Denoise this data-parallel group's samples.

@@ -48,6 +48,8 @@ struct JobSpec {
   // Fitting the model in memory.
   std::string transformer_file;    // one file (GGUF or safetensors) for transformer/, with the folder's config
   std::string transformer_2_file;  // likewise for transformer_2/ (Wan2.2's low-noise expert)
+  std::string text_encoder_file;    // one file for text_encoder/ (T5, umT5, or FLUX.1's CLIP)
+  std::string text_encoder_2_file;  // likewise for text_encoder_2/ (FLUX.1's T5)
   std::string quantize;            // "" or "fp8": store the transformer's float linear weights so on load
   std::string offload;             // "" or "blocks": the blocks in host memory, each copied in to run
   std::string text_encoder_device = "auto";  // "auto" or "cpu"

@@ -131,6 +131,16 @@ const std::vector<Option> kOptions = {
     {{"transformer_2", K::Text, "FILE", 0, 0, "wan2.2-low-noise-Q8_0.gguf", S::Memory,
       "Wan2.2: the second expert (transformer_2/) from one file, likewise"},
      &JobSpec::transformer_2_file, "Second expert file", "Wan2.2: a single file for the low-noise expert."},
+    {{"text_encoder", K::Text, "FILE", 0, 0, "umt5-xxl-encoder-Q8_0.gguf", S::Memory,
+      "the text encoder from one file instead of the folder's text_encoder/ (with its config.json): a T5 or umT5 "
+      "GGUF in llama.cpp's names (city96's encoder files; quantized weights stay quantized), or safetensors in "
+      "transformers' names (fp8 plain or scaled, as ComfyUI's t5xxl/umt5 files); FLUX.1's is CLIP (safetensors)"},
+     &JobSpec::text_encoder_file, "Text encoder file",
+     "A single file for the text encoder, as ComfyUI users keep them: a T5/umT5 GGUF or fp8 file (FLUX.1: CLIP-L). "
+     "The folder gives its config and tokenizer."},
+    {{"text_encoder_2", K::Text, "FILE", 0, 0, "t5-v1_1-xxl-encoder-Q8_0.gguf", S::Memory,
+      "FLUX.1: T5 (text_encoder_2/) from one file, likewise"},
+     &JobSpec::text_encoder_2_file, "Second text encoder file", "FLUX.1: a single file for T5-XXL, GGUF or fp8."},
     {{"quantize", K::Text, "fp8", 0, 0, "fp8", S::Memory,
       "store the transformer's float linear weights as float8_e4m3fn with a scale per weight on load (half of "
       "bfloat16's memory; computed in --dtype)"},

@@ -268,8 +268,7 @@ MemoryEstimate estimate_memory(const ParallelConfig& p, const JobSpec& job, cons
                                int bytes_per_value) {
   auto m = rules_of(model).memory(p, job, model, bytes_per_value);
   // The text encoder runs only for words; embeddings from a file skip it.
-  if (model.text_encoder && !job.prompt.empty())
-    m.text_encoder_gib = model.text_encoder->parameters() * bytes_per_value / kGiB;
+  if (model.text_encoder && !job.prompt.empty()) m.text_encoder_gib = t5_weight_bytes(job, model, bytes_per_value) / kGiB;
   return m;
 }
 

@@ -31,4 +31,10 @@ struct ScaleTensor {
 };
 ScaleTensor scale_tensor(const std::string& name);
 
+// A T5 / umT5 encoder file's names as transformers names them: llama.cpp's GGUF names (city96's encoder files:
+// "enc.blk.3.ffn_gate.weight" -> "encoder.block.3.layer.1.DenseReluDense.wi_0.weight", "token_embd.weight" ->
+// "shared.weight") and a whole ComfyUI checkpoint's "text_encoders.<name>.transformer." prefix; names already in
+// transformers' layout are left as they are.
+TensorRenames t5_file_renames(const std::set<std::string>& names);
+
 }  // namespace studio::plan

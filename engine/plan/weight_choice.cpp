@@ -25,7 +25,9 @@ std::string single_file_problem(const std::string& file) {
 
 void check_weight_choices(const JobSpec& job, const ModelFolder& model, std::vector<Problem>& out) {
   const std::pair<const char*, const std::string*> files[] = {{"transformer", &job.transformer_file},
-                                                               {"transformer_2", &job.transformer_2_file}};
+                                                               {"transformer_2", &job.transformer_2_file},
+                                                               {"text_encoder", &job.text_encoder_file},
+                                                               {"text_encoder_2", &job.text_encoder_2_file}};
   for (const auto& [flag, file] : files) {
     if (file->empty()) continue;
     if (const auto why = single_file_problem(*file); !why.empty())
@@ -35,6 +37,12 @@ void check_weight_choices(const JobSpec& job, const ModelFolder& model, std::vec
   if (!job.transformer_2_file.empty() && rules_of(model).second_expert_boundary(model) <= 0)
     out.push_back({"transformer_2", "--transformer_2: the second expert's file (Wan2.2); " + model.dir +
                                         " has one transformer, so give --transformer alone"});
+  for (const auto& [flag, file] : {std::pair{"text_encoder", &job.text_encoder_file},
+                                   std::pair{"text_encoder_2", &job.text_encoder_2_file}})
+    if (!file->empty() && !std::filesystem::is_directory(std::filesystem::path(model.dir) / flag))
+      out.push_back({flag, "--" + std::string(flag) + ": " + model.dir + " has no " + flag +
+                               "/ (its config.json says what the file holds); this family's text encoders are in " +
+                               (rules_of(model).t5_part() == "text_encoder" ? "text_encoder/" : "text_encoder/ and text_encoder_2/")});
   if (!job.offload.empty() && job.offload != "blocks")
     out.push_back({"offload", "--offload " + job.offload + ": blocks is what is offered (the transformer's blocks in "
                               "host memory; the text encoders and the VAE are loaded only while they run already)"});
@@ -51,6 +59,16 @@ double weight_bytes_per_param(const JobSpec& job, double params, int bytes_per_v
   if (!job.transformer_file.empty() && params > 0)
     if (const auto size = std::filesystem::file_size(job.transformer_file, ec); !ec) return double(size) / params;
   return job.quantize == "fp8" ? 1.0 : double(bytes_per_value);
+}
+
+double t5_weight_bytes(const JobSpec& job, const ModelFolder& model, int bytes_per_value) {
+  const auto& t5 = *model.text_encoder;
+  const std::string& file = model.t5_part() == "text_encoder_2" ? job.text_encoder_2_file : job.text_encoder_file;
+  std::error_code ec;
+  if (!file.empty())
+    if (const auto size = std::filesystem::file_size(file, ec); !ec)
+      return double(size) + double(t5.vocab_size) * t5.d_model * bytes_per_value;
+  return t5.parameters() * bytes_per_value;
 }
 
 std::vector<StorageChoice> storage_choices(const ParallelConfig& p, const JobSpec& job, const ModelFolder& model,
@@ -82,6 +100,8 @@ std::vector<StorageChoice> storage_choices(const ParallelConfig& p, const JobSpe
 void use_job_weights(ModelFolder& model, const JobSpec& job) {
   if (!job.transformer_file.empty()) model.weight_files["transformer"] = job.transformer_file;
   if (!job.transformer_2_file.empty()) model.weight_files["transformer_2"] = job.transformer_2_file;
+  if (!job.text_encoder_file.empty()) model.weight_files["text_encoder"] = job.text_encoder_file;
+  if (!job.text_encoder_2_file.empty()) model.weight_files["text_encoder_2"] = job.text_encoder_2_file;
   model.quantize = job.quantize == "fp8" ? std::optional(WeightFormat::F8_E4M3) : std::nullopt;
 }
 

@@ -1,5 +1,6 @@
-// Where a job's transformer weights come from and how they are kept (--transformer, --transformer_2,
-// --quantize): checked with the rest of the job before any work, then put on the folder the loaders read.
+// Where a job's weights come from and how they are kept (--transformer, --transformer_2, --text_encoder,
+// --text_encoder_2, --quantize): checked with the rest of the job before any work, then put on the folder the
+// loaders read.
 #pragma once
 #include <string>
 #include <vector>
@@ -15,6 +16,9 @@ void check_weight_choices(const JobSpec& job, const ModelFolder& model, std::vec
 // size over them (a GGUF keeps its small tensors in F32, so its size says more than its type), one byte under
 // --quantize fp8 (the few weights that are not linear layers' are a rounding error), else `bytes_per_value`.
 double weight_bytes_per_param(const JobSpec& job, double params, int bytes_per_value);
+// T5's weights as the job keeps them: a single file (--text_encoder, FLUX.1's --text_encoder_2) by its size plus
+// the token table, which is made whole in the run's dtype; else every weight in `bytes_per_value`.
+double t5_weight_bytes(const JobSpec& job, const ModelFolder& model, int bytes_per_value);
 // The job's weights kept another way, for a configuration: each flag that would change them (--quantize fp8,
 // --offload blocks, --shard_weights where there are sequence ranks), with the peak memory per rank it would
 // give and whether that fits `memory_gib` (0: unknown, everything fits).

@@ -244,7 +244,8 @@ void ComposePanel::build_groups() {
   memory = new MemoryGroup;
   connect(memory, &MemoryGroup::changed, this, &ComposePanel::changed);
   static_cast<QFormLayout*>(memory->layout())
-      ->addRow(problems_.make({"transformer", "transformer_2", "quantize", "offload", "text_encoder_device"}));
+      ->addRow(problems_.make({"transformer", "transformer_2", "text_encoder", "text_encoder_2", "quantize", "offload",
+                               "text_encoder_device"}));
   memory_group = new Collapsible(tr("Memory"), memory, false);
   scrolled_->addWidget(memory_group);
 

@@ -47,6 +47,12 @@ MemoryGroup::MemoryGroup(QWidget* parent) : QWidget(parent) {
   transformer_2 = new PathEdit;
   transformer_2->setObjectName("transformer_2");
   transformer_2->setPlaceholderText(tr("the folder's transformer_2/"));
+  text_encoder = new PathEdit;
+  text_encoder->setObjectName("text_encoder");
+  text_encoder->setPlaceholderText(tr("the folder's text_encoder/ (or a T5 .gguf / fp8 .safetensors)"));
+  text_encoder_2 = new PathEdit;
+  text_encoder_2->setObjectName("text_encoder_2");
+  text_encoder_2->setPlaceholderText(tr("the folder's text_encoder_2/ (T5)"));
   quantize = choice_box("quantize", {{tr("off (the run's dtype)"), ""}, {tr("fp8 (half of bfloat16)"), "fp8"}});
   offload = choice_box("offload", {{tr("off (on the device)"), ""}, {tr("blocks (host memory)"), "blocks"}});
   text_encoder_device =
@@ -57,12 +63,13 @@ MemoryGroup::MemoryGroup(QWidget* parent) : QWidget(parent) {
   fit->setTextFormat(Qt::RichText);
   form->addRow(label("transformer"), transformer);
   form->addRow(label("transformer_2"), transformer_2);
-  transformer_2_row_ = transformer_2;
+  form->addRow(label("text_encoder"), text_encoder);
+  form->addRow(label("text_encoder_2"), text_encoder_2);
   form->addRow(label("quantize"), quantize);
   form->addRow(label("offload"), offload);
   form->addRow(label("text_encoder_device"), text_encoder_device);
   form->addRow(fit);
-  for (auto* edit : {transformer, transformer_2}) connect(edit, &QLineEdit::editingFinished, this, &MemoryGroup::changed);
+  for (auto* edit : {transformer, transformer_2, text_encoder, text_encoder_2}) connect(edit, &QLineEdit::editingFinished, this, &MemoryGroup::changed);
   for (auto* box : {quantize, offload, text_encoder_device})
     connect(box, &QComboBox::currentIndexChanged, this, &MemoryGroup::changed);
   connect(fit, &QLabel::linkActivated, this, &MemoryGroup::take);
@@ -71,6 +78,8 @@ MemoryGroup::MemoryGroup(QWidget* parent) : QWidget(parent) {
 void MemoryGroup::apply(plan::JobSpec& j) const {
   j.transformer_file = transformer->text().trimmed().toStdString();
   j.transformer_2_file = transformer_2->isVisibleTo(this) ? transformer_2->text().trimmed().toStdString() : "";
+  j.text_encoder_file = text_encoder->text().trimmed().toStdString();
+  j.text_encoder_2_file = text_encoder_2->isVisibleTo(this) ? text_encoder_2->text().trimmed().toStdString() : "";
   j.quantize = quantize->currentData().toString().toStdString();
   j.offload = offload->currentData().toString().toStdString();
   j.text_encoder_device = text_encoder_device->currentData().toString().toStdString();
@@ -78,20 +87,26 @@ void MemoryGroup::apply(plan::JobSpec& j) const {
 
 void MemoryGroup::show_job(const plan::JobSpec& j) {
   const QSignalBlocker blockers[] = {QSignalBlocker(transformer), QSignalBlocker(transformer_2),
+                                     QSignalBlocker(text_encoder), QSignalBlocker(text_encoder_2),
                                      QSignalBlocker(quantize), QSignalBlocker(offload),
                                      QSignalBlocker(text_encoder_device)};
   transformer->setText(QString::fromStdString(j.transformer_file));
   transformer_2->setText(QString::fromStdString(j.transformer_2_file));
+  text_encoder->setText(QString::fromStdString(j.text_encoder_file));
+  text_encoder_2->setText(QString::fromStdString(j.text_encoder_2_file));
   select(quantize, j.quantize);
   select(offload, j.offload);
   select(text_encoder_device, j.text_encoder_device);
 }
 
 void MemoryGroup::set_model(const plan::ModelFolder* model) {
-  const bool two = model && plan::rules_of(*model).second_expert_boundary(*model) > 0;
-  transformer_2_row_->setVisible(two);
-  if (auto* form = qobject_cast<QFormLayout*>(layout()))
-    if (auto* l = form->labelForField(transformer_2_row_)) l->setVisible(two);
+  show_row(transformer_2, model && plan::rules_of(*model).second_expert_boundary(*model) > 0);
+  show_row(text_encoder_2, model && model->t5_part() == "text_encoder_2");
+}
+
+void MemoryGroup::show_row(QWidget* field, bool on) {
+  field->setVisible(on);
+  if (auto* l = static_cast<QFormLayout*>(layout())->labelForField(field)) l->setVisible(on);
 }
 
 void MemoryGroup::show_fit(const std::vector<plan::StorageChoice>& choices, double memory_gib,

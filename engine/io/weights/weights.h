@@ -52,8 +52,8 @@ class WeightSet {
   // `stem` is "diffusion_pytorch_model" (diffusers parts) or "model" (transformers parts).
   static WeightSet open(const std::string& part_dir, const std::string& stem);
   // One file for a part; `renames` (the family's, from the file's names) says where each weight is, and is
-  // empty for a file in the diffusers layout. `gguf_architecture` is what a GGUF file must say it holds.
-  static WeightSet open_file(const std::string& path, const std::string& gguf_architecture,
+  // empty for a file in the diffusers layout. `gguf_architectures`: what a GGUF file may say it holds.
+  static WeightSet open_file(const std::string& path, const std::vector<std::string>& gguf_architectures,
                              const std::function<plan::TensorRenames(const std::set<std::string>&)>& renames);
   // A set that makes weights instead of reading them: each take() draws a deterministic tensor of the
   // shape asked for (biases 0, 1-D weights 1, others N(0, 1/fan_in)). The built-in demo model is made

@@ -1,4 +1,5 @@
 // WeightSet::open_file: one GGUF or safetensors file standing for a part of a folder.
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -12,17 +13,20 @@ namespace {
 
 // The file's tensors by name (a ComfyUI checkpoint's prefix removed), ComfyUI's scale tensors folded into the
 // weights they scale.
-std::map<std::string, StoredTensor> read_tensors(const std::string& path, const std::string& architecture) {
+std::map<std::string, StoredTensor> read_tensors(const std::string& path, const std::vector<std::string>& architectures) {
   char magic[4] = {};
   std::ifstream(path, std::ios::binary).read(magic, 4);
   std::map<std::string, StoredTensor> out;
   if (std::memcmp(magic, "GGUF", 4) == 0) {
     auto f = GgufFile::open(path);
     const auto arch = f->string_value("general.architecture");
-    if (arch && *arch != architecture)
-      throw InputError(path + ": a GGUF file of architecture '" + *arch + "' (general.architecture); the model folder " +
-                       "is of the family whose GGUF files say '" + architecture + "'. Use a " + architecture +
-                       " GGUF, or the folder the file belongs to");
+    if (arch && std::find(architectures.begin(), architectures.end(), *arch) == architectures.end()) {
+      std::string want;
+      for (const auto& a : architectures) want += (want.empty() ? "'" : " or '") + a + "'";
+      throw InputError(path + ": a GGUF file of architecture '" + *arch + "' (general.architecture); this part of " +
+                       "the model folder is read from GGUF files that say " + want +
+                       ". Use such a GGUF, or the folder the file belongs to");
+    }
     for (const auto& t : f->tensors())
       out[plan::without_checkpoint_prefix(t.name)] = {f, path, t.name, f->data(t), t.format,
                                                       plan::format_info(t.format).name, t.shape};
@@ -54,9 +58,9 @@ std::map<std::string, StoredTensor> read_tensors(const std::string& path, const 
 
 }  // namespace
 
-WeightSet WeightSet::open_file(const std::string& path, const std::string& gguf_architecture,
+WeightSet WeightSet::open_file(const std::string& path, const std::vector<std::string>& gguf_architectures,
                                const std::function<plan::TensorRenames(const std::set<std::string>&)>& renames) {
-  auto tensors = read_tensors(path, gguf_architecture);
+  auto tensors = read_tensors(path, gguf_architectures);
   std::set<std::string> names;
   for (const auto& [name, t] : tensors) names.insert(name);
   const plan::TensorRenames map = renames(names);

@@ -59,10 +59,10 @@ class FluxRuntime final : public FamilyRuntime {
       at::Device clip_device = device;
       const auto& clip = *flux(folder).clip;
       text::choose_device(clip.parameters(), "CLIP", clip_dtype, clip_device, log);
-      const std::string part = part_path(folder, "text_encoder");
-      log("encoding with " + part + " (CLIP, " + std::to_string(clip.num_hidden_layers) + " layers) on " +
-          clip_device.str());
-      auto encoder = text::ClipTextEncoder::load(part, clip, clip_dtype, clip_device);
+      log("encoding with " + text::encoder_source(folder, "text_encoder") + " (CLIP, " +
+          std::to_string(clip.num_hidden_layers) + " layers) on " + clip_device.str());
+      auto weights = text::encoder_weights(folder, "text_encoder");
+      auto encoder = text::ClipTextEncoder::load(weights, clip, clip_dtype, clip_device);
       out.pooled_prompt_embeds = encoder->forward(ids).pooled.to(at::kCPU, at::kFloat);
       out.input_ids.push_back({"clip_input_ids", ids});
     }  // CLIP is released before T5 loads

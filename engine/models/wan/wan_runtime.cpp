@@ -50,10 +50,10 @@ text::PromptEmbeds encode_wan_prompts(const plan::ModelFolder& model, const plan
     log("the umT5 text encoder runs in bfloat16: T5 overflows in float16");
     dtype = at::kBFloat16;
   }
-  const std::string part = part_path(model, model.t5_part());
-  log("encoding with " + part + " (umT5, " + std::to_string(model.text_encoder->num_layers) + " layers) on " +
-      device.str());
-  auto encoder = text::T5Encoder::load(part, *model.text_encoder, dtype, device);
+  log("encoding with " + text::encoder_source(model, model.t5_part()) + " (umT5, " +
+      std::to_string(model.text_encoder->num_layers) + " layers) on " + device.str());
+  auto weights = text::encoder_weights(model, model.t5_part());
+  auto encoder = text::T5Encoder::load(weights, *model.text_encoder, dtype, device);
   std::vector<at::Tensor> embeds;
   c10::InferenceMode guard;  // the encoder's outputs are inference tensors, zeroed in place
   for (const auto& t : texts) {

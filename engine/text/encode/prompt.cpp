@@ -6,6 +6,7 @@
 
 #include "compat/torch_compat.h"
 #include "plan/error.h"
+#include "plan/single_file.h"
 #include "text/encode/t5_encoder.h"
 #include "text/tokenize/t5_tokenizer.h"
 
@@ -42,6 +43,18 @@ void require_text_parts(const plan::ModelFolder& model) {
 }
 
 // T5 on each text in turn: [1, L, d_model] float32 each, with the ids.
+io::WeightSet encoder_weights(const plan::ModelFolder& model, const std::string& part) {
+  const auto file = model.weight_files.find(part);
+  if (file == model.weight_files.end()) return io::WeightSet::open(plan::part_path(model, part), "model");
+  if (part == model.t5_part()) return io::WeightSet::open_file(file->second, {"t5encoder", "t5"}, plan::t5_file_renames);
+  return io::WeightSet::open_file(file->second, {"clip"}, [](const std::set<std::string>&) { return plan::TensorRenames{}; });
+}
+
+std::string encoder_source(const plan::ModelFolder& model, const std::string& part) {
+  const auto file = model.weight_files.find(part);
+  return file == model.weight_files.end() ? plan::part_path(model, part) : file->second;
+}
+
 std::vector<std::pair<at::Tensor, at::Tensor>> encode_t5(const plan::ModelFolder& model,
                                                          const std::vector<std::pair<std::string, std::string>>& texts,
                                                          int max_length, at::ScalarType dtype, at::Device device,
@@ -61,10 +74,10 @@ std::vector<std::pair<at::Tensor, at::Tensor>> encode_t5(const plan::ModelFolder
     log("the T5 text encoder runs in bfloat16: T5 overflows in float16");
     dtype = at::kBFloat16;
   }
-  const std::string part = plan::part_path(model, model.t5_part());
-  log("encoding with " + part + " (T5, " + std::to_string(model.text_encoder->num_layers) + " layers) on " +
-      device.str());
-  auto encoder = T5Encoder::load(part, *model.text_encoder, dtype, device);
+  log("encoding with " + encoder_source(model, model.t5_part()) + " (T5, " +
+      std::to_string(model.text_encoder->num_layers) + " layers) on " + device.str());
+  auto weights = encoder_weights(model, model.t5_part());
+  auto encoder = T5Encoder::load(weights, *model.text_encoder, dtype, device);
   for (auto& [ids, embeds] : out) embeds = encoder->forward(ids).to(at::kCPU, at::kFloat);
   return out;  // the encoder is released here
 }

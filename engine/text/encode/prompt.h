@@ -1,6 +1,7 @@
 // What every family's prompt path shares (models/<family>/<family>_runtime.cpp encodes a family's prompts as
 // its reference pipeline does): the embeddings it returns, the check that the folder has the encoders
-// words need, T5 on a list of texts, and the choice of device for an encoder. Each encoder's weights are
+// words need, where an encoder's weights are read from, T5 on a list of texts, and the choice of device for an
+// encoder. Each encoder's weights are
 // released before the next one loads and before these return.
 #pragma once
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "io/weights/weights.h"
 #include "plan/model_folder.h"
 
 namespace studio::text {
@@ -34,6 +36,13 @@ void note_truncation(size_t untruncated, size_t kept, const std::string& what, c
 // Moves an encoder of `parameters` weights to the CPU (in float32) when `device` cannot hold it.
 void choose_device(double parameters, const std::string& name, at::ScalarType& dtype, at::Device& device,
                    const Log& log);
+
+// The weights of a text encoder part (text_encoder/, text_encoder_2/): its folder, or the single file the job
+// gave for it (ModelFolder::weight_files, --text_encoder FILE): for T5/umT5 a GGUF in llama.cpp's names or
+// safetensors in transformers' (fp8 included); for CLIP safetensors in transformers' names.
+io::WeightSet encoder_weights(const plan::ModelFolder& model, const std::string& part);
+// What a log line says the part is read from: the single file, or the part's folder.
+std::string encoder_source(const plan::ModelFolder& model, const std::string& part);
 
 // The folder's T5 (plan::ModelFolder::t5_part) on each (what, text) in turn, each tokenized to `max_length`
 // (truncated, </s>, padded) without an attention mask: (ids, [1, L, d_model] float32) each.

@@ -18,6 +18,7 @@
 #include <ATen/ops/where.h>
 #include <c10/core/InferenceMode.h>
 
+#include "models/layers/layers.h"
 #include "plan/error.h"
 
 namespace studio::text {
@@ -35,12 +36,12 @@ std::shared_ptr<T5Encoder> T5Encoder::load(io::WeightSet& w, const plan::T5Confi
   e->dtype_ = dtype;
   e->device_ = device;
   const int64_t d = cfg.d_model, inner = int64_t(cfg.num_heads) * cfg.d_kv, ff = cfg.d_ff;
-  auto take = [&](const std::string& name, std::vector<int64_t> shape) { return w.take(name, shape, dtype, device); };
+  const models::WeightSource src{w, dtype, device};
   // The token table is `shared.weight`; transformers sometimes saves only its tied copy.
   const std::string table = w.contains("shared.weight") || !w.contains("encoder.embed_tokens.weight")
                                 ? "shared.weight"
                                 : "encoder.embed_tokens.weight";
-  e->shared_ = take(table, {cfg.vocab_size, d});
+  e->shared_ = src.take(table, {cfg.vocab_size, d});
   auto bias_table = [&](int layer) {
     return w.take("encoder.block." + std::to_string(layer) + ".layer.0.SelfAttention.relative_attention_bias.weight",
                   {cfg.relative_attention_num_buckets, cfg.num_heads}, at::kFloat, device);
@@ -51,19 +52,21 @@ std::shared_ptr<T5Encoder> T5Encoder::load(io::WeightSet& w, const plan::T5Confi
     Block blk;
     if (cfg.per_layer_bias) blk.relative_bias = bias_table(i);
     blk.attn_norm = w.take(b + "0.layer_norm.weight", {d}, at::kFloat, device);
-    blk.q = take(b + "0.SelfAttention.q.weight", {inner, d});
-    blk.k = take(b + "0.SelfAttention.k.weight", {inner, d});
-    blk.v = take(b + "0.SelfAttention.v.weight", {inner, d});
-    blk.o = take(b + "0.SelfAttention.o.weight", {d, inner});
+    // Linear layers keep a quantized file's weights quantized (GGUF, fp8), dequantized per call.
+    blk.q = models::Linear::load(src, b + "0.SelfAttention.q", d, inner, false);
+    blk.k = models::Linear::load(src, b + "0.SelfAttention.k", d, inner, false);
+    blk.v = models::Linear::load(src, b + "0.SelfAttention.v", d, inner, false);
+    blk.o = models::Linear::load(src, b + "0.SelfAttention.o", inner, d, false);
     blk.ff_norm = w.take(b + "1.layer_norm.weight", {d}, at::kFloat, device);
-    blk.wi_0 = take(b + "1.DenseReluDense.wi_0.weight", {ff, d});
-    blk.wi_1 = take(b + "1.DenseReluDense.wi_1.weight", {ff, d});
-    blk.wo = take(b + "1.DenseReluDense.wo.weight", {d, ff});
+    blk.wi_0 = models::Linear::load(src, b + "1.DenseReluDense.wi_0", d, ff, false);
+    blk.wi_1 = models::Linear::load(src, b + "1.DenseReluDense.wi_1", d, ff, false);
+    blk.wo = models::Linear::load(src, b + "1.DenseReluDense.wo", ff, d, false);
     e->blocks_.push_back(std::move(blk));
   }
   e->final_norm_ = w.take("encoder.final_layer_norm.weight", {d}, at::kFloat, device);
-  // A tied copy of the token table may be saved too; nothing else is expected.
-  w.expect_all_taken({"encoder.embed_tokens.weight", "shared.weight"});
+  // A tied copy of the token table may be saved too, and ComfyUI's umT5 files keep the tokenizer's model;
+  // nothing else is expected.
+  w.expect_all_taken({"encoder.embed_tokens.weight", "shared.weight", "spiece_model"});
   return e;
 }
 
@@ -124,12 +127,12 @@ at::Tensor T5Encoder::forward(const at::Tensor& ids, const at::Tensor& mask,
     at::Tensor bias = shared_bias.defined() ? shared_bias : position_bias(L, int(i));
     if (mask_bias.defined()) bias = bias + mask_bias;
     auto h = rms_norm(x, blk.attn_norm, eps);
-    auto heads = [&](const at::Tensor& w) { return at::linear(h, w).view({B, L, H, -1}).transpose(1, 2); };
+    auto heads = [&](const models::Linear& w) { return w(h).view({B, L, H, -1}).transpose(1, 2); };
     auto scores = at::matmul(heads(blk.q), heads(blk.k).transpose(-1, -2)).to(at::kFloat) + bias;  // no 1/sqrt(d)
     auto attn = at::matmul(at::softmax(scores, -1).to(x.scalar_type()), heads(blk.v));
-    x = x + at::linear(attn.transpose(1, 2).reshape({B, L, -1}), blk.o);
+    x = x + blk.o(attn.transpose(1, 2).reshape({B, L, -1}));
     h = rms_norm(x, blk.ff_norm, eps);
-    x = x + at::linear(at::gelu(at::linear(h, blk.wi_0), "tanh") * at::linear(h, blk.wi_1), blk.wo);
+    x = x + blk.wo(at::gelu(blk.wi_0(h), "tanh") * blk.wi_1(h));
     if (block_outputs) block_outputs->push_back(x);
   }
   return rms_norm(x, final_norm_, eps);

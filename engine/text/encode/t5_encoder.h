@@ -13,6 +13,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "io/weights/weights.h"
+#include "models/layers/layers.h"
 #include "plan/model_folder.h"
 
 namespace studio::text {
@@ -37,7 +38,8 @@ class T5Encoder {
 
  private:
   struct Block {
-    at::Tensor attn_norm, q, k, v, o, ff_norm, wi_0, wi_1, wo;
+    at::Tensor attn_norm, ff_norm;
+    models::Linear q, k, v, o, wi_0, wi_1, wo;
     at::Tensor relative_bias;  // [buckets, heads] float32: umT5's own table; undefined for T5
   };
   plan::T5Config cfg_;
