@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include <ATen/ops/from_blob.h>
 #include <ATen/ops/tensor.h>
 
 #include "io/gguf/gguf_file.h"
