@@ -168,6 +168,34 @@ class TestModelsView : public QObject {
     QVERIFY2(v.status->text().startsWith("Removed " + QString(kRepo)), qPrintable(v.status->text()));
   }
 
+  // A GGUF repository's one quant, as `dit-models download REPO FILE` leaves it: listed as a single file, not as
+  // an incomplete pipeline, and Use makes it the transformer file of the folder chosen.
+  void a_single_file_is_listed_and_used_as_the_transformer() {
+    const std::string repo = "city96/FLUX.1-dev-gguf", commit = "0123456789abcdef0123456789abcdef01234567";
+    const std::string dir = hub::repo_dir(cache_, repo), blob = std::string(64, 'a');
+    fs::create_directories(dir + "/blobs");
+    fs::copy_file(test::golden_case("flux_gguf_tiny") + "/transformer-Q4_0.gguf", dir + "/blobs/" + blob);
+    hub::link_snapshot_file(dir, commit, "flux1-dev-Q4_0.gguf", blob);
+    hub::write_ref(dir, "main", commit);
+    MainWindow w(tmp_.path() + "/single");
+    w.show();
+    ModelsView& v = w.models_view();
+    v.refresh();
+    int row = -1;
+    for (int i = 0; i < v.cache_table->rowCount(); ++i)
+      if (v.cache_table->item(i, 0)->text() == QString::fromStdString(repo)) row = i;
+    QVERIFY(row >= 0);
+    QCOMPARE(v.cache_table->item(row, 1)->text(), QString("single file: flux1-dev-Q4_0.gguf"));
+    QVERIFY2(v.cache_table->item(row, 4)->text().startsWith("complete"), qPrintable(v.cache_table->item(row, 4)->text()));
+    v.cache_table->selectRow(row);
+    v.use_button->click();
+    const QString file = QString::fromStdString(hub::snapshot_dir(cache_, repo)) + "/flux1-dev-Q4_0.gguf";
+    QCOMPARE(w.compose_panel().memory->transformer->text(), file);
+    QCOMPARE(w.compose_panel().job().transformer_file, file.toStdString());
+    QVERIFY(w.compose_panel().memory_group->is_open());
+    fs::remove_all(dir);
+  }
+
   void a_cancelled_download_leaves_nothing() {
     ModelsView v;
     v.show();

@@ -190,6 +190,16 @@ CachedRepo read_cached_repo(const std::string& cache_dir, const std::string& rep
   r.snapshot = snap.string();
   r.family = family_of(snap / "model_index.json");
   r.problems = snapshot_problems(snap);
+  if (!fs::exists(snap / "model_index.json")) {
+    for (const auto& e : fs::directory_iterator(snap, ec))
+      if (const auto ext = e.path().extension(); ext == ".gguf" || ext == ".safetensors")
+        r.single_files.push_back(e.path().filename().string());
+    std::sort(r.single_files.begin(), r.single_files.end());
+    if (!r.single_files.empty())  // not a pipeline, and not meant to be one
+      r.problems.erase(std::remove_if(r.problems.begin(), r.problems.end(),
+                                      [](const std::string& p) { return p.rfind("no model_index.json", 0) == 0; }),
+                       r.problems.end());
+  }
   r.complete = r.problems.empty();
   // Verified: every file's blob is in our record, unchanged since.
   const auto verified = read_verified(r.dir);

@@ -189,8 +189,14 @@ void ModelsView::refresh() {
     const QString state = !r.complete  ? tr("incomplete: %1").arg(r.problems.empty() ? tr("?") : qs(r.problems.front()))
                           : r.verified ? tr("complete, verified")
                                        : tr("complete, not verified");
+    QString family = r.family.empty() ? tr("-") : qs(r.family);
+    if (!r.single_files.empty()) {
+      QStringList files;
+      for (const auto& f : r.single_files) files << qs(f);
+      family = tr("single file: %1").arg(files.join(", "));
+    }
     set_row(cache_table, int(i),
-            {qs(r.repo_id), r.family.empty() ? tr("-") : qs(r.family), qs(plan::human_bytes(r.bytes_on_disk)), revision,
+            {qs(r.repo_id), family, qs(plan::human_bytes(r.bytes_on_disk)), revision,
              state},
             qs(r.snapshot.empty() ? r.dir : r.snapshot));
     if (qs(r.repo_id) == selected) cache_table->selectRow(int(i));
@@ -383,6 +389,12 @@ void ModelsView::use_selected() {
   const QString repo = selected_repo();
   for (const auto& r : repos_)
     if (qs(r.repo_id) == repo && !r.snapshot.empty()) {
+      if (!r.single_files.empty()) {
+        const QString file = qs(r.snapshot) + "/" + qs(r.single_files.front());
+        show_status(tr("Using %1 as the transformer file (Memory), with the model folder chosen.").arg(file));
+        Q_EMIT use_file(file);
+        continue;
+      }
       show_status(tr("Using %1 (%2).").arg(repo, qs(r.snapshot)));
       Q_EMIT use(qs(r.snapshot));
     }

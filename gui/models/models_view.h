@@ -1,5 +1,6 @@
-// The Models tab: what the Hugging Face Hub's cache holds (the one huggingface-cli and diffusers use),
-// with Use (the compose panel's model folder), Verify, Remove and Open folder; the models we run with
+// The Models tab: what the Hugging Face Hub's cache holds (the one huggingface-cli and diffusers use): pipelines,
+// and repositories of single files (a GGUF quant, an fp8 checkpoint), with Use (the compose panel's model folder,
+// or for a single file the Memory group's transformer file), Verify, Remove and Open folder; the models we run with
 // their sizes and GPU memory (hub::known_models); a download with per-file and overall progress, speed
 // and ETA, pause/resume and cancel, off the GUI thread (HubTask); the token for gated models, kept in the
 // desktop's secret store (TokenStore). HF_TOKEN in the environment wins over it, as in huggingface_hub.
@@ -50,6 +51,7 @@ class ModelsView : public QWidget {
 
  Q_SIGNALS:
   void use(const QString& model_dir);
+  void use_file(const QString& file);  // a single file's repository: the file, as the transformer's
   void task_finished(int ending);  // HubTask::Ending, once the view has shown it
 
  private:

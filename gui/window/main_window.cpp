@@ -90,6 +90,11 @@ void MainWindow::build_tabs() {
   models_view_ = new ModelsView;
   tabs_->addTab(models_view_, tr("Models"));
   connect(models_view_, &ModelsView::use, compose_, &ComposePanel::set_model_dir);
+  connect(models_view_, &ModelsView::use_file, this, [this](const QString& file) {
+    compose_->memory->transformer->setText(file);
+    compose_->memory_group->set_open(true);
+    validate();
+  });
   auto* split = new QSplitter;
   split->setObjectName("split");
   split->addWidget(compose_);
