@@ -27,6 +27,19 @@ using namespace studio;
 namespace {
 
 const char* kFluxRepo = "test-org/flux-words-tiny";
+
+// The largest difference between two float32 tensors of as many values, read without LibTorch.
+double max_abs_difference(const io::SafetensorsFile& fa, const io::TensorInfo& a, const io::SafetensorsFile& fb,
+                          const io::TensorInfo& b) {
+  double worst = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    float x, y;
+    std::memcpy(&x, fa.data(a) + 4 * i, 4);
+    std::memcpy(&y, fb.data(b) + 4 * i, 4);
+    worst = std::max(worst, double(std::fabs(x - y)));
+  }
+  return worst;
+}
 const char* kTransformer = "transformer/diffusion_pytorch_model.safetensors";
 
 class Hub : public ::testing::Test {
@@ -344,13 +357,7 @@ TEST_F(Hub, dit_launch_runs_a_repo_id_from_the_cache) {
   ASSERT_TRUE(a && b);
   ASSERT_EQ(a->shape, b->shape);
   ASSERT_TRUE(a->dtype == io::DType::F32 && b->dtype == io::DType::F32);
-  double worst = 0;
-  for (int64_t i = 0; i < a->numel(); ++i) {
-    float x, y;
-    std::memcpy(&x, got->data(*a) + 4 * i, 4);
-    std::memcpy(&y, want->data(*b) + 4 * i, 4);
-    worst = std::max(worst, double(std::fabs(x - y)));
-  }
+  const double worst = max_abs_difference(*got, *a, *want, *b);
   std::printf("dit-launch --model %s: final_latents max abs error %.3g\n", kFluxRepo, worst);
   EXPECT_LT(worst, 1e-3);
 
@@ -456,12 +463,6 @@ TEST_F(Hub, dit_models_downloads_one_single_file_for_transformer) {
   const auto want = io::SafetensorsFile::open(test::golden_case("flux_gguf_tiny") + "/golden.safetensors");
   const auto *a = got->find("final_latents"), *b = want->find("final_latents_q4_0");
   ASSERT_TRUE(a && b && a->numel() == b->numel() && a->dtype == io::DType::F32 && b->dtype == io::DType::F32);
-  double worst = 0;
-  for (int64_t i = 0; i < a->numel(); ++i) {
-    float x, y;
-    std::memcpy(&x, got->data(*a) + 4 * i, 4);
-    std::memcpy(&y, want->data(*b) + 4 * i, 4);
-    worst = std::max(worst, double(std::fabs(x - y)));
-  }
+  const double worst = max_abs_difference(*got, *a, *want, *b);
   EXPECT_LT(worst, 1e-3);
 }

@@ -269,8 +269,8 @@ class TestStudioCompose : public QObject {
     QCOMPARE(w.parallel_panel().problems().text("world_size"), QString());
   }
 
-  // FLUX.1-dev's shape (12B weights, 22 GiB in bfloat16) on one 16 GiB GPU: the Memory group says it does not
-  // fit and offers the ways of keeping the weights that would, each with its memory; a click takes one.
+  // FLUX.1-dev's shape on one small GPU: the Memory group says it does not fit and offers the ways of keeping
+  // the weights that would, each with its memory; a click takes one.
   void the_memory_group_says_what_fits() {
     const auto dir = flux_dev_shaped((tmp_.path() + "/flux-dev").toStdString());
     MainWindow w(tmp_.path() + "/memory");

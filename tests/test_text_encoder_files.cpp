@@ -93,8 +93,8 @@ TEST(TextEncoderFile, a_umt5_gguf_in_llama_cpp_names_runs_as_the_folder) {
             test::kRunTolerance);
 }
 
-// The fp8 file encodes exactly as a float file of the values it stands for (fp8 x scale), read through the same
-// path: names under ComfyUI's prefix, the marker skipped, each scale folded into its layer.
+// The fp8 file encodes as a float file of the values it stands for, read through the same path: names under
+// ComfyUI's prefix, the marker skipped, each scale folded into its layer.
 TEST(TextEncoderFile, a_scaled_fp8_t5_encodes_as_the_values_it_stands_for) {
   test::TempDir tmp;
   auto model = plan::read_model_folder(test::golden_case("flux_words_tiny"));

@@ -69,14 +69,14 @@ void synchronize(const at::Device& device);
 // Makes a CUDA device the calling thread's current one (NCCL and the caching allocator follow it).
 void bind_device(const at::Device& device);
 
+// fp8 bytes (uint8, float8_e4m3fn or, with `e5m2`, float8_e5m2) as float32 values through LibTorch's own
+// float8 types; undefined in a LibTorch without them (1.13), where the caller looks the bytes up in a table.
+at::Tensor float8_to_float(const at::Tensor& bytes, bool e5m2);
+
 // softmax(q k^T / sqrt(head_dim)) v for q, k, v of shape [B, heads, S, head_dim].
 // 2.x: at::scaled_dot_product_attention (flash / memory-efficient kernels where available).
 // 1.13 has no public fused kernel: the math, in blocks of queries so that the score matrix of a
 // real-size video (17,776 tokens) never has to exist whole.
-// fp8 bytes (uint8, float8_e4m3fn or, with `e5m2`, float8_e5m2) as float32 values, through LibTorch's own
-// float8 types (2.x); undefined where it has none (1.13: the caller looks the bytes up in a table).
-at::Tensor float8_to_float(const at::Tensor& bytes, bool e5m2);
-
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
 
 // The same attention with each query's log-sum-exp of its scaled scores, so that blocks of keys seen one

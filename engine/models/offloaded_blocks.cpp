@@ -1,14 +1,8 @@
 #include "models/offloaded_blocks.h"
 
-#include <stdexcept>
-#include <string>
-
 namespace studio::models {
 
-void OffloadedBlocks::keep(size_t block, const std::vector<at::Tensor>& tensors) {
-  if (block != layouts_.size())
-    throw std::logic_error("internal error: block " + std::to_string(block) + " offloaded after " +
-                           std::to_string(layouts_.size()) + " blocks");
+void OffloadedBlocks::keep(size_t, const std::vector<at::Tensor>& tensors) {
   layouts_.emplace_back(tensors, 1);
   auto& layout = layouts_.back();
   if (layout.empty()) {
