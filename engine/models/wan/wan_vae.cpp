@@ -16,19 +16,20 @@
 namespace studio::models {
 
 std::shared_ptr<WanVae> WanVae::load(const std::string& part_dir, const plan::WanVaeConfig& cfg, at::ScalarType dtype,
-                                     at::Device device) {
+                                     at::Device device, bool with_encoder) {
   auto weights = io::WeightSet::open(part_dir, "diffusion_pytorch_model");
-  return load(weights, cfg, dtype, device);
+  return load(weights, cfg, dtype, device, with_encoder);
 }
 
 std::shared_ptr<WanVae> WanVae::load(io::WeightSet& weights, const plan::WanVaeConfig& cfg, at::ScalarType dtype,
-                                     at::Device device) {
+                                     at::Device device, bool with_encoder) {
   auto vae = std::shared_ptr<WanVae>(new WanVae());
   vae->decoder_ = Decoder::load(WeightSource{weights, dtype, device}, cfg);
-  // The encoder is not used to generate; a folder may carry it or not.
+  // Text-to-video needs no encoder: a folder may carry it or not, and it is read only when asked for.
   std::set<std::string> encoder;
   for (const auto& name : weights.names())
     if (name.rfind("encoder.", 0) == 0 || name.rfind("quant_conv.", 0) == 0) encoder.insert(name);
+  if (with_encoder && !encoder.empty()) vae->encoder_ = Encoder::load(WeightSource{weights, dtype, device}, cfg);
   weights.expect_all_taken(encoder);
   vae->cfg_ = cfg;
   vae->dtype_ = dtype;
@@ -43,6 +44,13 @@ at::Tensor WanVae::prepare(const at::Tensor& latents, int pad_frames) const {
   };
   // WanPipeline's arithmetic, in float32: the reciprocal of the spread first, then a division by it.
   return x / (1.0 / per_channel(cfg_.latents_std)) + per_channel(cfg_.latents_mean);
+}
+
+at::Tensor WanVae::normalize(const at::Tensor& mean) const {
+  const auto per_channel = [&](const std::vector<double>& v) {
+    return at::tensor(v, mean.options()).view({1, cfg_.z_dim, 1, 1, 1});
+  };
+  return (mean - per_channel(cfg_.latents_mean)) * (1.0 / per_channel(cfg_.latents_std));
 }
 
 int WanVae::output_frames(int latent_frames) const {

@@ -1,4 +1,4 @@
-// The decoder of Wan's causal 3D VAE (AutoencoderKLWan, diffusers 0.35.2; Wan2.1 and Wan2.2 A14B): latents
+// Wan's causal 3D VAE (AutoencoderKLWan, diffusers 0.35.2; Wan2.1 and Wan2.2 A14B). The decoder: latents
 // are decoded one latent frame at a time, the first giving one frame and each next one
 // temporal_compression() frames, and every causal convolution carries the last two frames of its input
 // from one latent frame to the next. Norms are RMS norms over the channels of each pixel and the mid
@@ -18,10 +18,11 @@ namespace studio::models {
 
 class WanVae final : public VaeDecoder {
  public:
+  // The decoder, and the encoder too with `with_encoder` (when the folder holds its weights).
   static std::shared_ptr<WanVae> load(const std::string& part_dir, const plan::WanVaeConfig& cfg, at::ScalarType dtype,
-                                      at::Device device);
+                                      at::Device device, bool with_encoder = false);
   static std::shared_ptr<WanVae> load(io::WeightSet& weights, const plan::WanVaeConfig& cfg, at::ScalarType dtype,
-                                      at::Device device);
+                                      at::Device device, bool with_encoder = false);
 
   const plan::WanVaeConfig& config() const { return cfg_; }
   // Latents [B, C, F, h, w] (Wan's layout) -> z [B, C, F - pad_frames, h, w], de-normalised per channel:
@@ -41,7 +42,14 @@ class WanVae final : public VaeDecoder {
   // decode_batches() collected into one tensor.
   at::Tensor decode(const at::Tensor& z) const;
 
+  // A video [B, in_channels, 1 + 4k, H, W] in [-1, 1] -> the moments of its latent distribution
+  // [B, 2 z_dim, 1 + k, H / 8, W / 8] (mean, then log-variance), float32. InputError when vae/ has no encoder.
+  at::Tensor encode(const at::Tensor& video) const;
+  // A mean [B, z_dim, ...] normalised as WanImageToVideoPipeline does: (mean - latents_mean) * (1 / latents_std).
+  at::Tensor normalize(const at::Tensor& mean) const;
+
   struct Decoder;  // the layers, in wan_vae_blocks.h
+  struct Encoder;
 
  private:
   // The batches as decode_batches() hands them out, unclamped when `clamp` is false.
@@ -52,6 +60,7 @@ class WanVae final : public VaeDecoder {
   at::ScalarType dtype_ = at::kFloat;
   at::Device device_ = at::kCPU;
   std::shared_ptr<const Decoder> decoder_;
+  std::shared_ptr<const Encoder> encoder_;  // null when the folder has no encoder weights
 };
 
 }  // namespace studio::models

@@ -95,47 +95,52 @@ at::Tensor Upsampler::operator()(const at::Tensor& x_in, DecodeState& s) const {
   return y.view({B, T, y.size(1), 2 * H, 2 * W}).permute({0, 2, 1, 3, 4});
 }
 
+CausalConv LayerReader::conv(const std::string& p, int64_t in, int64_t out, std::vector<int64_t> kernel) {
+  CausalConv c;
+  std::vector<int64_t> shape{out, in};
+  shape.insert(shape.end(), kernel.begin(), kernel.end());
+  c.weight = w.take(p + ".weight", shape);
+  c.bias = w.take(p + ".bias", {out});
+  if (kernel[0] > 1) c.slot = slots++;
+  return c;
+}
+
+RmsNorm LayerReader::norm(const std::string& p, int64_t c, size_t dims) {
+  std::vector<int64_t> shape(dims, 1);
+  shape[0] = c;
+  return RmsNorm{w.take(p + ".gamma", shape)};
+}
+
+Resnet LayerReader::resnet(const std::string& p, int64_t in, int64_t out) {
+  Resnet r;
+  r.norm1 = norm(p + ".norm1", in, 4);
+  r.conv1 = conv(p + ".conv1", in, out, {3, 3, 3});
+  r.norm2 = norm(p + ".norm2", out, 4);
+  r.conv2 = conv(p + ".conv2", out, out, {3, 3, 3});
+  if (in != out) r.shortcut = conv(p + ".conv_shortcut", in, out, {1, 1, 1});
+  return r;
+}
+
+Attention LayerReader::attention(const std::string& a, int64_t c) {
+  return {norm(a + "norm", c, 3), w.take(a + "to_qkv.weight", {3 * c, c, 1, 1}), w.take(a + "to_qkv.bias", {3 * c}),
+          w.take(a + "proj.weight", {c, c, 1, 1}), w.take(a + "proj.bias", {c})};
+}
+
 }  // namespace studio::models::wan
 
 namespace studio::models {
 
 std::shared_ptr<WanVae::Decoder> WanVae::Decoder::load(const WeightSource& w, const plan::WanVaeConfig& cfg) {
   auto d = std::make_shared<Decoder>();
-  size_t& slots = d->slots;
-  auto conv = [&](const std::string& p, int64_t in, int64_t out, std::vector<int64_t> kernel) {
-    wan::CausalConv c;
-    std::vector<int64_t> shape{out, in};
-    shape.insert(shape.end(), kernel.begin(), kernel.end());
-    c.weight = w.take(p + ".weight", shape);
-    c.bias = w.take(p + ".bias", {out});
-    if (kernel[0] > 1) c.slot = slots++;
-    return c;
-  };
-  auto norm = [&](const std::string& p, int64_t c, size_t dims) {
-    std::vector<int64_t> shape(dims, 1);
-    shape[0] = c;
-    return wan::RmsNorm{w.take(p + ".gamma", shape)};
-  };
-  auto resnet = [&](const std::string& p, int64_t in, int64_t out) {
-    wan::Resnet r;
-    r.norm1 = norm(p + ".norm1", in, 4);
-    r.conv1 = conv(p + ".conv1", in, out, {3, 3, 3});
-    r.norm2 = norm(p + ".norm2", out, 4);
-    r.conv2 = conv(p + ".conv2", out, out, {3, 3, 3});
-    if (in != out) r.shortcut = conv(p + ".conv_shortcut", in, out, {1, 1, 1});
-    return r;
-  };
+  wan::LayerReader r{w};
   const int64_t z = cfg.z_dim;
   const auto dims = cfg.decoder_dims();
-  d->post_quant_conv = conv("post_quant_conv", z, z, {1, 1, 1});
-  d->conv_in = conv("decoder.conv_in", z, dims[0], {3, 3, 3});
+  d->post_quant_conv = r.conv("post_quant_conv", z, z, {1, 1, 1});
+  d->conv_in = r.conv("decoder.conv_in", z, dims[0], {3, 3, 3});
   const std::string mid = "decoder.mid_block.";
-  d->mid_first = resnet(mid + "resnets.0", dims[0], dims[0]);
-  const std::string a = mid + "attentions.0.";
-  d->mid_attention = {norm(a + "norm", dims[0], 3), w.take(a + "to_qkv.weight", {3 * dims[0], dims[0], 1, 1}),
-                      w.take(a + "to_qkv.bias", {3 * dims[0]}), w.take(a + "proj.weight", {dims[0], dims[0], 1, 1}),
-                      w.take(a + "proj.bias", {dims[0]})};
-  d->mid_second = resnet(mid + "resnets.1", dims[0], dims[0]);
+  d->mid_first = r.resnet(mid + "resnets.0", dims[0], dims[0]);
+  d->mid_attention = r.attention(mid + "attentions.0.", dims[0]);
+  d->mid_second = r.resnet(mid + "resnets.1", dims[0], dims[0]);
   const size_t levels = cfg.dim_mult.size();
   for (size_t i = 0; i < levels; ++i) {
     const std::string p = "decoder.up_blocks." + std::to_string(i);
@@ -144,19 +149,20 @@ std::shared_ptr<WanVae::Decoder> WanVae::Decoder::load(const WeightSource& w, co
     const int64_t out = dims[i + 1];
     wan::UpBlock blk;
     for (int j = 0; j <= cfg.num_res_blocks; ++j, in = out)
-      blk.resnets.push_back(resnet(p + ".resnets." + std::to_string(j), in, out));
+      blk.resnets.push_back(r.resnet(p + ".resnets." + std::to_string(j), in, out));
     if (i + 1 < levels) {
       const std::string u = p + ".upsamplers.0.";
       wan::Upsampler up{w.take(u + "resample.1.weight", {out / 2, out, 3, 3}), w.take(u + "resample.1.bias", {out / 2}),
                         std::nullopt};
       // The decoder's levels double time in the reverse order of the encoder's halving.
-      if (cfg.temperal_downsample[levels - 2 - i]) up.time_conv = conv(u + "time_conv", out, 2 * out, {3, 1, 1});
+      if (cfg.temperal_downsample[levels - 2 - i]) up.time_conv = r.conv(u + "time_conv", out, 2 * out, {3, 1, 1});
       blk.up = std::move(up);
     }
     d->up_blocks.push_back(std::move(blk));
   }
-  d->norm_out = norm("decoder.norm_out", dims.back(), 4);
-  d->conv_out = conv("decoder.conv_out", dims.back(), cfg.out_channels, {3, 3, 3});
+  d->norm_out = r.norm("decoder.norm_out", dims.back(), 4);
+  d->conv_out = r.conv("decoder.conv_out", dims.back(), cfg.out_channels, {3, 3, 3});
+  d->slots = r.slots;
   return d;
 }
 

@@ -1,5 +1,6 @@
-// The layers of Wan's VAE decoder (models/wan/wan_vae.h), run one latent frame at a time with the caches that
-// carry each causal convolution's past from one latent frame to the next.
+// The layers of Wan's VAE (models/wan/wan_vae.h), run one chunk of frames at a time with the caches that
+// carry each causal convolution's past from one chunk to the next (the decoder's chunk is a latent frame,
+// the encoder's the first frame, then temporal_compression() frames).
 #pragma once
 #include <optional>
 #include <vector>
@@ -12,7 +13,7 @@
 
 namespace studio::models::wan {
 
-// What one decode carries from latent frame to latent frame: the last input frames of every causal
+// What one decode (or encode) carries from chunk to chunk: the last input frames of every causal
 // convolution (with their halo rows under a row split), and the row split (nullptr: every row here).
 struct DecodeState {
   std::vector<at::Tensor> past;  // one slot per causal convolution; undefined before its first call
@@ -64,6 +65,30 @@ struct UpBlock {
   std::optional<Upsampler> up;
 };
 
+// The encoder's resampler: zero padding after the last row and column and a stride-2 3 x 3 convolution,
+// after, when it halves time ("downsample3d"), a (3, 1, 1) convolution of stride 2 over the previous chunk's
+// last frame and this chunk. The first chunk passes the time convolution by.
+struct Downsampler {
+  at::Tensor weight, bias;
+  std::optional<CausalConv> time_conv;  // its slot keeps the last frame of the previous chunk
+  at::Tensor operator()(const at::Tensor& x, DecodeState& s) const;
+};
+
+struct DownBlock {
+  std::vector<Resnet> resnets;
+  std::optional<Downsampler> down;
+};
+
+// Reads the layers' weights, giving each causal convolution with a past its slot in DecodeState::past.
+struct LayerReader {
+  const WeightSource& w;
+  size_t slots = 0;
+  CausalConv conv(const std::string& prefix, int64_t in, int64_t out, std::vector<int64_t> kernel);
+  RmsNorm norm(const std::string& prefix, int64_t channels, size_t dims);
+  Resnet resnet(const std::string& prefix, int64_t in, int64_t out);
+  Attention attention(const std::string& prefix, int64_t channels);
+};
+
 }  // namespace studio::models::wan
 
 namespace studio::models {
@@ -79,6 +104,20 @@ struct WanVae::Decoder {
   static std::shared_ptr<Decoder> load(const WeightSource& w, const plan::WanVaeConfig& cfg);
   // One latent frame [B, z_dim, 1, h, w] -> its output frames [B, out_channels, n, H, W], unclamped.
   at::Tensor operator()(const at::Tensor& z, wan::DecodeState& s) const;
+};
+
+struct WanVae::Encoder {
+  wan::CausalConv conv_in, conv_out, quant_conv;  // quant_conv: 1 x 1 x 1, on the moments
+  std::vector<wan::DownBlock> down_blocks;
+  wan::Resnet mid_first, mid_second;
+  wan::Attention mid_attention;
+  wan::RmsNorm norm_out;
+  size_t slots = 0;
+
+  static std::shared_ptr<Encoder> load(const WeightSource& w, const plan::WanVaeConfig& cfg);
+  // One chunk of frames [B, in_channels, n, H, W] -> its latent frames' moments [B, 2 z_dim, m, h, w]
+  // (mean, then log-variance).
+  at::Tensor operator()(const at::Tensor& x, wan::DecodeState& s) const;
 };
 
 }  // namespace studio::models

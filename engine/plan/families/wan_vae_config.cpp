@@ -51,7 +51,7 @@ WanVaeConfig parse_wan_vae_config(const std::string& text, const std::string& fi
   c.num_res_blocks = f.in_range("num_res_blocks", c.num_res_blocks, 0, 64);
   c.attn_scales = number_list(f, "attn_scales", {});
   c.out_channels = f.positive("out_channels", c.out_channels, 4096);
-  f.positive("in_channels", 3, 4096);  // the encoder's; checked, not used
+  c.in_channels = f.positive("in_channels", c.in_channels, 4096);
 
   if (f.has("temperal_downsample")) {
     const auto& v = f.raw()["temperal_downsample"];

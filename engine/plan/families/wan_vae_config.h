@@ -1,6 +1,5 @@
 // vae/config.json of Wan's causal 3D VAE (AutoencoderKLWan, diffusers 0.35.2), Wan2.1's and Wan2.2
-// A14B's: read from JSON alone, with diffusers' defaults for absent fields. The decoder half is what the
-// engine runs.
+// A14B's: read from JSON alone, with diffusers' defaults for absent fields.
 #pragma once
 #include <string>
 #include <vector>
@@ -16,6 +15,7 @@ struct WanVaeConfig {
   std::vector<double> attn_scales;  // the encoder's; the decoder adds no attention for them
   std::vector<bool> temperal_downsample{false, true, true};  // diffusers' spelling; the decoder reverses it
   std::vector<double> latents_mean, latents_std;  // z_dim each
+  int in_channels = 3;  // the encoder's
   int out_channels = 3;
 
   int spatial_compression() const { return 1 << temperal_downsample.size(); }

@@ -1,0 +1,96 @@
+// The encoder of Wan's causal 3D VAE (WanEncoder3d of diffusers 0.35.2) and WanVae::encode: the frames go in
+// chunks (the first alone, then temporal_compression() at a time), each giving one latent frame, with the
+// same causal caches as the decoder's.
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/constant_pad_nd.h>
+#include <ATen/ops/conv2d.h>
+#include <ATen/ops/conv3d.h>
+#include <ATen/ops/silu.h>
+#include <c10/core/InferenceMode.h>
+
+#include "models/wan/wan_vae_blocks.h"
+#include "plan/error.h"
+
+namespace studio::models {
+
+namespace wan {
+
+at::Tensor Downsampler::operator()(const at::Tensor& x, DecodeState& s) const {
+  const int64_t B = x.size(0), C = x.size(1), T = x.size(2);
+  const auto frames = x.permute({0, 2, 1, 3, 4}).reshape({B * T, C, x.size(3), x.size(4)});
+  const auto y2 = at::conv2d(at::constant_pad_nd(frames, {0, 1, 0, 1}), weight, bias, 2);
+  auto y = y2.view({B, T, y2.size(1), y2.size(2), y2.size(3)}).permute({0, 2, 1, 3, 4});
+  if (!time_conv) return y;
+  at::Tensor& past = s.past[time_conv->slot];
+  const auto last = y.narrow(2, T - 1, 1).clone();
+  if (past.defined()) y = at::conv3d(at::cat({past, y}, 2), time_conv->weight, time_conv->bias, {2, 1, 1});
+  past = last;
+  return y;
+}
+
+}  // namespace wan
+
+std::shared_ptr<WanVae::Encoder> WanVae::Encoder::load(const WeightSource& w, const plan::WanVaeConfig& cfg) {
+  auto e = std::make_shared<Encoder>();
+  wan::LayerReader r{w};
+  // The levels' channels: base_dim, then base_dim * each of dim_mult.
+  std::vector<int64_t> dims{cfg.base_dim};
+  for (int m : cfg.dim_mult) dims.push_back(int64_t(cfg.base_dim) * m);
+  e->conv_in = r.conv("encoder.conv_in", cfg.in_channels, dims[0], {3, 3, 3});
+  size_t index = 0;  // the encoder's down blocks are one flat list: each level's resnets, then its resampler
+  const size_t levels = cfg.dim_mult.size();
+  for (size_t i = 0; i < levels; ++i) {
+    wan::DownBlock blk;
+    int64_t in = dims[i];
+    for (int j = 0; j < cfg.num_res_blocks; ++j, in = dims[i + 1])
+      blk.resnets.push_back(r.resnet("encoder.down_blocks." + std::to_string(index++), in, dims[i + 1]));
+    if (i + 1 < levels) {
+      const std::string p = "encoder.down_blocks." + std::to_string(index++) + ".";
+      const int64_t c = dims[i + 1];
+      wan::Downsampler down{w.take(p + "resample.1.weight", {c, c, 3, 3}), w.take(p + "resample.1.bias", {c}),
+                            std::nullopt};
+      if (cfg.temperal_downsample[i]) down.time_conv = r.conv(p + "time_conv", c, c, {3, 1, 1});
+      blk.down = std::move(down);
+    }
+    e->down_blocks.push_back(std::move(blk));
+  }
+  const int64_t c = dims.back(), z2 = 2 * int64_t(cfg.z_dim);
+  e->mid_first = r.resnet("encoder.mid_block.resnets.0", c, c);
+  e->mid_attention = r.attention("encoder.mid_block.attentions.0.", c);
+  e->mid_second = r.resnet("encoder.mid_block.resnets.1", c, c);
+  e->norm_out = r.norm("encoder.norm_out", c, 4);
+  e->conv_out = r.conv("encoder.conv_out", c, z2, {3, 3, 3});
+  e->quant_conv = r.conv("quant_conv", z2, z2, {1, 1, 1});
+  e->slots = r.slots;
+  return e;
+}
+
+at::Tensor WanVae::Encoder::operator()(const at::Tensor& frames, wan::DecodeState& s) const {
+  auto x = conv_in(frames, s);
+  for (const auto& blk : down_blocks) {
+    for (const auto& r : blk.resnets) x = r(x, s);
+    if (blk.down) x = (*blk.down)(x, s);
+  }
+  x = mid_second(mid_attention(mid_first(x, s), s), s);
+  return quant_conv(conv_out(at::silu(norm_out(x)), s), s);
+}
+
+at::Tensor WanVae::encode(const at::Tensor& video) const {
+  if (!encoder_)
+    throw InputError("vae/ holds no encoder weights (encoder.*): a picture cannot be encoded; use the model's "
+                     "complete vae/ folder as the Hub has it");
+  const int64_t tc = cfg_.temporal_compression();
+  if (video.dim() != 5 || video.size(1) != cfg_.in_channels || (video.size(2) - 1) % tc != 0)
+    throw InputError("VAE encoder input has shape " + io::shape_str(video.sizes().vec()) + "; expected [B, " +
+                     std::to_string(cfg_.in_channels) + ", " + std::to_string(tc) + "k+1, H, W]");
+  c10::InferenceMode guard;
+  wan::DecodeState state;
+  state.past.resize(encoder_->slots);
+  std::vector<at::Tensor> out;
+  for (int64_t f = 0; f < video.size(2); f += f == 0 ? 1 : tc)
+    out.push_back((*encoder_)(video.narrow(2, f, f == 0 ? 1 : tc).to(device_, dtype_), state).to(at::kFloat));
+  return at::cat(out, 2);
+}
+
+}  // namespace studio::models
