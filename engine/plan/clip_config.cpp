@@ -34,4 +34,68 @@ ClipTextConfig parse_clip_text_config(const std::string& text, const std::string
   return c;
 }
 
+ClipVisionConfig parse_clip_vision_config(const std::string& text, const std::string& file) {
+  Fields f(text, file);
+  ClipVisionConfig c;
+  const auto type = f.get<std::string>("model_type", "clip_vision_model");
+  if (type != "clip_vision_model")
+    f.fail("model_type", "\"" + type + "\"", "is not supported; Wan2.1's image_encoder/ is \"clip_vision_model\"");
+  c.hidden_size = f.positive("hidden_size", c.hidden_size, 65536);
+  c.intermediate_size = f.positive("intermediate_size", c.intermediate_size, 1 << 20);
+  c.num_hidden_layers = f.in_range("num_hidden_layers", c.num_hidden_layers, 2, 1024);
+  c.num_attention_heads = f.positive("num_attention_heads", c.num_attention_heads, 1024);
+  c.image_size = f.positive("image_size", c.image_size, 8192);
+  c.patch_size = f.positive("patch_size", c.patch_size, 8192);
+  c.layer_norm_eps = f.get<double>("layer_norm_eps", c.layer_norm_eps);
+  c.hidden_act = f.get<std::string>("hidden_act", c.hidden_act);
+  if (c.hidden_act != "quick_gelu" && c.hidden_act != "gelu")
+    f.fail("hidden_act", "\"" + c.hidden_act + "\"", "is not supported; CLIP uses \"quick_gelu\" or \"gelu\"");
+  if (c.hidden_size % c.num_attention_heads != 0)
+    f.fail("hidden_size", std::to_string(c.hidden_size),
+           "must be a multiple of num_attention_heads (" + std::to_string(c.num_attention_heads) + ")");
+  if (f.get<int>("num_channels", 3) != 3) f.fail("num_channels", f.dump("num_channels"), "must be 3 (RGB)");
+  if (c.image_size % c.patch_size != 0)
+    f.fail("image_size", std::to_string(c.image_size),
+           "must be a multiple of patch_size (" + std::to_string(c.patch_size) + ")");
+  return c;
+}
+
+ClipImageProcessorConfig parse_clip_image_processor_config(const std::string& text, const std::string& file) {
+  Fields f(text, file);
+  ClipImageProcessorConfig c;
+  const auto& j = f.raw();
+  // Only the steps every CLIP checkpoint runs are implemented: refuse a processor that skips one.
+  for (const char* step : {"do_resize", "do_center_crop", "do_rescale", "do_normalize", "do_convert_rgb"})
+    if (!f.get<bool>(step, true)) f.fail(step, "false", "is not supported: CLIP's processor resizes, crops, rescales and normalises");
+  if (f.get<int>("resample", 3) != 3)
+    f.fail("resample", f.dump("resample"), "is not supported; CLIP's processor resizes bicubic (3)");
+  const auto size_field = [&](const char* key, const char* inner, int fallback) {
+    if (!j.contains(key) || j[key].is_null()) return fallback;
+    const auto& v = j[key];
+    if (v.is_number_integer()) return v.get<int>();
+    if (v.is_object() && v.contains(inner) && v[inner].is_number_integer()) return v[inner].get<int>();
+    f.fail(key, f.dump(key), std::string("must be a number of pixels or {\"") + inner + "\": pixels}");
+    return fallback;
+  };
+  c.shortest_edge = size_field("size", "shortest_edge", c.shortest_edge);
+  c.crop_height = size_field("crop_size", "height", c.crop_height);
+  c.crop_width = size_field("crop_size", "width", c.crop_width);
+  for (int v : {c.shortest_edge, c.crop_height, c.crop_width})
+    if (v < 1 || v > 8192) f.fail("size", std::to_string(v), "must be between 1 and 8192 pixels");
+  c.rescale_factor = f.get<double>("rescale_factor", c.rescale_factor);
+  for (auto [key, out] : {std::pair{"image_mean", &c.mean}, std::pair{"image_std", &c.std}})
+    if (f.has(key)) {
+      const auto& v = j[key];
+      if (!v.is_array() || v.size() != 3) f.fail(key, f.dump(key), "must be three numbers (R, G, B)");
+      out->clear();
+      for (const auto& x : v) {
+        if (!x.is_number()) f.fail(key, f.dump(key), "must be three numbers (R, G, B)");
+        out->push_back(x.get<double>());
+      }
+    }
+  for (double s : c.std)
+    if (!(s > 0)) f.fail("image_std", f.dump("image_std"), "must be positive");
+  return c;
+}
+
 }  // namespace studio::plan

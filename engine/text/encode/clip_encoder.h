@@ -10,6 +10,7 @@
 
 #include "io/weights/weights.h"
 #include "plan/clip_config.h"
+#include "text/encode/clip_layers.h"
 
 namespace studio::text {
 
@@ -29,21 +30,11 @@ class ClipTextEncoder {
   Output forward(const at::Tensor& ids) const;
 
  private:
-  struct LayerNorm {
-    at::Tensor weight, bias;
-  };
-  struct Linear {
-    at::Tensor weight, bias;
-  };
-  struct Layer {
-    LayerNorm norm1, norm2;
-    Linear q, k, v, out, fc1, fc2;
-  };
   plan::ClipTextConfig cfg_;
   at::Device device_ = at::kCPU;
   at::Tensor token_table_, position_table_;
-  std::vector<Layer> layers_;
-  LayerNorm final_norm_;
+  ClipLayers layers_;
+  ClipLayers::Affine final_norm_;
 };
 
 }  // namespace studio::text

@@ -1,0 +1,42 @@
+// CLIP's vision tower (transformers' CLIPVisionModel) as Wan2.1 image-to-video runs it: the picture cut in
+// patches, a class token, learned positions, pre_layrnorm, the encoder layers; the pipeline takes the hidden
+// states before the last layer (hidden_states[-2]), so the last layer, the post-layernorm and the
+// projection are never run. And CLIPImageProcessor, to the last bit of its PIL resize.
+#pragma once
+#include <memory>
+#include <string>
+
+#include <ATen/core/Tensor.h>
+
+#include "plan/clip_config.h"
+#include "text/encode/clip_layers.h"
+#include "video/picture.h"
+
+namespace studio::models {
+
+class ClipVisionEncoder {
+ public:
+  // image_encoder/ of a diffusers folder (model.safetensors, or shards).
+  static std::shared_ptr<ClipVisionEncoder> load(const std::string& dir, const plan::ClipVisionConfig& cfg,
+                                                 at::ScalarType dtype, at::Device device);
+  // pixel_values [B, 3, image_size, image_size] -> hidden_states[-2] [B, tokens, hidden_size], float32.
+  at::Tensor penultimate_hidden_states(const at::Tensor& pixel_values) const;
+
+ private:
+  plan::ClipVisionConfig cfg_;
+  at::ScalarType dtype_ = at::kFloat;
+  at::Device device_ = at::kCPU;
+  at::Tensor class_embedding_, patch_weight_, positions_;
+  text::ClipLayers::Affine pre_norm_;
+  text::ClipLayers layers_;
+};
+
+// CLIPImageProcessor on one picture: the shortest edge resized to `shortest_edge` (PIL bicubic), the center
+// crop, x rescale_factor (in float64, then float32), (x - mean) / std: [1, 3, crop_height, crop_width].
+at::Tensor clip_pixel_values(const video::Picture& picture, const plan::ClipImageProcessorConfig& cfg);
+
+// diffusers' VideoProcessor.preprocess: PIL Lanczos to width x height (stretched, not cropped), / 255,
+// 2x - 1: [1, 3, height, width] float32.
+at::Tensor vae_pixel_values(const video::Picture& picture, int width, int height);
+
+}  // namespace studio::models
