@@ -5,6 +5,7 @@
 // at a time. The parts alone are tested in test_wan_text, test_wan_transformer and test_wan_vae.
 #include <sstream>
 
+#include "plan/family.h"
 #include "plan/families/wan_config.h"
 #include "io/weights/tensor_file.h"
 #include "mixes.h"
@@ -36,6 +37,7 @@ Run launch(const test::TempDir& tmp, const std::string& c, const std::string& fl
                   "--max_sequence_length", std::to_string(int(g["max_sequence_length"])), "--save_tensors", run.tensors};
   if (g.contains("guidance_scale_2"))
     args = args + test::Args{"--guidance_scale_2", std::to_string(double(g["guidance_scale_2"]))};
+  if (g.contains("image")) args = args + test::Args{"--image", test::golden_case(c) + "/" + std::string(g["image"])};
   std::istringstream words(flags);
   for (std::string w; words >> w;) args.push_back(w);
   run.result = test::run(test::bin("dit-launch"), args, 240000);
@@ -49,6 +51,11 @@ void expect_reference(const std::string& c, const Run& run, const std::string& f
     EXPECT_TRUE(at::equal(f.get_int64(ids), test::golden_ids(c, ids))) << ids;
   EXPECT_LT(test::max_abs_diff(f.get("prompt_embeds", 3, ""), golden(c, "prompt_embeds")), 1e-4);
   EXPECT_LT(test::max_abs_diff(f.get("negative_prompt_embeds", 3, ""), golden(c, "negative_prompt_embeds")), 1e-4);
+  // Image-to-video: what the picture became, as the reference made it.
+  if (test::golden_json(c).contains("image"))
+    for (const char* name : {"condition", "image_embeds"})
+      if (test::golden_json(c)["image_encoder"] || name != std::string("image_embeds"))
+        EXPECT_LT(test::max_abs_diff(f.get(name, -1, ""), golden(c, name)), 1e-4) << name;
   // With two videos (data parallel) the first is the reference's: video i has its own seed, seed + i.
   const double latents = test::max_abs_diff(f.get("final_latents", 5, "").narrow(0, 0, 1), golden(c, "final_latents"));
   const double video = test::max_abs_diff(f.get("video", 5, "").narrow(0, 0, 1), golden(c, "video"));
@@ -113,6 +120,33 @@ INSTANTIATE_TEST_SUITE_P(Mixes, Wan22ThroughDitLaunch,
                                            "--pipefusion_parallel_degree 2 --num_pipeline_patch 2 --warmup_steps 6"),
                          test::flags_name);
 
+// Image-to-video from the picture, the prompt and the seed: Wan2.1 I2V (CLIP image tokens in the
+// cross-attention, 512 text tokens) and Wan2.2 I2V-A14B (two experts, no image encoder). 72 video tokens, 2 heads.
+class WanI2VThroughDitLaunch : public ::testing::TestWithParam<std::tuple<const char*, const char*>> {
+ protected:
+  test::TempDir tmp_;
+};
+
+TEST_P(WanI2VThroughDitLaunch, from_the_picture) {
+  const auto [c, flags] = GetParam();
+  expect_reference(c, launch(tmp_, c, flags), flags);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Mixes, WanI2VThroughDitLaunch,
+    ::testing::Values(std::tuple{"wan21_i2v_tiny", ""}, std::tuple{"wan21_i2v_tiny", "--ulysses_degree 2 --use_parallel_vae"},
+                      std::tuple{"wan21_i2v_tiny", "--ring_degree 3"},
+                      std::tuple{"wan21_i2v_tiny", "--use_cfg_parallel --ring_degree 2"},
+                      std::tuple{"wan21_i2v_tiny", "--pipefusion_parallel_degree 2 --num_pipeline_patch 2 --warmup_steps 4"},
+                      std::tuple{"wan21_i2v_tiny", "--data_parallel_degree 2 --num_videos_per_prompt 2"},
+                      std::tuple{"wan21_i2v_tiny", "--use_fbcache --cache_threshold 0"},
+                      std::tuple{"wan22_i2v_tiny", ""}, std::tuple{"wan22_i2v_tiny", "--ulysses_degree 2 --ring_degree 2"},
+                      std::tuple{"wan22_i2v_tiny", "--pipefusion_parallel_degree 2 --ulysses_degree 2 --warmup_steps 6"}),
+    [](const auto& info) {
+      return std::string(std::get<0>(info.param)).substr(0, 5) + "_" +
+             test::flags_name(::testing::TestParamInfo<const char*>(std::get<1>(info.param), info.index));
+    });
+
 TEST(WanFolder, family_defaults_and_experts_are_read) {
   const auto m21 = plan::read_model_folder(test::golden_case("wan21_tiny"));
   EXPECT_EQ(m21.variant.id, "wan2.1");
@@ -132,6 +166,21 @@ TEST(WanFolder, family_defaults_and_experts_are_read) {
   EXPECT_DOUBLE_EQ(job.guidance_scale_2, job.guidance_scale);
   const auto geo = plan::latent_geometry(job, m22);
   EXPECT_EQ(geo.shape(1), (std::vector<int64_t>{1, 16, 21, 60, 104}));  // [B, C, F, h, w]
+  EXPECT_FALSE(plan::rules_of(m22).takes_image(m22));
+
+  // Image-to-video folders: the picture's channels are not latents; only a model without CLIP tokens, or
+  // with FLF2V's positions for two pictures, can also end on a picture.
+  const auto i21 = plan::read_model_folder(test::golden_case("wan21_i2v_tiny"));
+  EXPECT_EQ(i21.variant.id, "wan2.1-i2v");
+  ASSERT_TRUE(i21.parts_as<plan::WanParts>().image_encoder);
+  EXPECT_EQ(i21.parts_as<plan::WanParts>().image_encoder->tokens(), 257);
+  EXPECT_TRUE(plan::rules_of(i21).takes_image(i21));
+  EXPECT_FALSE(plan::rules_of(i21).takes_last_image(i21));
+  const auto i22 = plan::read_model_folder(test::golden_case("wan22_i2v_tiny"));
+  EXPECT_EQ(i22.variant.id, "wan2.2-i2v");
+  EXPECT_TRUE(plan::rules_of(i22).takes_last_image(i22));
+  plan::apply_model_defaults(job, i22);
+  EXPECT_EQ(plan::latent_geometry(job, i22).shape(1), (std::vector<int64_t>{1, 16, 21, 60, 104}));
 }
 
 TEST(WanRefusals, each_names_the_flag_and_what_would_work) {
@@ -151,6 +200,16 @@ TEST(WanRefusals, each_names_the_flag_and_what_would_work) {
   refused(wan21, {"--use_dynamic_cfg"}, {"--use_dynamic_cfg", "constant scale"});
   refused(test::golden_case("wan22_tiny"), {"--use_magcache", "--magcache_ratios", "/nonexistent"},
           {"two experts", "--use_fbcache"});
+  // Pictures: none for a model that takes words alone, one for an image-to-video model, an end picture only
+  // where the model can use it, and a file that does not decode, before any work.
+  const std::string wan21_i2v = test::golden_case("wan21_i2v_tiny"), picture = wan21_i2v + "/image.png";
+  refused(wan21, {"--image", picture}, {"--image", "generates from words alone"});
+  refused(wan21_i2v, {}, {"image-to-video model", "--image FILE"});
+  refused(wan21_i2v, {"--image", picture, "--last_image", picture}, {"--last_image", "cannot end on a picture"});
+  refused(wan21_i2v, {"--image", wan21_i2v + "/nothing.png"}, {"--image", "nothing.png: no such file"});
+  const std::string truncated = std::string(test::source_dir()) + "/tests/data/pictures/refused_truncated.png";
+  refused(wan21_i2v, {"--image", truncated, "--num_frames", "9"},
+          {"--image", "refused_truncated.png", "truncated"}, 3);
 
   // A folder whose second expert does not match the first is refused by name before anything loads.
   test::TempDir tmp;

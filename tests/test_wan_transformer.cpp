@@ -114,7 +114,7 @@ TEST(Wan, wan21_in_half_precision_within_twice_diffusers_own_error) {
   }
 }
 
-TEST(Wan, unsupported_config_fields_are_refused_by_name) {
+TEST(Wan, inconsistent_config_fields_are_refused_by_name) {
   auto edited = [](const std::string& file, const char* key, const nlohmann::json& value) {
     auto j = nlohmann::json::parse(read("wan21_tiny", file));
     j[key] = value;
@@ -122,12 +122,15 @@ TEST(Wan, unsupported_config_fields_are_refused_by_name) {
   };
   EXPECT_TRUE(test::throws_with<InputError>(
       [&] { plan::parse_wan_transformer_config(edited("transformer/config.json", "image_dim", 1280), "t.json"); },
-      {"t.json", "image_dim", "1280", "image-to-video"}));
+      {"t.json", "added_kv_proj_dim", "must equal the inner dim", "when image_dim is set"}));
   EXPECT_TRUE(test::throws_with<InputError>(
       [&] {
         plan::parse_wan_transformer_config(edited("transformer/config.json", "added_kv_proj_dim", 5120), "t.json");
       },
-      {"t.json", "added_kv_proj_dim", "5120"}));
+      {"t.json", "added_kv_proj_dim", "5120", "without image_dim"}));
+  EXPECT_TRUE(test::throws_with<InputError>(
+      [&] { plan::parse_wan_transformer_config(edited("transformer/config.json", "out_channels", 20), "t.json"); },
+      {"t.json", "out_channels", "20", "exceeds in_channels 16"}));
   EXPECT_TRUE(test::throws_with<InputError>(
       [&] {
         plan::parse_unipc_config(edited("scheduler/scheduler_config.json", "prediction_type", "epsilon"), "s.json");

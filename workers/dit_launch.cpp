@@ -17,6 +17,7 @@
 #include "plan/job_check.h"
 #include "plan/job_file.h"
 #include "plan/weight_choice.h"
+#include "video/picture.h"
 #include "workers/launch/guarded_main.h"
 #include "workers/launch/calibration.h"
 #include "workers/launch/devices.h"
@@ -133,6 +134,9 @@ int main(int argc, char** argv) {
                                            : world;
     const auto problems = plan::check_job(args.job, args.parallel, model, {processes, memory_gib, gpus});
     if (!problems.empty()) throw workers::ArgError(problems.front().message);
+    // A picture that does not decode is refused here, before any rank starts (each rank reads it again).
+    if (!args.job.image_file.empty()) video::read_picture(args.job.image_file, "--image");
+    if (!args.job.last_image_file.empty()) video::read_picture(args.job.last_image_file, "--last_image");
     if (for_cluster) {
       plan::write_job_file(args.write_job, {args.job, args.parallel});
       std::cerr << prefix << "wrote " << args.write_job << " (" << args.parallel.describe() << ", " << world

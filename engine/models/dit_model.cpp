@@ -10,7 +10,8 @@ StepInputs StepInputs::rows(int64_t first, int64_t count) const {
   StepInputs part;
   for (auto [from, to] : {std::pair{&latents, &part.latents}, std::pair{&text, &part.text},
                           std::pair{&timestep, &part.timestep}, std::pair{&pooled, &part.pooled},
-                          std::pair{&guidance, &part.guidance}})
+                          std::pair{&guidance, &part.guidance}, std::pair{&condition, &part.condition},
+                          std::pair{&image, &part.image}})
     if (from->defined()) *to = from->narrow(0, first, count);
   return part;
 }

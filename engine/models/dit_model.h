@@ -49,6 +49,10 @@ struct StepInputs {
   at::Tensor timestep;  // [B], what the family's sampler gives the model
   at::Tensor pooled;    // [B, pooled dim]: a pooled text vector (FLUX's CLIP), or undefined
   at::Tensor guidance;  // [B]: the guidance scale, for a family that embeds it (FLUX.1-dev), or undefined
+  // Image-to-video, else undefined: the channels the family joins to the latents (the picture's latents and
+  // mask, in the latents' layout), and the picture's tokens the blocks attend to [B, n, image_dim] (Wan2.1's CLIP).
+  at::Tensor condition;
+  at::Tensor image;
   // Samples [first, first + count) of every member (a CFG rank's half).
   StepInputs rows(int64_t first, int64_t count) const;
 };
@@ -57,6 +61,7 @@ struct StepInputs {
 struct Conditioning {
   at::Tensor embedding;  // [B, embedding dim]: the timestep's (and the family's other global inputs')
   at::Tensor head;       // [B, width]: the output head's own, where it differs (Wan's timestep embedding)
+  int64_t image_tokens = 0;  // Tokens::text starts with this many picture tokens (Wan2.1 image-to-video)
 };
 
 // What TeaCache measures of a call (its "modulated input" for the family), before the blocks run.

@@ -64,4 +64,16 @@ at::Tensor latents_from_file(const plan::ModelFolder& folder, const at::Tensor& 
 
 LatentRgb latent_rgb(const plan::ModelFolder& folder) { return runtime_of(folder).latent_rgb(folder); }
 
+PictureConditioning FamilyRuntime::condition_on_pictures(const plan::ModelFolder& folder, const plan::JobSpec&,
+                                                         at::ScalarType, at::Device, sampling::SeededNoise&,
+                                                         const text::Log&) const {
+  throw std::logic_error("internal error: " + folder.variant.name + " takes no picture, and the plan let one through");
+}
+
+PictureConditioning condition_on_pictures(const plan::ModelFolder& folder, const plan::JobSpec& job,
+                                          at::ScalarType dtype, at::Device device, sampling::SeededNoise& noise,
+                                          const text::Log& log) {
+  return runtime_of(folder).condition_on_pictures(folder, job, dtype, device, noise, log);
+}
+
 }  // namespace studio::models

@@ -17,6 +17,7 @@
 #include "plan/family.h"
 #include "plan/job.h"
 #include "plan/model_folder.h"
+#include "sampling/noise.h"
 #include "sampling/sampler.h"
 #include "text/encode/prompt.h"
 
@@ -29,6 +30,13 @@ struct LatentRgb {
   at::Tensor factors;  // [C, 3] float32
   at::Tensor bias;     // [3]
   bool channels_first = false;  // a video's latents are [B, C, F, h, w] (Wan), not [B, F, C, h, w]
+};
+
+// What the job's pictures give an image-to-video run, for one sample (the same for every sample).
+struct PictureConditioning {
+  at::Tensor condition;  // models::StepInputs::condition [1, ...]
+  at::Tensor image;      // models::StepInputs::image [1, n, image_dim], or undefined
+  std::vector<std::pair<std::string, at::Tensor>> record;  // the intermediates, named as the reference keeps them
 };
 
 class FamilyRuntime {
@@ -48,6 +56,12 @@ class FamilyRuntime {
   virtual at::Tensor latents_to_file(const at::Tensor& latents) const { return latents; }
   virtual at::Tensor latents_from_file(const at::Tensor& stored, int64_t, int64_t) const { return stored; }
   virtual LatentRgb latent_rgb(const plan::ModelFolder&) const { return {}; }
+  // Image-to-video (plan::Family::takes_image): --image (and --last_image) read, preprocessed and encoded as the
+  // family's pipeline does. Run before the initial noise is drawn: `noise` gives a family whose VAE samples
+  // its posterior the draws the reference makes first.
+  virtual PictureConditioning condition_on_pictures(const plan::ModelFolder& folder, const plan::JobSpec& job,
+                                                    at::ScalarType dtype, at::Device device,
+                                                    sampling::SeededNoise& noise, const text::Log& log) const;
 };
 
 // Every family's runtime, one line each (models/family_runtime.cpp), and the folder's.
@@ -80,5 +94,9 @@ at::Tensor latents_to_file(const plan::ModelFolder& folder, const at::Tensor& la
 at::Tensor latents_from_file(const plan::ModelFolder& folder, const at::Tensor& stored, int64_t height, int64_t width);
 
 LatentRgb latent_rgb(const plan::ModelFolder& folder);
+
+PictureConditioning condition_on_pictures(const plan::ModelFolder& folder, const plan::JobSpec& job,
+                                          at::ScalarType dtype, at::Device device, sampling::SeededNoise& noise,
+                                          const text::Log& log);
 
 }  // namespace studio::models

@@ -32,7 +32,7 @@ class PipeFusionStage {
   at::Tensor pipelined(const models::StepInputs& in, const models::Positions& pos);
   // What both kinds of step need to know about the call.
   struct Step {
-    int64_t B, T;  // samples, text tokens
+    int64_t B, T;  // samples, text rows between blocks (with a picture's tokens)
     models::TokenGrid grid;
     models::Conditioning cond;
     at::TensorOptions opts;

@@ -51,6 +51,10 @@ at::Tensor denoise(const models::DitModel& model, sampling::Sampler& sampler, co
   if (model.guidance() == models::Guidance::Embedded)
     guidance = at::full({batch}, in.guidance_scale, at::TensorOptions(at::kFloat).device(dev));
 
+  const auto both = [&](const at::Tensor& t) {
+    return !t.defined() ? t : cfg ? at::cat({t, t}, 0).to(dev) : t.to(dev);
+  };
+  const at::Tensor condition = both(in.condition), image = both(in.image);
   StepModel current{&model, call};
   double scale = in.guidance_scale;
   bool switched = false;
@@ -62,8 +66,13 @@ at::Tensor denoise(const models::DitModel& model, sampling::Sampler& sampler, co
       switched = true;
     }
     const auto start = std::chrono::steady_clock::now();
-    const models::StepInputs step{cfg ? at::cat({latents, latents}, 0) : latents, text,
-                                  sampler.model_timestep(i, batch, dev), pooled, guidance};
+    const models::StepInputs step{cfg ? at::cat({latents, latents}, 0) : latents,
+                                  text,
+                                  sampler.model_timestep(i, batch, dev),
+                                  pooled,
+                                  guidance,
+                                  condition,
+                                  image};
     at::Tensor pred = (current.call ? current.call(step, pos) : current.model->forward(step, pos)).to(at::kFloat);
     if (cfg) {
       auto parts = pred.chunk(2, 0);

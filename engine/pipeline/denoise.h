@@ -20,6 +20,9 @@ struct DenoiseInputs {
   at::Tensor negative_prompt_embeds;  // [B, T, text_embed_dim]; used with classifier-free guidance
   at::Tensor pooled_prompt_embeds;    // [B, pooled dim], for a family that takes a pooled text vector (FLUX)
   at::Tensor latents;                 // the initial noise in the model's latent layout (CogVideoX 1.5: F padded)
+  // Image-to-video (models::StepInputs::condition, ::image) for each sample, the same in both guidance branches.
+  at::Tensor condition;
+  at::Tensor image;
   double guidance_scale = 6.0;  // classifier-free, or the input of a guidance embedding
   bool use_dynamic_cfg = false;
 };

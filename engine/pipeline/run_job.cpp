@@ -182,22 +182,35 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
     if (weights_from.weight_files.count(expert ? "transformer_2" : "transformer"))
       models::transformer_weights(weights_from, expert);
 
-  // Encode.
-  if (!job.prompt.empty()) phase("encoding");
-  Embeddings embeds = prompt_embeddings(job, weights_from, mesh, dtype, device, log);
-  NamedTensors record = std::move(embeds.record);  // what --save_tensors writes
-
-  // Denoise this data-parallel group's samples.
+  // Encode: the pictures first (a file that does not decode stops the run before any other work), on every
+  // rank, before any noise is drawn (CogVideoX's VAE draws first); then the words.
   const auto geo = plan::latent_geometry(job, model);
   const int64_t samples = job.num_videos_per_prompt;
   const auto slice = parallel::data_slice(mesh, samples);
+  sampling::SeededNoise seeded(job.seed + uint64_t(slice.first), int(slice.count));
+  if (!job.prompt.empty() || !job.image_file.empty()) phase("encoding");
+  models::PictureConditioning pictures;
+  if (!job.image_file.empty())
+    pictures = models::condition_on_pictures(weights_from, job, dtype, device, seeded, log);
+  Embeddings embeds = prompt_embeddings(job, weights_from, mesh, dtype, device, log);
+  NamedTensors record = std::move(embeds.record);  // what --save_tensors writes
+  record.insert(record.end(), pictures.record.begin(), pictures.record.end());
+
+  // Denoise this data-parallel group's samples.
   DenoiseInputs in;
   in.guidance_scale = job.guidance_scale;
   in.use_dynamic_cfg = job.use_dynamic_cfg;
   in.prompt_embeds = slice.of(embeds.prompt);
   if (embeds.negative.defined()) in.negative_prompt_embeds = slice.of(embeds.negative);
   if (embeds.pooled.defined()) in.pooled_prompt_embeds = slice.of(embeds.pooled);
-  sampling::SeededNoise seeded(job.seed + uint64_t(slice.first), int(slice.count));
+  const auto per_sample = [&](const at::Tensor& t) {
+    if (!t.defined()) return t;
+    std::vector<int64_t> times(size_t(t.dim()), 1);
+    times[0] = slice.count;
+    return t.repeat(times);
+  };
+  in.condition = per_sample(pictures.condition);
+  in.image = per_sample(pictures.image);
   in.latents = initial_latents(job, model, slice, seeded);
   const auto recorded = recorded_noise(job, slice);
   phase("loading");

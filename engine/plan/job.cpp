@@ -90,6 +90,31 @@ void check_step_cache(const JobSpec& job, const ModelFolder& model, std::vector<
                                           "; higher skips more)"});
 }
 
+
+// The pictures an image-to-video model needs, and none for a model that takes none. Whether a file decodes
+// is the engine's check (video/picture.h), made before any work.
+void check_pictures(const JobSpec& job, const ModelFolder& model, std::vector<Problem>& out) {
+  const auto& rules = rules_of(model);
+  const bool takes = rules.takes_image(model);
+  if (takes && job.image_file.empty())
+    out.push_back({"image", "this is an image-to-video model (" + model.variant.name + "): give the picture the clip "
+                            "starts from with --image FILE"});
+  if (!takes && !job.image_file.empty())
+    out.push_back({"image", "--image " + job.image_file + ": this model (" + model.variant.name + ") generates from "
+                            "words alone; use an image-to-video checkpoint or drop it"});
+  if (!job.last_image_file.empty() && !rules.takes_last_image(model))
+    out.push_back({"last_image", "--last_image " + job.last_image_file + ": this model (" + model.variant.name +
+                                     ") cannot end on a picture; drop it, or use a model that can (Wan2.1-FLF2V, "
+                                     "Wan2.2 I2V-A14B)"});
+  else if (!job.last_image_file.empty() && job.image_file.empty())
+    out.push_back({"last_image", "--last_image without --image: give the first picture too"});
+  for (auto [field, path] : {std::pair{"image", &job.image_file}, std::pair{"last_image", &job.last_image_file}}) {
+    std::error_code ec;
+    if (!path->empty() && !std::filesystem::is_regular_file(*path, ec))
+      out.push_back({field, "--" + std::string(field) + " " + *path + ": no such file"});
+  }
+}
+
 }  // namespace
 
 double cache_threshold(const JobSpec& job, const ModelFolder& model) {
@@ -132,6 +157,7 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
                                  "download " + example_repo(model) + ") or pass --prompt_embeds FILE"});
   check_step_cache(job, model, out);
   check_weight_choices(job, model, out);
+  check_pictures(job, model, out);
   // Outputs are checked now, not after a long run.
   check_output_folder("save_tensors", job.save_tensors_file, out);
   check_output_folder("output", job.output_file, out, expected_output_bytes(job));

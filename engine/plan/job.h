@@ -26,6 +26,8 @@ struct JobSpec {
   std::string prompt_2;             // FLUX.1: T5's own prompt; "" = the prompt (as diffusers' prompt_2)
   std::string negative_prompt;      // "" by default, as the reference pipeline
   int max_sequence_length = 0;      // text tokens; 0 = the transformer's max_text_seq_length (226)
+  std::string image_file;           // image-to-video: the picture the clip starts from
+  std::string last_image_file;      // and the one it ends on (Wan's first-and-last-frame use)
   std::string prompt_embeds_file;  // safetensors: prompt_embeds, negative_prompt_embeds [B, T, D]
   std::string latents_file;        // safetensors: latents_init (CogVideoX [B, F, C, H, W]; FLUX packed [B, N, 64])
   std::string sampler_noise_file;  // safetensors: scheduler_noise [steps, B, F, C, H, W]

@@ -45,6 +45,15 @@ const std::vector<Option> kOptions = {
      &JobSpec::negative_prompt, "Negative prompt",
      "What the picture should not show. Guidance steers away from it; it has no effect with guidance at 1 or "
      "below."},
+    {{"image", K::Text, "FILE", 0, 0, "start.png", S::Job,
+      "image-to-video: the picture the clip starts from (PNG, JPEG, WebP, BMP; 8-bit RGB or grey), resized to "
+      "--height x --width as the model's pipeline does"},
+     &JobSpec::image_file, "Picture",
+     "The picture the clip starts from: an image-to-video model animates it. It is resized to the output size "
+     "(stretched, not cropped), as the reference pipeline does."},
+    {{"last_image", K::Text, "FILE", 0, 0, "end.png", S::Job,
+      "Wan image-to-video: the picture the clip ends on (first-and-last-frame, as Wan2.1-FLF2V)"},
+     &JobSpec::last_image_file, "End picture", "Wan image-to-video: the picture the clip ends on."},
     {{"max_sequence_length", K::Integer, "N", 1, 4096, "226", S::Job,
       "T5's tokens (default: the model's: CogVideoX 226, FLUX.1 and Wan 512)"},
      &JobSpec::max_sequence_length, "Text tokens", "How many tokens of the prompt the text encoder reads."},

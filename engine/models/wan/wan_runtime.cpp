@@ -1,5 +1,5 @@
-// Wan2.1 / Wan2.2's row in models/: WanPipeline of diffusers 0.35.2. Wan2.2 A14B's second expert is
-// transformer_2/. The prompt and the negative prompt ("" when not given) are each cleaned
+// Wan2.1 / Wan2.2's row in models/: WanPipeline and WanImageToVideoPipeline of diffusers 0.35.2 (the pictures
+// in wan_pictures.*). Wan2.2 A14B's second expert is transformer_2/. The prompt and the negative prompt ("" when not given) are each cleaned
 // (text/tokenize/prompt_clean.h), tokenized to max_sequence_length with the attention mask, run through umT5
 // (text_encoder/, tokenizer/) with that mask, and zeroed past their tokens.
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include "models/family_runtime.h"
+#include "models/wan/wan_pictures.h"
 #include "models/wan/wan_transformer.h"
 #include "models/wan/wan_vae.h"
 #include "plan/error.h"
@@ -93,8 +94,14 @@ class WanRuntime final : public FamilyRuntime {
     return encode_wan_prompts(folder, job, dtype, device, log);
   }
 
+  PictureConditioning condition_on_pictures(const plan::ModelFolder& folder, const plan::JobSpec& job,
+                                            at::ScalarType dtype, at::Device device, sampling::SeededNoise&,
+                                            const text::Log& log) const override {
+    return wan_picture_conditioning(folder, job, dtype, device, log);  // draws nothing: the VAE's mean
+  }
+
   LatentRgb latent_rgb(const plan::ModelFolder& folder) const override {
-    if (wan(folder).transformer.in_channels != 16) return {at::Tensor(), at::Tensor(), true};
+    if (wan(folder).transformer.out_channels != 16) return {at::Tensor(), at::Tensor(), true};
     // Wan2.1's 16 latent channels (ComfyUI's latent_formats.Wan21; Wan2.2 A14B shares its VAE).
     static const float factors[16][3] = {
         {-0.1299f, -0.1692f, 0.2932f}, {0.0671f, 0.0406f, 0.0442f},   {0.3568f, 0.2548f, 0.1747f},

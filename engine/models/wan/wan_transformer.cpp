@@ -97,6 +97,16 @@ std::shared_ptr<WanTransformer> WanTransformer::load(io::WeightSet& weights, con
   m->time_proj_ = Linear::load(w, "condition_embedder.time_proj", D, 6 * D);
   m->text_1_ = Linear::load(w, "condition_embedder.text_embedder.linear_1", cfg.text_dim, D);
   m->text_2_ = Linear::load(w, "condition_embedder.text_embedder.linear_2", D, D);
+  if (const int64_t I = cfg.image_dim) {
+    const std::string e = "condition_embedder.image_embedder.";
+    if (cfg.pos_embed_seq_len) m->image_pos_ = kept.take(e + "pos_embed", {1, cfg.pos_embed_seq_len, I});
+    m->image_norm1_ = LayerNorm::load(kept, e + "norm1", I, 1e-5, true);
+    m->image_1_ = Linear::load(w, e + "ff.net.0.proj", I, I);
+    m->image_2_ = Linear::load(w, e + "ff.net.2", I, D);
+    m->image_norm2_ = LayerNorm::load(kept, e + "norm2", D, 1e-5, true);
+    for (auto* n : {&m->image_norm1_, &m->image_norm2_})  // FP32LayerNorm
+      n->weight = n->weight.to(at::kFloat), n->bias = n->bias.to(at::kFloat);
+  }
   for (int i = 0; i < cfg.num_layers; ++i) {
     const std::string b = "blocks." + std::to_string(i) + ".";
     m->blocks_.emplace_back();
@@ -114,6 +124,11 @@ std::shared_ptr<WanTransformer> WanTransformer::load(io::WeightSet& weights, con
     auto& block = m->blocks_.back();
     block.self = attention(b + "attn1");
     block.cross = attention(b + "attn2");
+    if (cfg.added_kv_proj_dim) {
+      block.cross.add_k = Linear::load(w, b + "attn2.add_k_proj", cfg.added_kv_proj_dim, D);
+      block.cross.add_v = Linear::load(w, b + "attn2.add_v_proj", cfg.added_kv_proj_dim, D);
+      block.cross.norm_added_k = RmsNorm::load(w, b + "attn2.norm_added_k", D, cfg.eps);
+    }
     if (cfg.cross_attn_norm) {
       block.norm2 = LayerNorm::load(kept, b + "norm2", D, cfg.eps, true);
       block.norm2.weight = block.norm2.weight.to(at::kFloat);  // FP32LayerNorm
@@ -133,11 +148,11 @@ std::shared_ptr<WanTransformer> WanTransformer::load(io::WeightSet& weights, con
 void WanTransformer::check_inputs(const at::Tensor& l, const at::Tensor& t, const char* text_name) const {
   auto shape = [](const at::Tensor& x) { return io::shape_str(x.sizes().vec()); };
   const auto& p = cfg_.patch_size;
-  bool fits = l.dim() == 5 && l.size(1) == cfg_.in_channels;
+  bool fits = l.dim() == 5 && l.size(1) == cfg_.out_channels;
   for (int a = 0; fits && a < 3; ++a)
     fits = l.size(2 + a) % p[size_t(a)] == 0 && l.size(2 + a) / p[size_t(a)] <= cfg_.rope_max_seq_len;
   if (!fits)
-    throw InputError("latents have shape " + shape(l) + "; the model needs [B, " + std::to_string(cfg_.in_channels) +
+    throw InputError("latents have shape " + shape(l) + "; the model needs [B, " + std::to_string(cfg_.out_channels) +
                      ", F, H, W] with F, H, W multiples of patch_size " + io::shape_str({p[0], p[1], p[2]}) +
                      " and at most rope_max_seq_len " + std::to_string(cfg_.rope_max_seq_len) +
                      " patches each (transformer/config.json)");
@@ -166,13 +181,34 @@ std::vector<int64_t> WanTransformer::output_shape(const at::Tensor& l) const {
 Conditioning WanTransformer::condition(const StepInputs& in) const {
   const auto sinusoid = timestep_embedding(in.timestep.to(device_), cfg_.freq_dim, true, 0);
   const auto temb = time_2_(at::silu(time_1_(sinusoid.to(time_1_.dtype)))).to(dtype_);
-  return {time_proj_(at::silu(temb)), temb};
+  return {time_proj_(at::silu(temb)), temb, in.image.defined() ? in.image.size(1) : 0};
 }
 
 Tokens WanTransformer::embed(const StepInputs& in, const Positions&) const {
   const auto& p = cfg_.patch_size;
-  const auto patches = at::conv3d(in.latents.to(device_, dtype_), patch_weight_, patch_bias_, {p[0], p[1], p[2]});
-  const auto text = text_2_(at::gelu(text_1_(in.text.to(device_, dtype_)), "tanh"));
+  const int64_t joined = cfg_.in_channels - cfg_.out_channels;
+  if (joined != (in.condition.defined() ? in.condition.size(1) : 0))
+    throw InputError(joined ? "this image-to-video model needs a picture (--image): its input has " +
+                                  std::to_string(joined) + " condition channels after the latents"
+                            : "this model takes no picture (transformer/config.json: in_channels = out_channels)");
+  if (bool(cfg_.image_dim) != in.image.defined())
+    throw InputError(cfg_.image_dim ? "this model needs the picture's image tokens (image_encoder/)"
+                                    : "this model has no image embedding (transformer/config.json: image_dim null)");
+  const auto input = joined ? at::cat({in.latents, in.condition}, 1) : in.latents;
+  const auto patches = at::conv3d(input.to(device_, dtype_), patch_weight_, patch_bias_, {p[0], p[1], p[2]});
+  auto text = text_2_(at::gelu(text_1_(in.text.to(device_, dtype_)), "tanh"));
+  if (in.image.defined()) {
+    auto image = in.image.to(device_, at::kFloat);
+    if (image_pos_.defined()) {  // FLF2V: the first and the last picture's tokens, one sequence
+      if (image.size(1) != image_pos_.size(1))
+        throw InputError("this model's image tokens need a first and a last picture (--image and --last_image): " +
+                         std::to_string(image_pos_.size(1)) + " tokens, not " + std::to_string(image.size(1)));
+      image = image + image_pos_;
+    }
+    image = image_norm1_(image).to(dtype_);
+    image = image_2_(at::gelu(image_1_(image)));
+    text = at::cat({image_norm2_(image.to(at::kFloat)).to(dtype_), text}, 1);
+  }
   return {patches.flatten(2).transpose(1, 2), text};
 }
 
@@ -183,7 +219,8 @@ at::Tensor WanTransformer::heads(const at::Tensor& x) const {
 std::vector<at::Tensor> WanTransformer::block_tensors(size_t i) const {
   const auto& b = blocks_.at(i);
   return tensors_of(b.self.q, b.self.k, b.self.v, b.self.out, b.self.norm_q, b.self.norm_k, b.cross.q, b.cross.k,
-                    b.cross.v, b.cross.out, b.cross.norm_q, b.cross.norm_k, b.norm2, b.ff_in, b.ff_out, b.modulation);
+                    b.cross.v, b.cross.out, b.cross.norm_q, b.cross.norm_k, b.cross.add_k, b.cross.add_v,
+                    b.cross.norm_added_k, b.norm2, b.ff_in, b.ff_out, b.modulation);
 }
 
 void WanTransformer::block_forward(size_t i, Tokens& x, const Conditioning& c, const at::Tensor& cos,
@@ -204,8 +241,14 @@ void WanTransformer::block_forward(size_t i, Tokens& x, const Conditioning& c, c
 
   const auto n2 = cfg_.cross_attn_norm ? b.norm2(h.to(at::kFloat)).to(dtype_) : h;
   const auto cq = heads(b.cross.norm_q(b.cross.q(n2)));
-  const auto ck = heads(b.cross.norm_k(b.cross.k(x.text))), cv = heads(b.cross.v(x.text));
-  h = h + b.cross.out(compat::attention(cq, ck, cv).transpose(1, 2).flatten(2));
+  const auto text = x.text.narrow(1, c.image_tokens, x.text.size(1) - c.image_tokens);
+  const auto ck = heads(b.cross.norm_k(b.cross.k(text))), cv = heads(b.cross.v(text));
+  auto cross = compat::attention(cq, ck, cv);
+  if (c.image_tokens) {
+    const auto image = x.text.narrow(1, 0, c.image_tokens);
+    cross = cross + compat::attention(cq, heads(b.cross.norm_added_k(b.cross.add_k(image))), heads(b.cross.add_v(image)));
+  }
+  h = h + b.cross.out(cross.transpose(1, 2).flatten(2));
 
   const auto n3 = modulate(layer_norm32(h, eps), m[3], m[4], dtype_);
   const auto ff = b.ff_out(gelu_tanh_in_place(b.ff_in(n3)));

@@ -1,10 +1,12 @@
-// The Wan2.1 / Wan2.2 text-to-video transformer (WanTransformer3DModel of diffusers 0.35.2) behind the
+// The Wan2.1 / Wan2.2 transformer (WanTransformer3DModel of diffusers 0.35.2) behind the
 // family seam (models/dit_model.h). Its latent layout is the Wan VAE's, [B, C, F, H, W]: embed() cuts
 // (pt, ph, pw) patches (a strided 3D convolution) into tokens (frame, row, column) and unpatchify() puts
 // them back. Text is not part of the sequence: each block runs self-attention over the video tokens (RMS
 // norm of q and k across all heads, 3D RoPE), then cross-attention from them to the projected text (kept
 // whole on every rank), then the feed-forward; modulation is a learned table plus the timestep's
-// projection. Norms and modulation run in float32, as diffusers keeps them.
+// projection. Norms and modulation run in float32, as diffusers keeps them. Image-to-video joins the condition's
+// channels to the latents before the patches are cut; Wan2.1 I2V's image tokens go before the text tokens,
+// and each cross-attention attends to them with their own keys and values and adds the two results.
 #pragma once
 #include <memory>
 #include <string>
@@ -66,6 +68,8 @@ class WanTransformer final : public DitModel {
   struct Attention {  // WanAttention: q, k, v, out, with RMS norms of q and k over every head at once
     Linear q, k, v, out;
     RmsNorm norm_q, norm_k;
+    Linear add_k, add_v;   // the cross-attention's keys and values of the image tokens (Wan2.1 I2V)
+    RmsNorm norm_added_k;
   };
   struct Block {
     Attention self, cross;
@@ -82,6 +86,11 @@ class WanTransformer final : public DitModel {
   Linear time_1_, time_2_;                // the timestep embedder (float32 weights), SiLU between
   Linear time_proj_;                      // SiLU(temb) -> the blocks' 6 modulation vectors
   Linear text_1_, text_2_;                // the text projection, GELU (tanh) between
+  // The image tokens' embedding (WanImageEmbedding): learned positions (FLF2V), float32 LayerNorm, a GELU
+  // feed-forward, float32 LayerNorm. Undefined without image_dim.
+  at::Tensor image_pos_;
+  LayerNorm image_norm1_, image_norm2_;
+  Linear image_1_, image_2_;
   Linear proj_out_;
   at::Tensor out_modulation_;  // scale_shift_table [1, 2, width] (shift, scale), float32
   std::vector<Block> blocks_;  // every block; the weights of those in range_ only

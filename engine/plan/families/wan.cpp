@@ -43,12 +43,38 @@ std::shared_ptr<WanParts> read_wan_parts(const Fields& idx, const ModelFolder& m
     if (!(w.boundary_ratio > 0 && w.boundary_ratio < 1))
       idx.fail("boundary_ratio", idx.dump("boundary_ratio"), "must be between 0 and 1 (Wan2.2 A14B uses 0.875)");
   }
+  if (w.transformer.image_dim) {
+    if (!idx.has("image_encoder") || idx.dump("image_encoder") == "[null,null]")
+      idx.fail("image_encoder", idx.has("image_encoder") ? idx.dump("image_encoder") : "missing",
+               "must name the CLIP image encoder: transformer/config.json sets image_dim " +
+                   std::to_string(w.transformer.image_dim) + " (Wan2.1 I2V's folders have image_encoder/ and "
+                   "image_processor/)");
+    const std::string icfg = part_path(m, "image_encoder", "config.json"),
+                      pcfg = part_path(m, "image_processor", "preprocessor_config.json");
+    w.image_encoder = parse_clip_vision_config(read_text_file(icfg), icfg);
+    w.image_processor = parse_clip_image_processor_config(read_text_file(pcfg), pcfg);
+    if (w.image_encoder->hidden_size != w.transformer.image_dim)
+      throw InputError(icfg + ": hidden_size " + std::to_string(w.image_encoder->hidden_size) + " does not match "
+                       "transformer/config.json's image_dim " + std::to_string(w.transformer.image_dim));
+    const int tokens = w.image_encoder->tokens();
+    if (w.transformer.pos_embed_seq_len && w.transformer.pos_embed_seq_len != 2 * tokens)
+      throw InputError(tcfg + ": pos_embed_seq_len " + std::to_string(w.transformer.pos_embed_seq_len) +
+                       " must be twice the image encoder's " + std::to_string(tokens) + " tokens (a first and a "
+                       "last picture)");
+  }
   const std::string vcfg = part_path(m, "vae", "config.json");
   if (std::filesystem::exists(vcfg)) {
     w.vae = parse_wan_vae_config(read_text_file(vcfg), vcfg);
-    if (w.vae->z_dim != w.transformer.in_channels)
+    if (w.vae->z_dim != w.transformer.out_channels)
       throw InputError(vcfg + ": z_dim " + std::to_string(w.vae->z_dim) + " does not match the transformer's "
-                       "in_channels " + std::to_string(w.transformer.in_channels) + " (the latent channels)");
+                       "out_channels " + std::to_string(w.transformer.out_channels) + " (the latent channels)");
+    // Image-to-video's condition: a mask of temporal_compression() channels, then the picture's latents.
+    if (w.image_to_video() &&
+        w.transformer.in_channels != w.transformer.out_channels + w.vae->temporal_compression() + w.vae->z_dim)
+      throw InputError(tcfg + ": in_channels " + std::to_string(w.transformer.in_channels) + " must be the latents' " +
+                       std::to_string(w.transformer.out_channels) + " + the mask's " +
+                       std::to_string(w.vae->temporal_compression()) + " + the picture latents' " +
+                       std::to_string(w.vae->z_dim) + " channels");
   }
   return parts;
 }
@@ -56,7 +82,7 @@ std::shared_ptr<WanParts> read_wan_parts(const Fields& idx, const ModelFolder& m
 class Wan final : public Family {
  public:
   const char* name() const override { return "Wan"; }
-  std::vector<std::string> pipelines() const override { return {"WanPipeline"}; }
+  std::vector<std::string> pipelines() const override { return {"WanPipeline", "WanImageToVideoPipeline"}; }
   const char* class_prefix() const override { return "Wan"; }
   // Download sizes: the Hub's file listings (GB of 10^9 bytes) over what download_repo fetches. GPU memory:
   // the model card's figure where it gives one, else the bf16 transformer's weights alone, a floor.
@@ -76,14 +102,28 @@ class Wan final : public Family {
 
   void read_parts(ModelFolder& m, const Fields& index) const override {
     auto parts = read_wan_parts(index, m);
-    m.variant = parts->transformer_2 ? Variant{"wan2.2", "Wan2.2 text-to-video with two experts (e.g. Wan2.2-T2V-A14B)"}
-                                     : Variant{"wan2.1", "Wan2.1 text-to-video (e.g. Wan2.1-T2V-1.3B, -14B)"};
+    const auto& t = parts->transformer;
+    if (!parts->image_to_video())
+      m.variant = parts->transformer_2 ? Variant{"wan2.2", "Wan2.2 text-to-video with two experts (e.g. Wan2.2-T2V-A14B)"}
+                                       : Variant{"wan2.1", "Wan2.1 text-to-video (e.g. Wan2.1-T2V-1.3B, -14B)"};
+    else if (parts->transformer_2)
+      m.variant = {"wan2.2-i2v", "Wan2.2 image-to-video with two experts (Wan2.2-I2V-A14B)"};
+    else if (t.pos_embed_seq_len)
+      m.variant = {"wan2.1-flf2v", "Wan2.1 first-and-last-frame-to-video (Wan2.1-FLF2V-14B)"};
+    else
+      m.variant = {"wan2.1-i2v", "Wan2.1 image-to-video (e.g. Wan2.1-I2V-14B-480P, -720P)"};
     m.parts = parts;
   }
   std::pair<std::string, int> t5_width(const ModelFolder& m) const override {
     return {"text_dim", wan(m).transformer.text_dim};
   }
   bool has_vae(const ModelFolder& m) const override { return wan(m).vae.has_value(); }
+  bool takes_image(const ModelFolder& m) const override { return wan(m).image_to_video(); }
+  // WanImageToVideoPipeline's last_image: a mask and VAE frame at the end; with CLIP, both pictures' tokens,
+  // which only FLF2V's learned positions join.
+  bool takes_last_image(const ModelFolder& m) const override {
+    return wan(m).image_to_video() && (!wan(m).transformer.image_dim || wan(m).transformer.pos_embed_seq_len);
+  }
   int vae_scale_spatial(const ModelFolder& m) const override { return wan(m).vae ? wan(m).vae->spatial_compression() : 8; }
   int vae_scale_temporal(const ModelFolder& m) const override {
     return wan(m).vae ? wan(m).vae->temporal_compression() : 4;
@@ -206,7 +246,7 @@ class Wan final : public Family {
     g.channels_first = true;
     g.frames = (job.num_frames - 1) / m.vae_scale_temporal() + 1;
     g.padded_frames = g.frames;
-    g.channels = t.in_channels;
+    g.channels = t.out_channels;
     g.height = job.height / m.vae_scale_spatial();
     g.width = job.width / m.vae_scale_spatial();
     g.latent_tokens =

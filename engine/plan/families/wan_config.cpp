@@ -31,11 +31,24 @@ WanTransformerConfig parse_wan_transformer_config(const std::string& text, const
   const auto qk_norm = f.get<std::string>("qk_norm", "rms_norm_across_heads");
   if (qk_norm != "rms_norm_across_heads")
     f.fail("qk_norm", f.dump("qk_norm"), "is not supported; Wan uses \"rms_norm_across_heads\"");
-  for (const char* image_to_video : {"image_dim", "added_kv_proj_dim", "pos_embed_seq_len"})
-    if (f.has(image_to_video))
-      f.fail(image_to_video, f.dump(image_to_video),
-             "is set: image-to-video Wan (an image embedding) is not supported yet; use a text-to-video (T2V) "
-             "checkpoint, whose config leaves it null");
+  const auto optional = [&](const char* key) {
+    return !f.has(key) || f.dump(key) == "null" ? 0 : f.positive(key, 0, 1 << 20);
+  };
+  c.image_dim = optional("image_dim");
+  c.added_kv_proj_dim = optional("added_kv_proj_dim");
+  c.pos_embed_seq_len = optional("pos_embed_seq_len");
+  if (c.out_channels > c.in_channels)
+    f.fail("out_channels", std::to_string(c.out_channels),
+           "exceeds in_channels " + std::to_string(c.in_channels) + ": the input holds the latents and, for "
+           "image-to-video, the condition's channels after them");
+  if (c.image_dim && c.added_kv_proj_dim != c.inner_dim())
+    f.fail("added_kv_proj_dim", f.dump("added_kv_proj_dim"),
+           "must equal the inner dim (num_attention_heads x attention_head_dim = " + std::to_string(c.inner_dim()) +
+               ") when image_dim is set: the image tokens are embedded to that width");
+  if (!c.image_dim && (c.added_kv_proj_dim || c.pos_embed_seq_len))
+    f.fail(c.added_kv_proj_dim ? "added_kv_proj_dim" : "pos_embed_seq_len",
+           f.dump(c.added_kv_proj_dim ? "added_kv_proj_dim" : "pos_embed_seq_len"),
+           "is set without image_dim: there are no image tokens for it");
   return c;
 }
 
