@@ -320,6 +320,42 @@ class TestStudioCompose : public QObject {
     QVERIFY2(fit->text().startsWith("Fits: "), qPrintable(fit->text()));
   }
 
+  // An image-to-video model asks for its picture, shows it as the model will see it (stretched to the output
+  // size), and puts it in the job; a text-to-video model hides the field and takes none.
+  void image_to_video_takes_a_picture() {
+    MainWindow w(tmp_.path() + "/pictures");
+    w.show();
+    wait_for_devices(w);
+    auto& c = w.compose_panel();
+    c.set_model_dir(QString::fromStdString(test::golden_case("wan21_i2v_tiny")));
+    c.prompt->setPlainText("a cat turns its head");
+    QVERIFY(c.image->isVisibleTo(&c));
+    QVERIFY(!c.last_image->isVisibleTo(&c));  // Wan2.1 I2V cannot end on a picture
+    const QString missing = c.problems().text("image");
+    QVERIFY2(missing.contains("image-to-video") && !missing.contains("--"), qPrintable(missing));
+    const QString picture = QString::fromStdString(test::golden_case("wan21_i2v_tiny") + "/image.png");
+    c.image->set_path(picture);
+    QCOMPARE(c.problems().text("image"), QString());
+    QCOMPARE(c.job().image_file, picture.toStdString());
+    // The model's default 832 x 480 stretches the 96 x 64 picture: the thumbnail has the output's shape.
+    QCOMPARE(c.image->thumbnail->pixmap().height(), 96);
+    QCOMPARE(c.image->thumbnail->pixmap().width(), 166);
+    QVERIFY2(c.image->note->text().contains("96 x 64, stretched"), qPrintable(c.image->note->text()));
+    c.width->setValue(96);
+    c.height->setValue(64);
+    QCOMPARE(c.image->thumbnail->pixmap().width(), 144);
+    QCOMPARE(c.image->note->text(), QString("96 x 64"));
+    // A file Qt cannot read says so where the thumbnail would be.
+    c.image->set_path(QString::fromStdString(std::string(test::source_dir()) + "/tests/data/pictures/refused_not_a_picture.png"));
+    QVERIFY2(c.image->thumbnail->text().startsWith("Cannot show this file"), qPrintable(c.image->thumbnail->text()));
+    // Wan2.2 I2V can end on a picture; a text-to-video model takes none.
+    c.set_model_dir(QString::fromStdString(test::golden_case("wan22_i2v_tiny")));
+    QVERIFY(c.last_image->isVisibleTo(&c));
+    c.set_model_dir(QString::fromStdString(test::golden_case("wan21_tiny")));
+    QVERIFY(!c.image->isVisibleTo(&c));
+    QCOMPARE(c.job().image_file, std::string());
+  }
+
   void every_setting_has_a_tooltip() {
     MainWindow w(tmp_.path() + "/tips");
     w.show();

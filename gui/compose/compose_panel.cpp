@@ -104,6 +104,7 @@ ComposePanel::ComposePanel(QWidget* parent) : QWidget(parent) {
   connect(this, &ComposePanel::changed, this, [this] {
     show_tokens();
     show_preset();
+    for (auto* p : {image, last_image}) p->set_output_size(width->value(), height->value());
   });
   plan::JobSpec start;  // seed 42; sizes, steps and guidance come from the model when it first loads
   start.guidance_scale = 0;
@@ -133,7 +134,13 @@ QWidget* ComposePanel::build_prompt_section() {
   negative_prompt->setPlaceholderText(tr("Optional: what it should not show"));
   negative_tokens = new QLabel;
   form->addRow(label("negative_prompt"), with_count(negative_prompt, negative_tokens));
-  form->addRow(problems_.make({"prompt", "prompt_2", "negative_prompt", "prompt_embeds", "max_sequence_length"}));
+  image = new PictureField("image");
+  form->addRow(label("image"), image);
+  last_image = new PictureField("last_image");
+  form->addRow(label("last_image"), last_image);
+  for (auto* p : {image, last_image}) connect(p, &PictureField::changed, this, &ComposePanel::changed);
+  form->addRow(problems_.make({"prompt", "prompt_2", "negative_prompt", "prompt_embeds", "max_sequence_length", "image",
+                               "last_image"}));
   return section;
 }
 
@@ -345,6 +352,8 @@ void ComposePanel::show_family_fields() {
   for (QWidget* w : std::initializer_list<QWidget*>{frames, fps}) size_form_->setRowVisible(w, rules.makes_video());
   prompt_form_->setRowVisible(negative_prompt->parentWidget(), rules.classifier_free());
   prompt_form_->setRowVisible(prompt_2->parentWidget(), rules.takes_prompt_2());
+  prompt_form_->setRowVisible(image, rules.takes_image(*model_));
+  prompt_form_->setRowVisible(last_image, rules.takes_last_image(*model_));
   sampling_form_->setRowVisible(dynamic_cfg, rules.dynamic_cfg());
   sampling_form_->setRowVisible(guidance_2, rules.takes_guidance_2(*model_));
   size_group->header->setText(rules.makes_video() ? tr("Size and length") : tr("Size"));
@@ -393,6 +402,8 @@ plan::JobSpec ComposePanel::job() const {
   j.prompt = prompt->toPlainText().toStdString();
   j.prompt_2 = prompt_2->text().toStdString();
   j.negative_prompt = negative_prompt->text().toStdString();
+  j.image_file = image->path().toStdString();
+  j.last_image_file = last_image->path().toStdString();
   j.seed = uint64_t(seed->value());
   j.width = width->value();
   j.height = height->value();
@@ -412,6 +423,8 @@ plan::JobSpec ComposePanel::job() const {
     if (!rules.classifier_free()) j.negative_prompt.clear();
     if (!rules.dynamic_cfg()) j.use_dynamic_cfg = false;
     if (!rules.takes_prompt_2()) j.prompt_2.clear();
+    if (!rules.takes_image(*model_)) j.image_file.clear();
+    if (!rules.takes_last_image(*model_)) j.last_image_file.clear();
     if (!rules.takes_guidance_2(*model_)) j.guidance_scale_2 = plan::JobSpec{}.guidance_scale_2;
   }
   return j;
@@ -430,6 +443,10 @@ void ComposePanel::set_job(const plan::JobSpec& j) {
   if (QString::fromStdString(j.prompt) != prompt->toPlainText()) prompt->setPlainText(QString::fromStdString(j.prompt));
   prompt_2->setText(QString::fromStdString(j.prompt_2));
   negative_prompt->setText(QString::fromStdString(j.negative_prompt));
+  for (auto [field, path] : {std::pair{image, &j.image_file}, std::pair{last_image, &j.last_image_file}}) {
+    const QSignalBlocker block(field);
+    field->set_path(QString::fromStdString(*path));
+  }
   seed->setValue(int(j.seed));
   width->setValue(j.width);
   height->setValue(j.height);

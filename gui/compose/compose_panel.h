@@ -24,6 +24,7 @@
 #include "gui/compose/compose_presets.h"
 #include "gui/compose/memory_group.h"
 #include "gui/compose/path_edit.h"
+#include "gui/compose/picture_field.h"
 #include "gui/widgets/problem_labels.h"
 #include "gui/compose/step_cache_field.h"
 #include "gui/compose/token_count.h"
@@ -66,6 +67,8 @@ class ComposePanel : public QWidget {
   QPlainTextEdit* prompt;
   QLineEdit* prompt_2;  // FLUX.1: T5's own prompt (empty: the prompt)
   QLineEdit* negative_prompt;
+  PictureField* image;       // image-to-video models: the picture the clip starts from
+  PictureField* last_image;  // and, where the model can use one, the picture it ends on
   QLabel *prompt_tokens, *prompt_2_tokens, *negative_tokens;  // "12 / 15 tokens", and what will be cut
   QSpinBox *seed, *width, *height, *frames, *fps, *steps;
   QComboBox* seed_mode;

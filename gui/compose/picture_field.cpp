@@ -1,0 +1,106 @@
+#include "gui/compose/picture_field.h"
+
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QImageReader>
+#include <QMimeData>
+#include <QPushButton>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace studio::gui {
+
+namespace {
+
+constexpr int kThumbnailHeight = 96;
+
+QString local_file(const QMimeData* data) {
+  if (!data || !data->hasUrls() || data->urls().size() != 1 || !data->urls().front().isLocalFile()) return {};
+  return data->urls().front().toLocalFile();
+}
+
+}  // namespace
+
+PictureField::PictureField(const char* field, QWidget* parent) : QWidget(parent) {
+  setAcceptDrops(true);
+  auto* column = new QVBoxLayout(this);
+  column->setContentsMargins(0, 0, 0, 0);
+  auto* row = new QHBoxLayout;
+  edit = new PathEdit;
+  edit->setObjectName(field);
+  edit->setPlaceholderText(tr("a PNG, JPEG or WebP file: choose one or drop it here"));
+  auto* browse = new QPushButton(tr("Choose…"));
+  row->addWidget(edit, 1);
+  row->addWidget(browse);
+  column->addLayout(row);
+  thumbnail = new QLabel;
+  thumbnail->setObjectName(QString(field) + "_thumbnail");
+  note = new QLabel;
+  note->setWordWrap(true);
+  note->setStyleSheet("color: palette(placeholder-text);");
+  column->addWidget(thumbnail);
+  column->addWidget(note);
+  connect(browse, &QPushButton::clicked, this, [this] {
+    const QString file = QFileDialog::getOpenFileName(this, tr("Choose a picture"), path(),
+                                                      tr("Pictures (*.png *.jpg *.jpeg *.webp *.bmp)"));
+    if (!file.isEmpty()) set_path(file);
+  });
+  connect(edit, &QLineEdit::editingFinished, this, [this] {
+    show_picture();
+    Q_EMIT changed();
+  });
+  show_picture();
+}
+
+void PictureField::set_path(const QString& p) {
+  edit->setText(p);
+  show_picture();
+  Q_EMIT changed();
+}
+
+void PictureField::set_output_size(int width, int height) {
+  if (width == width_ && height == height_) return;
+  width_ = width, height_ = height;
+  show_picture();
+}
+
+void PictureField::dragEnterEvent(QDragEnterEvent* e) {
+  if (!local_file(e->mimeData()).isEmpty()) e->acceptProposedAction();
+}
+
+void PictureField::dropEvent(QDropEvent* e) {
+  set_path(local_file(e->mimeData()));
+  e->acceptProposedAction();
+}
+
+void PictureField::show_picture() {
+  thumbnail->clear();
+  note->clear();
+  thumbnail->setVisible(!path().isEmpty());
+  note->setVisible(!path().isEmpty());
+  if (path().isEmpty()) return;
+  QImageReader reader(path());
+  const QImage picture = reader.read();
+  if (picture.isNull()) {
+    // The run refuses it with the engine's reason; here, Qt's.
+    thumbnail->setText(tr("Cannot show this file: %1").arg(reader.errorString()));
+    return;
+  }
+  // The pipeline stretches the picture to the output size: show that, at the thumbnail's height.
+  const int w = width_ > 0 ? width_ : picture.width(), h = height_ > 0 ? height_ : picture.height();
+  const int shown_width = std::max(1, int(std::lround(double(kThumbnailHeight) * w / h)));
+  thumbnail->setPixmap(QPixmap::fromImage(
+      picture.scaled(shown_width, kThumbnailHeight, Qt::IgnoreAspectRatio, Qt::SmoothTransformation)));
+  const double from = double(picture.width()) / picture.height(), to = double(w) / h;
+  QString text = tr("%1 x %2").arg(picture.width()).arg(picture.height());
+  if (std::abs(from / to - 1) > 0.01)
+    text += tr(", stretched to the output's %1 x %2: choose a size of the picture's shape to keep it").arg(w).arg(h);
+  else if (picture.width() != w)
+    text += tr(", resized to %1 x %2").arg(w).arg(h);
+  note->setText(text);
+}
+
+}  // namespace studio::gui
