@@ -101,13 +101,16 @@ TEST_F(ModelFolder, missing_model_index) {
 TEST_F(ModelFolder, unsupported_fields_are_named) {
   EXPECT_TRUE(test::throws_with<InputError>(
       [&] { plan::read_model_folder(copy_with([](json& j) { j["ofs_embed_dim"] = 512; })); },
-      {"config.json", "'ofs_embed_dim'", "512", "image-to-video"}));
+      {"config.json", "'ofs_embed_dim'", "512", "must equal time_embed_dim"}));
   EXPECT_TRUE(test::throws_with<InputError>(
       [&] { plan::read_model_folder(copy_with([](json& j) { j["activation_fn"] = "relu"; })); },
       {"'activation_fn'", "\"relu\"", "gelu-approximate"}));
   EXPECT_TRUE(test::throws_with<InputError>(
       [&] { plan::read_model_folder(copy_with([](json& j) { j["use_learned_positional_embeddings"] = true; })); },
-      {"'use_learned_positional_embeddings'", "not supported"}));
+      {"'use_learned_positional_embeddings'", "not supported without use_rotary_positional_embeddings"}));
+  EXPECT_TRUE(test::throws_with<InputError>(
+      [&] { plan::read_model_folder(copy_with([](json& j) { j["in_channels"] = 24; })); },
+      {"'in_channels'", "24", "twice it (image-to-video"}));
 }
 
 TEST_F(ModelFolder, wrong_types_are_named) {

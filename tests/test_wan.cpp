@@ -140,6 +140,7 @@ INSTANTIATE_TEST_SUITE_P(
                       std::tuple{"wan21_i2v_tiny", "--pipefusion_parallel_degree 2 --num_pipeline_patch 2 --warmup_steps 4"},
                       std::tuple{"wan21_i2v_tiny", "--data_parallel_degree 2 --num_videos_per_prompt 2"},
                       std::tuple{"wan21_i2v_tiny", "--use_fbcache --cache_threshold 0"},
+                      std::tuple{"wan21_i2v_tiny", "--use_teacache --cache_threshold 0"},
                       std::tuple{"wan22_i2v_tiny", ""}, std::tuple{"wan22_i2v_tiny", "--ulysses_degree 2 --ring_degree 2"},
                       std::tuple{"wan22_i2v_tiny", "--pipefusion_parallel_degree 2 --ulysses_degree 2 --warmup_steps 6"}),
     [](const auto& info) {

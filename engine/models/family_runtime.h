@@ -32,9 +32,10 @@ struct LatentRgb {
   bool channels_first = false;  // a video's latents are [B, C, F, h, w] (Wan), not [B, F, C, h, w]
 };
 
-// What the job's pictures give an image-to-video run, for one sample (the same for every sample).
+// What the job's pictures give an image-to-video run: for one sample when the same for every sample
+// (batch 1, repeated), else for each of the run's samples (CogVideoX samples its VAE's posterior per video).
 struct PictureConditioning {
-  at::Tensor condition;  // models::StepInputs::condition [1, ...]
+  at::Tensor condition;  // models::StepInputs::condition [1 or samples, ...]
   at::Tensor image;      // models::StepInputs::image [1, n, image_dim], or undefined
   std::vector<std::pair<std::string, at::Tensor>> record;  // the intermediates, named as the reference keeps them
 };

@@ -204,7 +204,7 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   if (embeds.negative.defined()) in.negative_prompt_embeds = slice.of(embeds.negative);
   if (embeds.pooled.defined()) in.pooled_prompt_embeds = slice.of(embeds.pooled);
   const auto per_sample = [&](const at::Tensor& t) {
-    if (!t.defined()) return t;
+    if (!t.defined() || t.size(0) == slice.count) return t;
     std::vector<int64_t> times(size_t(t.dim()), 1);
     times[0] = slice.count;
     return t.repeat(times);

@@ -27,6 +27,7 @@ class SeededNoise : public NoiseSource {
   explicit SeededNoise(uint64_t first_seed, int videos = 1);
   // shape[0] must be the number of videos; each row comes from its video's generator. Float32, CPU.
   at::Tensor draw(const std::vector<int64_t>& shape);
+  int videos() const { return int(gens_.size()); }
   at::Tensor step_noise(int step, const std::vector<int64_t>& shape, int draws) override;
 
  private:

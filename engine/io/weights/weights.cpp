@@ -81,7 +81,11 @@ int64_t numel_of(const std::vector<int64_t>& shape) {
 }
 
 // The whole stored tensor as float values in `dtype` on `device`.
+// diffusers saves a table it computed in float64 (CogVideoX-5B-I2V's learned positions) as it is.
+bool is_float64(const StoredTensor& t) { return !t.format && t.type_name == "F64"; }
+
 at::Tensor dense(const StoredTensor& t, at::ScalarType dtype, at::Device device) {
+  if (is_float64(t)) return file_view(t.owner, t.data, t.shape, at::kDouble).to(device, dtype);
   if (const auto native = native_type(*t.format); native && t.scale == 1.0f)
     return file_view(t.owner, t.data, t.shape, *native).to(device, dtype);
   return t.packed().dequantize(at::kFloat).to(device, dtype);
@@ -202,9 +206,9 @@ const WeightSet::Entry& WeightSet::find(const std::string& name, const std::vect
     const StoredTensor& t = s.tensor;
     if (!t.data) throw InputError(t.file + ": missing tensor '" + t.name + "' (for '" + name + "', shape " +
                                   shape_str(shape) + "); is this file this model's" + note + "?");
-    if (!t.format)
+    if (!t.format && !is_float64(t))
       throw InputError(t.file + ": weight '" + t.name + "' is " + t.type_name + "; weights are read in " +
-                       plan::weight_format_names());
+                       plan::weight_format_names() + " (and F64 where a table is stored so)");
   }
   // The rows put together: their count, the rest of the shape from the first slice.
   std::vector<int64_t> found = e.front().tensor.shape;
@@ -253,7 +257,7 @@ LinearWeight WeightSet::take_linear(const std::string& name, const std::vector<i
   const Entry& e = find(name, shape, config_note);
   bool packed = shape.size() == 2;
   for (const auto& s : e) {
-    packed = packed && !native_type(*s.tensor.format) && s.tensor.scale == e.front().tensor.scale &&
+    packed = packed && s.tensor.format && !native_type(*s.tensor.format) && s.tensor.scale == e.front().tensor.scale &&
              s.tensor.format == e.front().tensor.format;
   }
   if (packed) {

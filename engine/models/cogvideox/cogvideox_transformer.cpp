@@ -5,6 +5,7 @@
 #include <ATen/ops/cat.h>
 #include <ATen/ops/conv2d.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
 #include <ATen/ops/silu.h>
 
 #include <set>
@@ -52,6 +53,14 @@ std::shared_ptr<CogVideoXTransformer> CogVideoXTransformer::load(io::WeightSet& 
   m->text_proj_ = Linear::load(w, "patch_embed.text_proj", cfg.text_embed_dim, D);
   m->time_1_ = Linear::load(w, "time_embedding.linear_1", D, E);
   m->time_2_ = Linear::load(w, "time_embedding.linear_2", E, E);
+  if (cfg.ofs_embed_dim) {
+    m->ofs_1_ = Linear::load(w, "ofs_embedding.linear_1", cfg.ofs_embed_dim, cfg.ofs_embed_dim);
+    m->ofs_2_ = Linear::load(w, "ofs_embedding.linear_2", cfg.ofs_embed_dim, cfg.ofs_embed_dim);
+  }
+  if (cfg.use_learned_positional_embeddings)
+    m->learned_pos_ = w.take("patch_embed.pos_embedding", {1, cfg.max_text_seq_length + cfg.sample_tokens(), D},
+                             "max_text_seq_length + the sample size's video tokens, inner dim")
+                          .squeeze(0);
   std::set<std::string> elsewhere;  // the weights of blocks another PipeFusion stage holds
   for (int i = 0; i < cfg.num_layers; ++i) {
     const std::string b = "transformer_blocks." + std::to_string(i) + ".";
@@ -92,9 +101,9 @@ std::shared_ptr<CogVideoXTransformer> CogVideoXTransformer::load(io::WeightSet& 
 void CogVideoXTransformer::check_inputs(const at::Tensor& l, const at::Tensor& t, const char* text_name) const {
   const auto& c = cfg_;
   auto shape = [](const at::Tensor& x) { return io::shape_str(x.sizes().vec()); };
-  if (l.dim() != 5 || l.size(2) != c.in_channels || l.size(3) % c.patch_size || l.size(4) % c.patch_size ||
+  if (l.dim() != 5 || l.size(2) != c.out_channels || l.size(3) % c.patch_size || l.size(4) % c.patch_size ||
       l.size(1) % c.patch_size_t.value_or(1))
-    throw InputError("latents have shape " + shape(l) + "; the model needs [B, F, " + std::to_string(c.in_channels) +
+    throw InputError("latents have shape " + shape(l) + "; the model needs [B, F, " + std::to_string(c.out_channels) +
                      ", H, W] with H and W multiples of patch_size " + std::to_string(c.patch_size) +
                      (c.patch_size_t ? " and F a multiple of patch_size_t " + std::to_string(*c.patch_size_t) : ""));
   if (t.dim() != 3 || t.size(0) != l.size(0) || t.size(2) != c.text_embed_dim)
@@ -102,9 +111,14 @@ void CogVideoXTransformer::check_inputs(const at::Tensor& l, const at::Tensor& t
                      ", T, " + std::to_string(c.text_embed_dim) +
                      "] (batch of the latents, text_embed_dim of transformer/config.json)");
   // The 2B model adds one position table over max_text_seq_length text slots + the video tokens.
-  if (!c.use_rotary_positional_embeddings && t.size(1) != c.max_text_seq_length)
-    throw InputError(std::string(text_name) + " has " + std::to_string(t.size(1)) + " text tokens; this model (3D sin-cos " +
-                     "positions) needs exactly max_text_seq_length = " + std::to_string(c.max_text_seq_length));
+  if ((!c.use_rotary_positional_embeddings || c.use_learned_positional_embeddings) && t.size(1) != c.max_text_seq_length)
+    throw InputError(std::string(text_name) + " has " + std::to_string(t.size(1)) + " text tokens; this model (" +
+                     (c.use_learned_positional_embeddings ? "learned" : "3D sin-cos") +
+                     " positions) needs exactly max_text_seq_length = " + std::to_string(c.max_text_seq_length));
+  if (c.use_learned_positional_embeddings && (l.size(3) != c.sample_height || l.size(4) != c.sample_width))
+    throw InputError("latents have shape " + shape(l) + "; this model's learned positions cover " +
+                     std::to_string(c.sample_height) + " x " + std::to_string(c.sample_width) +
+                     " latent pixels only (sample_height, sample_width)");
 }
 
 TokenGrid CogVideoXTransformer::token_grid(const at::Tensor& latents) const {
@@ -118,9 +132,13 @@ Positions CogVideoXTransformer::positions(const TokenGrid& grid) const {
     auto r = rope_3d(cfg_, grid);
     pos.rope_cos = r.cos.to(device_);
     pos.rope_sin = r.sin.to(device_);
-  } else {
-    pos.additive = sincos_3d(cfg_, grid).to(device_, dtype_);
   }
+  // The learned table's video rows at the sample size; at another frame count diffusers computes the sin-cos
+  // table instead (and adds nothing to the text).
+  if (learned_pos_.defined() && grid.tokens() == cfg_.sample_tokens())
+    pos.additive = learned_pos_.narrow(0, cfg_.max_text_seq_length, cfg_.sample_tokens()).to(dtype_);
+  else if (!cfg_.use_rotary_positional_embeddings || learned_pos_.defined())
+    pos.additive = sincos_3d(cfg_, grid).to(device_, dtype_);
   return pos;
 }
 
@@ -132,7 +150,14 @@ std::vector<int64_t> CogVideoXTransformer::output_shape(const at::Tensor& latent
 
 Conditioning CogVideoXTransformer::condition(const StepInputs& in) const {
   auto t = timestep_embedding(in.timestep.to(device_), cfg_.inner_dim(), cfg_.flip_sin_to_cos, cfg_.freq_shift);
-  return {time_2_(at::silu(time_1_(t.to(dtype_))))};
+  auto emb = time_2_(at::silu(time_1_(t.to(dtype_))));
+  if (cfg_.ofs_embed_dim) {
+    // CogVideoXImageToVideoPipeline always passes ofs = 2.0, one value for the whole batch.
+    const auto ofs = at::full({1}, 2.0, at::TensorOptions(at::kFloat).device(device_));
+    const auto o = timestep_embedding(ofs, cfg_.ofs_embed_dim, cfg_.flip_sin_to_cos, cfg_.freq_shift);
+    emb = emb + ofs_2_(at::silu(ofs_1_(o.to(dtype_))));
+  }
+  return {emb};
 }
 
 // TeaCache4CogVideoX: the timestep embedding, the same on every sequence rank.
@@ -141,7 +166,13 @@ ChangeIndicator CogVideoXTransformer::teacache_indicator(const Tokens&, const Co
 }
 
 Tokens CogVideoXTransformer::embed(const StepInputs& in, const Positions& pos) const {
-  const auto hidden = in.latents.to(device_, dtype_);
+  const int64_t joined = cfg_.in_channels - cfg_.out_channels;
+  if (joined != (in.condition.defined() ? in.condition.size(2) : 0))
+    throw InputError(joined ? "this image-to-video model needs a picture (--image): its input has " +
+                                  std::to_string(joined) + " picture-latent channels after the noise's"
+                            : "this model takes no picture (transformer/config.json: in_channels = out_channels)");
+  // The noise's channels first, then the picture's latents.
+  const auto hidden = (joined ? at::cat({in.latents, in.condition}, 2) : in.latents).to(device_, dtype_);
   const int64_t B = hidden.size(0), F = hidden.size(1), C = hidden.size(2), H = hidden.size(3), W = hidden.size(4);
   const int64_t p = cfg_.patch_size;
   at::Tensor video;
@@ -158,7 +189,10 @@ Tokens CogVideoXTransformer::embed(const StepInputs& in, const Positions& pos) c
     video = video.view({B, F, video.size(1), -1}).transpose(2, 3).flatten(1, 2);
   }
   if (pos.additive.defined()) video = video + pos.additive;
-  return {video, text_proj_(in.text.to(device_, dtype_))};
+  auto text = text_proj_(in.text.to(device_, dtype_));
+  if (learned_pos_.defined() && token_grid(in.latents).tokens() == cfg_.sample_tokens())
+    text = text + learned_pos_.narrow(0, 0, cfg_.max_text_seq_length).to(dtype_);
+  return {video, text};
 }
 
 std::vector<at::Tensor> CogVideoXTransformer::block_tensors(size_t i) const {

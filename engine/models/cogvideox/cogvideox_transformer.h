@@ -1,6 +1,8 @@
 // The CogVideoX transformer (CogVideoXTransformer3DModel of diffusers v0.32.2) in all three shapes,
 // chosen by config alone: 1.0 with 3D sin-cos positions (2B), 1.0 with 3D RoPE (5B), and 1.5 with
-// temporal patches and RoPE on the 'slice' grid.
+// temporal patches and RoPE on the 'slice' grid; and the image-to-video ones (0.35.2's
+// CogVideoXImageToVideoPipeline): the picture's latents joined to the noise's channels, 5B-I2V's learned
+// position table (text and video rows) on top of RoPE, 1.5-I2V's `ofs` embedding added to the timestep's.
 //
 // It implements the family seam (models/dit_model.h): latents [B, F, C, H, W], text rows then video rows.
 #pragma once
@@ -66,6 +68,8 @@ class CogVideoXTransformer final : public DitModel {
   at::Device device_ = at::kCPU;
   Linear patch_proj_;  // 1.0: a conv kernel [D, C, p, p] in .weight; 1.5: a linear layer
   Linear text_proj_, time_1_, time_2_, norm_out_linear_, proj_out_;
+  Linear ofs_1_, ofs_2_;     // the ofs embedding (CogVideoX1.5-I2V), SiLU between; undefined without
+  at::Tensor learned_pos_;   // [max_text_seq_length + sample video tokens, width] (CogVideoX-5B-I2V), or undefined
   LayerNorm norm_final_, norm_out_norm_;
   std::vector<Block> blocks_;  // every block; the weights of those in range_ only
   BlockRange range_;

@@ -18,7 +18,9 @@ const CogVideoXParts& cog(const ModelFolder& m) { return m.parts_as<CogVideoXPar
 class CogVideoX final : public Family {
  public:
   const char* name() const override { return "CogVideoX"; }
-  std::vector<std::string> pipelines() const override { return {"CogVideoXPipeline"}; }
+  std::vector<std::string> pipelines() const override {
+    return {"CogVideoXPipeline", "CogVideoXImageToVideoPipeline"};
+  }
   const char* class_prefix() const override { return "CogVideoX"; }
   // Download sizes: the Hub's file listings (GB of 10^9 bytes) over what download_repo fetches. GPU memory:
   // the model card's single-GPU figure.
@@ -48,7 +50,11 @@ class CogVideoX final : public Family {
     parts->scheduler = parse_cogvideox_scheduler_config(read_text_file(scfg), scfg);
     if (std::filesystem::exists(vcfg)) parts->vae = parse_cogvideox_vae_config(read_text_file(vcfg), vcfg);
     const auto& t = parts->transformer;
-    if (t.patch_size_t) m.variant = {"cogvideox-1.5", "CogVideoX 1.5 (temporal patches, e.g. CogVideoX1.5-5B)"};
+    if (t.in_channels > t.out_channels && t.patch_size_t)
+      m.variant = {"cogvideox-1.5-i2v", "CogVideoX 1.5 image-to-video (CogVideoX1.5-5B-I2V)"};
+    else if (t.in_channels > t.out_channels)
+      m.variant = {"cogvideox-5b-i2v", "CogVideoX image-to-video (1.0, CogVideoX-5b-I2V)"};
+    else if (t.patch_size_t) m.variant = {"cogvideox-1.5", "CogVideoX 1.5 (temporal patches, e.g. CogVideoX1.5-5B)"};
     else if (t.use_rotary_positional_embeddings) m.variant = {"cogvideox-5b", "CogVideoX (1.0, 3D RoPE, e.g. CogVideoX-5b)"};
     else m.variant = {"cogvideox-2b", "CogVideoX (1.0, 3D sin-cos positions, e.g. CogVideoX-2b)"};
     m.parts = parts;
@@ -57,6 +63,9 @@ class CogVideoX final : public Family {
     return {"text_embed_dim", cog(m).transformer.text_embed_dim};
   }
   bool has_vae(const ModelFolder& m) const override { return cog(m).vae.has_value(); }
+  bool takes_image(const ModelFolder& m) const override {
+    return cog(m).transformer.in_channels > cog(m).transformer.out_channels;
+  }
   int vae_scale_spatial(const ModelFolder& m) const override { return cog(m).vae ? cog(m).vae->spatial_compression : 8; }
   int vae_scale_temporal(const ModelFolder& m) const override {
     return cog(m).vae ? cog(m).vae->temporal_compression_ratio : 4;
@@ -131,6 +140,22 @@ class CogVideoX final : public Family {
     const std::string why = "the VAE's " + std::to_string(s) + "x times the patch size " + std::to_string(t.patch_size);
     check_multiple("height", job.height, pixel_step(m), why, out);
     check_multiple("width", job.width, pixel_step(m), why, out);
+    // CogVideoX-5B-I2V's learned positions cover one size (diffusers refuses others) and the text slots.
+    if (t.use_learned_positional_embeddings) {
+      for (auto [field, v, want] : {std::tuple{"height", job.height, t.sample_height * s},
+                                    std::tuple{"width", job.width, t.sample_width * s}})
+        if (v != want)
+          out.push_back({field, std::string("--") + field + " " + std::to_string(v) + ": this model's learned "
+                                "positions cover " + std::to_string(t.sample_width * s) + " x " +
+                                std::to_string(t.sample_height * s) + " only; use --" + field + " " + std::to_string(want)});
+      if (job.max_sequence_length != t.max_text_seq_length)
+        out.push_back({"max_sequence_length", "--max_sequence_length " + std::to_string(job.max_sequence_length) +
+                                                  ": this model's learned positions cover exactly " +
+                                                  std::to_string(t.max_text_seq_length) + " text tokens"});
+    }
+    if (job.use_teacache && takes_image(m))
+      out.push_back({"use_teacache", "--use_teacache: TeaCache publishes no coefficients for CogVideoX's image-to-video "
+                                     "models; use --use_fbcache or --use_magcache"});
     if (job.vae_tiling)
       for (auto [field, v] : {std::pair{"tile_sample_min_height", job.tile_sample_min_height},
                               std::pair{"tile_sample_min_width", job.tile_sample_min_width}})
@@ -164,7 +189,7 @@ class CogVideoX final : public Family {
     g.padded_frames = g.frames;
     const int pt = t.patch_size_t.value_or(1);
     if (g.frames % pt != 0) g.padded_frames += pt - g.frames % pt;  // the 1.5 pipeline pads at the start
-    g.channels = t.in_channels;
+    g.channels = t.out_channels;
     g.height = job.height / m.vae_scale_spatial();
     g.width = job.width / m.vae_scale_spatial();
     g.latent_tokens = int64_t(g.padded_frames / pt) * (g.height / t.patch_size) * (g.width / t.patch_size);

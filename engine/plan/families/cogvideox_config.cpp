@@ -43,12 +43,20 @@ CogVideoXTransformerConfig parse_cogvideox_transformer_config(const std::string&
     f.fail("activation_fn", "\"" + act + "\"", "is not supported; CogVideoX uses \"gelu-approximate\"");
   auto tact = f.get<std::string>("timestep_activation_fn", "silu");
   if (tact != "silu") f.fail("timestep_activation_fn", "\"" + tact + "\"", "is not supported; CogVideoX uses \"silu\"");
-  if (f.has("ofs_embed_dim"))
+  c.ofs_embed_dim = f.has("ofs_embed_dim") ? f.positive("ofs_embed_dim", 0, 65536) : 0;
+  if (c.ofs_embed_dim && c.ofs_embed_dim != c.time_embed_dim)
     f.fail("ofs_embed_dim", f.dump("ofs_embed_dim"),
-           "is set: image-to-video CogVideoX 1.5 (ofs embedding) is not supported yet; use a text-to-video checkpoint");
-  if (f.get<bool>("use_learned_positional_embeddings", false))
+           "must equal time_embed_dim (" + std::to_string(c.time_embed_dim) + "): the ofs embedding is added to the "
+           "timestep's");
+  c.use_learned_positional_embeddings = f.get<bool>("use_learned_positional_embeddings", false);
+  if (c.use_learned_positional_embeddings && !c.use_rotary_positional_embeddings)
     f.fail("use_learned_positional_embeddings", "true",
-           "is not supported yet (CogVideoX-5b-I2V); use a text-to-video checkpoint");
+           "is not supported without use_rotary_positional_embeddings (no CogVideoX checkpoint has learned positions "
+           "alone; CogVideoX-5b-I2V has both)");
+  if (c.in_channels != c.out_channels && c.in_channels != 2 * c.out_channels)
+    f.fail("in_channels", std::to_string(c.in_channels),
+           "must be out_channels (" + std::to_string(c.out_channels) + ", text-to-video) or twice it (image-to-video: "
+           "the noise, then the picture's latents)");
   if (c.inner_dim() % 16 != 0 && !c.use_rotary_positional_embeddings)
     f.fail("num_attention_heads", std::to_string(c.num_attention_heads),
            "times attention_head_dim must be divisible by 16 for 3D sin-cos positions");
@@ -109,7 +117,9 @@ CogVideoXVaeConfig parse_cogvideox_vae_config(const std::string& text, const std
   for (const char* unsupported : {"shift_factor", "latents_mean", "latents_std"})
     if (f.has(unsupported))
       f.fail(unsupported, f.dump(unsupported), "is set; CogVideoX VAEs leave it null and this engine does too");
-  for (const char* unsupported : {"use_quant_conv", "use_post_quant_conv", "invert_scale_latents"})
+  v.in_channels = f.positive("in_channels", v.in_channels, 4096);
+  v.invert_scale_latents = f.get<bool>("invert_scale_latents", false);
+  for (const char* unsupported : {"use_quant_conv", "use_post_quant_conv"})
     if (f.get<bool>(unsupported, false))
       f.fail(unsupported, "true", "is not supported; CogVideoX VAEs set it false");
   auto act = f.get<std::string>("act_fn", "silu");

@@ -33,6 +33,16 @@ struct CogVideoXTransformerConfig {
   double temporal_interpolation_scale = 1.0;
   bool use_rotary_positional_embeddings = false;
   bool patch_bias = true;
+  // Image-to-video (in_channels = 2 x out_channels: the noise, then the picture's latents): CogVideoX-5B-I2V's
+  // learned position table over the text slots and the sample size's video tokens, and CogVideoX1.5-I2V's
+  // embedding of the pipeline's `ofs` (0: none).
+  bool use_learned_positional_embeddings = false;
+  int ofs_embed_dim = 0;
+  // The video tokens of the sample size (the learned table's rows after the text's).
+  int sample_tokens() const {
+    const int frames = (sample_frames - 1) / temporal_compression_ratio + 1;
+    return (sample_height / patch_size) * (sample_width / patch_size) * (frames / patch_size_t.value_or(1));
+  }
 
   int inner_dim() const { return num_attention_heads * attention_head_dim; }
 };
@@ -65,6 +75,8 @@ struct CogVideoXVaeConfig {
   int layers_per_block = 3;
   int norm_num_groups = 32;
   double norm_eps = 1e-6;
+  int in_channels = 3;                // the encoder's
+  bool invert_scale_latents = false;  // CogVideoX1.5-I2V: the picture's latents are divided by scaling_factor
 };
 
 // transformer/, scheduler/ and vae/ (when present) of a CogVideoXPipeline folder.

@@ -150,10 +150,16 @@ class Wan final : public Family {
   int attention_heads(const ModelFolder& m) const override { return wan(m).transformer.num_attention_heads; }
   int blocks(const ModelFolder& m) const override { return wan(m).transformer.num_layers; }
   int train_steps(const ModelFolder& m) const override { return wan(m).scheduler.num_train_timesteps; }
-  // TeaCache4Wan2.1/teacache_generate.py (text to video, without its "ret steps" mode): the 1.3B set for a
+  // TeaCache4Wan2.1/teacache_generate.py (without its "ret steps" mode): for text to video the 1.3B set for a
   // 1536-wide model, the 14B set otherwise (Wan2.2 A14B's experts have 14B's shape). 0.05 is the mildest
   // setting its README publishes (1.3B, about 1.5x).
   std::vector<double> teacache_coefficients(const ModelFolder& m) const override {
+    // Image-to-video: the i2v-14B sets, 720P's for a folder named so (as the script picks by its checkpoint
+    // folder), else 480P's; Wan2.2 I2V-A14B's experts have that shape.
+    if (wan(m).image_to_video() && m.dir.find("720P") != std::string::npos)
+      return {-114.36346466, 65.26524496, -18.82220707, 4.91518089, -0.23412683};
+    if (wan(m).image_to_video())
+      return {-3.02331670e+02, 2.23948934e+02, -5.25463970e+01, 5.87348440e+00, -2.01973289e-01};
     if (wan(m).transformer.inner_dim() <= 1536)
       return {2.39676752e+03, -1.31110545e+03, 2.01331979e+02, -8.29855975e+00, 1.37887774e-01};
     return {-5784.54975374, 5449.50911966, -1811.16591783, 256.27178429, -13.02252404};
