@@ -15,12 +15,14 @@
 #include <QtTest>
 
 #include "gui/window/main_window.h"
+#include "plan/job_file.h"
 #include "gui/results/run_info.h"
 #include "gui/run/step_plots.h"
 #include "qcustomplot.h"
 #include "video/clip_writer.h"
 
 #include "studio_support.h"
+#include "support.h"
 
 using namespace studio;
 using namespace studio::gui;
@@ -224,6 +226,34 @@ class TestStudioResults : public QObject {
     w.history().remove(first);
     QVERIFY(QDir(data + "/trash").exists());
     w.close();
+  }
+
+  // An image-to-video run keeps its picture: a copy in the run's folder, which the run read and the history's
+  // settings name, so a re-run or an export holds whatever becomes of the original.
+  void an_image_to_video_run_keeps_its_picture() {
+    MainWindow w(tmp_.path() + "/pictures");
+    w.show();
+    wait_for_devices(w);
+    auto& c = w.compose_panel();
+    c.set_model_dir(QString::fromStdString(test::golden_case("wan22_i2v_tiny")));
+    c.prompt->setPlainText("A kite rises above the field");
+    c.width->setValue(96);
+    c.height->setValue(64);
+    c.frames->setValue(9);
+    c.steps->setValue(2);
+    const QString original = tmp_.path() + "/start.png";
+    QVERIFY(QFile::copy(QString::fromStdString(test::golden_case("wan22_i2v_tiny") + "/image.png"), original));
+    c.image->set_path(original);
+    QSignalSpy spy(&w, &MainWindow::run_finished);
+    QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
+    QCOMPARE(wait_for_run(spy, 120000), 0);
+    const auto run = w.history().runs().front();
+    const QString kept = run.folder + "/input.png";
+    QFile a(kept), b(original);
+    QVERIFY(a.open(QIODevice::ReadOnly) && b.open(QIODevice::ReadOnly));
+    QCOMPARE(a.readAll(), b.readAll());
+    const auto settings = plan::job_file_from_json(run.settings.toStdString(), "the run's settings");
+    QCOMPARE(QString::fromStdString(settings.job.image_file), kept);
   }
 
   void trash_is_purged_when_the_studio_closes() {

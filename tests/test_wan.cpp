@@ -7,6 +7,8 @@
 
 #include "plan/family.h"
 #include "plan/families/wan_config.h"
+#include "hub/hashing.h"
+#include "io/safetensors/safetensors_file.h"
 #include "io/weights/tensor_file.h"
 #include "mixes.h"
 #include "plan/job.h"
@@ -129,7 +131,14 @@ class WanI2VThroughDitLaunch : public ::testing::TestWithParam<std::tuple<const 
 
 TEST_P(WanI2VThroughDitLaunch, from_the_picture) {
   const auto [c, flags] = GetParam();
-  expect_reference(c, launch(tmp_, c, flags), flags);
+  const auto run = launch(tmp_, c, flags);
+  expect_reference(c, run, flags);
+  // The run's metadata says which picture it started from, and what it was.
+  const auto meta = io::SafetensorsFile::open(run.tensors)->metadata();
+  const std::string picture = test::golden_case(c) + "/image.png";
+  EXPECT_EQ(meta.at("image"), picture);
+  EXPECT_EQ(meta.at("image_size"), "96x64");
+  EXPECT_EQ(meta.at("image_sha256"), hub::sha256_of_file(picture));
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -11,9 +11,11 @@
 #include "pipeline/decode.h"
 #include "plan/error.h"
 #include "plan/family.h"
+#include "hub/hashing.h"
 #include "plan/output_format.h"
 #include "video/clip_writer.h"
 #include "video/image_writer.h"
+#include "video/picture.h"
 
 namespace fs = std::filesystem;
 
@@ -69,6 +71,15 @@ std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const 
           {"use_magcache", job.use_magcache ? "true" : "false"}};
   if (job.use_fbcache || job.use_teacache || job.use_magcache)
     m["cache_threshold"] = shortest(plan::cache_threshold(job, model));
+  // The pictures a clip started from: where they were, and what they were (the file may move or change).
+  for (auto [key, path, flag] : {std::tuple{"image", &job.image_file, "--image"},
+                                 std::tuple{"last_image", &job.last_image_file, "--last_image"}})
+    if (!path->empty()) {
+      const auto p = video::read_picture(*path, flag);
+      m[key] = *path;
+      m[std::string(key) + "_size"] = std::to_string(p.width) + "x" + std::to_string(p.height);
+      m[std::string(key) + "_sha256"] = hub::sha256_of_file(*path);
+    }
   return m;
 }
 

@@ -3,6 +3,8 @@
 // one and the queue goes on. What the ranks say reaches the run view and the Player from here.
 #include <QDateTime>
 #include <QDir>
+#include <QFile>
+#include <QFileInfo>
 #include <QMessageBox>
 #include <QShortcut>
 #include <QVBoxLayout>
@@ -117,6 +119,13 @@ void MainWindow::start_next() {
       // the run reports the folder's problem itself
     }
     q.job.job.output_file = (run_folder_ + (clip ? "/clip.mp4" : "/image.png")).toStdString();
+    // The pictures a run starts from are copied into its folder and the run reads the copies: its history
+    // record, its export and a re-run keep them, whatever becomes of the originals.
+    for (auto [path, name] : {std::pair{&q.job.job.image_file, "input"}, std::pair{&q.job.job.last_image_file, "input_last"}})
+      if (!path->empty()) {
+        const QString copy = run_folder_ + "/" + name + "." + QFileInfo(QString::fromStdString(*path)).suffix();
+        if (QFile::copy(QString::fromStdString(*path), copy)) *path = copy.toStdString();
+      }
     if (parallel_->on_gpus()) qputenv("CUDA_VISIBLE_DEVICES", parallel_->selected_gpus().join(',').toUtf8());
     workers::LaunchPlan lp;
     lp.job = q.job;
