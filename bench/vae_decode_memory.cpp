@@ -64,7 +64,7 @@ void decode(int rank, int ranks, int port, int frames, int height, int width) {
     t0 = std::chrono::steady_clock::now();
   });
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const auto [b, e] = parallel::rows_of(height / 8, rank, ranks);
+  const auto [b, e] = models::rows_of(height / 8, rank, ranks);
   std::printf("rank %d (latent rows %ld-%ld): total %.1f s, peak RSS %.2f GiB\n", rank, long(b), long(e - 1), total,
               peak_rss_gib());
   std::fflush(stdout);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "io/weights/tensor_file.h"
+#include "plan/job.h"
 #include "support.h"
 
 namespace studio::test {
@@ -26,6 +27,18 @@ inline at::Tensor golden_tensor(const std::string& case_name, const std::string&
 
 inline at::Tensor golden_ids(const std::string& case_name, const std::string& tensor) {
   return io::TensorFile(golden_case(case_name) + "/golden.safetensors", "golden").get_int64(tensor);
+}
+
+// The job of an image-to-video reference run: its folder, its picture, and the size and text length of the
+// reference's call.
+inline plan::JobSpec picture_job(const std::string& name) {
+  const auto g = golden_json(name);
+  plan::JobSpec job;
+  job.model_dir = golden_case(name);
+  job.image_file = golden_case(name) + "/" + std::string(g["image"]);
+  job.height = g["height"], job.width = g["width"], job.num_frames = g["num_frames"];
+  job.max_sequence_length = g["max_sequence_length"];
+  return job;
 }
 
 inline std::string shape_of(const at::Tensor& t) {

@@ -22,23 +22,13 @@ namespace {
 
 at::Tensor golden(const std::string& c, const std::string& name) { return test::golden_tensor(c, name); }
 
-plan::JobSpec job_of(const std::string& c) {
-  const auto g = test::golden_json(c);
-  plan::JobSpec job;
-  job.model_dir = test::golden_case(c);
-  job.image_file = test::golden_case(c) + "/image.png";
-  job.height = g["height"], job.width = g["width"], job.num_frames = g["num_frames"];
-  job.max_sequence_length = g["max_sequence_length"];
-  return job;
-}
-
 class CogVideoXPictures : public ::testing::TestWithParam<std::string> {};
 
 // The picture, its moments, the posterior sample and the noise, each from the seed in the reference's order.
 TEST_P(CogVideoXPictures, condition_from_the_seed) {
   const std::string c = GetParam();
   const auto folder = plan::read_model_folder(test::golden_case(c));
-  const auto job = job_of(c);
+  const auto job = test::picture_job(c);
   sampling::SeededNoise noise(uint64_t(test::golden_json(c)["seed"]));
   const auto out = models::condition_on_pictures(folder, job, at::kFloat, at::kCPU, noise, [](const std::string&) {});
   std::map<std::string, at::Tensor> got(out.record.begin(), out.record.end());
@@ -124,7 +114,7 @@ TEST(CogVideoXI2VFolder, read_and_refused_by_name) {
   EXPECT_EQ(m.variant.id, "cogvideox-5b-i2v");
   EXPECT_TRUE(plan::rules_of(m).takes_image(m));
   EXPECT_EQ(plan::read_model_folder(test::golden_case("cogvx15_i2v_tiny")).variant.id, "cogvideox-1.5-i2v");
-  auto job = job_of("cogvx5b_i2v_tiny");
+  auto job = test::picture_job("cogvx5b_i2v_tiny");
   job.prompt = "a cat";
   plan::apply_model_defaults(job, m);
   job.height = 80;  // the learned positions cover 64 x 96 only

@@ -25,22 +25,12 @@ namespace {
 
 const auto kCases = ::testing::Values("wan21_i2v_tiny", "wan22_i2v_tiny");
 
-// The job of the reference run, as dit-launch reads it from the golden's call.
-plan::JobSpec job_of(const std::string& c) {
-  const auto g = test::golden_json(c);
-  plan::JobSpec job;
-  job.model_dir = test::golden_case(c);
-  job.image_file = test::golden_case(c) + "/image.png";
-  job.height = g["height"], job.width = g["width"], job.num_frames = g["num_frames"];
-  return job;
-}
-
 class WanPictures : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(WanPictures, condition_equals_the_reference) {
   const std::string c = GetParam();
   const auto folder = plan::read_model_folder(test::golden_case(c));
-  const auto out = models::wan_picture_conditioning(folder, job_of(c), at::kFloat, at::kCPU, [](const std::string&) {});
+  const auto out = models::wan_picture_conditioning(folder, test::picture_job(c), at::kFloat, at::kCPU, [](const std::string&) {});
   std::map<std::string, at::Tensor> got(out.record.begin(), out.record.end());
   // The 8-bit picture, / 255, 2x - 1: exact.
   EXPECT_EQ(test::max_abs_diff(got.at("image"), test::golden_tensor(c, "image")), 0.0);

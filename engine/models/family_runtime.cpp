@@ -66,14 +66,14 @@ LatentRgb latent_rgb(const plan::ModelFolder& folder) { return runtime_of(folder
 
 PictureConditioning FamilyRuntime::condition_on_pictures(const plan::ModelFolder& folder, const plan::JobSpec&,
                                                          at::ScalarType, at::Device, sampling::SeededNoise&,
-                                                         const text::Log&) const {
+                                                         const text::Log&, const RowShare*) const {
   throw std::logic_error("internal error: " + folder.variant.name + " takes no picture, and the plan let one through");
 }
 
 PictureConditioning condition_on_pictures(const plan::ModelFolder& folder, const plan::JobSpec& job,
                                           at::ScalarType dtype, at::Device device, sampling::SeededNoise& noise,
-                                          const text::Log& log) {
-  return runtime_of(folder).condition_on_pictures(folder, job, dtype, device, noise, log);
+                                          const text::Log& log, const RowShare* rows) {
+  return runtime_of(folder).condition_on_pictures(folder, job, dtype, device, noise, log, rows);
 }
 
 }  // namespace studio::models

@@ -59,10 +59,12 @@ class FamilyRuntime {
   virtual LatentRgb latent_rgb(const plan::ModelFolder&) const { return {}; }
   // Image-to-video (plan::Family::takes_image): --image (and --last_image) read, preprocessed and encoded as the
   // family's pipeline does. Run before the initial noise is drawn: `noise` gives a family whose VAE samples
-  // its posterior the draws the reference makes first.
+  // its posterior the draws the reference makes first. With `rows` (parallel VAE), every rank of the split
+  // calls it and encodes its share of the rows where the family's encoder can; each gets the whole result.
   virtual PictureConditioning condition_on_pictures(const plan::ModelFolder& folder, const plan::JobSpec& job,
                                                     at::ScalarType dtype, at::Device device,
-                                                    sampling::SeededNoise& noise, const text::Log& log) const;
+                                                    sampling::SeededNoise& noise, const text::Log& log,
+                                                    const RowShare* rows) const;
 };
 
 // Every family's runtime, one line each (models/family_runtime.cpp), and the folder's.
@@ -98,6 +100,6 @@ LatentRgb latent_rgb(const plan::ModelFolder& folder);
 
 PictureConditioning condition_on_pictures(const plan::ModelFolder& folder, const plan::JobSpec& job,
                                           at::ScalarType dtype, at::Device device, sampling::SeededNoise& noise,
-                                          const text::Log& log);
+                                          const text::Log& log, const RowShare* rows = nullptr);
 
 }  // namespace studio::models

@@ -7,6 +7,12 @@
 
 namespace studio::models {
 
+std::pair<int64_t, int64_t> rows_of(int64_t h, int r, int n) {
+  const int64_t base = h / n, extra = h % n;
+  const int64_t begin = r * base + std::min<int64_t>(r, extra);
+  return {begin, begin + base + (r < extra ? 1 : 0)};
+}
+
 std::pair<at::Tensor, at::Tensor> group_mean_var(const at::Tensor& x, RowExchange* rows) {
   const int64_t B = x.size(0), G = x.size(1);
   auto [var, mean] = at::var_mean(x.reshape({B, G, -1}).to(at::kFloat), {2}, /*unbiased=*/false, /*keepdim=*/true);

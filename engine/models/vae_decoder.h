@@ -23,6 +23,16 @@ class RowExchange {
   virtual at::Tensor gather(const at::Tensor& t, int64_t dim) = 0;
 };
 
+// Latent rows [begin, end) of rank r of n for a picture of h latent rows: the first h % n ranks take one more.
+std::pair<int64_t, int64_t> rows_of(int64_t h, int r, int n);
+
+// One rank's share of a picture encoded by rows (parallel VAE encoding): its rows are rows_of(latent rows,
+// rank, ranks) times the VAE's spatial compression, and `exchange` reaches the other ranks.
+struct RowShare {
+  RowExchange* exchange = nullptr;
+  int rank = 0, ranks = 1;
+};
+
 // The mean and (biased) variance of each group of `x` [B, G, ...], in float32, [B, G, 1] each. With `rows`,
 // of the whole picture the ranks' rows make: every rank's count, sum and sum of squares (in float64, from
 // its own mean and variance) summed, so a group norm split by rows equals the one-process one.

@@ -45,11 +45,7 @@ class GroupRows : public models::RowExchange {
 
 }  // namespace
 
-std::pair<int64_t, int64_t> rows_of(int64_t h, int r, int n) {
-  const int64_t base = h / n, extra = h % n;
-  const int64_t begin = r * base + std::min<int64_t>(r, extra);
-  return {begin, begin + base + (r < extra ? 1 : 0)};
-}
+std::unique_ptr<models::RowExchange> row_exchange(Group& group) { return std::make_unique<GroupRows>(group); }
 
 void decode_by_rows(const models::VaeDecoder& vae, Group& group, const at::Tensor& z,
                     const std::function<void(const at::Tensor&)>& on_batch) {
@@ -60,7 +56,7 @@ void decode_by_rows(const models::VaeDecoder& vae, Group& group, const at::Tenso
     throw InputError("parallel VAE decoding: " + std::to_string(n) + " ranks cannot share " + std::to_string(h) +
                      " latent rows (" + std::to_string(h * vae.spatial_compression()) +
                      " pixels); use at most " + std::to_string(h) + " ranks or a taller video");
-  const auto [begin, end] = rows_of(h, group.rank(), n);
+  const auto [begin, end] = models::rows_of(h, group.rank(), n);
   GroupRows rows(group);
   const int64_t scale = vae.spatial_compression();
   vae.decode_batches(
@@ -71,7 +67,7 @@ void decode_by_rows(const models::VaeDecoder& vae, Group& group, const at::Tenso
         std::vector<at::Tensor> parts{mine};
         std::vector<PeerOp> receives;
         for (int r = 1; r < n; ++r) {
-          const auto [b, e] = rows_of(h, r, n);
+          const auto [b, e] = models::rows_of(h, r, n);
           auto sizes = mine.sizes().vec();
           sizes[3] = (e - b) * scale;
           parts.push_back(at::empty(sizes, mine.options()));

@@ -4,6 +4,7 @@
 // decoded batch of frames gathered to the group's rank 0. The result is the one-process decode's.
 #pragma once
 #include <functional>
+#include <memory>
 #include <utility>
 
 #include <ATen/core/Tensor.h>
@@ -13,8 +14,8 @@
 
 namespace studio::parallel {
 
-// Latent rows [begin, end) of rank r of n for a picture of h latent rows.
-std::pair<int64_t, int64_t> rows_of(int64_t h, int r, int n);
+// The row exchange of parallel VAE decoding and encoding over `group`'s ranks.
+std::unique_ptr<models::RowExchange> row_exchange(Group& group);
 
 // z [B, C, F, h, w], whole, on every rank of `group`. `on_batch` is called on group rank 0 only, with
 // each batch whole ([B, out_channels, frames, H, W], as VaeDecoder::decode_batches hands them out).

@@ -14,6 +14,7 @@
 #include "models/offloaded_blocks.h"
 #include "parallel/job_ranks.h"
 #include "parallel/parallel_model.h"
+#include "parallel/parallel_vae.h"
 #include "parallel/sharded_blocks.h"
 #include "pipeline/device_choice.h"
 #include "pipeline/embeddings.h"
@@ -190,8 +191,16 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   sampling::SeededNoise seeded(job.seed + uint64_t(slice.first), int(slice.count));
   if (!job.prompt.empty() || !job.image_file.empty()) phase("encoding");
   models::PictureConditioning pictures;
-  if (!job.image_file.empty())
-    pictures = models::condition_on_pictures(weights_from, job, dtype, device, seeded, log);
+  if (!job.image_file.empty()) {
+    // With the parallel VAE every rank encodes its share of the picture's rows.
+    std::unique_ptr<models::RowExchange> exchange;
+    std::optional<models::RowShare> share;
+    if (parallel::Group* rows = parallel::decode_rows(mesh)) {
+      exchange = parallel::row_exchange(*rows);
+      share = models::RowShare{exchange.get(), rows->rank(), rows->size()};
+    }
+    pictures = models::condition_on_pictures(weights_from, job, dtype, device, seeded, log, share ? &*share : nullptr);
+  }
   Embeddings embeds = prompt_embeddings(job, weights_from, mesh, dtype, device, log);
   NamedTensors record = std::move(embeds.record);  // what --save_tensors writes
   record.insert(record.end(), pictures.record.begin(), pictures.record.end());

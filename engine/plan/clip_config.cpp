@@ -4,6 +4,26 @@
 
 namespace studio::plan {
 
+namespace {
+
+// The fields of CLIP's encoder layers, named alike in its text and vision configs.
+template <class Config>
+void read_layer_fields(const Fields& f, Config& c, int min_layers) {
+  c.hidden_size = f.positive("hidden_size", c.hidden_size, 65536);
+  c.intermediate_size = f.positive("intermediate_size", c.intermediate_size, 1 << 20);
+  c.num_hidden_layers = f.in_range("num_hidden_layers", c.num_hidden_layers, min_layers, 1024);
+  c.num_attention_heads = f.positive("num_attention_heads", c.num_attention_heads, 1024);
+  c.layer_norm_eps = f.get<double>("layer_norm_eps", c.layer_norm_eps);
+  c.hidden_act = f.get<std::string>("hidden_act", c.hidden_act);
+  if (c.hidden_act != "quick_gelu" && c.hidden_act != "gelu")
+    f.fail("hidden_act", "\"" + c.hidden_act + "\"", "is not supported; CLIP uses \"quick_gelu\" or \"gelu\"");
+  if (c.hidden_size % c.num_attention_heads != 0)
+    f.fail("hidden_size", std::to_string(c.hidden_size),
+           "must be a multiple of num_attention_heads (" + std::to_string(c.num_attention_heads) + ")");
+}
+
+}  // namespace
+
 double ClipTextConfig::parameters() const {
   const double h = hidden_size, i = intermediate_size;
   // Token and position tables, then per layer attention (4 h^2 + 4 h), the MLP and two layer norms.
@@ -18,19 +38,9 @@ ClipTextConfig parse_clip_text_config(const std::string& text, const std::string
   if (type != "clip_text_model")
     f.fail("model_type", "\"" + type + "\"", "is not supported; FLUX.1's text_encoder/ is \"clip_text_model\"");
   c.vocab_size = f.positive("vocab_size", c.vocab_size, 1 << 22);
-  c.hidden_size = f.positive("hidden_size", c.hidden_size, 65536);
-  c.intermediate_size = f.positive("intermediate_size", c.intermediate_size, 1 << 20);
-  c.num_hidden_layers = f.positive("num_hidden_layers", c.num_hidden_layers, 1024);
-  c.num_attention_heads = f.positive("num_attention_heads", c.num_attention_heads, 1024);
+  read_layer_fields(f, c, 1);
   c.max_position_embeddings = f.positive("max_position_embeddings", c.max_position_embeddings, 65536);
-  c.layer_norm_eps = f.get<double>("layer_norm_eps", c.layer_norm_eps);
   c.eos_token_id = f.get<int>("eos_token_id", c.eos_token_id);
-  c.hidden_act = f.get<std::string>("hidden_act", c.hidden_act);
-  if (c.hidden_act != "quick_gelu" && c.hidden_act != "gelu")
-    f.fail("hidden_act", "\"" + c.hidden_act + "\"", "is not supported; CLIP uses \"quick_gelu\" or \"gelu\"");
-  if (c.hidden_size % c.num_attention_heads != 0)
-    f.fail("hidden_size", std::to_string(c.hidden_size),
-           "must be a multiple of num_attention_heads (" + std::to_string(c.num_attention_heads) + ")");
   return c;
 }
 
@@ -40,19 +50,9 @@ ClipVisionConfig parse_clip_vision_config(const std::string& text, const std::st
   const auto type = f.get<std::string>("model_type", "clip_vision_model");
   if (type != "clip_vision_model")
     f.fail("model_type", "\"" + type + "\"", "is not supported; Wan2.1's image_encoder/ is \"clip_vision_model\"");
-  c.hidden_size = f.positive("hidden_size", c.hidden_size, 65536);
-  c.intermediate_size = f.positive("intermediate_size", c.intermediate_size, 1 << 20);
-  c.num_hidden_layers = f.in_range("num_hidden_layers", c.num_hidden_layers, 2, 1024);
-  c.num_attention_heads = f.positive("num_attention_heads", c.num_attention_heads, 1024);
+  read_layer_fields(f, c, 2);  // hidden_states[-2] needs two layers at least
   c.image_size = f.positive("image_size", c.image_size, 8192);
   c.patch_size = f.positive("patch_size", c.patch_size, 8192);
-  c.layer_norm_eps = f.get<double>("layer_norm_eps", c.layer_norm_eps);
-  c.hidden_act = f.get<std::string>("hidden_act", c.hidden_act);
-  if (c.hidden_act != "quick_gelu" && c.hidden_act != "gelu")
-    f.fail("hidden_act", "\"" + c.hidden_act + "\"", "is not supported; CLIP uses \"quick_gelu\" or \"gelu\"");
-  if (c.hidden_size % c.num_attention_heads != 0)
-    f.fail("hidden_size", std::to_string(c.hidden_size),
-           "must be a multiple of num_attention_heads (" + std::to_string(c.num_attention_heads) + ")");
   if (f.get<int>("num_channels", 3) != 3) f.fail("num_channels", f.dump("num_channels"), "must be 3 (RGB)");
   if (c.image_size % c.patch_size != 0)
     f.fail("image_size", std::to_string(c.image_size),

@@ -17,6 +17,7 @@ extern "C" {
 #include <nlohmann/json.hpp>
 
 #include "plan/error.h"
+#include "video/av_error.h"
 
 namespace fs = std::filesystem;
 
@@ -24,14 +25,8 @@ namespace studio::video {
 
 namespace {
 
-std::string av_error(int code) {
-  char buf[AV_ERROR_MAX_STRING_SIZE] = {0};
-  av_strerror(code, buf, sizeof buf);
-  return buf;
-}
-
 void check(int code, const std::string& path, const char* what) {
-  if (code < 0) throw InputError(path + ": " + what + " failed: " + av_error(code));
+  if (code < 0) throw InputError(path + ": " + what + " failed: " + av_error_text(code));
 }
 
 struct FormatSpec {
@@ -182,7 +177,7 @@ ClipWriter::ClipWriter(const std::string& path, const ClipInfo& info) : impl_(st
       int r = avio_open(&m.fmt->pb, m.tmp.c_str(), AVIO_FLAG_WRITE);
       if (r < 0) {
         av_dict_free(&opts);
-        throw InputError("--output " + path + ": cannot write there (" + av_error(r) + ")");
+        throw InputError("--output " + path + ": cannot write there (" + av_error_text(r) + ")");
       }
       r = avformat_write_header(m.fmt, &opts);
       av_dict_free(&opts);

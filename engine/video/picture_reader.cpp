@@ -7,23 +7,18 @@ extern "C" {
 #include <libswscale/swscale.h>
 }
 
-#include <filesystem>
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <stdexcept>
 
 #include "plan/error.h"
+#include "video/av_error.h"
 #include "video/picture.h"
 
 namespace studio::video {
 
 namespace {
-
-std::string av_error(int code) {
-  char buf[AV_ERROR_MAX_STRING_SIZE] = {0};
-  av_strerror(code, buf, sizeof buf);
-  return buf;
-}
 
 const char* kWhatWorks = "an 8-bit RGB or greyscale PNG, JPEG, WebP or BMP would work";
 
@@ -83,9 +78,9 @@ Picture read_picture(const std::string& path, const std::string& flag) {
   if (!std::filesystem::is_regular_file(path, ec)) throw InputError(who + "no such file");
   Input in;
   if (int e = avformat_open_input(&in.fmt, path.c_str(), nullptr, nullptr); e < 0)
-    throw InputError(who + "not a picture FFmpeg can read (" + av_error(e) + "); " + kWhatWorks);
+    throw InputError(who + "not a picture FFmpeg can read (" + av_error_text(e) + "); " + kWhatWorks);
   if (int e = avformat_find_stream_info(in.fmt, nullptr); e < 0)
-    throw InputError(who + "not a picture FFmpeg can read (" + av_error(e) + "); " + kWhatWorks);
+    throw InputError(who + "not a picture FFmpeg can read (" + av_error_text(e) + "); " + kWhatWorks);
   const int stream = av_find_best_stream(in.fmt, AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
   if (stream < 0) throw InputError(who + "holds no picture; " + kWhatWorks);
   const AVCodecParameters* par = in.fmt->streams[stream]->codecpar;
@@ -101,7 +96,7 @@ Picture read_picture(const std::string& path, const std::string& flag) {
   dec->err_recognition = AV_EF_EXPLODE | AV_EF_CRCCHECK | AV_EF_BITSTREAM | AV_EF_BUFFER;
   dec->thread_count = 1;
   if (int e = avcodec_open2(dec.get(), codec, nullptr); e < 0)
-    throw InputError(who + "cannot be decoded (" + av_error(e) + ")");
+    throw InputError(who + "cannot be decoded (" + av_error_text(e) + ")");
 
   auto free_frame = [](AVFrame* x) { av_frame_free(&x); };
   auto free_packet = [](AVPacket* x) { av_packet_free(&x); };
@@ -122,7 +117,7 @@ Picture read_picture(const std::string& path, const std::string& flag) {
       continue;
     }
     if (e == AVERROR_EOF) break;
-    if (e != AVERROR(EAGAIN)) throw InputError(who + "is damaged, truncated or not a picture (" + av_error(e) + ")");
+    if (e != AVERROR(EAGAIN)) throw InputError(who + "is damaged, truncated or not a picture (" + av_error_text(e) + ")");
     if (draining) break;
     e = av_read_frame(in.fmt, pkt.get());
     if (e == AVERROR_EOF) {
@@ -130,10 +125,10 @@ Picture read_picture(const std::string& path, const std::string& flag) {
       avcodec_send_packet(dec.get(), nullptr);
       continue;
     }
-    if (e < 0) throw InputError(who + "is damaged, truncated or not a picture (" + av_error(e) + ")");
+    if (e < 0) throw InputError(who + "is damaged, truncated or not a picture (" + av_error_text(e) + ")");
     if (pkt->stream_index == stream) {
       e = avcodec_send_packet(dec.get(), pkt.get());
-      if (e < 0 && e != AVERROR(EAGAIN)) throw InputError(who + "is damaged, truncated or not a picture (" + av_error(e) + ")");
+      if (e < 0 && e != AVERROR(EAGAIN)) throw InputError(who + "is damaged, truncated or not a picture (" + av_error_text(e) + ")");
     }
     av_packet_unref(pkt.get());
   }

@@ -48,11 +48,11 @@ class CogVideoXRuntime final : public FamilyRuntime {
     out.input_ids = {{"input_ids", t5[0].first}, {"negative_input_ids", t5[1].first}};
     return out;
   }
-  // prepare_latents' picture: encoded, its latent distribution sampled from each video's generator (before that
+  // prepare_latents' picture: encoded whole on every rank (one frame; not split by rows), its latent distribution sampled from each video's generator (before that
   // video's noise), scaled, in latent frame 0 of otherwise zero frames as many as the noise's.
   PictureConditioning condition_on_pictures(const plan::ModelFolder& folder, const plan::JobSpec& job,
                                             at::ScalarType dtype, at::Device device, sampling::SeededNoise& noise,
-                                            const text::Log& log) const override {
+                                            const text::Log& log, const RowShare*) const override {
     const auto& vae = *cog(folder).vae;
     const auto image = vae_pixel_values(video::read_picture(job.image_file, "--image"), job.width, job.height);
     log("encoding the picture with the VAE encoder on " + device.str());

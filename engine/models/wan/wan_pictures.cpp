@@ -28,7 +28,8 @@ at::Tensor frame_mask(int num_frames, bool last, int tc, int64_t h, int64_t w) {
 }  // namespace
 
 PictureConditioning wan_picture_conditioning(const plan::ModelFolder& folder, const plan::JobSpec& job,
-                                             at::ScalarType dtype, at::Device device, const text::Log& log) {
+                                             at::ScalarType dtype, at::Device device, const text::Log& log,
+                                             const RowShare* rows) {
   const auto& parts = folder.parts_as<plan::WanParts>();
   std::vector<video::Picture> pictures{video::read_picture(job.image_file, "--image")};
   if (!job.last_image_file.empty()) pictures.push_back(video::read_picture(job.last_image_file, "--last_image"));
@@ -52,9 +53,10 @@ PictureConditioning wan_picture_conditioning(const plan::ModelFolder& folder, co
   auto video = at::cat({images[0], at::zeros({1, 3, between, job.height, job.width})}, 2);
   if (pictures.size() > 1) video = at::cat({video, images[1]}, 2);
   out.record.emplace_back("image", images[0].squeeze(2));
-  log("encoding the conditioning video (" + std::to_string(F) + " frames) with the VAE encoder on " + device.str());
+  log("encoding the conditioning video (" + std::to_string(F) + " frames) with the VAE encoder on " + device.str() +
+      (rows ? ", split by rows over " + std::to_string(rows->ranks) + " ranks" : ""));
   const auto vae = WanVae::load(part_path(folder, "vae"), *parts.vae, dtype, device, /*with_encoder=*/true);
-  const auto moments = vae->encode(video).cpu();
+  const auto moments = vae->encode(video, rows).cpu();
   const int64_t z = parts.vae->z_dim;
   const auto latent_condition = vae->normalize(moments.narrow(1, 0, z));  // the mean: the pipeline takes the mode
   const auto mask = frame_mask(F, pictures.size() > 1, parts.vae->temporal_compression(), latent_condition.size(3),

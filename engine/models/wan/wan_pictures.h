@@ -8,6 +8,7 @@
 namespace studio::models {
 
 PictureConditioning wan_picture_conditioning(const plan::ModelFolder& folder, const plan::JobSpec& job,
-                                             at::ScalarType dtype, at::Device device, const text::Log& log);
+                                             at::ScalarType dtype, at::Device device, const text::Log& log,
+                                             const RowShare* rows = nullptr);
 
 }  // namespace studio::models

@@ -96,8 +96,8 @@ class WanRuntime final : public FamilyRuntime {
 
   PictureConditioning condition_on_pictures(const plan::ModelFolder& folder, const plan::JobSpec& job,
                                             at::ScalarType dtype, at::Device device, sampling::SeededNoise&,
-                                            const text::Log& log) const override {
-    return wan_picture_conditioning(folder, job, dtype, device, log);  // draws nothing: the VAE's mean
+                                            const text::Log& log, const RowShare* rows) const override {
+    return wan_picture_conditioning(folder, job, dtype, device, log, rows);  // draws nothing: the VAE's mean
   }
 
   LatentRgb latent_rgb(const plan::ModelFolder& folder) const override {

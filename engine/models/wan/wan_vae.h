@@ -44,7 +44,9 @@ class WanVae final : public VaeDecoder {
 
   // A video [B, in_channels, 1 + 4k, H, W] in [-1, 1] -> the moments of its latent distribution
   // [B, 2 z_dim, 1 + k, H / 8, W / 8] (mean, then log-variance), float32. InputError when vae/ has no encoder.
-  at::Tensor encode(const at::Tensor& video) const;
+  // With `rows`, this rank encodes its share of the rows (its convolutions take a halo row from each
+  // neighbour, its attention every rank's keys and values) and the shares are gathered: exact.
+  at::Tensor encode(const at::Tensor& video, const RowShare* rows = nullptr) const;
   // A mean [B, z_dim, ...] normalised as WanImageToVideoPipeline does: (mean - latents_mean) * (1 / latents_std).
   at::Tensor normalize(const at::Tensor& mean) const;
 

@@ -9,6 +9,8 @@
 #include <ATen/ops/silu.h>
 #include <c10/core/InferenceMode.h>
 
+#include <optional>
+
 #include "models/wan/wan_vae_blocks.h"
 #include "plan/error.h"
 
@@ -17,9 +19,13 @@ namespace studio::models {
 namespace wan {
 
 at::Tensor Downsampler::operator()(const at::Tensor& x, DecodeState& s) const {
-  const int64_t B = x.size(0), C = x.size(1), T = x.size(2);
-  const auto frames = x.permute({0, 2, 1, 3, 4}).reshape({B * T, C, x.size(3), x.size(4)});
-  const auto y2 = at::conv2d(at::constant_pad_nd(frames, {0, 1, 0, 1}), weight, bias, 2);
+  const int64_t B = x.size(0), C = x.size(1), T = x.size(2), H = x.size(3);
+  const auto frames = x.permute({0, 2, 1, 3, 4}).reshape({B * T, C, H, x.size(4)});
+  // Zeros after the last row and column; under a row split the row after a rank's last is its neighbour's
+  // (zeros at the picture's bottom), and with an even row count no output row needs the row above.
+  const auto padded = s.rows ? at::constant_pad_nd(s.with_halo(frames, 2).narrow(2, 1, H + 1), {0, 1})
+                             : at::constant_pad_nd(frames, {0, 1, 0, 1});
+  const auto y2 = at::conv2d(padded, weight, bias, 2);
   auto y = y2.view({B, T, y2.size(1), y2.size(2), y2.size(3)}).permute({0, 2, 1, 3, 4});
   if (!time_conv) return y;
   at::Tensor& past = s.past[time_conv->slot];
@@ -76,21 +82,37 @@ at::Tensor WanVae::Encoder::operator()(const at::Tensor& frames, wan::DecodeStat
   return quant_conv(conv_out(at::silu(norm_out(x)), s), s);
 }
 
-at::Tensor WanVae::encode(const at::Tensor& video) const {
+at::Tensor WanVae::encode(const at::Tensor& video_in, const RowShare* rows) const {
   if (!encoder_)
     throw InputError("vae/ holds no encoder weights (encoder.*): a picture cannot be encoded; use the model's "
                      "complete vae/ folder as the Hub has it");
   const int64_t tc = cfg_.temporal_compression();
-  if (video.dim() != 5 || video.size(1) != cfg_.in_channels || (video.size(2) - 1) % tc != 0)
-    throw InputError("VAE encoder input has shape " + io::shape_str(video.sizes().vec()) + "; expected [B, " +
-                     std::to_string(cfg_.in_channels) + ", " + std::to_string(tc) + "k+1, H, W]");
-  c10::InferenceMode guard;
+  const int64_t s = cfg_.spatial_compression();
+  if (video_in.dim() != 5 || video_in.size(1) != cfg_.in_channels || (video_in.size(2) - 1) % tc != 0 ||
+      video_in.size(3) % s != 0)
+    throw InputError("VAE encoder input has shape " + io::shape_str(video_in.sizes().vec()) + "; expected [B, " +
+                     std::to_string(cfg_.in_channels) + ", " + std::to_string(tc) + "k+1, H, W] with H a multiple of " +
+                     std::to_string(s));
+  // Not with a row split: c10d's Gloo works on threads of its own, which cannot touch inference tensors.
+  std::optional<c10::InferenceMode> guard;
+  if (!rows) guard.emplace();
   wan::DecodeState state;
   state.past.resize(encoder_->slots);
+  at::Tensor video = video_in;
+  if (rows) {
+    const int64_t h = video_in.size(3) / s;
+    if (h < rows->ranks)
+      throw InputError("parallel VAE encoding: " + std::to_string(rows->ranks) + " ranks cannot share " +
+                       std::to_string(h) + " latent rows; use at most " + std::to_string(h) + " ranks");
+    const auto [begin, end] = rows_of(h, rows->rank, rows->ranks);
+    video = video_in.narrow(3, begin * s, (end - begin) * s);
+    state.rows = rows->exchange;
+  }
   std::vector<at::Tensor> out;
   for (int64_t f = 0; f < video.size(2); f += f == 0 ? 1 : tc)
     out.push_back((*encoder_)(video.narrow(2, f, f == 0 ? 1 : tc).to(device_, dtype_), state).to(at::kFloat));
-  return at::cat(out, 2);
+  const auto mine = at::cat(out, 2);
+  return rows ? rows->exchange->gather(mine.contiguous(), 3) : mine;
 }
 
 }  // namespace studio::models
