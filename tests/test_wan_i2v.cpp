@@ -5,15 +5,19 @@
 // tokens. The whole run from the picture, and its parallel mixes, are in test_wan; PIL's resizes and the
 // pictures refused are in test_pictures.
 #include <ATen/ops/cat.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/randn.h>
 #include <ATen/ops/zeros.h>
 
 #include <cstdio>
 
+#include "io/safetensors/safetensors_file.h"
 #include "models/image/clip_vision_encoder.h"
 #include "models/wan/wan_pictures.h"
 #include "models/wan/wan_transformer.h"
 #include "models/wan/wan_vae.h"
 #include "plan/error.h"
+#include "plan/family.h"
 #include "plan/families/wan_config.h"
 #include "plan/job.h"
 #include "plan/model_folder.h"
@@ -106,6 +110,55 @@ TEST(WanVaeEncoder, chunks_carry_their_past) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("encoder"), std::string::npos) << e.what();
   }
+}
+
+// Wan2.1-FLF2V's shape, made from wan21_i2v_tiny with its learned positions for two pictures (no reference
+// case pins FLF2V): both pictures' CLIP tokens become one sequence of 514, the end picture is the video's
+// last frame and the mask's, and the model refuses one picture's tokens.
+TEST(WanFirstAndLastFrame, both_pictures_reach_the_model) {
+  test::TempDir tmp;
+  const std::string dir = tmp.path("flf2v");
+  test::copy_tree(test::golden_case("wan21_i2v_tiny"), dir);
+  test::edit_json(dir + "/transformer/config.json", [](nlohmann::json& j) { j["pos_embed_seq_len"] = 514; });
+  const std::string weights = dir + "/transformer/diffusion_pytorch_model.safetensors";
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  {
+    io::TensorFile f(weights, "transformer");
+    const auto file = io::SafetensorsFile::open(weights);
+    for (const auto& t : file->tensors()) tensors.emplace_back(t.name, f.get(t.name, -1, "").clone());
+  }
+  tensors.emplace_back("condition_embedder.image_embedder.pos_embed", at::randn({1, 514, 32}) * 0.02);
+  io::save_tensors(weights, tensors);
+  const auto folder = plan::read_model_folder(dir);
+  EXPECT_EQ(folder.variant.id, "wan2.1-flf2v");
+  EXPECT_TRUE(plan::rules_of(folder).takes_last_image(folder));
+
+  auto job = test::picture_job("wan21_i2v_tiny");
+  job.model_dir = dir;
+  job.last_image_file = std::string(test::source_dir()) + "/tests/data/pictures/bicubic_37x80.png";  // resized
+  const auto out = models::wan_picture_conditioning(folder, job, at::kFloat, at::kCPU, [](const std::string&) {});
+  ASSERT_EQ(out.image.sizes().vec(), (std::vector<int64_t>{1, 514, 32}));
+  const auto mask = out.condition.narrow(1, 0, 4);  // [1, 4, 3, h, w]: frame 0, then the last video frame
+  EXPECT_EQ(mask.select(2, 0).min().item<float>(), 1.0f);
+  EXPECT_EQ(mask.select(2, 1).max().item<float>(), 0.0f);
+  EXPECT_EQ(mask.select(2, 2).narrow(1, 0, 3).max().item<float>(), 0.0f);
+  EXPECT_EQ(mask.select(2, 2).narrow(1, 3, 1).min().item<float>(), 1.0f);
+  // The end picture's latents differ from the first picture's, frame by frame.
+  const auto latents = out.condition.narrow(1, 4, 16);
+  EXPECT_GT(test::max_abs_diff(latents.select(2, 2), latents.select(2, 0)), 0.1);
+
+  const auto cfg = folder.parts_as<plan::WanParts>().transformer;
+  const auto model = models::WanTransformer::load(dir + "/transformer", cfg, at::kFloat, at::kCPU);
+  models::StepInputs in;
+  in.latents = at::randn({1, 16, 3, 8, 12});
+  in.condition = out.condition;
+  in.image = out.image;
+  in.text = test::golden_tensor("wan21_i2v_tiny", "prompt_embeds");
+  in.timestep = at::full({1}, 999.0);
+  const auto pos = model->positions(model->token_grid(in.latents));
+  EXPECT_EQ(model->forward(in, pos).sizes().vec(), in.latents.sizes().vec());
+  in.image = out.image.narrow(1, 0, 257);
+  EXPECT_THROW(model->forward(in, pos), InputError);
 }
 
 }  // namespace
