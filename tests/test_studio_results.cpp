@@ -254,6 +254,17 @@ class TestStudioResults : public QObject {
     QCOMPARE(a.readAll(), b.readAll());
     const auto settings = plan::job_file_from_json(run.settings.toStdString(), "the run's settings");
     QCOMPARE(QString::fromStdString(settings.job.image_file), kept);
+    // The player shows the result beside the picture it started from (96 x 64, 160 wide there).
+    tabs(w)->setCurrentWidget(&w.history());
+    w.history().select({run.id});
+    w.history().play_button->click();
+    QVERIFY(w.player().input->isVisibleTo(&w.player()));
+    QCOMPARE(w.player().input->pixmap().width(), 160);
+    QCOMPARE(w.player().input->pixmap().height(), 107);
+    QCOMPARE(w.player().frame_count(), 9);
+    // A run from words alone hides it.
+    w.player().begin(run.folder, plan::JobFile{}, "words");
+    QVERIFY(!w.player().input->isVisibleTo(&w.player()));
   }
 
   void trash_is_purged_when_the_studio_closes() {

@@ -6,6 +6,7 @@
 #include <QFileInfo>
 #include <QUrl>
 #include <QHBoxLayout>
+#include <QPainter>
 #include <QMessageBox>
 #include <QVBoxLayout>
 
@@ -43,7 +44,14 @@ Player::Player(QWidget* parent) : QWidget(parent) {
   screen->setAlignment(Qt::AlignCenter);
   screen->setMinimumSize(288, 192);
   screen->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Ignored);  // the picture follows the window
-  layout->addWidget(screen, 1);
+  input = new QLabel;
+  input->setObjectName("input");
+  input->setAlignment(Qt::AlignTop | Qt::AlignHCenter);
+  input->hide();
+  auto* pictures = new QHBoxLayout;
+  pictures->addWidget(input);
+  pictures->addWidget(screen, 1);
+  layout->addLayout(pictures, 1);
   slider = new QSlider(Qt::Horizontal);
   slider->setObjectName("scrub");
   layout->addWidget(slider);
@@ -152,6 +160,7 @@ void Player::begin(const QString& folder, const plan::JobFile& job, const QStrin
   set_metadata(run_metadata(job));
   title->setText(what);
   note->clear();
+  show_input(job.job);
 }
 
 bool Player::load_run(const RunRecord& r, QString* error) {
@@ -192,6 +201,25 @@ void Player::show_frame(int i) {
   slider->setValue(i);
   screen->setPixmap(QPixmap::fromImage(frames_[size_t(i)]).scaled(screen->size(), Qt::KeepAspectRatio,
                                                                   Qt::SmoothTransformation));
+}
+
+void Player::show_input(const plan::JobSpec& job) {
+  // The run's own copies (the studio runs from them), stacked: the first picture, then the last.
+  QImage stack;
+  for (const auto& path : {job.image_file, job.last_image_file}) {
+    const QImage picture(QString::fromStdString(path));
+    if (picture.isNull()) continue;
+    const QImage small = picture.scaledToWidth(kInputWidth, Qt::SmoothTransformation);
+    QImage joined(kInputWidth, (stack.isNull() ? 0 : stack.height() + 4) + small.height(), QImage::Format_RGB32);
+    joined.fill(palette().window().color());
+    QPainter p(&joined);
+    if (!stack.isNull()) p.drawImage(0, 0, stack);
+    p.drawImage(0, stack.isNull() ? 0 : stack.height() + 4, small);
+    stack = joined;
+  }
+  input->setVisible(!stack.isNull());
+  input->setPixmap(stack.isNull() ? QPixmap() : QPixmap::fromImage(stack));
+  input->setToolTip(tr("The picture the run started from: %1").arg(QString::fromStdString(job.image_file)));
 }
 
 void Player::resizeEvent(QResizeEvent* e) {

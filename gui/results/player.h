@@ -58,6 +58,7 @@ class Player : public QWidget {
 
   QLabel* title;  // which run is shown
   QLabel* screen;
+  QLabel* input;  // the picture(s) an image-to-video run started from, beside the screen; hidden otherwise
   QSlider* slider;
   QPushButton *play_button, *export_button;
   QPushButton *back_button, *forward_button;
@@ -71,6 +72,8 @@ class Player : public QWidget {
 
  private:
   void advance();
+  void show_input(const plan::JobSpec& job);
+  static constexpr int kInputWidth = 160;
   void list_formats();
   void resizeEvent(QResizeEvent* e) override;
   std::vector<QImage> frames_;
