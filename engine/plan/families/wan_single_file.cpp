@@ -43,6 +43,7 @@ std::pair<std::string, std::string> module_of(const std::string& name) {
 
 std::string renamed(const std::string& name) {
   if (name == "head.modulation") return "scale_shift_table";
+  if (name == "img_emb.emb_pos") return "condition_embedder.image_embedder.pos_embed";  // FLF2V's
   const auto [module, param] = module_of(name);
   if (const auto it = kTop.find(module); it != kTop.end()) return it->second + param;
   if (name.rfind("blocks.", 0) == 0) {
