@@ -157,26 +157,35 @@ TEST(FluxSingleFileRefusals, files_that_do_not_belong_are_named) {
   refused({"--quantize", "int4"}, {"--quantize int4", "fp8"}, 2);
 }
 
-// wan21_tiny's transformer renamed to Wan's own module names (the Wan team's model.py: self_attn.q, cross_attn.o,
-// ffn.0, norm3 before the cross-attention, modulation, head.head, time_embedding.0, ...) under a whole ComfyUI
-// checkpoint's prefix: the same weights, so the run equals the folder's reference.
-TEST(WanSingleFile, the_original_layout_runs_as_the_folder) {
+// wan21_tiny's and wan21_i2v_tiny's transformers renamed to Wan's own module names (the Wan team's model.py:
+// self_attn.q, cross_attn.o, ffn.0, norm3 before the cross-attention, modulation, head.head, time_embedding.0,
+// and for image-to-video img_emb.proj.N, cross_attn.k_img, ...) under a whole ComfyUI checkpoint's prefix: the
+// same weights, so the run equals the folder's reference.
+class WanSingleFile : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(WanSingleFile, the_original_layout_runs_as_the_folder) {
   test::TempDir tmp;
-  const std::string c = "wan21_tiny";
+  const std::string c = GetParam();
   const auto folder = io::SafetensorsFile::open(test::golden_case(c) + "/transformer/diffusion_pytorch_model.safetensors");
   const std::vector<std::pair<std::string, std::string>> block = {
       {"attn1.to_q", "self_attn.q"}, {"attn1.to_k", "self_attn.k"}, {"attn1.to_v", "self_attn.v"},
       {"attn1.to_out.0", "self_attn.o"}, {"attn1.norm_q", "self_attn.norm_q"}, {"attn1.norm_k", "self_attn.norm_k"},
       {"attn2.to_q", "cross_attn.q"}, {"attn2.to_k", "cross_attn.k"}, {"attn2.to_v", "cross_attn.v"},
       {"attn2.to_out.0", "cross_attn.o"}, {"attn2.norm_q", "cross_attn.norm_q"}, {"attn2.norm_k", "cross_attn.norm_k"},
-      {"ffn.net.0.proj", "ffn.0"}, {"ffn.net.2", "ffn.2"}, {"norm2", "norm3"}, {"scale_shift_table", "modulation"}};
+      {"ffn.net.0.proj", "ffn.0"}, {"ffn.net.2", "ffn.2"}, {"norm2", "norm3"}, {"scale_shift_table", "modulation"},
+      {"attn2.add_k_proj", "cross_attn.k_img"}, {"attn2.add_v_proj", "cross_attn.v_img"},
+      {"attn2.norm_added_k", "cross_attn.norm_k_img"}};
   const std::vector<std::pair<std::string, std::string>> top = {
       {"condition_embedder.time_embedder.linear_1", "time_embedding.0"},
       {"condition_embedder.time_embedder.linear_2", "time_embedding.2"},
       {"condition_embedder.text_embedder.linear_1", "text_embedding.0"},
       {"condition_embedder.text_embedder.linear_2", "text_embedding.2"},
       {"condition_embedder.time_proj", "time_projection.1"}, {"proj_out", "head.head"},
-      {"scale_shift_table", "head.modulation"}, {"patch_embedding", "patch_embedding"}};
+      {"scale_shift_table", "head.modulation"}, {"patch_embedding", "patch_embedding"},
+      {"condition_embedder.image_embedder.norm1", "img_emb.proj.0"},
+      {"condition_embedder.image_embedder.ff.net.0.proj", "img_emb.proj.1"},
+      {"condition_embedder.image_embedder.ff.net.2", "img_emb.proj.3"},
+      {"condition_embedder.image_embedder.norm2", "img_emb.proj.4"}};
   auto original = [&](const std::string& name) {
     std::string rest = name;
     std::string prefix;
@@ -192,13 +201,15 @@ TEST(WanSingleFile, the_original_layout_runs_as_the_folder) {
   std::vector<io::TensorToWrite> rows;
   for (const auto& t : folder->tensors())
     rows.push_back({"model.diffusion_model." + original(t.name), t.dtype, t.shape, folder->data(t)});
-  const std::string file = tmp.path("wan2.1_t2v_tiny_fp32.safetensors");
+  const std::string file = tmp.path(c + "_fp32.safetensors");
   io::write_safetensors(file, rows);
 
   const auto g = test::golden_json(c);
   const std::string out = tmp.path("run.safetensors");
+  test::Args picture;
+  if (g.contains("image")) picture = {"--image", test::golden_case(c) + "/" + std::string(g["image"])};
   const auto r = test::run(test::bin("dit-launch"),
-                           {"--model", test::golden_case(c), "--transformer", file, "--prompt", std::string(g["prompt"]),
+                           picture + test::Args{"--model", test::golden_case(c), "--transformer", file, "--prompt", std::string(g["prompt"]),
                             "--negative_prompt", std::string(g["negative_prompt"]), "--seed", std::to_string(int(g["seed"])),
                             "--height", std::to_string(int(g["height"])), "--width", std::to_string(int(g["width"])),
                             "--num_frames", std::to_string(int(g["num_frames"])), "--num_inference_steps",
@@ -210,3 +221,6 @@ TEST(WanSingleFile, the_original_layout_runs_as_the_folder) {
   EXPECT_LT(test::max_abs_diff(io::TensorFile(out, "run").get("final_latents", 5, ""), test::golden_tensor(c, "final_latents")),
             test::kRunTolerance);
 }
+
+INSTANTIATE_TEST_SUITE_P(Cases, WanSingleFile, ::testing::Values("wan21_tiny", "wan21_i2v_tiny"),
+                         [](const auto& info) { return info.param; });
