@@ -9,7 +9,6 @@
 #include "mixes.h"
 #include "models/cogvideox/cogvideox_picture_encoder.h"
 #include "models/family_runtime.h"
-#include "models/image/clip_vision_encoder.h"
 #include "plan/error.h"
 #include "plan/job.h"
 #include "process.h"
@@ -95,7 +94,7 @@ TEST_P(CogVideoXI2VThroughDitLaunch, from_the_picture) {
   EXPECT_LT(video, test::kRunTolerance);
 }
 
-// 5B-I2V: 72 video tokens, 4 heads; 1.5-I2V: 2 temporal patches of 4 x 6.
+// Each case through one process and the mixes its token and head counts allow.
 INSTANTIATE_TEST_SUITE_P(
     Mixes, CogVideoXI2VThroughDitLaunch,
     ::testing::Values(std::tuple{"cogvx5b_i2v_tiny", ""}, std::tuple{"cogvx5b_i2v_tiny", "--ulysses_degree 2 --use_parallel_vae"},

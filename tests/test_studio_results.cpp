@@ -254,7 +254,7 @@ class TestStudioResults : public QObject {
     QCOMPARE(a.readAll(), b.readAll());
     const auto settings = plan::job_file_from_json(run.settings.toStdString(), "the run's settings");
     QCOMPARE(QString::fromStdString(settings.job.image_file), kept);
-    // The player shows the result beside the picture it started from (96 x 64, 160 wide there).
+    // The player shows the result beside the picture it started from, at the player's input width.
     tabs(w)->setCurrentWidget(&w.history());
     w.history().select({run.id});
     w.history().play_button->click();

@@ -6,12 +6,12 @@
 
 #include <ATen/ops/cat.h>
 
+#include "hub/hashing.h"
 #include "models/family_runtime.h"
 #include "parallel/job_ranks.h"
 #include "pipeline/decode.h"
 #include "plan/error.h"
 #include "plan/family.h"
-#include "hub/hashing.h"
 #include "plan/output_format.h"
 #include "video/clip_writer.h"
 #include "video/image_writer.h"

@@ -90,7 +90,6 @@ void check_step_cache(const JobSpec& job, const ModelFolder& model, std::vector<
                                           "; higher skips more)"});
 }
 
-
 // The pictures an image-to-video model needs, and none for a model that takes none. Whether a file decodes
 // is the engine's check (video/picture.h), made before any work.
 void check_pictures(const JobSpec& job, const ModelFolder& model, std::vector<Problem>& out) {

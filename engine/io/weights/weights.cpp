@@ -80,10 +80,10 @@ int64_t numel_of(const std::vector<int64_t>& shape) {
   return n;
 }
 
-// The whole stored tensor as float values in `dtype` on `device`.
 // diffusers saves a table it computed in float64 (CogVideoX-5B-I2V's learned positions) as it is.
 bool is_float64(const StoredTensor& t) { return !t.format && t.type_name == "F64"; }
 
+// The whole stored tensor as float values in `dtype` on `device`.
 at::Tensor dense(const StoredTensor& t, at::ScalarType dtype, at::Device device) {
   if (is_float64(t)) return file_view(t.owner, t.data, t.shape, at::kDouble).to(device, dtype);
   if (const auto native = native_type(*t.format); native && t.scale == 1.0f)

@@ -9,12 +9,12 @@
 #include "models/cogvideox/cogvideox_transformer.h"
 #include "models/cogvideox/cogvideox_vae.h"
 #include "models/family_runtime.h"
+#include "models/image/pixel_values.h"
 #include "plan/families/cogvideox_config.h"
-#include "models/image/clip_vision_encoder.h"
 #include "plan/families/registry.h"
 #include "plan/job.h"
-#include "video/picture.h"
 #include "sampling/scheduler.h"
+#include "video/picture.h"
 
 namespace studio::models {
 
@@ -48,8 +48,9 @@ class CogVideoXRuntime final : public FamilyRuntime {
     out.input_ids = {{"input_ids", t5[0].first}, {"negative_input_ids", t5[1].first}};
     return out;
   }
-  // prepare_latents' picture: encoded whole on every rank (one frame; not split by rows), its latent distribution sampled from each video's generator (before that
-  // video's noise), scaled, in latent frame 0 of otherwise zero frames as many as the noise's.
+  // prepare_latents' picture: encoded whole on every rank (one frame; not split by rows), its latent distribution
+  // sampled from each video's generator (before that video's noise), scaled, in latent frame 0 of otherwise zero
+  // frames as many as the noise's.
   PictureConditioning condition_on_pictures(const plan::ModelFolder& folder, const plan::JobSpec& job,
                                             at::ScalarType dtype, at::Device device, sampling::SeededNoise& noise,
                                             const text::Log& log, const RowShare*) const override {

@@ -13,6 +13,7 @@
 
 #include "io/safetensors/safetensors_file.h"
 #include "models/cogvideox/cogvideox_positions.h"
+#include "models/condition.h"
 #include "models/layers/positions.h"
 #include "plan/error.h"
 
@@ -135,7 +136,7 @@ Positions CogVideoXTransformer::positions(const TokenGrid& grid) const {
   }
   // The learned table's video rows at the sample size; at another frame count diffusers computes the sin-cos
   // table instead (and adds nothing to the text).
-  if (learned_pos_.defined() && grid.tokens() == cfg_.sample_tokens())
+  if (learned_at(grid))
     pos.additive = learned_pos_.narrow(0, cfg_.max_text_seq_length, cfg_.sample_tokens()).to(dtype_);
   else if (!cfg_.use_rotary_positional_embeddings || learned_pos_.defined())
     pos.additive = sincos_3d(cfg_, grid).to(device_, dtype_);
@@ -165,14 +166,13 @@ ChangeIndicator CogVideoXTransformer::teacache_indicator(const Tokens&, const Co
   return {c.embedding, false};
 }
 
+bool CogVideoXTransformer::learned_at(const TokenGrid& grid) const {
+  return learned_pos_.defined() && grid.tokens() == cfg_.sample_tokens();
+}
+
 Tokens CogVideoXTransformer::embed(const StepInputs& in, const Positions& pos) const {
-  const int64_t joined = cfg_.in_channels - cfg_.out_channels;
-  if (joined != (in.condition.defined() ? in.condition.size(2) : 0))
-    throw InputError(joined ? "this image-to-video model needs a picture (--image): its input has " +
-                                  std::to_string(joined) + " picture-latent channels after the noise's"
-                            : "this model takes no picture (transformer/config.json: in_channels = out_channels)");
   // The noise's channels first, then the picture's latents.
-  const auto hidden = (joined ? at::cat({in.latents, in.condition}, 2) : in.latents).to(device_, dtype_);
+  const auto hidden = join_condition(in, cfg_.in_channels - cfg_.out_channels, 2).to(device_, dtype_);
   const int64_t B = hidden.size(0), F = hidden.size(1), C = hidden.size(2), H = hidden.size(3), W = hidden.size(4);
   const int64_t p = cfg_.patch_size;
   at::Tensor video;
@@ -190,7 +190,7 @@ Tokens CogVideoXTransformer::embed(const StepInputs& in, const Positions& pos) c
   }
   if (pos.additive.defined()) video = video + pos.additive;
   auto text = text_proj_(in.text.to(device_, dtype_));
-  if (learned_pos_.defined() && token_grid(in.latents).tokens() == cfg_.sample_tokens())
+  if (learned_at(token_grid(in.latents)))
     text = text + learned_pos_.narrow(0, 0, cfg_.max_text_seq_length).to(dtype_);
   return {video, text};
 }

@@ -70,6 +70,8 @@ class CogVideoXTransformer final : public DitModel {
   Linear text_proj_, time_1_, time_2_, norm_out_linear_, proj_out_;
   Linear ofs_1_, ofs_2_;     // the ofs embedding (CogVideoX1.5-I2V), SiLU between; undefined without
   at::Tensor learned_pos_;   // [max_text_seq_length + sample video tokens, width] (CogVideoX-5B-I2V), or undefined
+  // Whether the learned table applies to `grid`: the sample size's (diffusers computes sin-cos at another).
+  bool learned_at(const TokenGrid& grid) const;
   LayerNorm norm_final_, norm_out_norm_;
   std::vector<Block> blocks_;  // every block; the weights of those in range_ only
   BlockRange range_;

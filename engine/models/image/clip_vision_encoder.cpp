@@ -5,26 +5,12 @@
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/conv2d.h>
-#include <ATen/ops/from_blob.h>
-#include <ATen/ops/tensor.h>
 #include <c10/core/InferenceMode.h>
 
 #include "io/weights/weights.h"
 #include "plan/error.h"
 
 namespace studio::models {
-
-namespace {
-
-// [H, W, 3] bytes -> [1, 3, H, W] float64 values 0..255.
-at::Tensor picture_values(const video::Picture& p) {
-  return at::from_blob(const_cast<uint8_t*>(p.rgb.data()), {p.height, p.width, 3}, at::kByte)
-      .permute({2, 0, 1})
-      .unsqueeze(0)
-      .to(at::kDouble);
-}
-
-}  // namespace
 
 std::shared_ptr<ClipVisionEncoder> ClipVisionEncoder::load(const std::string& dir, const plan::ClipVisionConfig& cfg,
                                                            at::ScalarType dtype, at::Device device) {
@@ -64,33 +50,6 @@ at::Tensor ClipVisionEncoder::penultimate_hidden_states(const at::Tensor& pixel_
   auto x = at::cat({class_embedding_.expand({B, 1, h}), patches}, 1) + positions_;
   x = layers_.norm(x, pre_norm_);
   return layers_.run(x, {}, layers_.layers.size()).to(at::kFloat);
-}
-
-at::Tensor clip_pixel_values(const video::Picture& picture, const plan::ClipImageProcessorConfig& cfg) {
-  // transformers' get_resize_output_image_size(default_to_square=False): the short edge to the size, the
-  // long one int(size * long / short).
-  const bool wide = picture.width > picture.height;
-  const int shorter = wide ? picture.height : picture.width, longer = wide ? picture.width : picture.height;
-  const int resized_long = int(double(cfg.shortest_edge) * longer / shorter);
-  const int w = wide ? resized_long : cfg.shortest_edge, h = wide ? cfg.shortest_edge : resized_long;
-  if (h < cfg.crop_height || w < cfg.crop_width)
-    throw InputError("the picture is " + std::to_string(picture.width) + " x " + std::to_string(picture.height) +
-                     ": resized to " + std::to_string(w) + " x " + std::to_string(h) + " it is smaller than CLIP's " +
-                     std::to_string(cfg.crop_width) + " x " + std::to_string(cfg.crop_height) + " crop");
-  const auto resized = video::resize(picture, w, h, video::Resample::Bicubic);
-  const auto cropped = video::crop(resized, (w - cfg.crop_width) / 2, (h - cfg.crop_height) / 2, cfg.crop_width,
-                                   cfg.crop_height);
-  const auto scaled = (picture_values(cropped) * cfg.rescale_factor).to(at::kFloat);
-  const auto mean = at::tensor(cfg.mean, at::kDouble).to(at::kFloat).view({1, 3, 1, 1});
-  const auto std = at::tensor(cfg.std, at::kDouble).to(at::kFloat).view({1, 3, 1, 1});
-  return (scaled - mean) / std;
-}
-
-at::Tensor vae_pixel_values(const video::Picture& picture, int width, int height) {
-  const auto resized = picture.width == width && picture.height == height
-                           ? picture
-                           : video::resize(picture, width, height, video::Resample::Lanczos);
-  return picture_values(resized).to(at::kFloat) / 255.0f * 2.0f - 1.0f;
 }
 
 }  // namespace studio::models

@@ -1,7 +1,7 @@
 // CLIP's vision tower (transformers' CLIPVisionModel) as Wan2.1 image-to-video runs it: the picture cut in
 // patches, a class token, learned positions, pre_layrnorm, the encoder layers; the pipeline takes the hidden
 // states before the last layer (hidden_states[-2]), so the last layer, the post-layernorm and the
-// projection are never run. And CLIPImageProcessor, to the last bit of its PIL resize.
+// projection are never run. Its processor is models/image/pixel_values.h.
 #pragma once
 #include <memory>
 #include <string>
@@ -10,7 +10,6 @@
 
 #include "plan/clip_config.h"
 #include "text/encode/clip_layers.h"
-#include "video/picture.h"
 
 namespace studio::models {
 
@@ -30,13 +29,5 @@ class ClipVisionEncoder {
   text::ClipLayers::Affine pre_norm_;
   text::ClipLayers layers_;
 };
-
-// CLIPImageProcessor on one picture: the shortest edge resized to `shortest_edge` (PIL bicubic), the center
-// crop, x rescale_factor (in float64, then float32), (x - mean) / std: [1, 3, crop_height, crop_width].
-at::Tensor clip_pixel_values(const video::Picture& picture, const plan::ClipImageProcessorConfig& cfg);
-
-// diffusers' VideoProcessor.preprocess: PIL Lanczos to width x height (stretched, not cropped), / 255,
-// 2x - 1: [1, 3, height, width] float32.
-at::Tensor vae_pixel_values(const video::Picture& picture, int width, int height);
 
 }  // namespace studio::models

@@ -6,6 +6,7 @@
 #include <ATen/ops/zeros.h>
 
 #include "models/image/clip_vision_encoder.h"
+#include "models/image/pixel_values.h"
 #include "models/wan/wan_vae.h"
 #include "plan/families/wan_config.h"
 #include "plan/job.h"

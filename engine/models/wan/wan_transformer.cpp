@@ -18,6 +18,7 @@
 #include <stdexcept>
 
 #include "compat/torch_compat.h"
+#include "models/condition.h"
 #include "models/layers/positions.h"
 #include "plan/error.h"
 
@@ -186,15 +187,10 @@ Conditioning WanTransformer::condition(const StepInputs& in) const {
 
 Tokens WanTransformer::embed(const StepInputs& in, const Positions&) const {
   const auto& p = cfg_.patch_size;
-  const int64_t joined = cfg_.in_channels - cfg_.out_channels;
-  if (joined != (in.condition.defined() ? in.condition.size(1) : 0))
-    throw InputError(joined ? "this image-to-video model needs a picture (--image): its input has " +
-                                  std::to_string(joined) + " condition channels after the latents"
-                            : "this model takes no picture (transformer/config.json: in_channels = out_channels)");
+  const auto input = join_condition(in, cfg_.in_channels - cfg_.out_channels, 1);
   if (bool(cfg_.image_dim) != in.image.defined())
     throw InputError(cfg_.image_dim ? "this model needs the picture's image tokens (image_encoder/)"
                                     : "this model has no image embedding (transformer/config.json: image_dim null)");
-  const auto input = joined ? at::cat({in.latents, in.condition}, 1) : in.latents;
   const auto patches = at::conv3d(input.to(device_, dtype_), patch_weight_, patch_bias_, {p[0], p[1], p[2]});
   auto text = text_2_(at::gelu(text_1_(in.text.to(device_, dtype_)), "tanh"));
   if (in.image.defined()) {

@@ -33,7 +33,7 @@ struct CogVideoXTransformerConfig {
   double temporal_interpolation_scale = 1.0;
   bool use_rotary_positional_embeddings = false;
   bool patch_bias = true;
-  // Image-to-video (in_channels = 2 x out_channels: the noise, then the picture's latents): CogVideoX-5B-I2V's
+  // Image-to-video (in_channels twice out_channels: the noise, then the picture's latents): CogVideoX-5B-I2V's
   // learned position table over the text slots and the sample size's video tokens, and CogVideoX1.5-I2V's
   // embedding of the pipeline's `ofs` (0: none).
   bool use_learned_positional_embeddings = false;
