@@ -141,25 +141,6 @@ void write_file(const std::string& file, const void* data, size_t size, const st
 
 }  // namespace
 
-std::string parameters_text(const std::map<std::string, std::string>& m) {
-  auto field = [&](const char* key) {
-    const auto it = m.find(key);
-    return it == m.end() ? std::string() : it->second;
-  };
-  std::string text = field("prompt");
-  if (!field("prompt_2").empty()) text += "\nPrompt 2: " + field("prompt_2");
-  if (!field("negative_prompt").empty()) text += "\nNegative prompt: " + field("negative_prompt");
-  std::string settings;
-  for (auto [label, key] : {std::pair{"Steps", "num_inference_steps"}, std::pair{"Sampler", "sampler"},
-                            std::pair{"Guidance", "guidance_scale"}, std::pair{"Seed", "seed"},
-                            std::pair{"Model", "model"}, std::pair{"Family", "model_family"},
-                            std::pair{"Parallel", "parallel"}, std::pair{"Generator", "generator"}})
-    if (!field(key).empty()) settings += (settings.empty() ? "" : ", ") + std::string(label) + ": " + field(key);
-  if (!field("width").empty())
-    settings += (settings.empty() ? "" : ", ") + std::string("Size: ") + field("width") + "x" + field("height");
-  return text.empty() ? settings : text + "\n" + settings;
-}
-
 std::string write_image(const std::string& path, const uint8_t* rgb, const ImageInfo& info) {
   av_log_set_level(AV_LOG_ERROR);
   const auto format = plan::format_for(path);
