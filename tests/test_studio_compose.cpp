@@ -296,6 +296,12 @@ class TestStudioCompose : public QObject {
     auto j = w.compose_panel().job();
     QCOMPARE(j.offload, std::string("blocks"));
     QCOMPARE(j.text_encoder_device, std::string("cpu"));
+    QVERIFY(!j.fp8_gemm);
+    w.compose_panel().memory->fp8_gemm->setChecked(true);
+    QVERIFY(w.compose_panel().job().fp8_gemm);
+    j.fp8_gemm = false;
+    w.compose_panel().set_job(j);
+    QVERIFY(!w.compose_panel().memory->fp8_gemm->isChecked());
     j.quantize.clear();
     j.offload.clear();
     j.transformer_file = dir + "/flux1-dev-Q8_0.gguf";

@@ -10,20 +10,7 @@
 #endif
 #include <ATen/Context.h>
 
-#include <ATen/TensorOperators.h>
-#include <ATen/ops/cat.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
-#include <ATen/ops/matmul.h>
-#include <ATen/ops/softmax.h>
-#if TORCH_VERSION_MAJOR >= 2
-#include <ATen/ops/_scaled_dot_product_efficient_attention.h>
-#include <ATen/ops/_scaled_dot_product_flash_attention.h>
-#include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu.h>
-#include <ATen/ops/scaled_dot_product_attention.h>
-#else
-#include <ATen/ops/exp.h>
-#include <ATen/ops/logsumexp.h>
-#endif
 
 #include <dlfcn.h>
 
@@ -38,64 +25,9 @@ at::Tensor float8_to_float(const at::Tensor& bytes, bool e5m2) {
   return bytes.view(e5m2 ? at::kFloat8_e5m2 : at::kFloat8_e4m3fn).to(at::kFloat);
 }
 
-at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-  return at::scaled_dot_product_attention(q, k, v);
-}
-
-AttentionWithLse attention_with_lse(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-  if (q.is_cuda() && q.scalar_type() != at::kFloat) {
-    auto r = at::_scaled_dot_product_flash_attention(q, k, v);
-    return {std::get<0>(r), std::get<1>(r).to(at::kFloat)};
-  }
-  if (q.is_cuda()) {  // its log-sum-exp rows are padded to a multiple of 32
-    auto r = at::_scaled_dot_product_efficient_attention(q, k, v, std::nullopt, /*compute_log_sumexp=*/true);
-    return {std::get<0>(r), std::get<1>(r).narrow(-1, 0, q.size(2)).to(at::kFloat)};
-  }
-  auto r = at::_scaled_dot_product_flash_attention_for_cpu(q, k, v);
-  return {std::get<0>(r), std::get<1>(r).to(at::kFloat)};
-}
-
 #else
 
 at::Tensor float8_to_float(const at::Tensor&, bool) { return {}; }
-
-namespace {
-
-// Blocks of queries keep the score matrix of a real-size video (17,776 tokens) bounded (~256 MB of fp32).
-int64_t query_block(const at::Tensor& q, const at::Tensor& k) {
-  const int64_t per_query = q.size(0) * q.size(1) * k.size(2);
-  return std::max<int64_t>(1, (int64_t(64) << 20) / std::max<int64_t>(per_query, 1));
-}
-
-}  // namespace
-
-at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-  const double scale = 1.0 / std::sqrt(double(q.size(-1)));
-  const int64_t block = query_block(q, k);
-  const auto kt = k.transpose(-2, -1);
-  if (block >= q.size(2)) return at::matmul(at::softmax(at::matmul(q, kt) * scale, -1), v);
-  std::vector<at::Tensor> parts;
-  for (int64_t s = 0; s < q.size(2); s += block) {
-    auto qs = q.narrow(2, s, std::min(block, q.size(2) - s));
-    parts.push_back(at::matmul(at::softmax(at::matmul(qs, kt) * scale, -1), v));
-  }
-  return at::cat(parts, 2);
-}
-
-AttentionWithLse attention_with_lse(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-  const double scale = 1.0 / std::sqrt(double(q.size(-1)));
-  const int64_t block = query_block(q, k);
-  const auto kt = k.to(at::kFloat).transpose(-2, -1);
-  const auto vf = v.to(at::kFloat);
-  std::vector<at::Tensor> outs, lses;
-  for (int64_t s = 0; s < q.size(2); s += block) {
-    auto scores = at::matmul(q.narrow(2, s, std::min(block, q.size(2) - s)).to(at::kFloat), kt) * scale;
-    auto lse = at::logsumexp(scores, {-1}, true);
-    outs.push_back(at::matmul(at::exp(scores - lse), vf));
-    lses.push_back(lse.squeeze(-1));
-  }
-  return {at::cat(outs, 2).to(q.scalar_type()), at::cat(lses, 2)};
-}
 
 #endif
 

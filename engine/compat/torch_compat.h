@@ -74,15 +74,15 @@ void bind_device(const at::Device& device);
 at::Tensor float8_to_float(const at::Tensor& bytes, bool e5m2);
 
 // softmax(q k^T / sqrt(head_dim)) v for q, k, v of shape [B, heads, S, head_dim].
-// 2.x: at::scaled_dot_product_attention (flash / memory-efficient kernels where available).
+// 2.x: on CUDA the fused kernel compat/attention_kernels.h chooses (defined there); on the CPU LibTorch's.
 // 1.13 has no public fused kernel: the math, in blocks of queries so that the score matrix of a
 // real-size video (17,776 tokens) never has to exist whole.
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
 
 // The same attention with each query's log-sum-exp of its scaled scores, so that blocks of keys seen one
 // after another merge into exactly one softmax over all of them (Ring attention). out: q's shape and dtype;
-// lse: [B, heads, S] float32. 2.x: the fused kernels that return it (flash on the CPU and for 16-bit CUDA
-// tensors, memory-efficient for float32 CUDA tensors). 1.13: the math in float32, in blocks of queries.
+// lse: [B, heads, S] float32. 2.x: the fused kernels that return it (on CUDA as compat/attention_kernels.h
+// chooses; flash on the CPU). 1.13: the math in float32, in blocks of queries.
 struct AttentionWithLse {
   at::Tensor out, lse;
 };

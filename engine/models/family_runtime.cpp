@@ -37,6 +37,7 @@ io::WeightSet transformer_weights(const plan::ModelFolder& folder, int expert) {
                                                   return family.transformer_renames(folder, names);
                                                 });
   weights.store_linear_as(folder.quantize);
+  weights.gemm_in_fp8(folder.fp8_gemm);
   return weights;
 }
 

@@ -5,6 +5,7 @@
 #include <optional>
 
 
+#include "compat/attention_kernels.h"
 #include "compat/heap.h"
 #include "compat/torch_compat.h"
 #include "io/safetensors/safetensors_file.h"
@@ -63,11 +64,14 @@ void write_calibration(const plan::JobSpec& job, const plan::ModelFolder& model,
 // how many of the step's calls ran every block with a step cache (one call a step, or one per guidance
 // branch: ParallelTransformer::calls_per_step) of the model the step ran (`model`: the one in use, which
 // Wan2.2's expert switch replaces).
+// The attention kernels chosen during a step are logged after it (the first, or a new shape's).
 Hooks step_hooks(const Hooks& hooks, parallel::Mesh& mesh, const at::Device& device, PartialLatents& partial,
-                 const std::shared_ptr<parallel::ParallelTransformer>& model) {
+                 const std::shared_ptr<parallel::ParallelTransformer>& model,
+                 const std::function<void(const std::string&)>& log) {
   Hooks h = hooks;
   h.stop_requested = parallel::agreed_stop(mesh, hooks.stop_requested, device);
-  h.on_step = [&hooks, &partial, &model](StepDone done) {
+  h.on_step = [&hooks, &partial, &model, log](StepDone done) {
+    for (const auto& line : compat::take_attention_choices()) log(line);
     partial = {done.latents, done.step, done.total};
     if (model && !model->full_calls_per_step().empty()) {
       done.full = model->full_calls_per_step().back();
@@ -148,7 +152,7 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
   at::Tensor latents;
   try {
     const auto sampler = models::make_sampler(model, job.num_inference_steps, geo.latent_tokens);
-    latents = denoise(*transformer, *sampler, in, noise, step_hooks(hooks, mesh, device, partial, parallel_model),
+    latents = denoise(*transformer, *sampler, in, noise, step_hooks(hooks, mesh, device, partial, parallel_model, log),
                       call, second ? &*second : nullptr);
   } catch (const Cancelled&) {
     if (job.keep_partial && parallel::writes(mesh))
@@ -170,6 +174,7 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   const at::Device device = pick_device(job.device);
   const at::ScalarType dtype = pick_dtype(job.dtype, device);
   compat::allow_tf32(job.allow_tf32);
+  compat::set_attention_kernel(job.attention_kernel);
   auto phase = [&](const char* name) {
     if (hooks.on_phase) hooks.on_phase(name);
   };
@@ -227,7 +232,8 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   log("loading " + (file != weights_from.weight_files.end() ? file->second
                                                              : (std::filesystem::path(model.dir) / "transformer").string()) +
       " (" + model.variant.name + ") as " + std::string(c10::toString(dtype)) + " on " + device.str() +
-      (weights_from.quantize ? ", linear weights kept in fp8" : ""));
+      (weights_from.quantize ? ", linear weights kept in fp8" : "") +
+      (job.fp8_gemm ? ", linear layers multiplied in float8 (--fp8_gemm)" : ""));
   r.final_latents = denoise_stage(job, weights_from, mesh, hooks, dtype, device, std::move(in),
                                   recorded ? recorded.get() : &seeded, r, log, t0);
   if (!parallel::decodes(mesh)) return r;

@@ -37,6 +37,8 @@ struct JobSpec {
   std::string device = "auto";     // "auto", "cpu", "cuda", "cuda:N"
   std::string dtype = "auto";      // "auto", "float32", "bfloat16", "float16"
   bool allow_tf32 = false;         // CUDA float32: TF32 tensor cores for matmuls and convolutions (faster, ~1e-3)
+  std::string attention_kernel = "auto";  // CUDA: auto (timed once per shape), flash, cudnn, efficient or torch
+  bool fp8_gemm = false;           // the transformer's linear layers as float8 GEMMs (weights per channel, inputs per row)
   bool keep_partial = false;       // on cancel: keep the latents reached, and the frames decoded so far
   bool vae_tiling = false;         // decode in overlapping tiles (diffusers' enable_tiling)
   int tile_sample_min_height = 0, tile_sample_min_width = 0;  // the tiles, in pixels; 0 = the model's

@@ -35,9 +35,11 @@ struct ModelFolder {
   std::optional<T5Config> text_encoder;  // the T5 encoder's config, when present
   bool has_tokenizer = false;             // T5's spiece.model
   // A part whose weights come from one file instead of its folder (--transformer FILE), by part name, and the
-  // format the transformer's float linear weights are kept in (--quantize fp8): plan::use_job_weights sets them.
+  // format the transformer's float linear weights are kept in (--quantize fp8) and whether they multiply in
+  // float8 (--fp8_gemm): plan::use_job_weights sets them.
   std::map<std::string, std::string> weight_files;
   std::optional<WeightFormat> quantize;
+  bool fp8_gemm = false;  // the transformer's linear layers multiply in float8 (--fp8_gemm)
 
   // The family's parts; a logic error if the folder is of another family.
   template <class Parts>

@@ -128,6 +128,18 @@ const std::vector<Option> kOptions = {
     {{"allow_tf32", K::Switch, "", 0, 0, "", S::Job,
       "CUDA float32: let matmuls and convolutions use TF32 (faster; off by default, so float32 means float32)"},
      &JobSpec::allow_tf32, "TF32 matmuls", "CUDA float32: TF32 tensor cores for matmuls and convolutions (faster, ~1e-3)."},
+    {{"attention_kernel", K::Text, "auto|flash|cudnn|efficient|torch", 0, 0, "cudnn", S::Job,
+      "CUDA: the fused attention kernel (default auto: each one this LibTorch has is timed on the run's first "
+      "attention of each shape and the fastest kept, named in the log; torch: LibTorch's own choice)"},
+     &JobSpec::attention_kernel, "Attention kernel",
+     "Which GPU attention kernel runs: Auto times them on the first step and keeps the fastest."},
+    {{"fp8_gemm", K::Switch, "", 0, 0, "", S::Job,
+      "the transformer's linear layers as float8 GEMMs: weights float8_e4m3fn with a scale per output channel, "
+      "inputs quantized per row at each call (GPUs with fp8 tensor cores, compute capability 8.9+, in bfloat16; "
+      "elsewhere the same rounding computed in --dtype, to check the error); changes the result slightly"},
+     &JobSpec::fp8_gemm, "fp8 matmuls",
+     "Runs the transformer's matrix products in 8-bit floating point on GPUs that have it (Ada, Hopper): "
+     "faster, with a small change in the result."},
     // Fitting the model in memory.
     {{"transformer", K::Text, "FILE", 0, 0, "flux1-dev-Q8_0.gguf", S::Memory,
       "the transformer from one file instead of the folder's transformer/ (whose config.json it must match): "

@@ -58,7 +58,7 @@ double weight_bytes_per_param(const JobSpec& job, double params, int bytes_per_v
   std::error_code ec;
   if (!job.transformer_file.empty() && params > 0)
     if (const auto size = std::filesystem::file_size(job.transformer_file, ec); !ec) return double(size) / params;
-  return job.quantize == "fp8" ? 1.0 : double(bytes_per_value);
+  return job.quantize == "fp8" || job.fp8_gemm ? 1.0 : double(bytes_per_value);
 }
 
 double t5_weight_bytes(const JobSpec& job, const ModelFolder& model, int bytes_per_value) {
@@ -103,6 +103,7 @@ void use_job_weights(ModelFolder& model, const JobSpec& job) {
   if (!job.text_encoder_file.empty()) model.weight_files["text_encoder"] = job.text_encoder_file;
   if (!job.text_encoder_2_file.empty()) model.weight_files["text_encoder_2"] = job.text_encoder_2_file;
   model.quantize = job.quantize == "fp8" ? std::optional(WeightFormat::F8_E4M3) : std::nullopt;
+  model.fp8_gemm = job.fp8_gemm;
 }
 
 }  // namespace studio::plan

@@ -252,7 +252,7 @@ void ComposePanel::build_groups() {
   connect(memory, &MemoryGroup::changed, this, &ComposePanel::changed);
   static_cast<QFormLayout*>(memory->layout())
       ->addRow(problems_.make({"transformer", "transformer_2", "text_encoder", "text_encoder_2", "quantize", "offload",
-                               "text_encoder_device"}));
+                               "text_encoder_device", "fp8_gemm"}));
   memory_group = new Collapsible(tr("Memory"), memory, false);
   scrolled_->addWidget(memory_group);
 

@@ -57,6 +57,8 @@ MemoryGroup::MemoryGroup(QWidget* parent) : QWidget(parent) {
   offload = choice_box("offload", {{tr("off (on the device)"), ""}, {tr("blocks (host memory)"), "blocks"}});
   text_encoder_device =
       choice_box("text_encoder_device", {{tr("auto (the run's device)"), "auto"}, {tr("CPU"), "cpu"}});
+  fp8_gemm = new QCheckBox(tr("multiply in fp8 (Ada and Hopper GPUs: faster, half the weights' memory)"));
+  fp8_gemm->setObjectName("fp8_gemm");
   fit = new QLabel;
   fit->setObjectName("weights_fit");
   fit->setWordWrap(true);
@@ -68,10 +70,12 @@ MemoryGroup::MemoryGroup(QWidget* parent) : QWidget(parent) {
   form->addRow(label("quantize"), quantize);
   form->addRow(label("offload"), offload);
   form->addRow(label("text_encoder_device"), text_encoder_device);
+  form->addRow(label("fp8_gemm"), fp8_gemm);
   form->addRow(fit);
   for (auto* edit : {transformer, transformer_2, text_encoder, text_encoder_2}) connect(edit, &QLineEdit::editingFinished, this, &MemoryGroup::changed);
   for (auto* box : {quantize, offload, text_encoder_device})
     connect(box, &QComboBox::currentIndexChanged, this, &MemoryGroup::changed);
+  connect(fp8_gemm, &QCheckBox::toggled, this, &MemoryGroup::changed);
   connect(fit, &QLabel::linkActivated, this, &MemoryGroup::take);
 }
 
@@ -83,13 +87,14 @@ void MemoryGroup::apply(plan::JobSpec& j) const {
   j.quantize = quantize->currentData().toString().toStdString();
   j.offload = offload->currentData().toString().toStdString();
   j.text_encoder_device = text_encoder_device->currentData().toString().toStdString();
+  j.fp8_gemm = fp8_gemm->isChecked();
 }
 
 void MemoryGroup::show_job(const plan::JobSpec& j) {
   const QSignalBlocker blockers[] = {QSignalBlocker(transformer), QSignalBlocker(transformer_2),
                                      QSignalBlocker(text_encoder), QSignalBlocker(text_encoder_2),
                                      QSignalBlocker(quantize), QSignalBlocker(offload),
-                                     QSignalBlocker(text_encoder_device)};
+                                     QSignalBlocker(text_encoder_device), QSignalBlocker(fp8_gemm)};
   transformer->setText(QString::fromStdString(j.transformer_file));
   transformer_2->setText(QString::fromStdString(j.transformer_2_file));
   text_encoder->setText(QString::fromStdString(j.text_encoder_file));
@@ -97,6 +102,7 @@ void MemoryGroup::show_job(const plan::JobSpec& j) {
   select(quantize, j.quantize);
   select(offload, j.offload);
   select(text_encoder_device, j.text_encoder_device);
+  fp8_gemm->setChecked(j.fp8_gemm);
 }
 
 void MemoryGroup::set_model(const plan::ModelFolder* model) {

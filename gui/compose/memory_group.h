@@ -1,8 +1,10 @@
 // The "Memory" group: where the transformer's and the text encoders' weights come from and how they are kept (a
-// single GGUF or fp8 file, fp8 on load, blocks in host memory, the text encoders on the CPU), and whether the job fits the chosen
+// single GGUF or fp8 file, fp8 on load, blocks in host memory, the text encoders on the CPU, the products in fp8), and
+// whether the job fits the chosen
 // devices: the plan's memory per rank, and when it does not fit, the ways of keeping the weights that would,
 // each with its memory (and seconds per step once the devices are measured), one click to take it.
 #pragma once
+#include <QCheckBox>
 #include <QComboBox>
 #include <QLabel>
 #include <QWidget>
@@ -32,6 +34,7 @@ class MemoryGroup : public QWidget {
 
   PathEdit *transformer, *transformer_2, *text_encoder, *text_encoder_2;
   QComboBox *quantize, *offload, *text_encoder_device;
+  QCheckBox* fp8_gemm;
   QLabel* fit;
 
  Q_SIGNALS:

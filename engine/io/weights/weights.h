@@ -63,6 +63,9 @@ class WeightSet {
   void save(const std::string& file) const;
   // Linear weights stored in a float format are kept in `f` instead (--quantize fp8).
   void store_linear_as(std::optional<plan::WeightFormat> f) { store_linear_as_ = f; }
+  // Whether the linear layers made from this set multiply in float8 (--fp8_gemm; models/layers/layers.h).
+  void gemm_in_fp8(bool on) { gemm_in_fp8_ = on; }
+  bool gemm_in_fp8() const { return gemm_in_fp8_; }
 
   bool contains(const std::string& name) const { return where_.count(name) != 0; }
   // The weight, checked against the shape the config implies (`config_note` says from which fields).
@@ -89,6 +92,7 @@ class WeightSet {
   std::map<std::string, Entry> where_;
   std::set<std::string> taken_;
   std::optional<plan::WeightFormat> store_linear_as_;
+  bool gemm_in_fp8_ = false;
   std::shared_ptr<at::Generator> synthetic_;  // set for a synthetic set
   std::vector<std::pair<std::string, at::Tensor>> made_;
 };

@@ -1,5 +1,7 @@
 #include "models/layers/layers.h"
 
+#include <algorithm>
+
 #include <ATen/ops/cat.h>
 #include <ATen/ops/gelu.h>
 #include <ATen/ops/layer_norm.h>
@@ -18,30 +20,42 @@ Linear Linear::load(const WeightSource& w, const std::string& prefix, int64_t in
   l.packed = taken.packed;
   l.dtype = w.dtype;
   if (bias) l.bias = w.take(prefix + ".bias", {out});
+  if (w.weights.gemm_in_fp8() && in % 16 == 0 && out % 16 == 0) {
+    l.fp8 = compat::quantize_fp8_rows(l.packed.defined() ? l.packed.dequantize(at::kFloat) : l.weight);
+    l.weight = at::Tensor(), l.packed = {};
+  }
   return l;
 }
 
 at::Tensor Linear::operator()(const at::Tensor& x) const {
+  if (fp8.defined()) return compat::fp8_linear(x, fp8, bias, dtype);
   return at::linear(x, packed.defined() ? packed.dequantize(dtype) : weight, bias);
 }
 
 Linear fuse_outputs(const std::vector<Linear>& parts) {
   Linear fused = parts.at(0);
-  std::vector<at::Tensor> weights, biases;
-  std::vector<io::PackedWeight> packed;
-  for (const auto& p : parts) {
-    (p.packed.defined() ? packed.push_back(p.packed) : weights.push_back(p.weight));
+  fused.weight = at::Tensor(), fused.packed = {}, fused.fp8 = {}, fused.bias = at::Tensor();
+  std::vector<at::Tensor> biases;
+  for (const auto& p : parts)
     if (p.bias.defined()) biases.push_back(p.bias);
-  }
-  if (!packed.empty() && !weights.empty())  // some parts stored quantized, some not: all dense then
-    for (const auto& p : packed) weights.push_back(p.dequantize(fused.dtype));
-  if (weights.empty()) {
+  if (!biases.empty()) fused.bias = at::cat(biases, 0);
+  const auto all = [&](auto kept) { return std::all_of(parts.begin(), parts.end(), kept); };
+  if (all([](const Linear& p) { return p.fp8.defined(); })) {  // each part's rows keep their scales
+    std::vector<at::Tensor> values, scales;
+    for (const auto& p : parts) values.push_back(p.fp8.values), scales.push_back(p.fp8.scales);
+    fused.fp8 = {at::cat(values, 0), at::cat(scales, 0)};
+  } else if (all([](const Linear& p) { return p.packed.defined(); })) {
+    std::vector<io::PackedWeight> packed;
+    for (const auto& p : parts) packed.push_back(p.packed);
     fused.packed = io::cat_rows(packed);
-  } else {
-    fused.packed = {};
+  } else {  // kept in different ways: all dense, in order
+    std::vector<at::Tensor> weights;
+    for (const auto& p : parts)
+      weights.push_back(p.fp8.defined()      ? (p.fp8.values.to(at::kFloat) * p.fp8.scales.unsqueeze(1)).to(fused.dtype)
+                        : p.packed.defined() ? p.packed.dequantize(fused.dtype)
+                                             : p.weight);
     fused.weight = at::cat(weights, 0);
   }
-  if (!biases.empty()) fused.bias = at::cat(biases, 0);
   return fused;
 }
 

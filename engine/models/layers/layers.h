@@ -5,6 +5,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "compat/fp8_gemm.h"
 #include "io/weights/weights.h"
 
 namespace studio::models {
@@ -20,10 +21,12 @@ struct WeightSource {
 };
 
 // y = x W^T + b. W is dense in the run's dtype, or packed (fp8, GGUF blocks) and dequantized into `dtype`
-// for each call, so that a quantized model keeps its quantized size in memory.
+// for each call, so that a quantized model keeps its quantized size in memory, or, when the weights ask for
+// float8 GEMMs (--fp8_gemm) and both widths are multiples of 16 (what the fp8 kernels take), float8 per channel.
 struct Linear {
-  at::Tensor weight, bias;  // weight undefined when packed; bias may be undefined
+  at::Tensor weight, bias;  // weight undefined when packed or fp8; bias may be undefined
   io::PackedWeight packed;
+  compat::Fp8Weight fp8;
   at::ScalarType dtype = at::kFloat;  // what the layer computes in
   static Linear load(const WeightSource& w, const std::string& prefix, int64_t in, int64_t out, bool bias = true);
   at::Tensor operator()(const at::Tensor& x) const;
@@ -63,6 +66,7 @@ inline void add_tensors(std::vector<at::Tensor>& out, const at::Tensor& t) {
 }
 inline void add_tensors(std::vector<at::Tensor>& out, const Linear& l) {
   add_tensors(out, l.weight), add_tensors(out, l.bias), add_tensors(out, l.packed.bytes);
+  add_tensors(out, l.fp8.values), add_tensors(out, l.fp8.scales);
 }
 inline void add_tensors(std::vector<at::Tensor>& out, const LayerNorm& n) { add_tensors(out, n.weight), add_tensors(out, n.bias); }
 inline void add_tensors(std::vector<at::Tensor>& out, const RmsNorm& n) { add_tensors(out, n.weight); }

@@ -1,0 +1,83 @@
+#include "compat/fp8_gemm.h"
+
+#include <stdexcept>
+#include <string>
+
+#include <ATen/TensorOperators.h>
+#include <c10/util/Exception.h>
+#include <torch/version.h>
+#if TORCH_VERSION_MAJOR >= 2
+#include <ATen/ops/_scaled_mm.h>
+#include <ATen/ops/abs.h>
+#include <ATen/ops/amax.h>
+#include <ATen/ops/clamp.h>
+#include <ATen/ops/div.h>
+#include <ATen/ops/linear.h>
+#include <ATen/ops/where.h>
+#endif
+
+namespace studio::compat {
+
+#if TORCH_VERSION_MAJOR >= 2
+
+namespace {
+
+constexpr double kE4m3Max = 448.0;
+
+// Rows of `m` [rows, cols] as e4m3fn values and their float32 scales [rows, 1].
+std::pair<at::Tensor, at::Tensor> quantize_rows(const at::Tensor& m) {
+  auto scale = at::amax(at::abs(m), {1}, /*keepdim=*/true).to(at::kFloat) / kE4m3Max;
+  scale = at::where(scale > 0, scale, at::ones_like(scale));
+  // The quotient is float32 (a 16-bit tensor over a float32 one); clamped for the last ulp of rounding.
+  auto values = at::div(m, scale).clamp_(-kE4m3Max, kE4m3Max).to(at::kFloat8_e4m3fn);
+  return {values, scale};
+}
+
+}  // namespace
+
+Fp8Weight quantize_fp8_rows(const at::Tensor& w) {
+  auto [values, scale] = quantize_rows(w);
+  return {values.contiguous(), scale.flatten().contiguous()};
+}
+
+at::Tensor fp8_linear(const at::Tensor& x, const Fp8Weight& w, const at::Tensor& bias, at::ScalarType dtype) {
+  const int64_t in = w.values.size(1), out = w.values.size(0);
+  auto sizes = x.sizes().vec();
+  sizes.back() = out;
+  auto [xq, x_scale] = quantize_rows(x.reshape({-1, in}));
+  at::Tensor y;
+  if (x.is_cuda()) {
+    if (dtype != at::kBFloat16)
+      throw std::runtime_error(std::string("--fp8_gemm on a GPU gives bfloat16 products; this run computes in ") +
+                               c10::toString(dtype) + ": use --dtype bfloat16 (or auto) with --fp8_gemm");
+    try {
+      y = at::_scaled_mm(xq, w.values.t(), x_scale, w.scales.view({1, out}),
+                         bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt, std::nullopt, dtype,
+                         /*use_fast_accum=*/true);
+    } catch (const c10::Error& e) {
+      const std::string why = e.what_without_backtrace();
+      throw std::runtime_error("--fp8_gemm: this GPU cannot multiply in float8 (" + why.substr(0, why.find('\n')) +
+                               "); it needs fp8 tensor cores (compute capability 8.9 or later: Ada, Hopper); "
+                               "run without --fp8_gemm");
+    }
+  } else {  // the same rounding, multiplied in the run's dtype
+    const auto xd = (xq.to(at::kFloat) * x_scale).to(dtype);
+    const auto wd = (w.values.to(at::kFloat) * w.scales.view({out, 1})).to(dtype);
+    y = at::linear(xd, wd, bias);
+  }
+  return y.view(sizes);
+}
+
+#else
+
+Fp8Weight quantize_fp8_rows(const at::Tensor&) {
+  throw std::runtime_error("--fp8_gemm needs float8 types, which LibTorch 1.13 lacks: use a build on LibTorch 2.x");
+}
+
+at::Tensor fp8_linear(const at::Tensor&, const Fp8Weight&, const at::Tensor&, at::ScalarType) {
+  throw std::runtime_error("--fp8_gemm needs float8 types, which LibTorch 1.13 lacks: use a build on LibTorch 2.x");
+}
+
+#endif
+
+}  // namespace studio::compat
