@@ -1,5 +1,6 @@
 #include "compat/fp8_gemm.h"
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -13,7 +14,13 @@
 #include <ATen/ops/clamp.h>
 #include <ATen/ops/div.h>
 #include <ATen/ops/linear.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/where.h>
+#endif
+#ifdef STUDIO_WITH_CUDA_KERNELS
+#include <c10/cuda/CUDAStream.h>
+
+#include "kernels/fp8_quantize.h"
 #endif
 
 namespace studio::compat {
@@ -24,8 +31,19 @@ namespace {
 
 constexpr double kE4m3Max = 448.0;
 
-// Rows of `m` [rows, cols] as e4m3fn values and their float32 scales [rows, 1].
+// Rows of `m` [rows, cols] as e4m3fn values and their float32 scales [rows, 1]: one kernel for a 16-bit
+// CUDA matrix where the build has ours (engine/kernels), else ATen's passes, which give the same values.
 std::pair<at::Tensor, at::Tensor> quantize_rows(const at::Tensor& m) {
+#ifdef STUDIO_WITH_CUDA_KERNELS
+  const auto x = m.is_cuda() && m.scalar_type() == at::kBFloat16 && m.size(1) % 8 == 0 ? m.contiguous() : at::Tensor();
+  if (x.defined() && reinterpret_cast<uintptr_t>(x.data_ptr()) % 16 == 0) {  // rows read 16 bytes at a time
+    auto values = at::empty(x.sizes(), x.options().dtype(at::kFloat8_e4m3fn));
+    auto scales = at::empty({x.size(0), 1}, x.options().dtype(at::kFloat));
+    kernels::quantize_rows_e4m3(x.data_ptr(), x.size(0), x.size(1), values.data_ptr(), scales.data_ptr<float>(),
+                                c10::cuda::getCurrentCUDAStream().stream());
+    return {values, scales};
+  }
+#endif
   auto scale = at::amax(at::abs(m), {1}, /*keepdim=*/true).to(at::kFloat) / kE4m3Max;
   scale = at::where(scale > 0, scale, at::ones_like(scale));
   // The quotient is float32 (a 16-bit tensor over a float32 one); clamped for the last ulp of rounding.

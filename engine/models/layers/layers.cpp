@@ -1,6 +1,7 @@
 #include "models/layers/layers.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include <ATen/ops/cat.h>
 #include <ATen/ops/gelu.h>
@@ -10,6 +11,12 @@
 #include <ATen/ops/rsqrt.h>
 #include <ATen/ops/stack.h>
 #include <ATen/TensorOperators.h>
+#include <ATen/ops/empty.h>
+#ifdef STUDIO_WITH_CUDA_KERNELS
+#include <c10/cuda/CUDAStream.h>
+
+#include "kernels/layer_norm.h"
+#endif
 
 namespace studio::models {
 
@@ -70,7 +77,41 @@ LayerNorm LayerNorm::load(const WeightSource& w, const std::string& prefix, int6
   return n;
 }
 
-at::Tensor LayerNorm::operator()(const at::Tensor& x) const { return at::layer_norm(x, {dim}, weight, bias, eps); }
+namespace {
+
+// A CUDA bfloat16 norm over a head's width (64 to 256 values, a multiple of 64; CogVideoX's q and k norms): our
+// kernel, one warp a row, reading the strided view in place (kernels/layer_norm.h). Undefined where it does not
+// apply, and then ATen's kernel runs.
+at::Tensor short_row_layer_norm(const at::Tensor& x, const LayerNorm& n) {
+#ifdef STUDIO_WITH_CUDA_KERNELS
+  const bool affine_ok = (!n.weight.defined() || (n.weight.scalar_type() == at::kBFloat16 && n.weight.is_contiguous())) &&
+                         (!n.bias.defined() || (n.bias.scalar_type() == at::kBFloat16 && n.bias.is_contiguous()));
+  if (!x.is_cuda() || x.scalar_type() != at::kBFloat16 || n.dim % 64 != 0 || n.dim > 256 || x.dim() > 4 ||
+      x.size(-1) != n.dim || x.stride(-1) != 1 || !affine_ok || reinterpret_cast<uintptr_t>(x.data_ptr()) % 4 != 0)
+    return {};
+  int64_t size[3] = {1, 1, 1}, stride[3] = {0, 0, 0};
+  for (int64_t i = 0, lead = x.dim() - 1; i < lead; ++i) {
+    size[3 - lead + i] = x.size(i), stride[3 - lead + i] = x.stride(i);
+    if (x.stride(i) % 2 != 0) return {};  // rows read two values at a time
+  }
+  auto y = at::empty(x.sizes(), x.options());
+  kernels::layer_norm_short_rows(x.data_ptr(), size[0], size[1], size[2], stride[0], stride[1], stride[2], int(n.dim),
+                                 n.weight.defined() ? n.weight.data_ptr() : nullptr,
+                                 n.bias.defined() ? n.bias.data_ptr() : nullptr, float(n.eps), y.data_ptr(),
+                                 c10::cuda::getCurrentCUDAStream().stream());
+  return y;
+#else
+  (void)x, (void)n;
+  return {};
+#endif
+}
+
+}  // namespace
+
+at::Tensor LayerNorm::operator()(const at::Tensor& x) const {
+  if (auto y = short_row_layer_norm(x, *this); y.defined()) return y;
+  return at::layer_norm(x, {dim}, weight, bias, eps);
+}
 
 at::Tensor gelu_tanh_in_place(at::Tensor hidden) {
   at::gelu_out(hidden, hidden, "tanh");
