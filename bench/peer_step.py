@@ -189,13 +189,23 @@ def compare_gpu(model, work, steps, command, load):
         stamps.append(time.perf_counter())
         return {}
 
-    torch.cuda.synchronize(dev)
-    start = time.perf_counter()
-    latents = pipe(prompt_embeds=embeds["prompt_embeds"], negative_prompt_embeds=embeds["negative_prompt_embeds"],
+    def run_peer():
+        stamps.clear()
+        torch.cuda.synchronize(dev)
+        start = time.perf_counter()
+        out = pipe(prompt_embeds=embeds["prompt_embeds"], negative_prompt_embeds=embeds["negative_prompt_embeds"],
                    latents=init, height=height, width=width, num_frames=frames, num_inference_steps=steps,
                    guidance_scale=6.0, use_dynamic_cfg=False, output_type="latent", callback_on_step_end=on_step).frames
-    peer_steps = [b - a for a, b in zip([start] + stamps, stamps)]
+        return out, [b - a for a, b in zip([start] + stamps, stamps)]
+
+    latents, peer_steps = run_peer()
     peer_mem = torch.cuda.max_memory_allocated(dev)
+    compile_mode = os.environ.get("PEER_COMPILE", "")
+    if compile_mode:  # the same transformer compiled; its first step compiles
+        pipe.transformer = torch.compile(transformer, mode=None if compile_mode == "default" else compile_mode)
+        torch.cuda.reset_peak_memory_stats(dev)
+        compiled_latents, compiled_steps = run_peer()
+        compiled_mem = torch.cuda.max_memory_allocated(dev)
 
     ours = load_file(os.path.join(work, "ours.safetensors"))["final_latents"]
     our_steps, our_peaks = ours_gpu_from_events(os.path.join(work, "events.jsonl"))
@@ -227,9 +237,31 @@ def compare_gpu(model, work, steps, command, load):
     print(row("DiT Studio (dit-launch)", o, " / ".join(gib(our_peaks[r]) for r in sorted(our_peaks))))
     print(row(f"diffusers {diffusers.__version__} (torch {torch.__version__}, SDPA)", d, gib(peer_mem)))
     print(f"| ours/diffusers | {o / d:.2f} | | | {max(our_peaks.values()) / peer_mem:.2f} |")
+    best = d
+    if compile_mode:
+        c = med(compiled_steps)
+        best = c
+        print(row(f"diffusers, torch.compile(mode={compile_mode}) (first step, compiling: {compiled_steps[0]:.1f} s)", c,
+                  gib(compiled_mem)))
+        print(f"| ours/compiled diffusers | {o / c:.2f} | | | {max(our_peaks.values()) / compiled_mem:.2f} |")
+    variants_file = os.path.join(work, "variants.txt")
+    if os.path.exists(variants_file) and os.path.getsize(variants_file):
+        print()
+        print("Our variants, same inputs, one run each (difference: final latents against our default run above):")
+        print()
+        print("| DiT Studio with | s/step | TFLOP/s | MFU | peak GPU memory GiB | / best diffusers | final latents max / mean abs difference |")
+        print("|---|---|---|---|---|---|---|")
+        for line in open(variants_file):
+            folder, flags = line.rstrip("\n").split("\t")
+            v_steps, v_peaks = ours_gpu_from_events(os.path.join(folder, "events.jsonl"))
+            v = med(v_steps)
+            diff = (load_file(os.path.join(folder, "ours.safetensors"))["final_latents"] - ours).abs()
+            print(f"{row(flags, v, gib(max(v_peaks.values())))[:-1]} {v / best:.2f} | "
+                  f"{diff.max().item():.3g} / {diff.mean().item():.3g} |")
     print()
-    print(f"Goals (issue #14): ours/diffusers per step <= 0.90: {o / d:.2f}, {'met' if o / d <= 0.9 else 'NOT met'}; "
-          f"our MFU >= 60%: {tflops(o) / peak:.1%}, {'met' if tflops(o) / peak >= 0.6 else 'NOT met'}.")
+    print(f"Goals (issue #39): ours per step <= 0.8x the best diffusers ({best:.3f} s): {o / best:.2f}, "
+          f"{'met' if o / best <= 0.8 else 'NOT met'}; our MFU >= 65%: {tflops(o) / peak:.1%}, "
+          f"{'met' if tflops(o) / peak >= 0.65 else 'NOT met'}.")
     print()
     print(f"Per step, ours (progress events, each step ending with a device sync): {times(our_steps)}; diffusers "
           f"(torch.cuda.synchronize() at each step's end): {times(peer_steps)}. Peak memory: ours per rank from the "

@@ -7,7 +7,11 @@
 # --gpu: the real CogVideoX-2B size (480 x 720 x 49 frames: 17550 video + 226 text tokens) with 10 of its 30
 # layers (PEER_GPU_LAYERS), bfloat16 on cuda:0, diffusers with its SDPA attention: seconds per step, TFLOP/s,
 # MFU (of the bf16 GEMM peak measured in the same run) and peak GPU memory; no VAE, no decoding. STEPS >= 2
-# (the first step is not counted). Needs a CUDA build (bench/gpu-check.sh makes one).
+# (the first step is not counted). Needs a CUDA build (bench/gpu-check.sh makes one). Also on the GPU:
+#   our variants, one run each on the same inputs, a row each with the final latents' difference from ours
+#   (PEER_GPU_VARIANTS: flag sets separated by ';', default every --attention_kernel and --fp8_gemm; "" none);
+#   diffusers' transformer under torch.compile (PEER_COMPILE: a mode, default max-autotune-no-cudagraphs as the
+#   issue's peer; "default" for torch.compile()'s own; "" none), its compile time apart.
 # The Python side runs in BUILD_DIR/bench-venv (made on first use), or PEER_PYTHON. Prints a markdown table.
 # Usage: bench/peer_step.sh [BUILD_DIR] [STEPS]         (CPU; STEPS default 6)
 #        bench/peer_step.sh BUILD_DIR --gpu [STEPS]     (STEPS default 4)
@@ -70,4 +74,24 @@ fi
   "${size[@]}" --num_inference_steps "$steps" --guidance_scale 6 "${ours[@]}" \
   --events_log "$work/events.jsonl" --save_tensors "$work/ours.safetensors" >"$work/launch.log" 2>&1 ||
   { tail -20 "$work/launch.log" >&2; exit 1; }
-"$python" "$root/bench/peer_step.py" "$mode" "$model" "$work" "$steps" "$command" "$load"
+if ((gpu)); then
+  IFS=';' read -r -a variants <<<"${PEER_GPU_VARIANTS---attention_kernel flash;--attention_kernel cudnn;--attention_kernel efficient;--fp8_gemm}"
+  : >"$work/variants.txt"
+  for i in "${!variants[@]}"; do
+    read -r -a flags <<<"${variants[$i]}"
+    ((${#flags[@]})) || continue
+    dir=$work/variant-$i
+    mkdir -p "$dir"
+    if "$build/bin/dit-launch" --model "$model" --prompt_embeds "$model/embeds.safetensors" \
+         --latents "$work/latents.safetensors" "${size[@]}" --num_inference_steps "$steps" --guidance_scale 6 \
+         "${ours[@]}" "${flags[@]}" --events_log "$dir/events.jsonl" --save_tensors "$dir/ours.safetensors" \
+         >"$dir/launch.log" 2>&1; then
+      printf '%s\t%s\n' "$dir" "${flags[*]}" >>"$work/variants.txt"
+    else
+      echo "peer_step: our run with ${flags[*]} failed: $(tail -1 "$dir/launch.log")" >&2
+    fi
+  done
+  grep -h "attention \[" "$work/launch.log" >&2 || true  # what auto chose, as the log says
+fi
+PEER_COMPILE=${PEER_COMPILE-max-autotune-no-cudagraphs} \
+  "$python" "$root/bench/peer_step.py" "$mode" "$model" "$work" "$steps" "$command" "$load"
