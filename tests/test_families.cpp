@@ -83,6 +83,22 @@ TEST(FamilyRegistry, every_reference_case_is_read_as_its_family_and_a_known_vari
   }
 }
 
+// The image-to-video reference cases read as variants the Models view offers, marked as taking a picture,
+// and those are what a picture given to the family's text-to-video models is pointed to.
+TEST(FamilyRegistry, image_to_video_variants_are_offered_for_a_picture) {
+  for (const char* name : {"cogvx5b_i2v_tiny", "cogvx15_i2v_tiny", "wan21_i2v_tiny", "wan22_i2v_tiny"}) {
+    SCOPED_TRACE(name);
+    const auto m = plan::read_model_folder(test::golden_case(name));
+    ASSERT_TRUE(plan::rules_of(m).takes_image(m));
+    bool offered = false;
+    for (const auto& r : plan::image_to_video_repos(plan::rules_of(m))) offered = offered || r.variant == m.variant.id;
+    EXPECT_TRUE(offered) << m.variant.id << " has no image-to-video row in " << m.family->name() << "'s known_repos()";
+  }
+  for (const auto& [family, name] : every_case())  // the text-to-video ones are not marked
+    for (const auto& r : plan::image_to_video_repos(*family))
+      EXPECT_NE(r.variant, plan::read_model_folder(test::golden_case(name)).variant.id) << name;
+}
+
 TEST(FamilyRegistry, every_family_accepts_its_own_defaults_and_presets) {
   for (const auto& [family, name] : every_case()) {
     SCOPED_TRACE(name);

@@ -388,6 +388,12 @@ TEST_F(Hub, dit_models_downloads_lists_verifies_and_removes) {
   EXPECT_TRUE(test::contains(r.out, kFluxRepo) && test::contains(r.out, "FLUX.1") && test::contains(r.out, "complete, verified"))
       << r.out;
   EXPECT_EQ(models({"verify", kFluxRepo}).code, 0);
+  // The models the engine runs, with what each takes: the image-to-video ones say they take a picture.
+  r = models({"known"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  for (const char* line : {"Wan-AI/Wan2.1-I2V-14B-480P-Diffusers", "THUDM/CogVideoX-5b-I2V", "words and a picture (--image)",
+                           "black-forest-labs/FLUX.1-dev", "gated"})
+    EXPECT_TRUE(test::contains(r.out, line)) << "missing '" << line << "' in:\n" << r.out;
 
   // A flipped byte: verify names the file and exits 3.
   const std::string vae = hub::snapshot_dir(settings_.cache_dir, kFluxRepo) + "/vae/diffusion_pytorch_model.safetensors";

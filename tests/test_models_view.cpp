@@ -96,8 +96,8 @@ class TestModelsView : public QObject {
     QCOMPARE(v.cache_table->rowCount(), 0);
     QVERIFY2(v.status->text().contains("No models in " + QString::fromStdString(cache_)), qPrintable(v.status->text()));
     QCOMPARE(v.known_table->rowCount(), int(hub::known_models().size()));
-    QCOMPARE(v.known_table->item(3, 2)->text(), QString("black-forest-labs/FLUX.1-dev"));
-    QVERIFY(v.known_table->item(3, 1)->text().contains("gated"));
+    QCOMPARE(v.known_table->item(5, 2)->text(), QString("black-forest-labs/FLUX.1-dev"));
+    QVERIFY(v.known_table->item(5, 1)->text().contains("gated"));
     QCOMPARE(v.known_table->item(0, 3)->text(), QString("13.8 GB"));
 
     // Paused inside the held file: the partial file stays, and the window answers meanwhile.

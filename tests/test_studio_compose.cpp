@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "gui/models/models_view.h"
 #include "gui/window/main_window.h"
 #include "plan/family.h"
 #include "plan/field_labels.h"
@@ -357,7 +358,25 @@ class TestStudioCompose : public QObject {
     // Wan2.2 I2V can end on a picture; a text-to-video model takes none.
     c.set_model_dir(QString::fromStdString(test::golden_case("wan22_i2v_tiny")));
     QVERIFY(c.last_image->isVisibleTo(&c));
+    // A text-to-video model of the family points to its image-to-video models; a picture given to it is
+    // named as a problem, and a link shows the model in the Models tab.
+    c.image->set_path(picture);
     c.set_model_dir(QString::fromStdString(test::golden_case("wan21_tiny")));
+    QVERIFY(c.image->isVisibleTo(&c));
+    QVERIFY(c.image->offer->isVisibleTo(&c));
+    QVERIFY2(c.image->offer->text().contains("Wan2.1-I2V-14B-480P") && c.image->offer->text().contains("Wan2.2-I2V-A14B"),
+             qPrintable(c.image->offer->text()));
+    QCOMPARE(c.job().image_file, picture.toStdString());
+    const QString words_only = c.problems().text("image");
+    QVERIFY2(words_only.contains("from words alone") && words_only.contains("Wan-AI/Wan2.1-I2V-14B-480P-Diffusers"),
+             qPrintable(words_only));
+    Q_EMIT c.image->offer->linkActivated("Wan-AI/Wan2.1-I2V-14B-720P-Diffusers");
+    auto* models = w.findChild<ModelsView*>();
+    QCOMPARE(w.findChild<QTabWidget*>("tabs")->currentWidget(), models);
+    QCOMPARE(models->known_table->item(models->known_table->currentRow(), 2)->text(),
+             QString("Wan-AI/Wan2.1-I2V-14B-720P-Diffusers"));
+    // A family with no image-to-video model shows no picture field, and the job has none.
+    c.set_model_dir(QString::fromStdString(test::golden_case("flux_words_tiny")));
     QVERIFY(!c.image->isVisibleTo(&c));
     QCOMPARE(c.job().image_file, std::string());
   }

@@ -217,7 +217,7 @@ TEST(WanRefusals, each_names_the_flag_and_what_would_work) {
   // Pictures: none for a model that takes words alone, one for an image-to-video model, an end picture only
   // where the model can use it, and a file that does not decode, before any work.
   const std::string wan21_i2v = test::golden_case("wan21_i2v_tiny"), picture = wan21_i2v + "/image.png";
-  refused(wan21, {"--image", picture}, {"--image", "generates from words alone"});
+  refused(wan21, {"--image", picture}, {"--image", "generates from words alone", "Wan-AI/Wan2.1-I2V-14B-480P-Diffusers"});
   refused(wan21_i2v, {}, {"image-to-video model", "--image FILE"});
   refused(wan21_i2v, {"--image", picture, "--last_image", picture}, {"--last_image", "cannot end on a picture"});
   refused(wan21_i2v, {"--image", wan21_i2v + "/nothing.png"}, {"--image", "nothing.png: no such file"});

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hub/cache.h"
+#include "hub/known_models.h"
 #include "hub/download.h"
 #include "plan/error.h"
 #include "workers/launch/guarded_main.h"
@@ -34,6 +35,8 @@ twice, and ours is theirs too. dit-launch --model ORG/NAME runs a model from thi
 Commands:
   list                        the models in the cache: repo id, revision, size on disk, family, and
                               whether it is complete and verified
+  known                       the models the engine runs, to download: family, repo id, download size,
+                              GPU memory, and what they take (words, or a picture: image-to-video)
   download REPO_ID            fetch what the engine reads (safetensors, JSON configs, tokenizer files;
                               never pickled .bin/.pt/.ckpt/.pth, nor fp16 variants) of e.g.
                               THUDM/CogVideoX-2b; an interrupted download resumes where it stopped
@@ -84,11 +87,11 @@ Args parse(const std::vector<std::string>& argv) {
     else words.push_back(w);
   }
   if (a.help || a.version) return a;
-  if (words.empty()) throw workers::ArgError("no command; expected list, download, verify or remove (see dit-models --help)");
+  if (words.empty()) throw workers::ArgError("no command; expected list, known, download, verify or remove (see dit-models --help)");
   a.command = words[0];
   const bool wants_repo = a.command == "download" || a.command == "verify" || a.command == "remove";
-  if (!wants_repo && a.command != "list")
-    throw workers::ArgError("unknown command '" + a.command + "'; expected list, download, verify or remove");
+  if (!wants_repo && a.command != "list" && a.command != "known")
+    throw workers::ArgError("unknown command '" + a.command + "'; expected list, known, download, verify or remove");
   if (wants_repo && words.size() < 2)
     throw workers::ArgError(a.command + " needs a repository id, e.g. dit-models " + a.command + " THUDM/CogVideoX-2b");
   if (a.command == "download" && words.size() > 2) a.files.assign(words.begin() + 2, words.end());
@@ -159,6 +162,16 @@ int list(const hub::HubSettings& s) {
   return workers::kOk;
 }
 
+int known() {
+  std::printf("%-10s %-46s %9s %11s  %s\n", "FAMILY", "REPO", "DOWNLOAD", "GPU MEMORY", "TAKES");
+  for (const auto& m : hub::known_models())
+    std::printf("%-10s %-46s %6.1f GB %8.1f GB  %s%s\n", m.family.c_str(), m.repo_id.c_str(), m.download_gb,
+                m.gpu_memory_gb, m.image_to_video ? "words and a picture (--image)" : "words",
+                m.gated ? "; gated: accept the license on its page, set HF_TOKEN" : "");
+  std::cout << "GPU memory: one GPU's for the default job (the Models tab of dit-studio says what each assumes)\n";
+  return workers::kOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -173,6 +186,7 @@ int main(int argc, char** argv) {
     ProgressLine line(::isatty(STDERR_FILENO) == 1);
     try {
       if (a.command == "list") return list(s);
+      if (a.command == "known") return known();
       if (a.command == "remove") {
         const uint64_t freed = hub::remove_repo(s.cache_dir, a.repo);
         std::cerr << prefix << "removed " << a.repo << " (" << plan::human_bytes(freed) << ") from " << s.cache_dir << std::endl;

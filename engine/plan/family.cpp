@@ -32,4 +32,11 @@ double decoder_flops_per_pixel(const std::vector<int>& widths, int resnets, int 
   return flops;
 }
 
+std::vector<KnownRepo> image_to_video_repos(const Family& family) {
+  std::vector<KnownRepo> out;
+  for (auto& r : family.known_repos())
+    if (r.image_to_video) out.push_back(r);
+  return out;
+}
+
 }  // namespace studio::plan

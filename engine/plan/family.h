@@ -31,7 +31,9 @@ struct KnownRepo {
   double gpu_memory_gb = 0; // one GPU's memory for the default job at the recommended dtype
   std::string memory_note;  // what that figure assumes, and its source
   bool gated = false;       // needs a token and the license accepted on the model's page
+  bool image_to_video = false;  // it animates a picture (--image): what a family offers when one is given
 };
+
 
 // The text encoders a family runs, and which of the job's texts each reads.
 enum class TextEncoder { T5, CLIP };
@@ -154,6 +156,8 @@ class Family {
   virtual MemoryEstimate memory(const ParallelConfig& p, const JobSpec& job, const ModelFolder& m,
                                 int bytes_per_value) const = 0;
 };
+// The family's image-to-video repositories, e.g. for a picture given to a model that takes none.
+std::vector<KnownRepo> image_to_video_repos(const Family& family);
 
 // The folder's family (read_model_folder sets it; a logic error if nothing did).
 const Family& rules_of(const ModelFolder& m);

@@ -99,9 +99,13 @@ void check_pictures(const JobSpec& job, const ModelFolder& model, std::vector<Pr
   if (takes && job.image_file.empty())
     out.push_back({"image", "this is an image-to-video model (" + model.variant.name + "): give the picture the clip "
                             "starts from with --image FILE"});
-  if (!takes && !job.image_file.empty())
+  if (!takes && !job.image_file.empty()) {
+    std::string offer;
+    for (const auto& r : image_to_video_repos(rules)) offer += (offer.empty() ? "" : ", ") + r.repo_id;
     out.push_back({"image", "--image " + job.image_file + ": this model (" + model.variant.name + ") generates from "
-                            "words alone; use an image-to-video checkpoint or drop it"});
+                            "words alone; drop the picture, or use an image-to-video checkpoint" +
+                            (offer.empty() ? std::string() : " of its family (" + offer + ")")});
+  }
   if (!job.last_image_file.empty() && !rules.takes_last_image(model))
     out.push_back({"last_image", "--last_image " + job.last_image_file + ": this model (" + model.variant.name +
                                      ") cannot end on a picture; drop it, or use a model that can (Wan2.1-FLF2V, "

@@ -139,6 +139,7 @@ QWidget* ComposePanel::build_prompt_section() {
   last_image = new PictureField("last_image");
   form->addRow(label("last_image"), last_image);
   for (auto* p : {image, last_image}) connect(p, &PictureField::changed, this, &ComposePanel::changed);
+  connect(image, &PictureField::offer_chosen, this, &ComposePanel::model_offered);
   form->addRow(problems_.make({"prompt", "prompt_2", "negative_prompt", "prompt_embeds", "max_sequence_length", "image",
                                "last_image"}));
   return section;
@@ -352,7 +353,14 @@ void ComposePanel::show_family_fields() {
   for (QWidget* w : std::initializer_list<QWidget*>{frames, fps}) size_form_->setRowVisible(w, rules.makes_video());
   prompt_form_->setRowVisible(negative_prompt->parentWidget(), rules.classifier_free());
   prompt_form_->setRowVisible(prompt_2->parentWidget(), rules.takes_prompt_2());
-  prompt_form_->setRowVisible(image, rules.takes_image(*model_));
+  // A text-to-video model whose family has image-to-video ones keeps the field, to point to them.
+  const bool takes_image = rules.takes_image(*model_);
+  std::vector<std::pair<QString, QString>> offers;
+  if (!takes_image)
+    for (const auto& r : plan::image_to_video_repos(rules))
+      offers.push_back({QString::fromStdString(r.name), QString::fromStdString(r.repo_id)});
+  prompt_form_->setRowVisible(image, takes_image || !offers.empty());
+  image->set_offer(offers);
   prompt_form_->setRowVisible(last_image, rules.takes_last_image(*model_));
   sampling_form_->setRowVisible(dynamic_cfg, rules.dynamic_cfg());
   sampling_form_->setRowVisible(guidance_2, rules.takes_guidance_2(*model_));
@@ -423,7 +431,8 @@ plan::JobSpec ComposePanel::job() const {
     if (!rules.classifier_free()) j.negative_prompt.clear();
     if (!rules.dynamic_cfg()) j.use_dynamic_cfg = false;
     if (!rules.takes_prompt_2()) j.prompt_2.clear();
-    if (!rules.takes_image(*model_)) j.image_file.clear();
+    // A picture for a text-to-video model of a family with image-to-video ones stays: the plan names it.
+    if (!rules.takes_image(*model_) && plan::image_to_video_repos(rules).empty()) j.image_file.clear();
     if (!rules.takes_last_image(*model_)) j.last_image_file.clear();
     if (!rules.takes_guidance_2(*model_)) j.guidance_scale_2 = plan::JobSpec{}.guidance_scale_2;
   }

@@ -88,6 +88,8 @@ class ComposePanel : public QWidget {
   void changed();
   // "Calibrate now" for MagCache: while this is emitted, job() is the uncached run that measures the ratios.
   void calibrate_requested();
+  // An image-to-video model the picture field offers (its repository id), to be shown in the Models tab.
+  void model_offered(const QString& repo_id);
 
  private:
   QWidget* build_prompt_section();

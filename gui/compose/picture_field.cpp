@@ -41,8 +41,15 @@ PictureField::PictureField(const char* field, QWidget* parent) : QWidget(parent)
   note = new QLabel;
   note->setWordWrap(true);
   note->setStyleSheet("color: palette(placeholder-text);");
+  offer = new QLabel;
+  offer->setObjectName(QString(field) + "_offer");
+  offer->setWordWrap(true);
+  offer->setTextFormat(Qt::RichText);
+  offer->hide();
   column->addWidget(thumbnail);
   column->addWidget(note);
+  column->addWidget(offer);
+  connect(offer, &QLabel::linkActivated, this, &PictureField::offer_chosen);
   connect(browse, &QPushButton::clicked, this, [this] {
     const QString file = QFileDialog::getOpenFileName(this, tr("Choose a picture"), path(),
                                                       tr("Pictures (*.png *.jpg *.jpeg *.webp *.bmp)"));
@@ -59,6 +66,17 @@ void PictureField::set_path(const QString& p) {
   edit->setText(p);
   show_picture();
   Q_EMIT changed();
+}
+
+void PictureField::set_offer(const std::vector<std::pair<QString, QString>>& name_and_repo) {
+  QStringList links;
+  for (const auto& [name, repo] : name_and_repo)
+    links << QString("<a href=\"%1\">%2</a>").arg(repo.toHtmlEscaped(), name.toHtmlEscaped());
+  offer->setText(links.isEmpty() ? QString()
+                                 : tr("This model starts from words alone. To animate a picture, use an "
+                                      "image-to-video model of its family: %1 (the Models tab downloads it).")
+                                       .arg(links.join(", ")));
+  offer->setVisible(!links.isEmpty());
 }
 
 void PictureField::set_output_size(int width, int height) {

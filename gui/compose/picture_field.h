@@ -1,10 +1,13 @@
 // The compose column's pictures for an image-to-video model: the one the clip starts from and, where the model
-// can use it, the one it ends on. Each is a path (typed, chosen, or a file dropped on the field) with a
+// can use it, the one it ends on; for a text-to-video model, the family's image-to-video models to use instead. Each is a path (typed, chosen, or a file dropped on the field) with a
 // thumbnail of what the model will see: the picture stretched to the job's width and height, as the
 // pipeline resizes it, and a note when that changes its shape.
 #pragma once
 #include <QLabel>
 #include <QWidget>
+
+#include <utility>
+#include <vector>
 
 #include "gui/compose/path_edit.h"
 
@@ -19,13 +22,18 @@ class PictureField : public QWidget {
   void set_path(const QString& path);
   // The job's output size: the thumbnail shows the picture stretched to it.
   void set_output_size(int width, int height);
+  // For a model that takes no picture: the family's image-to-video models, each a link (its repository id),
+  // shown under the field; empty for one that takes a picture.
+  void set_offer(const std::vector<std::pair<QString, QString>>& name_and_repo);
 
   PathEdit* edit;
   QLabel* thumbnail;  // the picture as the model will see it, or why it cannot be shown
   QLabel* note;       // how the picture's shape changes, when it does
+  QLabel* offer;      // the image-to-video models to use instead, for a model that takes no picture
 
  Q_SIGNALS:
   void changed();
+  void offer_chosen(const QString& repo_id);
 
  protected:
   void dragEnterEvent(QDragEnterEvent* e) override;

@@ -407,4 +407,14 @@ void ModelsView::open_selected() {
       QDesktopServices::openUrl(QUrl::fromLocalFile(qs(r.snapshot.empty() ? r.dir : r.snapshot)));
 }
 
+bool ModelsView::show_known(const QString& repo_id) {
+  for (int row = 0; row < known_table->rowCount(); ++row)
+    if (known_table->item(row, 2)->text() == repo_id) {
+      known_table->selectRow(row);
+      known_table->scrollToItem(known_table->item(row, 2));
+      return true;
+    }
+  return false;
+}
+
 }  // namespace studio::gui

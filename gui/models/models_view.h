@@ -35,6 +35,8 @@ class ModelsView : public QWidget {
   void use_selected();
   void open_selected();
   QString selected_repo() const;
+  // Selects a known model's row (and its repository id in the download field); false if none has that id.
+  bool show_known(const QString& repo_id);
   // The environment's settings, with the token of the field when HF_TOKEN is not set.
   hub::HubSettings settings() const;
 

@@ -90,6 +90,10 @@ void MainWindow::build_tabs() {
   models_view_ = new ModelsView;
   tabs_->addTab(models_view_, tr("Models"));
   connect(models_view_, &ModelsView::use, compose_, &ComposePanel::set_model_dir);
+  connect(compose_, &ComposePanel::model_offered, this, [this](const QString& repo_id) {
+    tabs_->setCurrentWidget(models_view_);
+    models_view_->show_known(repo_id);
+  });
   connect(models_view_, &ModelsView::use_file, this, [this](const QString& file) {
     compose_->memory->transformer->setText(file);
     compose_->memory_group->set_open(true);

@@ -39,6 +39,12 @@ class CogVideoX final : public Family {
         {"cogvideox-1.5", "CogVideoX1.5-5B", "THUDM/CogVideoX1.5-5B", 21.1, 9,
          "BF16 with diffusers' CPU offload and VAE tiling: the model card's minimum; more with everything on the "
          "GPU"},
+        // Image-to-video: the 5B transformers with twice the input channels (the picture's latents) and, for
+        // 1.0, a learned position table: sizes estimated as their text-to-video twins', not read off the Hub.
+        {"cogvideox-5b-i2v", "CogVideoX-5b-I2V", "THUDM/CogVideoX-5b-I2V", 21.1, 26,
+         "BF16, everything on the GPU (as CogVideoX-5b's model card; estimated)", false, true},
+        {"cogvideox-1.5-i2v", "CogVideoX1.5-5B-I2V", "THUDM/CogVideoX1.5-5B-I2V", 21.1, 9,
+         "BF16 with diffusers' CPU offload and VAE tiling (as CogVideoX1.5-5B's model card; estimated)", false, true},
     };
   }
 

@@ -97,6 +97,24 @@ class Wan final : public Family {
         // two 14B experts as above (57 each) + umT5-XXL 22.7 + vae 0.51; the engine holds one expert at a time.
         {"wan2.2", "Wan2.2-T2V-A14B", "Wan-AI/Wan2.2-T2V-A14B-Diffusers", 137.2, 28.6,
          "one expert's bf16 weights (the engine loads the second after releasing the first); activations on top"},
+        // Image-to-video: sizes estimated from the configs, not read off the Hub. The 14B transformer with its
+        // image cross-attention (k_img, v_img: 2 x 5120^2 a block) and image embedder, 16.2 B parameters in
+        // fp32 (64.8) + the CLIP ViT-H/14 image encoder, 0.63 B in fp32 (2.5) + umT5-XXL 22.7 + vae 0.51.
+        {"wan2.1-i2v", "Wan2.1-I2V-14B-480P", "Wan-AI/Wan2.1-I2V-14B-480P-Diffusers", 90.5, 32.4,
+         "the bf16 transformer's weights alone (16.2 B parameters, estimated from its config); activations on top",
+         false, true},
+        {"wan2.1-i2v", "Wan2.1-I2V-14B-720P", "Wan-AI/Wan2.1-I2V-14B-720P-Diffusers", 90.5, 32.4,
+         "the bf16 transformer's weights alone (16.2 B parameters, estimated from its config); activations at 720p "
+         "on top",
+         false, true},
+        {"wan2.1-flf2v", "Wan2.1-FLF2V-14B-720P", "Wan-AI/Wan2.1-FLF2V-14B-720P-Diffusers", 90.5, 32.4,
+         "the bf16 transformer's weights alone (16.2 B parameters, estimated from its config); activations at 720p "
+         "on top",
+         false, true},
+        // Two experts of the T2V-A14B's shape with 36 input channels (57 each) + umT5-XXL + vae; no image encoder.
+        {"wan2.2-i2v", "Wan2.2-I2V-A14B", "Wan-AI/Wan2.2-I2V-A14B-Diffusers", 137.2, 28.6,
+         "one expert's bf16 weights (estimated as the T2V-A14B's; the second loads after the first is released)",
+         false, true},
     };
   }
 
