@@ -53,6 +53,8 @@ std::pair<at::Tensor, at::Tensor> quantize_rows(const at::Tensor& m) {
 
 }  // namespace
 
+bool has_float8_types() { return true; }
+
 Fp8Weight quantize_fp8_rows(const at::Tensor& w) {
   auto [values, scale] = quantize_rows(w);
   return {values.contiguous(), scale.flatten().contiguous()};
@@ -87,6 +89,8 @@ at::Tensor fp8_linear(const at::Tensor& x, const Fp8Weight& w, const at::Tensor&
 }
 
 #else
+
+bool has_float8_types() { return false; }
 
 Fp8Weight quantize_fp8_rows(const at::Tensor&) {
   throw std::runtime_error("--fp8_gemm needs float8 types, which LibTorch 1.13 lacks: use a build on LibTorch 2.x");

@@ -8,6 +8,9 @@
 
 namespace studio::compat {
 
+// Whether this LibTorch has float8 types (2.x; 1.13 has none).
+bool has_float8_types();
+
 struct Fp8Weight {
   at::Tensor values;  // float8_e4m3fn [out, in]
   at::Tensor scales;  // float32 [out]: the weight is values * scales, row by row

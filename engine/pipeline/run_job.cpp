@@ -6,6 +6,7 @@
 
 
 #include "compat/attention_kernels.h"
+#include "compat/fp8_gemm.h"
 #include "compat/heap.h"
 #include "compat/torch_compat.h"
 #include "io/safetensors/safetensors_file.h"
@@ -175,6 +176,12 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   const at::ScalarType dtype = pick_dtype(job.dtype, device);
   compat::allow_tf32(job.allow_tf32);
   compat::set_attention_kernel(job.attention_kernel);
+  if (job.fp8_gemm && !compat::has_float8_types())
+    throw InputError("--fp8_gemm: this build's LibTorch " + std::string(compat::torch_version()) +
+                     " has no float8 types; run without --fp8_gemm, or use a build on LibTorch 2.x");
+  if (job.fp8_gemm && device.is_cuda() && dtype != at::kBFloat16)
+    throw InputError("--fp8_gemm on a GPU gives bfloat16 products; this run computes in " +
+                     std::string(c10::toString(dtype)) + ": use --dtype bfloat16 (or auto) with --fp8_gemm");
   auto phase = [&](const char* name) {
     if (hooks.on_phase) hooks.on_phase(name);
   };
