@@ -1,10 +1,12 @@
 #include "compat/attention_kernels.h"
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <tuple>
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/cat.h>
@@ -41,11 +43,14 @@ const char* name_of(Kernel k) {
   return "?";
 }
 
+// What auto's choice depends on: q's sizes, the keys' count, the dtype, and whether the log-sum-exp is wanted.
+using ShapeKey = std::tuple<std::array<int64_t, 4>, int64_t, at::ScalarType, bool>;
+
 struct Choices {
   std::mutex mutex;
   std::string requested = "auto";
-  std::map<std::string, Kernel> by_shape;  // auto's choices
-  std::vector<std::string> untold;         // reports not yet taken
+  std::map<ShapeKey, Kernel> by_shape;  // auto's choices
+  std::vector<std::string> untold;      // reports not yet taken
 };
 Choices& choices() {
   static Choices c;
@@ -77,7 +82,8 @@ AttentionWithLse run(Kernel kernel, const at::Tensor& q, const at::Tensor& k, co
   return {};
 }
 
-std::string shape_key(const at::Tensor& q, const at::Tensor& k, bool with_lse) {
+// For messages: "[2, 30, 17776, 64] BFloat16 with log-sum-exp".
+std::string shape_text(const at::Tensor& q, const at::Tensor& k, bool with_lse) {
   std::ostringstream s;
   s << q.sizes();
   if (k.size(2) != q.size(2)) s << " x " << k.size(2) << " keys";
@@ -121,12 +127,13 @@ AttentionWithLse dispatch(const at::Tensor& q, const at::Tensor& k, const at::Te
     if (c.requested != "auto") {
       kernel = kKernels.at(c.requested);
     } else {
-      const auto key = shape_key(q, k, with_lse);
+      // A key made of numbers: this runs for every attention call.
+      const ShapeKey key{{q.size(0), q.size(1), q.size(2), q.size(3)}, k.size(2), q.scalar_type(), with_lse};
       auto it = c.by_shape.find(key);
       if (it == c.by_shape.end()) {
         std::string report;
         it = c.by_shape.emplace(key, fastest(q, k, v, with_lse, report)).first;
-        c.untold.push_back("attention " + key + ": " + report);
+        c.untold.push_back("attention " + shape_text(q, k, with_lse) + ": " + report);
       }
       kernel = it->second;
     }
@@ -136,7 +143,7 @@ AttentionWithLse dispatch(const at::Tensor& q, const at::Tensor& k, const at::Te
   } catch (const c10::Error& e) {
     const std::string why = e.what_without_backtrace();
     throw std::runtime_error("--attention_kernel " + std::string(name_of(kernel)) + " cannot run the attention " +
-                             shape_key(q, k, with_lse) + " on this GPU (" + why.substr(0, why.find('\n')) +
+                             shape_text(q, k, with_lse) + " on this GPU (" + why.substr(0, why.find('\n')) +
                              "); use --attention_kernel auto, which keeps to the kernels that run");
   }
 }

@@ -2,13 +2,13 @@
 // the input quantized the same way per row at each call, and the product taken by at::_scaled_mm on GPUs with
 // fp8 tensor cores (compute capability 8.9+: Ada, Hopper) in bfloat16. Elsewhere (the CPU, another dtype) the
 // same rounding is applied and the product computed in the run's dtype, so the error can be checked anywhere;
-// it is not faster there. LibTorch 1.13 has no float8 types: there it throws.
+// it is not faster there. LibTorch 1.13 has no float8 types: callers ask has_float8_types() first.
 #pragma once
 #include <ATen/core/Tensor.h>
 
 namespace studio::compat {
 
-// Whether this LibTorch has float8 types (2.x; 1.13 has none).
+// Whether this LibTorch has float8 types (2.x has them, 1.13 not).
 bool has_float8_types();
 
 struct Fp8Weight {
