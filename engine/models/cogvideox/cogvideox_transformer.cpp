@@ -214,8 +214,8 @@ void CogVideoXTransformer::block_forward(size_t i, Tokens& x, const Conditioning
     auto m = n.linear(act).unsqueeze(1).chunk(6, -1);
     auto joint = at::empty({x.latent.size(0), T + x.latent.size(1), x.latent.size(2)}, x.latent.options());
     auto text = joint.narrow(1, 0, T), video = joint.narrow(1, T, x.latent.size(1));
-    at::addcmul_out(text, m[3], n.norm(x.text), 1 + m[4]);
-    at::addcmul_out(video, m[0], n.norm(x.latent), 1 + m[1]);
+    n.norm.modulate_into(text, x.text, m[3], m[4]);
+    n.norm.modulate_into(video, x.latent, m[0], m[1]);
     return std::tuple{joint, m[2], m[5]};
   };
   // Gated residuals in one pass each; new tensors, as x's may be views of a caller's buffers.
@@ -230,12 +230,10 @@ void CogVideoXTransformer::block_forward(size_t i, Tokens& x, const Conditioning
   {
     auto [joint, gate_v, gate_t] = modulate(blk.norm1);
     const auto qkv = blk.to_qkv(joint).unflatten(-1, {3, heads, -1});  // [B, S, 3, heads, hd]
+    const Rotation rope{rope_cos, rope_sin, T};  // the video rows
     auto heads_of = [&](int64_t part, const LayerNorm* norm) {
-      auto h = qkv.select(2, part).transpose(1, 2);  // [B, heads, S, hd]
-      if (norm) h = (*norm)(h);
-      if (rope_cos.defined() && norm)
-        h = at::cat({h.narrow(2, 0, T), apply_rope(h.narrow(2, T, h.size(2) - T), rope_cos, rope_sin)}, 2);
-      return h;
+      const auto h = qkv.select(2, part).transpose(1, 2);  // [B, heads, S, hd]
+      return norm ? (*norm)(h, rope) : h;
     };
     add_gated(blk.to_out(attention(heads_of(0, &blk.norm_q), heads_of(1, &blk.norm_k), heads_of(2, nullptr))
                              .transpose(1, 2)
@@ -243,7 +241,7 @@ void CogVideoXTransformer::block_forward(size_t i, Tokens& x, const Conditioning
               gate_t, gate_v);
   }
   auto [joint2, gate_ff_v, gate_ff_t] = modulate(blk.norm2);
-  add_gated(blk.ff_out(gelu_tanh_in_place(blk.ff_in(joint2))), gate_ff_t, gate_ff_v);
+  add_gated(blk.ff_out(blk.ff_in.gelu_tanh(joint2)), gate_ff_t, gate_ff_v);
 }
 
 at::Tensor CogVideoXTransformer::project_out(const at::Tensor& latent, const Conditioning& c) const {

@@ -27,12 +27,6 @@ at::Tensor layer_norm(const at::Tensor& x) { return at::layer_norm(x, {x.size(-1
 // Rows [from, from + n) of dim 1.
 at::Tensor rows(const at::Tensor& x, int64_t from, int64_t n) { return x.narrow(1, from, n); }
 
-// The queries or keys of the latent rows rotated, the text rows (ids zero) left as they are.
-at::Tensor rotate_latent_rows(const at::Tensor& h, int64_t text, const at::Tensor& cos, const at::Tensor& sin) {
-  if (!cos.defined()) return h;
-  return at::cat({h.narrow(2, 0, text), apply_rope(h.narrow(2, text, h.size(2) - text), cos, sin)}, 2);
-}
-
 }  // namespace
 
 at::Tensor pack_latents(const at::Tensor& l) {
@@ -236,19 +230,20 @@ void FluxTransformer::run_double(const DoubleBlock& b, Tokens& x, const at::Tens
   const auto mt = b.text.modulation(act).unsqueeze(1).chunk(6, -1);
   const auto ni = at::addcmul(mi[0], layer_norm(x.latent), 1 + mi[1]);
   const auto nt = at::addcmul(mt[0], layer_norm(x.text), 1 + mt[1]);
+  // The image rows rotated (their norm and rotation one pass), the text rows (ids zero) as they are.
   auto qkv = [&](const Linear& image, const Linear& text, const RmsNorm* ni_norm, const RmsNorm* nt_norm) {
     auto hi = heads(image(ni)), ht = heads(text(nt));
-    if (ni_norm) hi = (*ni_norm)(hi), ht = (*nt_norm)(ht);
+    if (ni_norm) hi = (*ni_norm)(hi, {cos, sin}), ht = (*nt_norm)(ht);
     return at::cat({ht, hi}, 2);  // text rows first
   };
-  const auto q = rotate_latent_rows(qkv(b.image.q, b.text.q, &b.image.norm_q, &b.text.norm_q), T, cos, sin);
-  const auto k = rotate_latent_rows(qkv(b.image.k, b.text.k, &b.image.norm_k, &b.text.norm_k), T, cos, sin);
+  const auto q = qkv(b.image.q, b.text.q, &b.image.norm_q, &b.text.norm_q);
+  const auto k = qkv(b.image.k, b.text.k, &b.image.norm_k, &b.text.norm_k);
   const auto v = qkv(b.image.v, b.text.v, nullptr, nullptr);
   const auto out = attention(q, k, v).transpose(1, 2).flatten(2);
   auto finish = [&](at::Tensor& h, const Stream& s, const std::vector<at::Tensor>& m, const at::Tensor& attn) {
     h = at::addcmul(h, m[2], s.out(attn));
     const auto n = at::addcmul(m[3], layer_norm(h), 1 + m[4]);
-    h = at::addcmul(h, m[5], s.ff_out(gelu_tanh_in_place(s.ff_in(n))));
+    h = at::addcmul(h, m[5], s.ff_out(s.ff_in.gelu_tanh(n)));
   };
   finish(x.latent, b.image, mi, rows(out, T, out.size(1) - T));
   finish(x.text, b.text, mt, rows(out, 0, T));
@@ -261,10 +256,10 @@ void FluxTransformer::run_single(const SingleBlock& b, Tokens& x, const at::Tens
   const auto joint = at::cat({x.text, x.latent}, 1);
   const auto m = b.modulation(act).unsqueeze(1).chunk(3, -1);  // shift, scale, gate
   const auto n = at::addcmul(m[0], layer_norm(joint), 1 + m[1]);
-  const auto q = rotate_latent_rows(b.norm_q(heads(b.q(n))), T, cos, sin);
-  const auto k = rotate_latent_rows(b.norm_k(heads(b.k(n))), T, cos, sin);
+  const Rotation rope{cos, sin, T};  // the image rows
+  const auto q = b.norm_q(heads(b.q(n)), rope), k = b.norm_k(heads(b.k(n)), rope);
   const auto attn = attention(q, k, heads(b.v(n))).transpose(1, 2).flatten(2);
-  const auto mlp = gelu_tanh_in_place(b.proj_mlp(n));
+  const auto mlp = b.proj_mlp.gelu_tanh(n);
   auto out = at::addcmul(joint, m[2], b.proj_out(at::cat({attn, mlp}, 2)));
   if (dtype_ == at::kHalf) out = out.clamp(-65504, 65504);
   x.text = rows(out, 0, T);

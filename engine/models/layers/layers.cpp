@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include <ATen/ops/_addmm_activation.h>
+#include <ATen/ops/addcmul.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/gelu.h>
 #include <ATen/ops/layer_norm.h>
@@ -15,7 +17,8 @@
 #ifdef STUDIO_WITH_CUDA_KERNELS
 #include <c10/cuda/CUDAStream.h>
 
-#include "kernels/layer_norm.h"
+#include "kernels/head_rows.h"
+#include "kernels/modulated_norm.h"
 #endif
 
 namespace studio::models {
@@ -37,6 +40,14 @@ Linear Linear::load(const WeightSource& w, const std::string& prefix, int64_t in
 at::Tensor Linear::operator()(const at::Tensor& x) const {
   if (fp8.defined()) return compat::fp8_linear(x, fp8, bias, dtype);
   return at::linear(x, packed.defined() ? packed.dequantize(dtype) : weight, bias);
+}
+
+at::Tensor Linear::gelu_tanh(const at::Tensor& x) const {
+  if (!x.is_cuda() || !weight.defined() || !bias.defined() || x.scalar_type() != weight.scalar_type())
+    return gelu_tanh_in_place((*this)(x));
+  auto shape = x.sizes().vec();
+  shape.back() = weight.size(0);
+  return at::_addmm_activation(bias, x.reshape({-1, x.size(-1)}), weight.t(), 1, 1, /*use_gelu=*/true).view(shape);
 }
 
 Linear fuse_outputs(const std::vector<Linear>& parts) {
@@ -79,38 +90,107 @@ LayerNorm LayerNorm::load(const WeightSource& w, const std::string& prefix, int6
 
 namespace {
 
-// A CUDA bfloat16 norm over a head's width (64 to 256 values, a multiple of 64; CogVideoX's q and k norms): our
-// kernel, one warp a row, reading the strided view in place (kernels/layer_norm.h). Undefined where it does not
-// apply, and then ATen's kernel runs.
-at::Tensor short_row_layer_norm(const at::Tensor& x, const LayerNorm& n) {
+// x [B, heads, S, hd] (any strides) after ATen's norm: the rotation alone.
+at::Tensor rotate_with_aten(const at::Tensor& x, const Rotation& r) {
+  if (!r.cos.defined()) return x;
+  const auto rows = x.narrow(2, r.from, x.size(2) - r.from);
+  const auto pairs = rows.unflatten(-1, {rows.size(-1) / 2, 2});
+  const auto turned = at::stack({-pairs.select(-1, 1), pairs.select(-1, 0)}, -1).flatten(-2);
+  auto y = (rows.to(at::kFloat) * r.cos + turned.to(at::kFloat) * r.sin).to(x.scalar_type());
+  return r.from == 0 ? y : at::cat({x.narrow(2, 0, r.from), y}, 2);
+}
+
+enum class NormKind { None, Layer, Rms };
+
+// The norm and the rotation as one CUDA kernel (kernels/head_rows.h) over bfloat16 rows of 64, 128 or 256 values
+// in [B, heads, S, hd] or fewer leading dims. Undefined where it does not apply; then ATen's ops run.
+at::Tensor head_rows_on_gpu(const at::Tensor& x, NormKind kind, const at::Tensor& weight, const at::Tensor& bias,
+                            double eps, const Rotation& r) {
 #ifdef STUDIO_WITH_CUDA_KERNELS
-  const bool affine_ok = (!n.weight.defined() || (n.weight.scalar_type() == at::kBFloat16 && n.weight.is_contiguous())) &&
-                         (!n.bias.defined() || (n.bias.scalar_type() == at::kBFloat16 && n.bias.is_contiguous()));
-  if (!x.is_cuda() || x.scalar_type() != at::kBFloat16 || n.dim % 64 != 0 || n.dim > 256 || x.dim() > 4 ||
-      x.size(-1) != n.dim || x.stride(-1) != 1 || !affine_ok || reinterpret_cast<uintptr_t>(x.data_ptr()) % 4 != 0)
+  const auto bf16_vector = [&](const at::Tensor& t) {
+    return !t.defined() || (t.scalar_type() == at::kBFloat16 && t.is_contiguous() && t.dim() == 1 && t.size(0) == x.size(-1));
+  };
+  const auto table = [&](const at::Tensor& t) {
+    return t.is_cuda() && t.scalar_type() == at::kFloat && t.is_contiguous() && t.dim() == 2 &&
+           t.size(0) == x.size(-2) - r.from && t.size(1) == x.size(-1);
+  };
+  const int64_t d = x.dim() ? x.size(-1) : 0;
+  if (!x.is_cuda() || x.scalar_type() != at::kBFloat16 || x.dim() < 2 || x.dim() > 4 || (d != 64 && d != 128 && d != 256) ||
+      x.stride(-1) != 1 || !bf16_vector(weight) || !bf16_vector(bias) ||
+      reinterpret_cast<uintptr_t>(x.data_ptr()) % 16 != 0 || (r.cos.defined() && (!table(r.cos) || !table(r.sin))))
     return {};
-  int64_t size[3] = {1, 1, 1}, stride[3] = {0, 0, 0};
+  kernels::HeadRows in;
+  int64_t* size[3] = {&in.n0, &in.n1, &in.n2};
+  int64_t* stride[3] = {&in.s0, &in.s1, &in.s2};
   for (int64_t i = 0, lead = x.dim() - 1; i < lead; ++i) {
-    size[3 - lead + i] = x.size(i), stride[3 - lead + i] = x.stride(i);
-    if (x.stride(i) % 2 != 0) return {};  // rows read two values at a time
+    *size[3 - lead + i] = x.size(i), *stride[3 - lead + i] = x.stride(i);
+    if (x.stride(i) % 8 != 0) return {};  // rows read eight values (16 bytes) at a time
   }
-  auto y = at::empty(x.sizes(), x.options());
-  kernels::layer_norm_short_rows(x.data_ptr(), size[0], size[1], size[2], stride[0], stride[1], stride[2], int(n.dim),
-                                 n.weight.defined() ? n.weight.data_ptr() : nullptr,
-                                 n.bias.defined() ? n.bias.data_ptr() : nullptr, float(n.eps), y.data_ptr(),
-                                 c10::cuda::getCurrentCUDAStream().stream());
+  in.x = x.data_ptr(), in.dim = int(d), in.eps = float(eps);
+  in.norm = kind == NormKind::Layer ? kernels::HeadNorm::Layer : kind == NormKind::Rms ? kernels::HeadNorm::Rms
+                                                                                      : kernels::HeadNorm::None;
+  in.weight = weight.defined() ? weight.data_ptr() : nullptr;
+  in.bias = bias.defined() ? bias.data_ptr() : nullptr;
+  if (r.cos.defined()) in.cos = r.cos.data_ptr<float>(), in.sin = r.sin.data_ptr<float>(), in.rope_from = r.from;
+  // [B, heads, S, hd] is written as a view of [B, S, heads, hd], the layout the attention kernels take as theirs
+  // (diffusers' too) and give their output in: the output's transpose back to [B, S, width] is then free.
+  const auto y = x.dim() == 4 ? at::empty({x.size(0), x.size(2), x.size(1), d}, x.options()).transpose(1, 2)
+                              : at::empty(x.sizes(), x.options());
+  kernels::HeadRowsOut out{y.data_ptr()};
+  int64_t* out_stride[3] = {&out.o0, &out.o1, &out.o2};
+  for (int64_t i = 0, lead = x.dim() - 1; i < lead; ++i) *out_stride[3 - lead + i] = y.stride(i);
+  kernels::head_rows(in, out, c10::cuda::getCurrentCUDAStream().stream());
   return y;
 #else
-  (void)x, (void)n;
+  (void)x, (void)kind, (void)weight, (void)bias, (void)eps, (void)r;
   return {};
 #endif
 }
 
 }  // namespace
 
-at::Tensor LayerNorm::operator()(const at::Tensor& x) const {
-  if (auto y = short_row_layer_norm(x, *this); y.defined()) return y;
-  return at::layer_norm(x, {dim}, weight, bias, eps);
+at::Tensor rotate(const at::Tensor& x, const Rotation& r) {
+  if (!r.cos.defined()) return x;
+  if (auto y = head_rows_on_gpu(x, NormKind::None, {}, {}, 0.0, r); y.defined()) return y;
+  return rotate_with_aten(x, r);
+}
+
+at::Tensor LayerNorm::operator()(const at::Tensor& x, const Rotation& r) const {
+  if (x.dim() && x.size(-1) == dim)
+    if (auto y = head_rows_on_gpu(x, NormKind::Layer, weight, bias, eps, r); y.defined()) return y;
+  return rotate_with_aten(at::layer_norm(x, {dim}, weight, bias, eps), r);
+}
+
+void LayerNorm::modulate_into(const at::Tensor& out, const at::Tensor& x, const at::Tensor& shift,
+                              const at::Tensor& scale) const {
+#ifdef STUDIO_WITH_CUDA_KERNELS
+  const auto rows = [&](const at::Tensor& t) {  // [B, n, dim] bfloat16 on the GPU, as the kernel reads them
+    return t.is_cuda() && t.scalar_type() == at::kBFloat16 && t.dim() == 3 && t.size(2) == dim && t.stride(2) == 1 &&
+           t.stride(0) % 8 == 0 && t.stride(1) % 8 == 0 && reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
+  };
+  const auto per_sample = [&](const at::Tensor& t) {
+    return t.is_cuda() && t.scalar_type() == at::kBFloat16 && t.dim() == 3 && t.size(0) == x.size(0) &&
+           t.size(1) == 1 && t.size(2) == dim && t.stride(2) == 1;
+  };
+  const auto vector = [&](const at::Tensor& t) {
+    return !t.defined() || (t.scalar_type() == at::kBFloat16 && t.is_contiguous() && t.numel() == dim);
+  };
+  if (dim % 8 == 0 && dim <= 8192 && rows(x) && rows(out) && out.sizes() == x.sizes() && per_sample(shift) &&
+      per_sample(scale) && vector(weight) && vector(bias)) {
+    const auto scale1p = 1 + scale;  // rounded as ATen's path rounds it
+    kernels::ModulatedNorm in;
+    in.x = x.data_ptr(), in.samples = x.size(0), in.rows = x.size(1), in.x_sample_stride = x.stride(0);
+    in.x_row_stride = x.stride(1), in.dim = int(dim), in.eps = float(eps);
+    in.weight = weight.defined() ? weight.data_ptr() : nullptr;
+    in.bias = bias.defined() ? bias.data_ptr() : nullptr;
+    in.scale1p = scale1p.data_ptr(), in.scale_stride = scale1p.stride(0);
+    in.shift = shift.data_ptr(), in.shift_stride = shift.stride(0);
+    in.y = out.data_ptr(), in.y_sample_stride = out.stride(0), in.y_row_stride = out.stride(1);
+    kernels::modulated_layer_norm(in, c10::cuda::getCurrentCUDAStream().stream());
+    return;
+  }
+#endif
+  at::addcmul_out(const_cast<at::Tensor&>(out), shift, (*this)(x), 1 + scale);
 }
 
 at::Tensor gelu_tanh_in_place(at::Tensor hidden) {
@@ -118,19 +198,14 @@ at::Tensor gelu_tanh_in_place(at::Tensor hidden) {
   return hidden;
 }
 
-at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-  auto pairs = x.unflatten(-1, {x.size(-1) / 2, 2});
-  auto rotated = at::stack({-pairs.select(-1, 1), pairs.select(-1, 0)}, -1).flatten(-2);
-  return (x.to(at::kFloat) * cos + rotated.to(at::kFloat) * sin).to(x.scalar_type());
-}
-
 RmsNorm RmsNorm::load(const WeightSource& w, const std::string& prefix, int64_t dim, double eps) {
   return {w.take(prefix + ".weight", {dim}), eps};
 }
 
-at::Tensor RmsNorm::operator()(const at::Tensor& x) const {
+at::Tensor RmsNorm::operator()(const at::Tensor& x, const Rotation& r) const {
+  if (auto y = head_rows_on_gpu(x, NormKind::Rms, weight, {}, eps, r); y.defined()) return y;
   const auto f = x.to(at::kFloat);
-  return (f * at::rsqrt(f.pow(2).mean(-1, true) + eps)).to(weight.scalar_type()) * weight;
+  return rotate_with_aten((f * at::rsqrt(f.pow(2).mean(-1, true) + eps)).to(weight.scalar_type()) * weight, r);
 }
 
 }  // namespace studio::models

@@ -30,33 +30,49 @@ struct Linear {
   at::ScalarType dtype = at::kFloat;  // what the layer computes in
   static Linear load(const WeightSource& w, const std::string& prefix, int64_t in, int64_t out, bool bias = true);
   at::Tensor operator()(const at::Tensor& x) const;
+  // GELU's tanh approximation of the output (a feed-forward's first layer): on a GPU with a dense weight and a
+  // bias, in the GEMM's epilogue (cuBLASLt through at::_addmm_activation: no pass over the 4x wide hidden values,
+  // the GELU taken before the rounding to the run's dtype); elsewhere over the output, in place.
+  at::Tensor gelu_tanh(const at::Tensor& x) const;
 };
 
 // Layers with the same input as one, their outputs concatenated (one GEMM reads the input once).
 Linear fuse_outputs(const std::vector<Linear>& parts);
 
+// Rotary positions for queries or keys [B, heads, S, hd]: rows [from, S) rotated by the tables cos, sin
+// [S - from, hd] (float32) in interleaved pairs (2k, 2k + 1), in float32: x * cos + (-x_odd, x_even) * sin, as
+// diffusers' apply_rotary_emb; the rows before `from` (text) as they are. Undefined tables: no rotation.
+struct Rotation {
+  at::Tensor cos, sin;
+  int64_t from = 0;
+};
+at::Tensor rotate(const at::Tensor& x, const Rotation& r);
+
+// The norms take a rotation to apply after them: over a head's queries or keys in bfloat16 on a GPU, norm and
+// rotation are one kernel that reads the strided view in place (kernels/head_rows.h); elsewhere ATen's ops.
 struct LayerNorm {
   at::Tensor weight, bias;  // undefined without elementwise affine
   int64_t dim = 0;
   double eps = 1e-5;
   static LayerNorm load(const WeightSource& w, const std::string& prefix, int64_t dim, double eps, bool affine);
-  at::Tensor operator()(const at::Tensor& x) const;
+  at::Tensor operator()(const at::Tensor& x, const Rotation& r = {}) const;
+  // out = this norm of x [B, n, dim], times (1 + scale), plus shift (scale, shift [B, 1, dim]: a block's
+  // modulation); `out` may be a view into a larger buffer. In bfloat16 on a GPU one kernel
+  // (kernels/modulated_norm.h), elsewhere ATen's norm and addcmul.
+  void modulate_into(const at::Tensor& out, const at::Tensor& x, const at::Tensor& shift, const at::Tensor& scale) const;
 };
 
 // The feed-forward's activation, GELU's tanh approximation, written over `hidden` (a linear layer's fresh
 // output): the hidden values, 4x the width or more, are held once instead of twice.
 at::Tensor gelu_tanh_in_place(at::Tensor hidden);
 
-// x [B, H, N, hd] rotated by the tables cos, sin [N, hd] in interleaved pairs (2k, 2k + 1), in float32:
-// x * cos + (-x_odd, x_even) * sin, as diffusers' apply_rotary_emb.
-at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
-
-// Root-mean-square norm over the last dimension, computed in float32 (diffusers' RMSNorm), then scaled.
+// Root-mean-square norm over the last dimension, computed in float32 (diffusers' RMSNorm), rounded to the
+// weight's dtype, then scaled; then the rotation, if any (as LayerNorm's).
 struct RmsNorm {
   at::Tensor weight;
   double eps = 1e-6;
   static RmsNorm load(const WeightSource& w, const std::string& prefix, int64_t dim, double eps);
-  at::Tensor operator()(const at::Tensor& x) const;
+  at::Tensor operator()(const at::Tensor& x, const Rotation& r = {}) const;
 };
 
 // Every tensor the layers hold (weights, biases, packed bytes; undefined ones left out), in order: a block's

@@ -230,8 +230,8 @@ void WanTransformer::block_forward(size_t i, Tokens& x, const Conditioning& c, c
   const double eps = cfg_.eps;
 
   const auto n1 = modulate(layer_norm32(h, eps), m[0], m[1], dtype_);
-  auto q = heads(b.self.norm_q(b.self.q(n1))), k = heads(b.self.norm_k(b.self.k(n1)));
-  if (cos.defined()) q = apply_rope(q, cos, sin), k = apply_rope(k, cos, sin);
+  const Rotation rope{cos, sin};
+  const auto q = rotate(heads(b.self.norm_q(b.self.q(n1))), rope), k = rotate(heads(b.self.norm_k(b.self.k(n1))), rope);
   const auto self = b.self.out(attention(q, k, heads(b.self.v(n1))).transpose(1, 2).flatten(2));
   h = (h.to(at::kFloat) + self * m[2]).to(dtype_);
 
@@ -247,7 +247,7 @@ void WanTransformer::block_forward(size_t i, Tokens& x, const Conditioning& c, c
   h = h + b.cross.out(cross.transpose(1, 2).flatten(2));
 
   const auto n3 = modulate(layer_norm32(h, eps), m[3], m[4], dtype_);
-  const auto ff = b.ff_out(gelu_tanh_in_place(b.ff_in(n3)));
+  const auto ff = b.ff_out(b.ff_in.gelu_tanh(n3));
   h = (h.to(at::kFloat) + ff.to(at::kFloat) * m[5]).to(dtype_);
 }
 

@@ -21,7 +21,7 @@
 
 namespace studio::models {
 
-// Wan's rotary tables for a grid of tokens, [tokens, head_dim] each, in apply_rope's layout. diffusers
+// Wan's rotary tables for a grid of tokens, [tokens, head_dim] each, in models::Rotation's layout. diffusers
 // splits head_dim's frequency table by [d - 2(d/3), d/3, d/3] over (frame, row, column) although it was
 // built from [d - 4(d/6), 2(d/6), 2(d/6)] pairs (the two agree for d = 128); a pair cut in two takes its
 // cosine from the first half's axis and its sine from the second's. These tables do exactly that.
