@@ -7,11 +7,14 @@
 #     the reference cases the check replays; .whl/ holds diffusers and what it needs beyond that image.
 #   bench/gpu-lease.sh run                there, from the repository root: installs the wheels beside the
 #     image's torch, puts that torch's libraries on the library path, and runs our CUDA kernels against their
-#     references (bench-gpu-kernels), LibTorch's kernels alone (bench/gpu_kernels.py; LEASE_KERNELS_ALONE=0
+#     references (bench-gpu-kernels), where our transformer call spends the GPU's time at the real CogVideoX-2B
+#     and -5B sizes (bench-gpu-step-profile; LEASE_STEP_PROFILE: the bench-make-model families, "" none),
+#     LibTorch's kernels alone (bench/gpu_kernels.py; LEASE_KERNELS_ALONE=0
 #     leaves them out), where diffusers' step spends its GPU time (bench/gpu_profile_peer.py; LEASE_PROFILE=0
 #     leaves it out), the reference cases (bench/gpu-check.sh with GPU_CHECK_PREBUILT; GPU_CHECK_QUICK) and the
 #     step against diffusers eager and compiled (bench/peer_step.sh --gpu; PEER_COMPILE, here by default
-#     torch.compile()'s own mode, and PEER_GPU_VARIANTS).
+#     torch.compile()'s own mode, and PEER_GPU_VARIANTS), then the step again for each of LEASE_PEER_FAMILIES
+#     (PEER_GPU_FAMILY, e.g. cogvideox-5b; none by default).
 #     Everything it prints is also in $OUT/lease.md when OUT is set.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,9 +22,10 @@ cd "$root"
 case ${1:-} in
   pack)
     build=${2:-build-gpu}
-    cmake --build "$build" --target dit-worker dit-launch bench-make-model bench-compare-runs bench-gpu-kernels
+    programs=(dit-worker dit-launch bench-make-model bench-compare-runs bench-gpu-kernels bench-gpu-step-profile)
+    cmake --build "$build" --target "${programs[@]}"
     rm -rf .gpu && mkdir -p .gpu/build/bin .gpu/build/lib/dit-studio .gpu/goldens .whl
-    cp "$build"/bin/{dit-worker,dit-launch,bench-make-model,bench-compare-runs,bench-gpu-kernels} .gpu/build/bin/
+    for p in "${programs[@]}"; do cp "$build/bin/$p" .gpu/build/bin/; done
     cp "$build"/lib/dit-studio/*.so .gpu/build/lib/dit-studio/
     cp -L /lib/x86_64-linux-gnu/libsentencepiece.so.0 .gpu/build/lib/dit-studio/
     for c in cogvx2b_tiny cogvx5b_tiny cogvx15_tiny flux_tiny flux_words_tiny wan21_tiny wan22_tiny; do
@@ -44,11 +48,21 @@ print(":".join([t + "/lib"] + sorted(glob.glob(os.path.dirname(t) + "/nvidia/*/l
       nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
       # Each part reports its own failure; the next still runs.
       .gpu/build/bin/bench-gpu-kernels || echo "bench-gpu-kernels failed (exit $?)"
+      for f in ${LEASE_STEP_PROFILE-cogvideox cogvideox-5b}; do
+        .gpu/build/bin/bench-make-model /tmp/profile-model --family "$f" --layers 10 --bfloat16 >/dev/null &&
+          .gpu/build/bin/bench-gpu-step-profile /tmp/profile-model --height 480 --width 720 --num_frames 49 ||
+          echo "bench-gpu-step-profile of $f failed (exit $?)"
+        rm -rf /tmp/profile-model
+      done
       [[ ${LEASE_KERNELS_ALONE:-1} == 0 ]] || python3 bench/gpu_kernels.py || echo "bench/gpu_kernels.py failed"
       [[ ${LEASE_PROFILE:-1} == 0 ]] || python3 bench/gpu_profile_peer.py || echo "bench/gpu_profile_peer.py failed"
       STUDIO_GOLDENS_DIR=$root/.gpu/goldens GPU_CHECK_PREBUILT=1 GPU_CHECK_COST_MODEL=0 PEER_PYTHON=python3 \
         PEER_COMPILE=${PEER_COMPILE-default} \
-        bench/gpu-check.sh "$root/.gpu/build"
+        bench/gpu-check.sh "$root/.gpu/build" || echo "bench/gpu-check.sh failed (exit $?)"
+      for f in ${LEASE_PEER_FAMILIES-}; do
+        PEER_GPU_FAMILY=$f PEER_PYTHON=python3 PEER_COMPILE=${PEER_COMPILE-default} bench/peer_step.sh .gpu/build --gpu ||
+          echo "bench/peer_step.sh --gpu with PEER_GPU_FAMILY=$f failed (exit $?)"
+      done
     } 2>&1 | tee "$out/lease.md"
     ;;
   *)

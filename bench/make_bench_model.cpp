@@ -1,6 +1,7 @@
 // Writes a diffusers folder with random weights and the real config of a published model, for benchmarks:
 // - cogvideox (default): CogVideoX-2B (30 heads x 64, width 1920, text 4096 -> 226 tokens, 480 x 720 x 49
 //   frames); `--height --width --num_frames` change the sample size in its config (dit-launch's defaults);
+// - cogvideox-5b: CogVideoX-5B's transformer (48 heads x 64, width 3072, rotary positions), the same sampler;
 // - wan21: Wan2.1-T2V-1.3B (12 heads x 128, ffn 8960, text 4096 -> 512 tokens, flow_shift 3.0 for 480p);
 // - wan21-14b: Wan2.1-T2V-14B (40 heads x 128, width 5120, ffn 13824), likewise;
 // - flux: FLUX.1-dev (24 heads x 128, width 3072, 19 double and 38 single blocks: `--layers N` makes N of each
@@ -13,7 +14,7 @@
 // embeds.safetensors holds random prompt_embeds and negative_prompt_embeds for --prompt_embeds. Prints the
 // plan's estimate of the transformer weights per rank for 1, 2 and 4 PipeFusion stages. `--gguf Q8_0|Q4_K` also
 // writes the transformer as OUT_DIR/transformer-<type>.gguf (bench/gguf_quantize.h) for --transformer.
-// Usage: bench-make-model OUT_DIR [--family cogvideox|wan21|wan21-14b|wan22|flux] [--layers N] [--height H
+// Usage: bench-make-model OUT_DIR [--family cogvideox|cogvideox-5b|wan21|wan21-14b|wan22|flux] [--layers N] [--height H
 //        --width W --num_frames F] [--vae] [--bfloat16] [--gguf TYPE]
 #include <cstdio>
 #include <cstring>
@@ -54,11 +55,13 @@ void write_cogvideox_configs(const fs::path& out, const Options& o) {
     "CogVideoXDDIMScheduler"], "transformer": ["diffusers", "CogVideoXTransformer3DModel"])"
                                           << (o.vae ? R"(, "vae": ["diffusers", "AutoencoderKLCogVideoX"]})" : "}");
   std::ofstream(out / "transformer" / "config.json")
-      << R"({"_class_name": "CogVideoXTransformer3DModel", "num_attention_heads": 30, "attention_head_dim": 64,
+      << R"({"_class_name": "CogVideoXTransformer3DModel", "num_attention_heads": )"
+      << (o.family == "cogvideox-5b" ? 48 : 30) << R"(, "attention_head_dim": 64,
     "in_channels": 16, "out_channels": 16, "time_embed_dim": 512, "text_embed_dim": 4096, "num_layers": )"
       << o.layers << R"(, "sample_width": )" << o.width / 8 << R"(, "sample_height": )" << o.height / 8
       << R"(, "sample_frames": )" << o.frames << R"(, "patch_size": 2,
-    "max_text_seq_length": 226, "use_rotary_positional_embeddings": false})";
+    "max_text_seq_length": 226, "use_rotary_positional_embeddings": )"
+      << (o.family == "cogvideox-5b" ? "true" : "false") << "}";
   // CogVideoX-2b's scheduler config in full: diffusers' class defaults for missing fields are not its values.
   std::ofstream(out / "scheduler" / "scheduler_config.json")
       << R"({"_class_name": "CogVideoXDDIMScheduler", "num_train_timesteps": 1000, "beta_start": 0.00085,
@@ -177,7 +180,7 @@ void print_weight_estimate(const plan::ModelFolder& folder, int bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const char* usage = "usage: bench-make-model OUT_DIR [--family cogvideox|wan21|wan22] [--layers N] "
+  const char* usage = "usage: bench-make-model OUT_DIR [--family cogvideox|cogvideox-5b|wan21|wan21-14b|wan22|flux] [--layers N] "
                       "[--height H --width W --num_frames F] [--vae] [--bfloat16]\n";
   if (argc < 2) return std::cerr << usage, 2;
   if (argv[1][0] == '-') {  // an option where the folder goes (--help too): no folder named after it
@@ -198,8 +201,9 @@ int main(int argc, char** argv) {
     else return std::cerr << "bench-make-model: unknown or incomplete option " << argv[i] << "\n" << usage, 2;
   }
   const bool wan = o.family == "wan21" || o.family == "wan21-14b" || o.family == "wan22", flux = o.family == "flux";
-  if (!wan && !flux && o.family != "cogvideox")
-    return std::cerr << "bench-make-model: --family " << o.family << ": cogvideox, wan21, wan21-14b, wan22 or flux\n", 2;
+  if (!wan && !flux && o.family != "cogvideox" && o.family != "cogvideox-5b")
+    return std::cerr << "bench-make-model: --family " << o.family
+                     << ": cogvideox, cogvideox-5b, wan21, wan21-14b, wan22 or flux\n", 2;
   const auto gguf = plan::weight_format_named(o.gguf);
   if (!o.gguf.empty() && gguf != plan::WeightFormat::Q8_0 && gguf != plan::WeightFormat::Q4_K)
     return std::cerr << "bench-make-model: --gguf " << o.gguf << ": Q8_0 or Q4_K\n", 2;

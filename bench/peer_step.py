@@ -221,13 +221,14 @@ def compare_gpu(model, work, steps, command, load):
     cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
     times = lambda s: " ".join(f"{x:.3f}" for x in s)
 
-    print(f"## One denoising step at the real CogVideoX-2B shape, against diffusers {diffusers.__version__} "
+    name, real_layers = ("CogVideoX-5B", 42) if heads == 48 else ("CogVideoX-2B", 30)
+    print(f"## One denoising step at the real {name} shape, against diffusers {diffusers.__version__} "
           f"(bfloat16, {gpu})")
     print()
-    print(f"CogVideoX-2B shape ({heads} heads x {head_dim}), {layers} of the real 30 layers, {width}x{height}x{frames} ({nv} video "
-          f"+ {nt} text tokens), {steps} DDIM steps, guidance 6 (CFG batch of 2), bfloat16 on cuda:0; one step = "
-          f"{flops / 1e12:.1f} TFLOP. Seconds and FLOP per step grow about linearly with the layers (30 layers: about "
-          f"{30 / layers:.1f}x these s/step at the same MFU); of the peak memory, the weights grow with the layers, "
+    print(f"{name} shape ({heads} heads x {head_dim}), {layers} of the real {real_layers} layers, {width}x{height}x{frames} "
+          f"({nv} video + {nt} text tokens), {steps} DDIM steps, guidance 6 (CFG batch of 2), bfloat16 on cuda:0; one "
+          f"step = {flops / 1e12:.1f} TFLOP. Seconds and FLOP per step grow about linearly with the layers ({real_layers} "
+          f"layers: about {real_layers / layers:.1f}x these s/step at the same MFU); of the peak memory, the weights grow with the layers, "
           f"the activations do not. bf16 GEMM peak (8192^3 matmul, best of 10, torch {torch.__version__}, CUDA "
           f"{torch.version.cuda}) {peak:.1f} TFLOP/s; MFU = FLOP per step / s per step / that peak. No decoding "
           f"(the model has no VAE: the real one at this size costs more than the steps here).")

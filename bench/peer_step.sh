@@ -5,9 +5,9 @@
 # 240 x 352 x 13 frames: 1320 video + 226 text tokens, with the real 2b VAE), guidance 6 (CFG batch of 2),
 # DDIM, float32, 2 threads each.
 # --gpu: the real CogVideoX-2B size (480 x 720 x 49 frames: 17550 video + 226 text tokens) with 10 of its 30
-# layers (PEER_GPU_LAYERS), bfloat16 on cuda:0, diffusers with its SDPA attention: seconds per step, TFLOP/s,
-# MFU (of the bf16 GEMM peak measured in the same run) and peak GPU memory; no VAE, no decoding. STEPS >= 2
-# (the first step is not counted). Needs a CUDA build (bench/gpu-check.sh makes one). Also on the GPU:
+# layers (PEER_GPU_LAYERS; PEER_GPU_FAMILY=cogvideox-5b: CogVideoX-5B's transformer), stored and run in bfloat16
+# on cuda:0, diffusers with its SDPA attention: seconds per step, TFLOP/s, MFU (of the bf16 GEMM peak measured
+# in the same run) and peak GPU memory; no VAE, no decoding. STEPS >= 2 (the first step is not counted). Needs a CUDA build (bench/gpu-check.sh makes one). Also on the GPU:
 #   our variants, one run each on the same inputs, a row each with the final latents' difference from ours
 #   (PEER_GPU_VARIANTS: flag sets separated by ';', default every --attention_kernel and --fp8_gemm; "" none);
 #   diffusers' transformer under torch.compile (PEER_COMPILE: a mode, default max-autotune-no-cudagraphs as the
@@ -59,7 +59,8 @@ if ((gpu)); then
   "$python" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' ||
     { echo "peer_step: the torch of $python sees no CUDA device" >&2; exit 2; }
   size=(--height 480 --width 720 --num_frames 49)
-  make=(--layers "${PEER_GPU_LAYERS:-10}" "${size[@]}")  # no --vae: neither side decodes
+  # No --vae: neither side decodes. PEER_GPU_FAMILY=cogvideox-5b: CogVideoX-5B's transformer instead.
+  make=(--family "${PEER_GPU_FAMILY:-cogvideox}" --layers "${PEER_GPU_LAYERS:-10}" "${size[@]}" --bfloat16)
   ours=(--device cuda:0 --dtype bfloat16)
   mode=compare-gpu
 else
