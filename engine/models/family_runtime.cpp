@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "models/lora.h"
+
 namespace studio::models {
 
 // Each family's runtime, defined in models/<family>/<family>_runtime.cpp.
@@ -38,6 +40,8 @@ io::WeightSet transformer_weights(const plan::ModelFolder& folder, int expert) {
                                                 });
   weights.store_linear_as(folder.quantize);
   weights.gemm_in_fp8(folder.fp8_gemm);
+  if (const auto& loras = expert == 1 ? folder.loras_2 : folder.loras; !loras.empty())
+    weights.add_deltas(lora_deltas(folder, loras, weights.names()));
   return weights;
 }
 

@@ -145,6 +145,9 @@ class Family {
     (void)names;
     return {};
   }
+  // Every transformer weight as the family's original checkpoints name it (Black Forest Labs', Wan's): what a
+  // LoRA in that layout names, as transformer_renames maps a file of all of them; empty without such a layout.
+  virtual TensorRenames original_layout(const ModelFolder&) const { return {}; }
   // general.architecture of the family's GGUF files ("flux"); a GGUF of another architecture is refused.
   virtual const char* gguf_architecture() const = 0;
 

@@ -10,6 +10,7 @@
 #include "plan/output_format.h"
 #include "plan/output_folder.h"
 #include "plan/kernel_choice.h"
+#include "plan/lora_choice.h"
 #include "plan/weight_choice.h"
 
 namespace studio::plan {
@@ -161,6 +162,7 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
                                  "download " + example_repo(model) + ") or pass --prompt_embeds FILE"});
   check_step_cache(job, model, out);
   check_weight_choices(job, model, out);
+  check_loras(job, model, out);
   check_kernel_choices(job, out);
   check_pictures(job, model, out);
   // Outputs are checked now, not after a long run.

@@ -54,6 +54,9 @@ struct JobSpec {
   std::string transformer_2_file;  // likewise for transformer_2/ (Wan2.2's low-noise expert)
   std::string text_encoder_file;    // one file for text_encoder/ (T5, umT5, or FLUX.1's CLIP)
   std::string text_encoder_2_file;  // likewise for text_encoder_2/ (FLUX.1's T5)
+  // LoRAs merged into the transformer's weights: "FILE[:SCALE]" entries joined by commas (--lora, repeated);
+  // lora_2 for Wan2.2's second expert (plan/lora_choice.h).
+  std::string lora, lora_2;
   std::string quantize;            // "" or "fp8": store the transformer's float linear weights so on load
   std::string offload;             // "" or "blocks": the blocks in host memory, each copied in to run
   std::string text_encoder_device = "auto";  // "auto" or "cpu"

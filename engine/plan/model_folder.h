@@ -7,6 +7,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "plan/t5_config.h"
 #include "plan/weight_format.h"
@@ -27,6 +28,12 @@ struct Variant {
   std::string name;  // "Wan2.2 text-to-video with two experts (e.g. Wan2.2-T2V-A14B)"
 };
 
+// A LoRA file and the strength it is applied with (plan/lora_choice.h).
+struct LoraUse {
+  std::string file;
+  double scale = 1.0;
+};
+
 struct ModelFolder {
   std::string dir;
   const Family* family = nullptr;  // its row in the registry (plan/families/registry.h)
@@ -38,6 +45,7 @@ struct ModelFolder {
   // format the transformer's float linear weights are kept in (--quantize fp8) and whether they multiply in
   // float8 (--fp8_gemm): plan::use_job_weights sets them.
   std::map<std::string, std::string> weight_files;
+  std::vector<LoraUse> loras, loras_2;  // merged into transformer/'s and transformer_2/'s weights (--lora, --lora_2)
   std::optional<WeightFormat> quantize;
   bool fp8_gemm = false;  // the transformer's linear layers multiply in float8 (--fp8_gemm)
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/error.h"
+#include "plan/lora_choice.h"
 
 namespace studio::plan {
 
@@ -162,6 +163,14 @@ const std::vector<Option> kOptions = {
     {{"text_encoder_2", K::Text, "FILE", 0, 0, "t5-v1_1-xxl-encoder-Q8_0.gguf", S::Memory,
       "FLUX.1: T5 (text_encoder_2/) from one file, likewise"},
      &JobSpec::text_encoder_2_file, "Second text encoder file", "FLUX.1: a single file for T5-XXL, GGUF or fp8."},
+    {{"lora", K::Text, "FILE[:SCALE]", 0, 0, "style.safetensors:0.8", S::Job,
+      "a LoRA merged into the transformer's weights at SCALE (default 1), as diffusers' load_lora_weights: "
+      "diffusers/PEFT, kohya (sd-scripts, musubi-tuner), ComfyUI or the original layout; repeat for several"},
+     &JobSpec::lora, "LoRAs",
+     "Adapters that steer the model (a style, a character, fewer steps), each with its strength.", nullptr, true},
+    {{"lora_2", K::Text, "FILE[:SCALE]", 0, 0, "style_low_noise.safetensors", S::Job,
+      "Wan2.2: a LoRA for the second expert (transformer_2/), likewise"},
+     &JobSpec::lora_2, "Second expert LoRAs", "Wan2.2: LoRAs for the low-noise expert.", nullptr, true},
     {{"quantize", K::Text, "fp8", 0, 0, "fp8", S::Memory,
       "store the transformer's float linear weights as float8_e4m3fn with a scale per weight on load (half of "
       "bfloat16's memory; computed in --dtype)"},
@@ -316,7 +325,7 @@ void set_option_text(const Option& o, JobFile& f, const std::string& text) {
   with_field(o, f, [&](auto& field) {
     using T = std::decay_t<decltype(field)>;
     if constexpr (std::is_same_v<T, bool>) field = true;
-    else if constexpr (std::is_same_v<T, std::string>) field = text;
+    else if constexpr (std::is_same_v<T, std::string>) field = o.repeated ? add_lora(field, text) : text;
     else if constexpr (std::is_same_v<T, double>) field = parse_number(flag, text, o.spec.example);
     else field = T(parse_integer(flag, text, o.spec.min, o.spec.max, o.spec.example));
   });

@@ -53,6 +53,8 @@ struct Option {
   // A parallel degree printed by ParallelConfig::flags whenever this other option is above 1 (PipeFusion's
   // patches and warm-up), and never otherwise; null: printed when it differs from its default.
   const char* shown_with = nullptr;
+  // A flag that may be given several times, each value added to a comma-separated list (--lora).
+  bool repeated = false;
 };
 
 // The table, in the order ParallelConfig::flags and the job file list the options.

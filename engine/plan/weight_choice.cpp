@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "plan/family.h"
+#include "plan/lora_choice.h"
 
 namespace studio::plan {
 
@@ -104,6 +105,8 @@ void use_job_weights(ModelFolder& model, const JobSpec& job) {
   if (!job.text_encoder_2_file.empty()) model.weight_files["text_encoder_2"] = job.text_encoder_2_file;
   model.quantize = job.quantize == "fp8" ? std::optional(WeightFormat::F8_E4M3) : std::nullopt;
   model.fp8_gemm = job.fp8_gemm;
+  model.loras = parse_loras(job.lora);
+  model.loras_2 = parse_loras(job.lora_2);
 }
 
 }  // namespace studio::plan

@@ -238,6 +238,27 @@ const WeightSet::Entry& WeightSet::find(const std::string& name, const std::vect
 at::Tensor WeightSet::take(const std::string& name, const std::vector<int64_t>& shape, at::ScalarType dtype,
                            at::Device device, const std::string& config_note) {
   if (synthetic_) return synthetic_take(name, shape).to(device, dtype);
+  const auto deltas = deltas_.find(name);
+  if (deltas == deltas_.end()) return read(name, shape, dtype, device, config_note);
+  check_deltas(name, shape);
+  // In float32 on the CPU, then once into the run's dtype: W + sum of scale * up @ down, as the reference merges.
+  auto w = read(name, shape, at::kFloat, at::kCPU, config_note).clone();
+  for (const auto& d : deltas->second) w.addmm_(d.up, d.down, 1.0, d.scale);
+  return w.to(device, dtype);
+}
+
+void WeightSet::check_deltas(const std::string& name, const std::vector<int64_t>& shape) const {
+  const auto deltas = deltas_.find(name);
+  if (deltas == deltas_.end()) return;
+  for (const auto& d : deltas->second)
+    if (shape.size() != 2 || d.up.size(0) != shape[0] || d.down.size(1) != shape[1])
+      throw InputError("--lora " + d.source + ": changes " + name + " " + shape_str(shape) + " by [" +
+                       std::to_string(d.up.size(0)) + ", " + std::to_string(d.down.size(1)) +
+                       "] (lora_up rows x lora_down columns); this LoRA was made for another model's sizes");
+}
+
+at::Tensor WeightSet::read(const std::string& name, const std::vector<int64_t>& shape, at::ScalarType dtype,
+                           at::Device device, const std::string& config_note) {
   const Entry& e = find(name, shape, config_note);
   const auto& stored = e.front().tensor.shape;
   if (e.size() == 1 && e.front().first == 0 && (stored.empty() || e.front().rows == stored[0]))
@@ -261,9 +282,12 @@ LinearWeight WeightSet::take_linear(const std::string& name, const std::vector<i
              s.tensor.format == e.front().tensor.format;
   }
   if (packed) {
+    check_deltas(name, shape);
     std::vector<PackedWeight> parts;
     for (const auto& s : e) parts.push_back(s.tensor.packed().rows(s.first, s.rows));
-    return {{}, (parts.size() == 1 ? parts[0] : cat_rows(parts)).to(device)};
+    const auto beside = deltas_.find(name);
+    return {{}, (parts.size() == 1 ? parts[0] : cat_rows(parts)).to(device),
+            beside == deltas_.end() ? std::vector<LowRankDelta>{} : beside->second};
   }
   if (store_linear_as_ && shape.size() == 2) return {{}, quantize_fp8(take(name, shape, at::kFloat, at::kCPU), device)};
   return {take(name, shape, dtype, device, config_note), {}};

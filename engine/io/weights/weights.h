@@ -41,10 +41,19 @@ struct StoredTensor {
   PackedWeight packed() const;  // a view of the file's bytes, on the CPU
 };
 
-// A linear layer's weight: dense in the run's dtype, or packed (fp8, GGUF blocks) and dequantized per call.
+// A low-rank change to one weight (a LoRA module's share of it): weight += scale * up @ down, in float32.
+struct LowRankDelta {
+  at::Tensor up, down;  // [rows, r] and [r, in], float32 on the CPU
+  double scale = 1.0;
+  std::string source;  // "style.safetensors, lora_unet_double_blocks_0_img_attn_qkv": for messages
+};
+
+// A linear layer's weight: dense in the run's dtype, or packed (fp8, GGUF blocks) and dequantized per call; a
+// packed weight's low-rank changes are kept beside it (merging would make it dense), to be added to its output.
 struct LinearWeight {
   at::Tensor dense;
   PackedWeight packed;
+  std::vector<LowRankDelta> beside;
 };
 
 class WeightSet {
@@ -74,6 +83,9 @@ class WeightSet {
   // A linear layer's weight: packed when the file holds it quantized or store_linear_as() asks, else dense.
   LinearWeight take_linear(const std::string& name, const std::vector<int64_t>& shape, at::ScalarType dtype,
                            at::Device device, const std::string& config_note = "");
+  // Changes merged into weights, by weight name, as each is taken (LoRAs: models/lora.h); a linear weight the
+  // file keeps quantized keeps them beside it instead (LinearWeight::beside).
+  void add_deltas(std::map<std::string, std::vector<LowRankDelta>> deltas) { deltas_ = std::move(deltas); }
   // Throws for weights nobody took, unless listed in `ignorable`.
   void expect_all_taken(const std::set<std::string>& ignorable = {}) const;
   const std::string& dir() const { return dir_; }
@@ -87,6 +99,9 @@ class WeightSet {
   using Entry = std::vector<Slice>;  // a weight's rows, in order
   static Entry whole(StoredTensor t);
   const Entry& find(const std::string& name, const std::vector<int64_t>& shape, const std::string& config_note);
+  at::Tensor read(const std::string& name, const std::vector<int64_t>& shape, at::ScalarType dtype, at::Device device,
+                  const std::string& config_note);
+  void check_deltas(const std::string& name, const std::vector<int64_t>& shape) const;  // their sizes fit the weight
   at::Tensor synthetic_take(const std::string& name, const std::vector<int64_t>& shape);
   std::string dir_;
   std::map<std::string, Entry> where_;
@@ -95,6 +110,7 @@ class WeightSet {
   bool gemm_in_fp8_ = false;
   std::shared_ptr<at::Generator> synthetic_;  // set for a synthetic set
   std::vector<std::pair<std::string, at::Tensor>> made_;
+  std::map<std::string, std::vector<LowRankDelta>> deltas_;
 };
 
 }  // namespace studio::io

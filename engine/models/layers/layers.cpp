@@ -29,6 +29,7 @@ Linear Linear::load(const WeightSource& w, const std::string& prefix, int64_t in
   l.weight = taken.dense;
   l.packed = taken.packed;
   l.dtype = w.dtype;
+  for (const auto& d : taken.beside) l.adapters.push_back({d.down.to(w.device, w.dtype), d.up.to(w.device, w.dtype), d.scale});
   if (bias) l.bias = w.take(prefix + ".bias", {out});
   if (w.weights.gemm_in_fp8() && in % 16 == 0 && out % 16 == 0) {
     l.fp8 = compat::quantize_fp8_rows(l.packed.defined() ? l.packed.dequantize(at::kFloat) : l.weight);
@@ -38,12 +39,15 @@ Linear Linear::load(const WeightSource& w, const std::string& prefix, int64_t in
 }
 
 at::Tensor Linear::operator()(const at::Tensor& x) const {
-  if (fp8.defined()) return compat::fp8_linear(x, fp8, bias, dtype);
-  return at::linear(x, packed.defined() ? packed.dequantize(dtype) : weight, bias);
+  auto y = fp8.defined() ? compat::fp8_linear(x, fp8, bias, dtype)
+                         : at::linear(x, packed.defined() ? packed.dequantize(dtype) : weight, bias);
+  for (const auto& a : adapters)
+    y.narrow(-1, a.first_row, a.up.size(0)).add_(at::linear(at::linear(x, a.down), a.up), a.scale);
+  return y;
 }
 
 at::Tensor Linear::gelu_tanh(const at::Tensor& x) const {
-  if (!x.is_cuda() || !weight.defined() || !bias.defined() || x.scalar_type() != weight.scalar_type())
+  if (!x.is_cuda() || !weight.defined() || !bias.defined() || !adapters.empty() || x.scalar_type() != weight.scalar_type())
     return gelu_tanh_in_place((*this)(x));
   auto shape = x.sizes().vec();
   shape.back() = weight.size(0);
@@ -54,8 +58,13 @@ Linear fuse_outputs(const std::vector<Linear>& parts) {
   Linear fused = parts.at(0);
   fused.weight = at::Tensor(), fused.packed = {}, fused.fp8 = {}, fused.bias = at::Tensor();
   std::vector<at::Tensor> biases;
-  for (const auto& p : parts)
+  fused.adapters.clear();
+  int64_t first_row = 0;
+  for (const auto& p : parts) {
     if (p.bias.defined()) biases.push_back(p.bias);
+    for (auto a : p.adapters) a.first_row += first_row, fused.adapters.push_back(a);
+    first_row += p.fp8.defined() ? p.fp8.values.size(0) : p.packed.defined() ? p.packed.shape[0] : p.weight.size(0);
+  }
   if (!biases.empty()) fused.bias = at::cat(biases, 0);
   const auto all = [&](auto kept) { return std::all_of(parts.begin(), parts.end(), kept); };
   if (all([](const Linear& p) { return p.fp8.defined(); })) {  // each part's rows keep their scales

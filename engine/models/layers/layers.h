@@ -27,6 +27,14 @@ struct Linear {
   at::Tensor weight, bias;  // weight undefined when packed or fp8; bias may be undefined
   io::PackedWeight packed;
   compat::Fp8Weight fp8;
+  // LoRAs on a packed weight, added to the output beside it (a merge would make the weight dense): output rows
+  // [first_row, first_row + rows of up) += scale * up (down x), in `dtype`.
+  struct Adapter {
+    at::Tensor down, up;
+    double scale = 1.0;
+    int64_t first_row = 0;
+  };
+  std::vector<Adapter> adapters;
   at::ScalarType dtype = at::kFloat;  // what the layer computes in
   static Linear load(const WeightSource& w, const std::string& prefix, int64_t in, int64_t out, bool bias = true);
   at::Tensor operator()(const at::Tensor& x) const;
@@ -83,6 +91,7 @@ inline void add_tensors(std::vector<at::Tensor>& out, const at::Tensor& t) {
 inline void add_tensors(std::vector<at::Tensor>& out, const Linear& l) {
   add_tensors(out, l.weight), add_tensors(out, l.bias), add_tensors(out, l.packed.bytes);
   add_tensors(out, l.fp8.values), add_tensors(out, l.fp8.scales);
+  for (const auto& a : l.adapters) add_tensors(out, a.down), add_tensors(out, a.up);
 }
 inline void add_tensors(std::vector<at::Tensor>& out, const LayerNorm& n) { add_tensors(out, n.weight), add_tensors(out, n.bias); }
 inline void add_tensors(std::vector<at::Tensor>& out, const RmsNorm& n) { add_tensors(out, n.weight); }

@@ -132,6 +132,7 @@ class Flux final : public Family {
   TensorRenames transformer_renames(const ModelFolder& m, const std::set<std::string>& names) const override {
     return names.count("img_in.weight") ? flux_bfl_renames(flux(m).transformer) : TensorRenames{};
   }
+  TensorRenames original_layout(const ModelFolder& m) const override { return flux_bfl_renames(flux(m).transformer); }
   const char* gguf_architecture() const override { return "flux"; }
 
   void apply_defaults(JobSpec& job, const ModelFolder& m) const override {

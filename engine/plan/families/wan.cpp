@@ -217,6 +217,9 @@ class Wan final : public Family {
   TensorRenames transformer_renames(const ModelFolder&, const std::set<std::string>& names) const override {
     return wan_original_renames(names);
   }
+  TensorRenames original_layout(const ModelFolder& m) const override {
+    return wan_original_layout(wan(m).transformer.num_layers);
+  }
   const char* gguf_architecture() const override { return "wan"; }
 
   void apply_defaults(JobSpec& job, const ModelFolder& m) const override {

@@ -66,4 +66,14 @@ TensorRenames wan_original_renames(const std::set<std::string>& names) {
   return r;
 }
 
+TensorRenames wan_original_layout(int layers) {
+  std::set<std::string> names;
+  for (const char* param : {".weight", ".bias"}) {
+    for (const auto& [module, ours] : kTop) names.insert(module + param);
+    for (int i = 0; i < layers; ++i)
+      for (const auto& [module, ours] : kBlock) names.insert("blocks." + std::to_string(i) + "." + module + param);
+  }
+  return wan_original_renames(names);
+}
+
 }  // namespace studio::plan

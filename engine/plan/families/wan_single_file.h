@@ -10,5 +10,7 @@ namespace studio::plan {
 
 // Each of `names` (a file in Wan's own layout) -> its diffusers name. Empty when the names are diffusers' already.
 TensorRenames wan_original_renames(const std::set<std::string>& names);
+// The weights and biases of every module above, for a transformer of `layers` blocks, renamed so.
+TensorRenames wan_original_layout(int layers);
 
 }  // namespace studio::plan

@@ -1,0 +1,73 @@
+#include "plan/lora_choice.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+
+#include "plan/family.h"
+
+namespace studio::plan {
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// The scale after the last ':', when what follows it is a whole number (strtod reads all of it).
+bool split_scale(const std::string& entry, std::string& file, double& scale) {
+  const auto colon = entry.rfind(':');
+  if (colon == std::string::npos || colon + 1 == entry.size()) return false;
+  const std::string tail = entry.substr(colon + 1);
+  char* end = nullptr;
+  const double v = std::strtod(tail.c_str(), &end);
+  if (end != tail.c_str() + tail.size()) return false;
+  file = entry.substr(0, colon);
+  scale = v;
+  return true;
+}
+
+}  // namespace
+
+std::vector<LoraUse> parse_loras(const std::string& list) {
+  std::vector<LoraUse> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const auto comma = list.find(',', start);
+    const std::string entry = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!entry.empty()) {
+      LoraUse u{entry, 1.0};
+      split_scale(entry, u.file, u.scale);
+      out.push_back(u);
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string add_lora(const std::string& list, const std::string& entry) {
+  return list.empty() ? entry : list + "," + entry;
+}
+
+void check_loras(const JobSpec& job, const ModelFolder& model, std::vector<Problem>& out) {
+  for (const auto& [flag, list] : {std::pair{"lora", &job.lora}, std::pair{"lora_2", &job.lora_2}}) {
+    for (const auto& u : parse_loras(*list)) {
+      const std::string given = "--" + std::string(flag) + " " + u.file;
+      if (!std::isfinite(u.scale))
+        out.push_back({flag, given + ": the strength " + std::to_string(u.scale) + " is not a finite number; give "
+                                     "FILE:0.8, or FILE alone for 1"});
+      else if (!std::ifstream(u.file, std::ios::binary))
+        out.push_back({flag, given + ": cannot be read (no such file?); give a LoRA .safetensors file, with "
+                                     ":SCALE after it for a strength other than 1"});
+      else if (!ends_with(u.file, ".safetensors"))
+        out.push_back({flag, given + ": LoRAs are read from .safetensors files (diffusers/PEFT, kohya, ComfyUI, "
+                                     "musubi-tuner); this one is not"});
+    }
+  }
+  if (!job.lora_2.empty() && rules_of(model).second_expert_boundary(model) <= 0)
+    out.push_back({"lora_2", "--lora_2: LoRAs for the second expert (Wan2.2's transformer_2/); " + model.dir +
+                                 " has one transformer, so give --lora alone"});
+}
+
+}  // namespace studio::plan

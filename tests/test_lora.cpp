@@ -1,0 +1,221 @@
+// LoRAs (--lora FILE[:SCALE]) against diffusers 0.35.2's load_lora_weights and set_adapters: flux_lora_tiny on
+// flux_words_tiny (a diffusers/PEFT file with its LoraConfig metadata and a kohya file in Black Forest Labs' names,
+// fused qkv split by rows) and wan21_lora_tiny on wan21_tiny (PEFT, ComfyUI's original names, musubi-tuner's).
+// Each module's change and a merged weight at 1e-5, whole runs from words at 1e-3, one process and parallel mixes;
+// beside a quantized transformer; files that do not fit the model, or that are damaged, refused by name.
+#include <sstream>
+
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/linear.h>
+#include <ATen/ops/randn.h>
+
+#include "io/weights/tensor_file.h"
+#include "models/family_runtime.h"
+#include "models/layers/layers.h"
+#include "models/lora.h"
+#include "plan/lora_choice.h"
+#include "plan/model_folder.h"
+#include "process.h"
+#include "tensor_support.h"
+
+using namespace studio;
+
+namespace {
+
+// The adapters of a case's golden.json by name: its file in the case folder.
+std::string lora_file(const std::string& c, const std::string& adapter) {
+  const auto g = test::golden_json(c);
+  for (const auto& l : g["loras"])
+    if (l["adapter_name"] == adapter) return test::golden_case(c) + "/" + std::string(l["file"]);
+  throw std::logic_error("no adapter " + adapter + " in " + c);
+}
+
+// The change `loras` make to one weight, summed, as merged: sum of scale * up @ down.
+at::Tensor change_of(const std::string& c, const std::vector<plan::LoraUse>& loras, const std::string& weight) {
+  const auto folder = plan::read_model_folder(test::golden_case(test::golden_json(c)["model"]));
+  auto weights = models::transformer_weights(folder, 0);
+  const auto deltas = models::lora_deltas(folder, loras, weights.names());
+  at::Tensor sum;
+  for (const auto& d : deltas.at(weight)) {
+    const auto one = at::mm(d.up, d.down) * d.scale;
+    sum = sum.defined() ? sum + one : one;
+  }
+  return sum;
+}
+
+struct Case {
+  const char* name;
+  const char* weight;  // golden.json's delta_module, as a weight
+};
+const Case kFlux{"flux_lora_tiny", "transformer_blocks.0.attn.to_q.weight"};
+const Case kWan{"wan21_lora_tiny", "blocks.0.attn1.to_k.weight"};
+
+TEST(LoraChanges, each_adapter_changes_its_module_as_the_reference) {
+  for (const auto& [c, adapters] : {std::pair{kFlux, std::vector<std::string>{"peft", "kohya"}},
+                                    std::pair{kWan, std::vector<std::string>{"peft", "comfy", "musubi"}}}) {
+    for (const auto& a : adapters) {
+      const auto golden = test::golden_tensor(c.name, "delta_" + a);
+      ASSERT_GT(golden.abs().max().item<double>(), 1e-3);  // a change there is to be found
+      const double err = test::max_abs_diff(change_of(c.name, {{lora_file(c.name, a), 1.0}}, c.weight), golden);
+      std::printf("%s %s: change of %s %.3g\n", c.name, a.c_str(), c.weight, err);
+      EXPECT_LT(err, 1e-5) << c.name << " " << a;
+    }
+  }
+}
+
+TEST(LoraChanges, two_adapters_merge_into_the_weight_at_their_strengths) {
+  for (const auto& [c, second] : {std::pair{kFlux, "kohya"}, std::pair{kWan, "comfy"}}) {
+    auto folder = plan::read_model_folder(test::golden_case(test::golden_json(c.name)["model"]));
+    folder.loras = {{lora_file(c.name, "peft"), 0.8}, {lora_file(c.name, second), 0.6}};
+    auto weights = models::transformer_weights(folder, 0);
+    const auto golden = test::golden_tensor(c.name, "merged_weight_both");
+    const auto merged = weights.take(c.weight, golden.sizes().vec(), at::kFloat, at::kCPU);
+    EXPECT_LT(test::max_abs_diff(merged, golden), 1e-5) << c.name;
+  }
+}
+
+// Wan2.2: --lora_2 changes the second expert (transformer_2/) only, as diffusers' load_into_transformer_2.
+TEST(LoraChanges, the_second_expert_takes_lora_2_and_the_first_does_not) {
+  auto folder = plan::read_model_folder(test::golden_case("wan22_tiny"));
+  const auto plain = folder;
+  folder.loras_2 = {{lora_file(kWan.name, "peft"), 1.0}};
+  const std::vector<int64_t> shape{32, 32};
+  const auto take = [&](const plan::ModelFolder& f, int expert) {
+    return models::transformer_weights(f, expert).take(kWan.weight, shape, at::kFloat, at::kCPU);
+  };
+  EXPECT_LT(test::max_abs_diff(take(folder, 1) - take(plain, 1), test::golden_tensor(kWan.name, "delta_peft")), 1e-5);
+  EXPECT_TRUE(at::equal(take(folder, 0), take(plain, 0)));
+}
+
+TEST(LoraList, strengths_follow_the_last_colon_and_repeats_add) {
+  const auto l = plan::parse_loras(plan::add_lora("a.safetensors:0.8", "C:\\x\\b.safetensors"));
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_EQ(l[0].file, "a.safetensors");
+  EXPECT_DOUBLE_EQ(l[0].scale, 0.8);
+  EXPECT_EQ(l[1].file, "C:\\x\\b.safetensors");
+  EXPECT_DOUBLE_EQ(l[1].scale, 1.0);
+  EXPECT_DOUBLE_EQ(plan::parse_loras("a.safetensors:-1.5e-1")[0].scale, -0.15);
+}
+
+// dit-launch from the case's words with `adapters` (name -> strength) and `flags`; the saved tensors.
+io::TensorFile run_case(const test::TempDir& tmp, const std::string& c, const nlohmann::json& adapters,
+                        const std::string& flags) {
+  const auto g = test::golden_json(c);
+  static int runs = 0;  // a file each
+  const std::string out = tmp.path("run" + std::to_string(++runs) + ".safetensors");
+  test::Args args{"--model", test::golden_case(g["model"]), "--prompt", g["prompt"], "--seed",
+                  std::to_string(int(g["seed"])), "--height", std::to_string(int(g["height"])), "--width",
+                  std::to_string(int(g["width"])), "--num_inference_steps", std::to_string(int(g["num_inference_steps"])),
+                  "--guidance_scale", std::to_string(double(g["guidance_scale"])), "--max_sequence_length",
+                  std::to_string(int(g["max_sequence_length"])), "--save_tensors", out};
+  if (g.contains("num_frames"))
+    args = args + test::Args{"--negative_prompt", g["negative_prompt"], "--num_frames", std::to_string(int(g["num_frames"]))};
+  for (const auto& [adapter, weight] : adapters.items())
+    args = args + test::Args{"--lora", lora_file(c, adapter) + ":" + std::to_string(double(weight))};
+  std::istringstream words(flags);
+  for (std::string w; words >> w;) args.push_back(w);
+  const auto r = test::run(test::bin("dit-launch"), args, 240000);
+  if (r.code != 0) throw std::runtime_error("dit-launch failed: " + r.err);
+  return io::TensorFile(out, "run");
+}
+
+// The case's variant run; its tensors against the variant's golden.
+void expect_variant(const std::string& c, const std::string& variant, const std::string& flags) {
+  const auto g = test::golden_json(c);
+  test::TempDir tmp;
+  const auto f = run_case(tmp, c, g["variants"][variant]["adapters"], flags);
+  const auto& v = g["variants"][variant];
+  const double latents = test::max_abs_diff(f.get("final_latents", -1, "").narrow(0, 0, 1),
+                                            test::golden_tensor(c, v["final_latents"]));
+  const std::string pixels = g.contains("num_frames") ? "video" : "image";
+  const double decoded = test::max_abs_diff(f.get(pixels, -1, "").narrow(0, 0, 1), test::golden_tensor(c, v[pixels]));
+  std::printf("%s %s %s: final_latents %.3g, %s %.3g\n", c.c_str(), variant.c_str(), flags.c_str(), latents,
+              pixels.c_str(), decoded);
+  EXPECT_LT(latents, 1e-3);
+  EXPECT_LT(decoded, 1e-3);
+}
+
+TEST(LoraRuns, flux_each_format_and_both_together) {
+  for (const char* v : {"lora_peft", "lora_kohya", "both"}) expect_variant("flux_lora_tiny", v, "");
+}
+
+TEST(LoraRuns, wan_each_format_and_both_together) {
+  for (const char* v : {"lora_peft", "lora_comfy", "lora_musubi", "both"}) expect_variant("wan21_lora_tiny", v, "");
+}
+
+// On a quantized transformer (flux_gguf_tiny's Q8_0 file of flux_words_tiny's) the LoRAs run beside the packed
+// layers: with them the run is as far from the float folder's LoRA run as the quantized base is from the float
+// base, and they move it as much as they move the float one. (No reference runs a LoRA on a GGUF file.)
+TEST(LoraRuns, beside_a_quantized_transformer_as_on_the_float_one) {
+  test::TempDir tmp;
+  const auto both = test::golden_json(kFlux.name)["variants"]["both"]["adapters"];
+  const std::string gguf = "--transformer " + test::golden_case("flux_gguf_tiny") + "/transformer-Q8_0.gguf";
+  const auto latents = [&](const nlohmann::json& adapters, const std::string& flags) {
+    return run_case(tmp, kFlux.name, adapters, flags).get("final_latents", -1, "");
+  };
+  const auto float_base = latents(nlohmann::json::object(), ""), float_lora = latents(both, "");
+  const auto q8_base = latents(nlohmann::json::object(), gguf), q8_lora = latents(both, gguf);
+  const double base_gap = test::max_abs_diff(q8_base, float_base), lora_gap = test::max_abs_diff(q8_lora, float_lora);
+  const double float_move = test::max_abs_diff(float_lora, float_base), q8_move = test::max_abs_diff(q8_lora, q8_base);
+  std::printf("Q8_0 against float: base %.3g, with LoRAs %.3g; the LoRAs move float %.3g, Q8_0 %.3g\n", base_gap,
+              lora_gap, float_move, q8_move);
+  EXPECT_LT(lora_gap, 2 * base_gap + 1e-4);
+  EXPECT_GT(q8_move, 0.8 * float_move);
+  EXPECT_LT(q8_move, 1.25 * float_move);
+}
+
+// Layers fused after loading (CogVideoX's q, k, v) keep each part's LoRA on its own output rows.
+TEST(LoraLayers, a_fused_layer_keeps_each_part_s_adapter_on_its_rows) {
+  std::vector<models::Linear> parts(3);
+  for (int i = 0; i < 3; ++i) {
+    parts[i].weight = at::randn({6 + i, 5}), parts[i].bias = at::randn({6 + i});
+    if (i != 1) parts[i].adapters.push_back({at::randn({2, 5}), at::randn({6 + i, 2}), 0.5 + i});
+  }
+  const auto x = at::randn({4, 5});
+  const auto fused = models::fuse_outputs(parts);
+  const auto want = at::cat({parts[0](x), parts[1](x), parts[2](x)}, 1);
+  EXPECT_LT(test::max_abs_diff(fused(x), want), 1e-5);
+  EXPECT_GT(test::max_abs_diff(parts[2](x), at::linear(x, parts[2].weight, parts[2].bias)), 1e-2);
+}
+
+// Each rank merges the LoRAs into the blocks it holds: the mixes equal one process.
+TEST(LoraRuns, parallel_mixes_equal_one_process) {
+  expect_variant("flux_lora_tiny", "both", "--ulysses_degree 2 --ring_degree 2");
+  expect_variant("wan21_lora_tiny", "both", "--pipefusion_parallel_degree 2 --num_pipeline_patch 2 --warmup_steps 4");
+  expect_variant("wan21_lora_tiny", "both", "--use_cfg_parallel --ring_degree 2 --shard_weights");
+}
+
+// A refused run: its exit status is not 0, and its message names `what`.
+void expect_refused(const test::Args& args, const std::vector<std::string>& what) {
+  const auto r = test::run(test::bin("dit-launch"), args, 120000);
+  EXPECT_NE(r.code, 0);
+  for (const auto& w : what) EXPECT_NE(r.err.find(w), std::string::npos) << "no '" << w << "' in: " << r.err;
+}
+
+TEST(LoraRefusals, wrong_model_missing_file_and_damaged_files_are_named) {
+  const std::string flux = test::golden_case("flux_words_tiny"), wan_lora = lora_file(kWan.name, "comfy");
+  const test::Args base{"--model", flux, "--prompt", "a fox", "--height", "64", "--width", "96",
+                        "--num_inference_steps", "1"};
+  // A Wan LoRA on FLUX: its first module is not a layer of this transformer.
+  expect_refused(base + test::Args{"--lora", wan_lora}, {"--lora", wan_lora, "blocks.0.cross_attn.q", "FLUX"});
+  expect_refused(base + test::Args{"--lora", "/nonexistent/style.safetensors:0.5"},
+                 {"--lora /nonexistent/style.safetensors", "cannot be read"});
+  expect_refused(base + test::Args{"--lora_2", lora_file(kFlux.name, "peft")}, {"--lora_2", "one transformer"});
+  // Hand-made damaged files: ranks that disagree, a value that is not finite, a B without its A.
+  test::TempDir tmp;
+  const std::string m = "transformer.transformer_blocks.0.attn.to_q.";
+  const std::pair<std::string, std::vector<std::pair<std::string, at::Tensor>>> damaged[] = {
+      {"rank", {{m + "lora_A.weight", at::randn({4, 32})}, {m + "lora_B.weight", at::randn({32, 3})}}},
+      {"finite", {{m + "lora_A.weight", at::full({4, 32}, NAN)}, {m + "lora_B.weight", at::randn({32, 4})}}},
+      {"other half", {{m + "lora_B.weight", at::randn({32, 4})}}},
+  };
+  for (const auto& [why, tensors] : damaged) {
+    const std::string file = tmp.path("damaged.safetensors");
+    io::save_tensors(file, tensors);
+    expect_refused(base + test::Args{"--lora", file}, {"--lora " + file, why});
+  }
+}
+
+}  // namespace
