@@ -8,7 +8,7 @@
 
 namespace studio::compat {
 
-// Whether this LibTorch has float8 types (2.x has them, 1.13 not).
+// Whether this LibTorch has float8 types (LibTorch 1.13 has none).
 bool has_float8_types();
 
 struct Fp8Weight {

@@ -17,10 +17,6 @@ namespace studio::models {
 
 namespace {
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 // One module of a LoRA file: its down (A) and up (B) matrices and its alpha, if the file gives one.
 struct Module {
   at::Tensor down, up;
@@ -61,7 +57,7 @@ std::map<std::string, Module> read_modules(const std::shared_ptr<const io::Safet
     int part = -1;
     std::string stem;
     for (const auto& [suffix, which] : suffixes)
-      if (ends_with(info.name, suffix)) stem = info.name.substr(0, info.name.size() - std::string(suffix).size()), part = which;
+      if (plan::ends_with(info.name, suffix)) stem = info.name.substr(0, info.name.size() - std::string(suffix).size()), part = which;
     if (part < 0)
       throw InputError("--lora " + file->path() + ": tensor " + info.name + " is not a LoRA weight (lora_A / lora_B, "
                        "lora_down / lora_up or alpha); diff weights and DoRA are not read yet");
@@ -105,7 +101,7 @@ struct OriginalLayout {
 OriginalLayout original_layout(const plan::ModelFolder& folder) {
   OriginalLayout out;
   for (const auto& [weight, slices] : plan::rules_of(folder).original_layout(folder)) {
-    if (!ends_with(weight, ".weight") || slices.empty() || !ends_with(slices.front().tensor, ".weight")) continue;
+    if (!plan::ends_with(weight, ".weight") || slices.empty() || !plan::ends_with(slices.front().tensor, ".weight")) continue;
     const std::string module = slices.front().tensor.substr(0, slices.front().tensor.size() - 7);
     out.modules[module].push_back({weight, slices});
     std::string u = module;
@@ -133,7 +129,7 @@ std::map<std::string, std::vector<io::LowRankDelta>> lora_deltas(const plan::Mod
       std::string module = stem.rfind("transformer.", 0) == 0 ? stem.substr(12) : plan::without_checkpoint_prefix(stem);
       double alpha = m.alpha.value_or(peft.lora_alpha.value_or(rank));
       for (const auto& [pattern, value] : peft.alpha_pattern.items())
-        if (value.is_number() && (module == pattern || ends_with(module, "." + pattern))) alpha = value.get<double>();
+        if (value.is_number() && (module == pattern || plan::ends_with(module, "." + pattern))) alpha = value.get<double>();
       const double scale = use.scale * alpha / (peft.use_rslora ? std::sqrt(rank) : rank);
       const std::string source = use.file + ", " + stem;
       if (weights.count(module + ".weight")) {  // the engine's own name

@@ -5,14 +5,11 @@
 #include <fstream>
 
 #include "plan/family.h"
+#include "plan/single_file.h"
 
 namespace studio::plan {
 
 namespace {
-
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
 
 // The scale after the last ':', when what follows it is a whole number (strtod reads all of it).
 bool split_scale(const std::string& entry, std::string& file, double& scale) {

@@ -2,13 +2,9 @@
 
 namespace studio::plan {
 
-namespace {
-
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
-
-}  // namespace
 
 std::string without_checkpoint_prefix(const std::string& name) {
   for (const char* prefix : {"model.diffusion_model.", "diffusion_model."})

@@ -23,6 +23,16 @@
 
 namespace studio::models {
 
+namespace {
+
+// GELU's tanh approximation written over a linear layer's fresh output: the hidden values are held once.
+at::Tensor gelu_tanh_in_place(at::Tensor hidden) {
+  at::gelu_out(hidden, hidden, "tanh");
+  return hidden;
+}
+
+}  // namespace
+
 Linear Linear::load(const WeightSource& w, const std::string& prefix, int64_t in, int64_t out, bool bias) {
   Linear l;
   auto taken = w.weights.take_linear(prefix + ".weight", {out, in}, w.dtype, w.device);
@@ -202,10 +212,6 @@ void LayerNorm::modulate_into(const at::Tensor& out, const at::Tensor& x, const 
   at::addcmul_out(const_cast<at::Tensor&>(out), shift, (*this)(x), 1 + scale);
 }
 
-at::Tensor gelu_tanh_in_place(at::Tensor hidden) {
-  at::gelu_out(hidden, hidden, "tanh");
-  return hidden;
-}
 
 RmsNorm RmsNorm::load(const WeightSource& w, const std::string& prefix, int64_t dim, double eps) {
   return {w.take(prefix + ".weight", {dim}), eps};

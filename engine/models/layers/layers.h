@@ -39,8 +39,8 @@ struct Linear {
   static Linear load(const WeightSource& w, const std::string& prefix, int64_t in, int64_t out, bool bias = true);
   at::Tensor operator()(const at::Tensor& x) const;
   // GELU's tanh approximation of the output (a feed-forward's first layer): on a GPU with a dense weight and a
-  // bias, in the GEMM's epilogue (cuBLASLt through at::_addmm_activation: no pass over the 4x wide hidden values,
-  // the GELU taken before the rounding to the run's dtype); elsewhere over the output, in place.
+  // bias, in the GEMM's epilogue (cuBLASLt through at::_addmm_activation: no pass over the wide hidden values,
+  // the GELU taken before the rounding to the run's dtype); elsewhere over the output, in place (held once).
   at::Tensor gelu_tanh(const at::Tensor& x) const;
 };
 
@@ -69,10 +69,6 @@ struct LayerNorm {
   // (kernels/modulated_norm.h), elsewhere ATen's norm and addcmul.
   void modulate_into(const at::Tensor& out, const at::Tensor& x, const at::Tensor& shift, const at::Tensor& scale) const;
 };
-
-// The feed-forward's activation, GELU's tanh approximation, written over `hidden` (a linear layer's fresh
-// output): the hidden values, 4x the width or more, are held once instead of twice.
-at::Tensor gelu_tanh_in_place(at::Tensor hidden);
 
 // Root-mean-square norm over the last dimension, computed in float32 (diffusers' RMSNorm), rounded to the
 // weight's dtype, then scaled; then the rotation, if any (as LayerNorm's).
