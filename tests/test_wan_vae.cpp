@@ -146,8 +146,10 @@ TEST(WanVae, config_fields_it_does_not_run_are_refused) {
     j[key] = value;
     return test::throws_with<InputError>([&] { plan::parse_wan_vae_config(j.dump(), "vae/config.json"); }, parts);
   };
-  EXPECT_TRUE(refused("is_residual", true, {"vae/config.json", "'is_residual'", "Wan2.2 TI2V-5B"}));
-  EXPECT_TRUE(refused("patch_size", 2, {"vae/config.json", "'patch_size'", "use null"}));
+  // Patches of 2 need channels that hold them (the Wan2.2 VAE's 12 = 3 x 2 x 2); larger ones do not exist.
+  EXPECT_TRUE(refused("patch_size", 2, {"vae/config.json", "'patch_size'", "whole patches"}));
+  EXPECT_TRUE(refused("patch_size", 4, {"vae/config.json", "'patch_size'"}));
+  EXPECT_TRUE(refused("scale_factor_spatial", 16, {"'scale_factor_spatial'", "8"}));
   EXPECT_TRUE(refused("latents_std", {1.0, 2.0}, {"'latents_std'", "z_dim = 16"}));
   EXPECT_TRUE(refused("temperal_downsample", {true, true}, {"'temperal_downsample'", "3"}));
   EXPECT_TRUE(refused("scale_factor_temporal", 8, {"'scale_factor_temporal'", "4"}));

@@ -69,8 +69,8 @@ void WanVae::decode_frames(const at::Tensor& z, const std::function<void(const a
   wan::DecodeState state;
   state.past.resize(decoder_->slots);
   state.rows = rows;
-  for (int64_t f = 0; f < z.size(2); ++f) {
-    auto out = (*decoder_)(z.narrow(2, f, 1).to(device_, dtype_), state).to(at::kFloat);
+  for (int64_t f = 0; f < z.size(2); ++f, state.first_chunk = false) {
+    auto out = wan::unpatchify((*decoder_)(z.narrow(2, f, 1).to(device_, dtype_), state), cfg_.patch_size).to(at::kFloat);
     on_batch(clamp ? at::clamp(out, -1.0, 1.0) : out);
   }
 }
@@ -89,6 +89,9 @@ at::Tensor WanVae::decode(const at::Tensor& z) const {
 at::Tensor WanVae::decode_tiled(const at::Tensor& z, const TileOptions& tiles) const {
   // diffusers 0.35.2 blends the tiles as decoded and, unlike its untiled decode, clamps nothing. Latents
   // that fit in one tile (the only case where a tile is all of z) it decodes untiled, clamped.
+  if (cfg_.patch_size > 1)
+    throw InputError("tiled decoding is not supported with the Wan2.2 VAE (2x2 patches) yet; decode untiled (one latent "
+                     "frame at a time already) or split the rows over the ranks (--use_parallel_vae)");
   const auto decode_tile = [&](const at::Tensor& tile) {
     const bool whole = tile.size(3) == z.size(3) && tile.size(4) == z.size(4);
     std::vector<at::Tensor> out;

@@ -5,6 +5,7 @@
 #include <ATen/ops/conv2d.h>
 #include <ATen/ops/conv3d.h>
 #include <ATen/ops/norm.h>
+#include <ATen/ops/repeat_interleave.h>
 #include <ATen/ops/silu.h>
 #include <ATen/ops/upsample_nearest2d.h>
 #include <ATen/ops/zeros.h>
@@ -95,6 +96,28 @@ at::Tensor Upsampler::operator()(const at::Tensor& x_in, DecodeState& s) const {
   return y.view({B, T, y.size(1), 2 * H, 2 * W}).permute({0, 2, 1, 3, 4});
 }
 
+at::Tensor RepeatUp::operator()(const at::Tensor& x, bool first_chunk) const {
+  const int64_t B = x.size(0), T = x.size(2), H = x.size(3), W = x.size(4);
+  const int64_t repeats = out * factor_t * factor_s * factor_s / x.size(1);
+  auto y = at::repeat_interleave(x, repeats, 1)
+               .view({B, out, factor_t, factor_s, factor_s, T, H, W})
+               .permute({0, 1, 5, 2, 6, 3, 7, 4})
+               .reshape({B, out, T * factor_t, H * factor_s, W * factor_s});
+  return first_chunk ? y.narrow(2, factor_t - 1, y.size(2) - (factor_t - 1)) : y;
+}
+
+at::Tensor patchify(const at::Tensor& x, int64_t p) {
+  if (p == 1) return x;
+  const int64_t B = x.size(0), C = x.size(1), F = x.size(2), H = x.size(3) / p, W = x.size(4) / p;
+  return x.view({B, C, F, H, p, W, p}).permute({0, 1, 6, 4, 2, 3, 5}).reshape({B, C * p * p, F, H, W});
+}
+
+at::Tensor unpatchify(const at::Tensor& x, int64_t p) {
+  if (p == 1) return x;
+  const int64_t B = x.size(0), C = x.size(1) / (p * p), F = x.size(2), H = x.size(3), W = x.size(4);
+  return x.view({B, C, p, p, F, H, W}).permute({0, 1, 4, 5, 3, 6, 2}).reshape({B, C, F, H * p, W * p});
+}
+
 CausalConv LayerReader::conv(const std::string& p, int64_t in, int64_t out, std::vector<int64_t> kernel) {
   CausalConv c;
   std::vector<int64_t> shape{out, in};
@@ -144,19 +167,24 @@ std::shared_ptr<WanVae::Decoder> WanVae::Decoder::load(const WeightSource& w, co
   const size_t levels = cfg.dim_mult.size();
   for (size_t i = 0; i < levels; ++i) {
     const std::string p = "decoder.up_blocks." + std::to_string(i);
-    // After the first level the input is the previous upsampler's output: half its channels.
-    int64_t in = i == 0 ? dims[0] : dims[i] / 2;
+    // After the first level the input is the previous upsampler's output: half its channels, except in the
+    // Wan2.2 VAE, whose upsamplers keep them.
+    const int64_t level_in = i == 0 || cfg.is_residual ? dims[i] : dims[i] / 2;
     const int64_t out = dims[i + 1];
     wan::UpBlock blk;
+    int64_t in = level_in;
     for (int j = 0; j <= cfg.num_res_blocks; ++j, in = out)
       blk.resnets.push_back(r.resnet(p + ".resnets." + std::to_string(j), in, out));
     if (i + 1 < levels) {
-      const std::string u = p + ".upsamplers.0.";
-      wan::Upsampler up{w.take(u + "resample.1.weight", {out / 2, out, 3, 3}), w.take(u + "resample.1.bias", {out / 2}),
+      const std::string u = p + (cfg.is_residual ? ".upsampler." : ".upsamplers.0.");
+      const int64_t up_out = cfg.is_residual ? out : out / 2;
+      wan::Upsampler up{w.take(u + "resample.1.weight", {up_out, out, 3, 3}), w.take(u + "resample.1.bias", {up_out}),
                         std::nullopt};
       // The decoder's levels double time in the reverse order of the encoder's halving.
-      if (cfg.temperal_downsample[levels - 2 - i]) up.time_conv = r.conv(u + "time_conv", out, 2 * out, {3, 1, 1});
+      const bool doubles_time = cfg.temperal_downsample[levels - 2 - i];
+      if (doubles_time) up.time_conv = r.conv(u + "time_conv", out, 2 * out, {3, 1, 1});
       blk.up = std::move(up);
+      if (cfg.is_residual) blk.shortcut = wan::RepeatUp{out, doubles_time ? 2 : 1, 2};
     }
     d->up_blocks.push_back(std::move(blk));
   }
@@ -170,8 +198,10 @@ at::Tensor WanVae::Decoder::operator()(const at::Tensor& z, wan::DecodeState& s)
   auto x = conv_in(post_quant_conv(z, s), s);
   x = mid_second(mid_attention(mid_first(x, s), s), s);
   for (const auto& blk : up_blocks) {
+    const auto input = x;
     for (const auto& r : blk.resnets) x = r(x, s);
     if (blk.up) x = (*blk.up)(x, s);
+    if (blk.shortcut) x = x + (*blk.shortcut)(input, s.first_chunk);
   }
   return conv_out(at::silu(norm_out(x)), s);
 }

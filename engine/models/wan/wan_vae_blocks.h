@@ -18,6 +18,7 @@ namespace studio::models::wan {
 struct DecodeState {
   std::vector<at::Tensor> past;  // one slot per causal convolution; undefined before its first call
   RowExchange* rows = nullptr;
+  bool first_chunk = true;  // the decoder's first latent frame (the Wan2.2 VAE's shortcuts drop frames for it)
   // x with the neighbours' adjacent row (dim `dim`) above and below; zeros at the picture's edges, which
   // is the zero padding one process adds there.
   at::Tensor with_halo(const at::Tensor& x, int64_t dim) const;
@@ -60,9 +61,18 @@ struct Upsampler {
   at::Tensor operator()(const at::Tensor& x, DecodeState& s) const;
 };
 
+// The Wan2.2 VAE's shortcut around a decoder level (DupUp3D): each input value repeated into a
+// factor_t x factor_s x factor_s block of positions of the output's `out` channels. On the first chunk the
+// first factor_t - 1 frames are dropped, as the time upsampler passes the first frame by.
+struct RepeatUp {
+  int64_t out = 0, factor_t = 1, factor_s = 1;
+  at::Tensor operator()(const at::Tensor& x, bool first_chunk) const;
+};
+
 struct UpBlock {
   std::vector<Resnet> resnets;
   std::optional<Upsampler> up;
+  std::optional<RepeatUp> shortcut;  // the Wan2.2 VAE's, added to the level's output
 };
 
 // The encoder's resampler: zero padding after the last row and column and a stride-2 3 x 3 convolution,
@@ -74,10 +84,24 @@ struct Downsampler {
   at::Tensor operator()(const at::Tensor& x, DecodeState& s) const;
 };
 
+// The Wan2.2 VAE's shortcut around an encoder level (AvgDown3D): the input, its front padded with zero frames
+// to a multiple of factor_t, each factor_t x factor_s x factor_s block of positions folded into channels and
+// the channels averaged in groups down to `out`.
+struct AverageDown {
+  int64_t out = 0, factor_t = 1, factor_s = 1;
+  at::Tensor operator()(const at::Tensor& x) const;
+};
+
 struct DownBlock {
   std::vector<Resnet> resnets;
   std::optional<Downsampler> down;
+  std::optional<AverageDown> shortcut;  // the Wan2.2 VAE's, added to the level's output
 };
+
+// The Wan2.2 VAE's pixels and patches: [B, C, F, H, W] <-> [B, C p^2, F, H / p, W / p], pixel (p y + dy, p x + dx)
+// of channel c in channel c p^2 + p dx + dy (the column's offset before the row's), as diffusers folds them.
+at::Tensor patchify(const at::Tensor& x, int64_t p);
+at::Tensor unpatchify(const at::Tensor& x, int64_t p);
 
 // Reads the layers' weights, giving each causal convolution with a past its slot in DecodeState::past.
 struct LayerReader {

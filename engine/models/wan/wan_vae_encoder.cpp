@@ -1,6 +1,6 @@
 // The encoder of Wan's causal 3D VAE (WanEncoder3d of diffusers 0.35.2) and WanVae::encode: the frames go in
 // chunks (the first alone, then temporal_compression() at a time), each giving one latent frame, with the
-// same causal caches as the decoder's.
+// same causal caches as the decoder's. The Wan2.2 VAE's levels are residual, its pixels folded into patches.
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/constant_pad_nd.h>
@@ -35,6 +35,17 @@ at::Tensor Downsampler::operator()(const at::Tensor& x, DecodeState& s) const {
   return y;
 }
 
+at::Tensor AverageDown::operator()(const at::Tensor& x_in) const {
+  const int64_t pad = (factor_t - x_in.size(2) % factor_t) % factor_t;
+  const auto x = pad ? at::constant_pad_nd(x_in, {0, 0, 0, 0, pad, 0}) : x_in;
+  const int64_t B = x.size(0), C = x.size(1), T = x.size(2) / factor_t, H = x.size(3) / factor_s,
+                W = x.size(4) / factor_s, group = C * factor_t * factor_s * factor_s / out;
+  return x.view({B, C, T, factor_t, H, factor_s, W, factor_s})
+      .permute({0, 1, 3, 5, 7, 2, 4, 6})
+      .reshape({B, out, group, T, H, W})
+      .mean(2);
+}
+
 }  // namespace wan
 
 std::shared_ptr<WanVae::Encoder> WanVae::Encoder::load(const WeightSource& w, const plan::WanVaeConfig& cfg) {
@@ -44,21 +55,28 @@ std::shared_ptr<WanVae::Encoder> WanVae::Encoder::load(const WeightSource& w, co
   std::vector<int64_t> dims{cfg.base_dim};
   for (int m : cfg.dim_mult) dims.push_back(int64_t(cfg.base_dim) * m);
   e->conv_in = r.conv("encoder.conv_in", cfg.in_channels, dims[0], {3, 3, 3});
-  size_t index = 0;  // the encoder's down blocks are one flat list: each level's resnets, then its resampler
+  // Wan2.1's down blocks are one flat list (each level's resnets, then its resampler); the Wan2.2 VAE's are a
+  // block per level (down_blocks.i.resnets.j, down_blocks.i.downsampler).
+  size_t index = 0;
   const size_t levels = cfg.dim_mult.size();
   for (size_t i = 0; i < levels; ++i) {
+    const std::string level = "encoder.down_blocks." + std::to_string(i) + ".";
     wan::DownBlock blk;
     int64_t in = dims[i];
     for (int j = 0; j < cfg.num_res_blocks; ++j, in = dims[i + 1])
-      blk.resnets.push_back(r.resnet("encoder.down_blocks." + std::to_string(index++), in, dims[i + 1]));
+      blk.resnets.push_back(r.resnet(cfg.is_residual ? level + "resnets." + std::to_string(j)
+                                                     : "encoder.down_blocks." + std::to_string(index++),
+                                     in, dims[i + 1]));
+    const bool halves_time = i + 1 < levels && cfg.temperal_downsample[i];
     if (i + 1 < levels) {
-      const std::string p = "encoder.down_blocks." + std::to_string(index++) + ".";
+      const std::string p = cfg.is_residual ? level + "downsampler." : "encoder.down_blocks." + std::to_string(index++) + ".";
       const int64_t c = dims[i + 1];
       wan::Downsampler down{w.take(p + "resample.1.weight", {c, c, 3, 3}), w.take(p + "resample.1.bias", {c}),
                             std::nullopt};
-      if (cfg.temperal_downsample[i]) down.time_conv = r.conv(p + "time_conv", c, c, {3, 1, 1});
+      if (halves_time) down.time_conv = r.conv(p + "time_conv", c, c, {3, 1, 1});
       blk.down = std::move(down);
     }
+    if (cfg.is_residual) blk.shortcut = wan::AverageDown{dims[i + 1], halves_time ? 2 : 1, i + 1 < levels ? 2 : 1};
     e->down_blocks.push_back(std::move(blk));
   }
   const int64_t c = dims.back(), z2 = 2 * int64_t(cfg.z_dim);
@@ -75,8 +93,10 @@ std::shared_ptr<WanVae::Encoder> WanVae::Encoder::load(const WeightSource& w, co
 at::Tensor WanVae::Encoder::operator()(const at::Tensor& frames, wan::DecodeState& s) const {
   auto x = conv_in(frames, s);
   for (const auto& blk : down_blocks) {
+    const auto input = x;
     for (const auto& r : blk.resnets) x = r(x, s);
     if (blk.down) x = (*blk.down)(x, s);
+    if (blk.shortcut) x = x + (*blk.shortcut)(input);
   }
   x = mid_second(mid_attention(mid_first(x, s), s), s);
   return quant_conv(conv_out(at::silu(norm_out(x)), s), s);
@@ -87,11 +107,12 @@ at::Tensor WanVae::encode(const at::Tensor& video_in, const RowShare* rows) cons
     throw InputError("vae/ holds no encoder weights (encoder.*): a picture cannot be encoded; use the model's "
                      "complete vae/ folder as the Hub has it");
   const int64_t tc = cfg_.temporal_compression();
-  const int64_t s = cfg_.spatial_compression();
-  if (video_in.dim() != 5 || video_in.size(1) != cfg_.in_channels || (video_in.size(2) - 1) % tc != 0 ||
-      video_in.size(3) % s != 0)
+  const int64_t s = cfg_.spatial_compression(), p = cfg_.patch_size;
+  const int64_t channels = cfg_.in_channels / (p * p);
+  if (video_in.dim() != 5 || video_in.size(1) != channels || (video_in.size(2) - 1) % tc != 0 ||
+      video_in.size(3) % s != 0 || video_in.size(4) % s != 0)
     throw InputError("VAE encoder input has shape " + io::shape_str(video_in.sizes().vec()) + "; expected [B, " +
-                     std::to_string(cfg_.in_channels) + ", " + std::to_string(tc) + "k+1, H, W] with H a multiple of " +
+                     std::to_string(channels) + ", " + std::to_string(tc) + "k+1, H, W] with H and W multiples of " +
                      std::to_string(s));
   // Not with a row split: c10d's Gloo works on threads of its own, which cannot touch inference tensors.
   std::optional<c10::InferenceMode> guard;
@@ -108,6 +129,7 @@ at::Tensor WanVae::encode(const at::Tensor& video_in, const RowShare* rows) cons
     video = video_in.narrow(3, begin * s, (end - begin) * s);
     state.rows = rows->exchange;
   }
+  video = wan::patchify(video, p);
   std::vector<at::Tensor> out;
   for (int64_t f = 0; f < video.size(2); f += f == 0 ? 1 : tc)
     out.push_back((*encoder_)(video.narrow(2, f, f == 0 ? 1 : tc).to(device_, dtype_), state).to(at::kFloat));

@@ -81,11 +81,13 @@ WanVaeConfig parse_wan_vae_config(const std::string& text, const std::string& fi
   for (double s : c.latents_std)
     if (!(s > 0)) f.fail("latents_std", f.dump("latents_std"), "must hold positive numbers (a spread per channel)");
 
-  if (f.get<bool>("is_residual", false))
-    f.fail("is_residual", "true",
-           "is not supported yet (Wan2.2 TI2V-5B's VAE); Wan2.1's and Wan2.2 A14B's VAE leave it false");
-  if (f.get<int64_t>("patch_size", 1) != 1)
-    f.fail("patch_size", f.dump("patch_size"), "is not supported yet (Wan2.2 TI2V-5B's VAE); use null");
+  c.is_residual = f.get<bool>("is_residual", false);
+  if (f.has("patch_size") && f.dump("patch_size") != "null") {
+    c.patch_size = f.in_range("patch_size", 1, 1, 2);
+    if (c.patch_size > 1 && (c.in_channels % (c.patch_size * c.patch_size) || c.out_channels % (c.patch_size * c.patch_size)))
+      f.fail("patch_size", f.dump("patch_size"), "needs in_channels and out_channels that hold whole patches (" +
+                                                     std::to_string(c.patch_size * c.patch_size) + " values a channel)");
+  }
   // The pipeline's frame and pixel arithmetic reads these; they must say what the levels do.
   const int spatial = f.get<int>("scale_factor_spatial", c.spatial_compression());
   if (spatial != c.spatial_compression())
