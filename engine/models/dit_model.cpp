@@ -16,6 +16,12 @@ StepInputs StepInputs::rows(int64_t first, int64_t count) const {
   return part;
 }
 
+Conditioning Conditioning::for_rows(const at::Tensor& rows) const {
+  Conditioning part = *this;
+  if (token_rows.defined()) part.token_rows = token_rows.index_select(0, rows);
+  return part;
+}
+
 void DitModel::set_block_weights(std::shared_ptr<BlockWeights> w) {
   block_weights_ = std::move(w);
   if (block_weights_)

@@ -62,6 +62,12 @@ struct Conditioning {
   at::Tensor embedding;  // [B, embedding dim]: the timestep's (and the family's other global inputs')
   at::Tensor head;       // [B, width]: the output head's own, where it differs (Wan's timestep embedding)
   int64_t image_tokens = 0;  // Tokens::text starts with this many picture tokens (Wan2.1 image-to-video)
+  // Where latent tokens differ in their timestep (Wan2.2 TI2V's picture frame): embedding and head are
+  // [B, U, ...], one per distinct timestep, and token_rows [latent tokens held] (int64) says which of the U
+  // conditions each latent token. Sharded with the latent rows, as the RoPE tables. Undefined: one per sample.
+  at::Tensor token_rows;
+  // This conditioning for the latent tokens `rows` selects (indices into the call's latent tokens).
+  Conditioning for_rows(const at::Tensor& rows) const;
 };
 
 // What TeaCache measures of a call (its "modulated input" for the family), before the blocks run.
@@ -138,6 +144,12 @@ class DitModel {
   virtual at::Tensor project_out(const at::Tensor& latent, const Conditioning& c) const = 0;
   // Patch features of every latent token [B, N, f] -> the output, in the layout of `latents`.
   virtual at::Tensor unpatchify(const at::Tensor& patches, const at::Tensor& latents) const = 0;
+  // The denoised latents as the reference pipeline hands them to the VAE, given the run's condition
+  // (StepInputs::condition, per sample, or undefined): the latents themselves but where a family says otherwise.
+  virtual at::Tensor final_latents(const at::Tensor& latents, const at::Tensor& condition) const {
+    (void)condition;
+    return latents;
+  }
 
   // Every tensor block i holds (weights, biases, packed bytes); none for a block another PipeFusion stage holds.
   virtual std::vector<at::Tensor> block_tensors(size_t i) const = 0;

@@ -72,7 +72,6 @@ at::Tensor ParallelTransformer::branch(const models::StepInputs& in, const model
     if (cache) cache->set_share({-1, sum});
     return model_.forward(in, pos, models::local_attention(), cache);
   }
-  const auto cond = model_.condition(in);
   auto full = model_.embed(in, pos);
   auto& sp = SequenceParallel::reuse(
       sequence_, mesh_, SequenceLayout::of(model_, full.text.size(1), full.latent.size(1), mesh_.config().sp_degree()),
@@ -80,6 +79,7 @@ at::Tensor ParallelTransformer::branch(const models::StepInputs& in, const model
   auto local = sp.shard(full);
   full = {};
   const auto [cos, sin] = sp.shard_rope(pos);
+  const auto cond = sp.shard(model_.condition(in));
   if (cache) cache->set_share({sp.layout().latent_valid(sp.part()), sum});
   model_.run_blocks(local, cond, cos, sin, sp.attention(), cache);
   return model_.unpatchify(sp.gather_latent(model_.project_out(local.latent, cond)), in.latents);

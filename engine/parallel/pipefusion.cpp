@@ -46,7 +46,7 @@ at::Tensor PipeFusionStage::share_output(at::Tensor out, const models::StepInput
 at::Tensor PipeFusionStage::synchronous(const models::StepInputs& in, const models::Positions& pos) {
   Group& pf = mesh_.group(plan::Dim::PipeFusion);
   const Step s = step_of(in);
-  const auto& [B, T, grid, cond, opts] = s;
+  const auto& [B, T, grid, call_cond, opts] = s;
   auto& sp = SequenceParallel::reuse(sequence_, mesh_,
                                      SequenceLayout::of(model_, T, grid.tokens(), mesh_.config().sp_degree()),
                                      opts.device());
@@ -59,6 +59,7 @@ at::Tensor PipeFusionStage::synchronous(const models::StepInputs& in, const mode
     pf.run({{PeerOp::Recv, x.text, stage_ - 1}, {PeerOp::Recv, x.latent, stage_ - 1}});
   }
   const auto [cos, sin] = sp.shard_rope(pos);
+  const auto cond = sp.shard(call_cond);
   const bool sequence_parallel = mesh_.config().sp_degree() > 1;
   for (size_t i = first_; i < end_; ++i) {
     // With one sequence rank, keep this step's keys and values for the pipelined steps that follow.
@@ -118,13 +119,14 @@ at::Tensor PipeFusionStage::pipelined(const models::StepInputs& in, const models
     const auto rows_at = !joint ? idx : m == 0 ? at::cat({at::arange(T, idx.options()), idx + T}) : idx + T;
     at::Tensor cos, sin;
     if (pos.rope_cos.defined()) cos = pos.rope_cos.index_select(0, idx), sin = pos.rope_sin.index_select(0, idx);
+    const auto patch_cond = cond.for_rows(idx);
     for (size_t i = first_; i < end_; ++i) {
       auto attention = [this, i, &rows_at](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
         keys_[i - first_].index_copy_(2, rows_at, k);
         values_[i - first_].index_copy_(2, rows_at, v);
         return compat::attention(q, keys_[i - first_], values_[i - first_]);
       };
-      model_.run_block(i, x, cond, cos, sin, attention);
+      model_.run_block(i, x, patch_cond, cos, sin, attention);
     }
     if (stage_ + 1 < stages_) {
       std::vector<PeerOp> ops;
@@ -132,7 +134,7 @@ at::Tensor PipeFusionStage::pipelined(const models::StepInputs& in, const models
       ops.push_back({PeerOp::Send, x.latent, stage_ + 1});
       pf.run(std::move(ops));
     } else {
-      auto patch = model_.project_out(x.latent, cond);
+      auto patch = model_.project_out(x.latent, patch_cond);
       if (!out.defined()) out = at::empty({B, grid.tokens(), patch.size(2)}, patch.options());
       out.index_copy_(1, idx, patch);
     }

@@ -80,6 +80,13 @@ at::Tensor SequenceParallel::shard_latent_table(const at::Tensor& table, double 
   return padded.narrow(0, int64_t(part_) * layout_.latent_chunk(), layout_.latent_chunk());
 }
 
+models::Conditioning SequenceParallel::shard(const models::Conditioning& c) const {
+  if (!c.token_rows.defined()) return c;
+  auto mine = c;
+  mine.token_rows = shard_latent_table(c.token_rows.unsqueeze(1), 0).squeeze(1);
+  return mine;
+}
+
 std::pair<at::Tensor, at::Tensor> SequenceParallel::shard_rope(const models::Positions& pos) const {
   if (!pos.rope_cos.defined()) return {};
   return {shard_latent_table(pos.rope_cos, 1.0), shard_latent_table(pos.rope_sin, 0.0)};

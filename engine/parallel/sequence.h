@@ -49,6 +49,8 @@ class SequenceParallel {
   models::Tokens shard(const models::Tokens& full) const;
   // Rows of a per-latent-token table (RoPE cos/sin) for this rank; padding rows are `pad`.
   at::Tensor shard_latent_table(const at::Tensor& table, double pad) const;
+  // The call's conditioning for this rank's latent rows (where it differs per token; padding takes row 0's).
+  models::Conditioning shard(const models::Conditioning& c) const;
   // This rank's RoPE rows (padding rotates by nothing); undefined when the model has no RoPE.
   std::pair<at::Tensor, at::Tensor> shard_rope(const models::Positions& pos) const;
   // Every rank's latent rows [B, latent_chunk, F] -> [B, latent, F], padding dropped.

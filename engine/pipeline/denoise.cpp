@@ -87,7 +87,7 @@ at::Tensor denoise(const models::DitModel& model, sampling::Sampler& sampler, co
       hooks.on_step({i + 1, N, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
                      latents});
   }
-  return latents;
+  return current.model->final_latents(latents, in.condition.defined() ? in.condition.to(dev) : in.condition);
 }
 
 }  // namespace studio::pipeline

@@ -113,9 +113,10 @@ class Family {
   virtual bool classifier_free() const = 0;     // guidance runs a second branch (CFG parallelism applies)
   virtual bool dynamic_cfg() const { return false; }  // --use_dynamic_cfg (CogVideoX's cosine schedule) applies
   virtual bool takes_prompt_2() const = 0;      // a second text encoder reads its own prompt (--prompt_2)
-  // Image-to-video: whether the folder's model starts from a picture (--image; then it needs one), and
-  // whether it can also end on one (--last_image).
+  // Image-to-video: whether the folder's model can start from a picture (--image), whether it needs one (else
+  // it also runs from words alone: Wan2.2 TI2V-5B), and whether it can also end on one (--last_image).
   virtual bool takes_image(const ModelFolder&) const { return false; }
+  virtual bool needs_image(const ModelFolder& m) const { return takes_image(m); }
   virtual bool takes_last_image(const ModelFolder&) const { return false; }
   virtual int pixel_step(const ModelFolder& m) const = 0;  // height and width are multiples of it
   virtual int attention_heads(const ModelFolder& m) const = 0;

@@ -97,7 +97,7 @@ void check_step_cache(const JobSpec& job, const ModelFolder& model, std::vector<
 void check_pictures(const JobSpec& job, const ModelFolder& model, std::vector<Problem>& out) {
   const auto& rules = rules_of(model);
   const bool takes = rules.takes_image(model);
-  if (takes && job.image_file.empty())
+  if (rules.needs_image(model) && job.image_file.empty())
     out.push_back({"image", "this is an image-to-video model (" + model.variant.name + "): give the picture the clip "
                             "starts from with --image FILE"});
   if (!takes && !job.image_file.empty()) {

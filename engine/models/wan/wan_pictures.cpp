@@ -49,22 +49,32 @@ PictureConditioning wan_picture_conditioning(const plan::ModelFolder& folder, co
   }
   std::vector<at::Tensor> images;
   for (const auto& p : pictures) images.push_back(vae_pixel_values(p, job.width, job.height).unsqueeze(2));
-  const int F = job.num_frames;
+  // TI2V encodes the picture alone (it becomes the first latent frame); the others a video of it and black
+  // frames (and the last picture).
+  const bool first_frame_only = parts.transformer.expand_timesteps;
+  const int F = first_frame_only ? 1 : job.num_frames;
   const int64_t between = F - int64_t(pictures.size());
-  auto video = at::cat({images[0], at::zeros({1, 3, between, job.height, job.width})}, 2);
+  auto video = first_frame_only ? images[0] : at::cat({images[0], at::zeros({1, 3, between, job.height, job.width})}, 2);
   if (pictures.size() > 1) video = at::cat({video, images[1]}, 2);
   out.record.emplace_back("image", images[0].squeeze(2));
-  log("encoding the conditioning video (" + std::to_string(F) + " frames) with the VAE encoder on " + device.str() +
+  log("encoding " + (first_frame_only ? std::string("the picture") : "the conditioning video (" + std::to_string(F) +
+                                                                          " frames)") +
+      " with the VAE encoder on " + device.str() +
       (rows ? ", split by rows over " + std::to_string(rows->ranks) + " ranks" : ""));
   const auto vae = WanVae::load(part_path(folder, "vae"), *parts.vae, dtype, device, /*with_encoder=*/true);
   const auto moments = vae->encode(video, rows).cpu();
   const int64_t z = parts.vae->z_dim;
   const auto latent_condition = vae->normalize(moments.narrow(1, 0, z));  // the mean: the pipeline takes the mode
+  out.record.emplace_back("vae_encoder_output", moments);
+  out.record.emplace_back("latent_condition", latent_condition);
+  if (first_frame_only) {
+    out.condition = latent_condition;
+    out.record.emplace_back("condition", out.condition);
+    return out;
+  }
   const auto mask = frame_mask(F, pictures.size() > 1, parts.vae->temporal_compression(), latent_condition.size(3),
                                latent_condition.size(4));
   out.condition = at::cat({mask, latent_condition}, 1);
-  out.record.emplace_back("vae_encoder_output", moments);
-  out.record.emplace_back("latent_condition", latent_condition);
   out.record.emplace_back("mask", mask);
   out.record.emplace_back("condition", out.condition);
   return out;

@@ -72,6 +72,12 @@ text::PromptEmbeds encode_wan_prompts(const plan::ModelFolder& model, const plan
   return out;  // the encoder is released here
 }
 
+// A video's latent-to-RGB factors [channels, 3] and bias [3], copied into tensors.
+LatentRgb rgb_table(const float* factors, int64_t channels, const float* bias) {
+  return {at::from_blob(const_cast<float*>(factors), {channels, 3}, at::kFloat).clone(),
+          at::from_blob(const_cast<float*>(bias), {3}, at::kFloat).clone(), true};
+}
+
 class WanRuntime final : public FamilyRuntime {
  public:
   const plan::Family& family() const override { return plan::wan_family(); }
@@ -101,6 +107,29 @@ class WanRuntime final : public FamilyRuntime {
   }
 
   LatentRgb latent_rgb(const plan::ModelFolder& folder) const override {
+    if (wan(folder).transformer.out_channels == 48) {
+      // The Wan2.2 VAE's 48 latent channels (TI2V-5B; ComfyUI's latent_formats.Wan22).
+      static const float factors[48][3] = {
+        {0.0119f, 0.0103f, 0.0046f}, {-0.1062f, -0.0504f, 0.0165f}, {0.0140f, 0.0409f, 0.0491f},
+        {-0.0813f, -0.0677f, 0.0607f}, {0.0656f, 0.0851f, 0.0808f}, {0.0264f, 0.0463f, 0.0912f},
+        {0.0295f, 0.0326f, 0.0590f}, {-0.0244f, -0.0270f, 0.0025f}, {0.0443f, -0.0102f, 0.0288f},
+        {-0.0465f, -0.0090f, -0.0205f}, {0.0359f, 0.0236f, 0.0082f}, {-0.0776f, 0.0854f, 0.1048f},
+        {0.0564f, 0.0264f, 0.0561f}, {0.0006f, 0.0594f, 0.0418f}, {-0.0319f, -0.0542f, -0.0637f},
+        {-0.0268f, 0.0024f, 0.0260f}, {0.0539f, 0.0265f, 0.0358f}, {-0.0359f, -0.0312f, -0.0287f},
+        {-0.0285f, -0.1032f, -0.1237f}, {0.1041f, 0.0537f, 0.0622f}, {-0.0086f, -0.0374f, -0.0051f},
+        {0.0390f, 0.0670f, 0.2863f}, {0.0069f, 0.0144f, 0.0082f}, {0.0006f, -0.0167f, 0.0079f},
+        {0.0313f, -0.0574f, -0.0232f}, {-0.1454f, -0.0902f, -0.0481f}, {0.0714f, 0.0827f, 0.0447f},
+        {-0.0304f, -0.0574f, -0.0196f}, {0.0401f, 0.0384f, 0.0204f}, {-0.0758f, -0.0297f, -0.0014f},
+        {0.0568f, 0.1307f, 0.1372f}, {-0.0055f, -0.0310f, -0.0380f}, {0.0239f, -0.0305f, 0.0325f},
+        {-0.0663f, -0.0673f, -0.0140f}, {-0.0416f, -0.0047f, -0.0023f}, {0.0166f, 0.0112f, -0.0093f},
+        {-0.0211f, 0.0011f, 0.0331f}, {0.1833f, 0.1466f, 0.2250f}, {-0.0368f, 0.0370f, 0.0295f},
+        {-0.3441f, -0.3543f, -0.2008f}, {-0.0479f, -0.0489f, -0.0420f}, {-0.0660f, -0.0153f, 0.0800f},
+        {-0.0101f, 0.0068f, 0.0156f}, {-0.0690f, -0.0452f, -0.0927f}, {-0.0145f, 0.0041f, 0.0015f},
+        {0.0421f, 0.0451f, 0.0373f}, {0.0504f, -0.0483f, -0.0356f}, {-0.0837f, 0.0168f, 0.0055f},
+      };
+      static const float bias[3] = {0.0317f, -0.0878f, -0.1388f};
+      return rgb_table(&factors[0][0], 48, bias);
+    }
     if (wan(folder).transformer.out_channels != 16) return {at::Tensor(), at::Tensor(), true};
     // Wan2.1's 16 latent channels (ComfyUI's latent_formats.Wan21; Wan2.2 A14B shares its VAE).
     static const float factors[16][3] = {
@@ -111,8 +140,7 @@ class WanRuntime final : public FamilyRuntime {
         {-0.1251f, 0.0927f, 0.1699f},  {0.0060f, -0.0633f, 0.0005f},  {0.3477f, 0.2275f, 0.2950f},
         {0.1984f, 0.0913f, 0.1861f}};
     static const float bias[3] = {-0.1835f, -0.0868f, -0.3360f};
-    return {at::from_blob(const_cast<float*>(&factors[0][0]), {16, 3}, at::kFloat).clone(),
-            at::from_blob(const_cast<float*>(bias), {3}, at::kFloat).clone(), true};
+    return rgb_table(&factors[0][0], 16, bias);
   }
 };
 

@@ -13,6 +13,8 @@
 #include <ATen/ops/sin.h>
 #include <ATen/ops/stack.h>
 #include <ATen/ops/tensor.h>
+#include <ATen/ops/zeros.h>
+#include <ATen/ops/zeros_like.h>
 
 #include <set>
 #include <stdexcept>
@@ -34,6 +36,12 @@ at::Tensor layer_norm32(const at::Tensor& x, double eps) {
 // x * (1 + scale) + shift, in float32, back in `dtype`.
 at::Tensor modulate(const at::Tensor& normed, const at::Tensor& shift, const at::Tensor& scale, at::ScalarType dtype) {
   return (normed * (1 + scale) + shift).to(dtype);
+}
+
+// One modulation vector a sample [B, 1, width], or one per distinct timestep [B, U, 1, width] -> what each latent
+// token held takes ([B, tokens, width]).
+at::Tensor for_tokens(const at::Tensor& m, const Conditioning& c) {
+  return c.token_rows.defined() ? m.squeeze(-2).index_select(1, c.token_rows) : m;
 }
 
 }  // namespace
@@ -180,14 +188,29 @@ std::vector<int64_t> WanTransformer::output_shape(const at::Tensor& l) const {
 }
 
 Conditioning WanTransformer::condition(const StepInputs& in) const {
-  const auto sinusoid = timestep_embedding(in.timestep.to(device_), cfg_.freq_dim, true, 0);
+  // TI2V with a picture: the tokens of its latent frame take timestep 0, the others the step's (diffusers
+  // embeds a timestep per token; the distinct ones are embedded here, each token picking its row).
+  const bool picture = cfg_.expand_timesteps && in.condition.defined();
+  auto timestep = in.timestep.to(device_);
+  if (picture) timestep = at::stack({timestep, at::zeros_like(timestep)}, 1).flatten();
+  const auto sinusoid = timestep_embedding(timestep, cfg_.freq_dim, true, 0);
   const auto temb = time_2_(at::silu(time_1_(sinusoid.to(time_1_.dtype)))).to(dtype_);
-  return {time_proj_(at::silu(temb)), temb, in.image.defined() ? in.image.size(1) : 0};
+  Conditioning c{time_proj_(at::silu(temb)), temb, in.image.defined() ? in.image.size(1) : 0};
+  if (picture) {
+    c.embedding = c.embedding.unflatten(0, {-1, 2});
+    c.head = c.head.unflatten(0, {-1, 2});
+    const auto grid = token_grid(in.latents);
+    c.token_rows = at::zeros({grid.tokens()}, at::TensorOptions(at::kLong).device(device_));
+    c.token_rows.narrow(0, 0, int64_t(grid.rows) * grid.cols).fill_(1);  // latent frame 0's tokens
+  }
+  return c;
 }
 
 Tokens WanTransformer::embed(const StepInputs& in, const Positions&) const {
   const auto& p = cfg_.patch_size;
-  const auto input = join_condition(in, cfg_.in_channels - cfg_.out_channels, 1);
+  const auto input = !cfg_.expand_timesteps ? join_condition(in, cfg_.in_channels - cfg_.out_channels, 1)
+                     : in.condition.defined() ? replace_first_frame(in.latents, in.condition)
+                                              : in.latents;
   if (bool(cfg_.image_dim) != in.image.defined())
     throw InputError(cfg_.image_dim ? "this model needs the picture's image tokens (image_encoder/)"
                                     : "this model has no image embedding (transformer/config.json: image_dim null)");
@@ -224,8 +247,10 @@ void WanTransformer::block_forward(size_t i, Tokens& x, const Conditioning& c, c
   if (!range_.holds(i))
     throw std::logic_error("internal error: block " + std::to_string(i) + " is another PipeFusion stage's");
   const auto& b = blocks_[i];
-  // shift, scale, gate for the self-attention, then for the feed-forward: [B, 1, width] each, float32.
-  const auto m = (b.modulation + c.embedding.unflatten(1, {6, width()}).to(at::kFloat)).chunk(6, 1);
+  // shift, scale, gate for the self-attention, then for the feed-forward: [B, 1, width] each (or per token),
+  // float32.
+  auto m = (b.modulation + c.embedding.unflatten(-1, {6, width()}).to(at::kFloat)).chunk(6, -2);
+  for (auto& v : m) v = for_tokens(v, c);
   auto& h = x.latent;
   const double eps = cfg_.eps;
 
@@ -256,8 +281,12 @@ ChangeIndicator WanTransformer::teacache_indicator(const Tokens&, const Conditio
 }
 
 at::Tensor WanTransformer::project_out(const at::Tensor& latent, const Conditioning& c) const {
-  const auto m = (out_modulation_ + c.head.unsqueeze(1)).chunk(2, 1);  // shift, scale
-  return proj_out_(modulate(layer_norm32(latent, cfg_.eps), m[0], m[1], dtype_));
+  const auto m = (out_modulation_ + c.head.unsqueeze(-2)).chunk(2, -2);  // shift, scale
+  return proj_out_(modulate(layer_norm32(latent, cfg_.eps), for_tokens(m[0], c), for_tokens(m[1], c), dtype_));
+}
+
+at::Tensor WanTransformer::final_latents(const at::Tensor& latents, const at::Tensor& condition) const {
+  return cfg_.expand_timesteps && condition.defined() ? replace_first_frame(latents, condition) : latents;
 }
 
 at::Tensor WanTransformer::unpatchify(const at::Tensor& patches, const at::Tensor& l) const {

@@ -59,6 +59,8 @@ class WanTransformer final : public DitModel {
   ChangeIndicator teacache_indicator(const Tokens& x, const Conditioning& c) const override;
   at::Tensor project_out(const at::Tensor& latent, const Conditioning& c) const override;
   at::Tensor unpatchify(const at::Tensor& patches, const at::Tensor& latents) const override;
+  // TI2V: the picture's latent frame put back over what the sampler made of it.
+  at::Tensor final_latents(const at::Tensor& latents, const at::Tensor& condition) const override;
 
  protected:
   void block_forward(size_t i, Tokens& x, const Conditioning& c, const at::Tensor& rope_cos, const at::Tensor& rope_sin,

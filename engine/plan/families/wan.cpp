@@ -25,9 +25,10 @@ std::shared_ptr<WanParts> read_wan_parts(const Fields& idx, const ModelFolder& m
   auto& w = *parts;
   w.transformer = parse_wan_transformer_config(read_text_file(tcfg), tcfg);
   w.scheduler = parse_unipc_config(read_text_file(scfg), scfg);
-  if (idx.get<bool>("expand_timesteps", false))
-    idx.fail("expand_timesteps", "true", "is set: Wan2.2's TI2V-5B (per-token timesteps) is not supported yet; use "
-                                         "a Wan2.1 T2V or Wan2.2 T2V-A14B folder");
+  w.transformer.expand_timesteps = idx.get<bool>("expand_timesteps", false);
+  if (w.transformer.expand_timesteps && (w.transformer.in_channels != w.transformer.out_channels || w.transformer.patch_size[0] != 1))
+    throw InputError(tcfg + ": expand_timesteps (model_index.json) needs in_channels = out_channels and a patch_size "
+                     "of one frame (Wan2.2 TI2V-5B's [1, 2, 2]): its picture replaces the first latent frame");
   const bool second = idx.has("transformer_2") && idx.dump("transformer_2") != "[null,null]";
   if (second) {
     const std::string t2cfg = part_path(m, "transformer_2", "config.json");
@@ -115,13 +116,21 @@ class Wan final : public Family {
         {"wan2.2-i2v", "Wan2.2-I2V-A14B", "Wan-AI/Wan2.2-I2V-A14B-Diffusers", 137.2, 28.6,
          "one expert's bf16 weights (estimated as the T2V-A14B's; the second loads after the first is released)",
          false, true},
+        // Text- and image-to-video: 30 blocks of width 3072 (feed-forward 14336), 5.0 B parameters in fp32 (20.0,
+        // estimated from its config) + umT5-XXL 22.7 + the Wan2.2 VAE (about 1.4, estimated).
+        {"wan2.2-ti2v", "Wan2.2-TI2V-5B", "Wan-AI/Wan2.2-TI2V-5B-Diffusers", 44.1, 10.0,
+         "the bf16 transformer's weights alone (5.0 B parameters, estimated from its config); activations at 720p "
+         "on top",
+         false, true},
     };
   }
 
   void read_parts(ModelFolder& m, const Fields& index) const override {
     auto parts = read_wan_parts(index, m);
     const auto& t = parts->transformer;
-    if (!parts->image_to_video())
+    if (parts->transformer.expand_timesteps)
+      m.variant = {"wan2.2-ti2v", "Wan2.2 text- and image-to-video (Wan2.2-TI2V-5B)"};
+    else if (!parts->image_to_video())
       m.variant = parts->transformer_2 ? Variant{"wan2.2", "Wan2.2 text-to-video with two experts (e.g. Wan2.2-T2V-A14B)"}
                                        : Variant{"wan2.1", "Wan2.1 text-to-video (e.g. Wan2.1-T2V-1.3B, -14B)"};
     else if (parts->transformer_2)
@@ -136,7 +145,8 @@ class Wan final : public Family {
     return {"text_dim", wan(m).transformer.text_dim};
   }
   bool has_vae(const ModelFolder& m) const override { return wan(m).vae.has_value(); }
-  bool takes_image(const ModelFolder& m) const override { return wan(m).image_to_video(); }
+  bool takes_image(const ModelFolder& m) const override { return wan(m).image_to_video() || wan(m).transformer.expand_timesteps; }
+  bool needs_image(const ModelFolder& m) const override { return wan(m).image_to_video(); }
   // WanImageToVideoPipeline's last_image: a mask and VAE frame at the end; with CLIP, both pictures' tokens,
   // which only FLF2V's learned positions join.
   bool takes_last_image(const ModelFolder& m) const override {
@@ -152,8 +162,11 @@ class Wan final : public Family {
   std::vector<EncoderInput> encoder_inputs(const JobSpec&) const override {
     return {{TextEncoder::T5, "prompt"}, {TextEncoder::T5, "negative_prompt"}};
   }
-  // Wan is trained at 480p (the default) and 720p (14B and A14B).
-  std::vector<SizePreset> size_presets(const ModelFolder&) const override { return {{"720p", 1280, 720}}; }
+  // Wan is trained at 480p (the default) and 720p (14B and A14B); TI2V-5B's 720p is 1280 x 704, its pixels
+  // coming in steps of 32.
+  std::vector<SizePreset> size_presets(const ModelFolder& m) const override {
+    return {{"720p", 1280, wan(m).transformer.expand_timesteps ? 704 : 720}};
+  }
   double second_expert_boundary(const ModelFolder& m) const override {
     return wan(m).transformer_2 ? wan(m).boundary_ratio : 0;
   }
@@ -211,7 +224,8 @@ class Wan final : public Family {
     const auto& v = *wan(m).vae;
     std::vector<int> widths;
     for (int d : v.dim_mult) widths.push_back(v.decoder_base_dim * d);
-    return decoder_flops_per_pixel(widths, v.num_res_blocks + 1, 27);
+    // The Wan2.2 VAE's full-size level works on 2x2 patches: a quarter of the pixels.
+    return decoder_flops_per_pixel(widths, v.num_res_blocks + 1, 27) / (v.patch_size * v.patch_size);
   }
 
   TensorRenames transformer_renames(const ModelFolder&, const std::set<std::string>& names) const override {
@@ -227,7 +241,7 @@ class Wan final : public Family {
     if (job.height == 0) job.height = 480;
     if (job.width == 0) job.width = 832;
     if (job.num_frames == 0) job.num_frames = 81;
-    if (job.fps == 0) job.fps = 16;
+    if (job.fps == 0) job.fps = wan(m).transformer.expand_timesteps ? 24 : 16;  // TI2V-5B's examples export at 24
     if (job.max_sequence_length == 0) job.max_sequence_length = 512;
     if (job.num_inference_steps == 0) job.num_inference_steps = 50;
     if (std::isnan(job.guidance_scale)) job.guidance_scale = takes_guidance_2(m) ? 4.0 : 5.0;
@@ -258,6 +272,13 @@ class Wan final : public Family {
       out.push_back({job.use_magcache ? "use_magcache" : "magcache_calibrate",
                      "MagCache's ratios are calibrated for one transformer, and Wan2.2 steps through two experts; "
                      "use --use_fbcache or --use_teacache instead"});
+    if (wan(m).transformer.expand_timesteps && job.use_teacache)
+      out.push_back({"use_teacache", "--use_teacache: TeaCache has published no coefficients for Wan2.2-TI2V-5B; use "
+                                     "--use_fbcache or --use_magcache instead"});
+    if (wan(m).transformer.expand_timesteps && job.vae_tiling)
+      out.push_back({"enable_tiling", "--enable_tiling: not supported with the Wan2.2 VAE (its 2x2 patches) yet; leave "
+                                      "it out (the decoder already works one latent frame at a time), or add "
+                                      "--use_parallel_vae to split its rows over the ranks"});
     if (job.use_dynamic_cfg)
       out.push_back({"use_dynamic_cfg", "--use_dynamic_cfg: CogVideoX's guidance rule; Wan guides with a "
                                         "constant scale; leave it out"});
@@ -297,7 +318,8 @@ class Wan final : public Family {
     if (wan(m).vae && job.height > 0) {
       // The decoder's widest full-size level, a few copies, for a batch of four frames and its two-frame cache.
       const auto dims = wan(m).vae->decoder_dims();
-      e.vae_gib = 6.0 * 4 * job.height * job.width * dims.back() * b / kGiB + 0.5;
+      const int patch = wan(m).vae->patch_size;
+      e.vae_gib = 6.0 * 4 * job.height * job.width * dims.back() * b / (patch * patch) / kGiB + 0.5;
       if (p.use_parallel_vae) e.vae_gib = (e.vae_gib - 0.5) / p.world_size() + 0.5;
     }
     return e;

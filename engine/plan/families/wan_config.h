@@ -32,6 +32,10 @@ struct WanTransformerConfig {
   int image_dim = 0;            // the image encoder's width; 0: no image tokens
   int added_kv_proj_dim = 0;    // the image tokens' key/value projections' input; 0: none
   int pos_embed_seq_len = 0;    // learned positions of the image tokens (FLF2V: 2 x 257); 0: none
+  // Wan2.2 TI2V-5B: model_index.json's expand_timesteps (a pipeline field, copied here as the folder is read):
+  // a timestep per token, so that a picture, when given, replaces the first latent frame, whose tokens are
+  // told they are clean (timestep 0).
+  bool expand_timesteps = false;
   int inner_dim() const { return num_attention_heads * attention_head_dim; }
   int patch_volume() const { return patch_size[0] * patch_size[1] * patch_size[2]; }
 };
@@ -59,6 +63,7 @@ struct WanParts final : FamilyParts {
   std::optional<WanVaeConfig> vae;
   std::optional<ClipVisionConfig> image_encoder;  // with image_processor, where transformer's image_dim is set
   std::optional<ClipImageProcessorConfig> image_processor;
+  // The picture enters as channels of the transformer's input: it needs one.
   bool image_to_video() const { return transformer.in_channels > transformer.out_channels; }
 };
 
