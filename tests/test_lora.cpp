@@ -11,6 +11,8 @@
 #include <ATen/ops/linear.h>
 #include <ATen/ops/randn.h>
 
+#include "hub/hashing.h"
+#include "io/safetensors/safetensors_file.h"
 #include "io/weights/tensor_file.h"
 #include "models/family_runtime.h"
 #include "models/layers/layers.h"
@@ -100,8 +102,9 @@ TEST(LoraList, strengths_follow_the_last_colon_and_repeats_add) {
 }
 
 // dit-launch from the case's words with `adapters` (name -> strength) and `flags`; the saved tensors.
-io::TensorFile run_case(const test::TempDir& tmp, const std::string& c, const nlohmann::json& adapters,
-                        const std::string& flags) {
+// dit-launch from the case's words with `adapters` (name -> strength) and `flags`; the file of saved tensors.
+std::string run_case(const test::TempDir& tmp, const std::string& c, const nlohmann::json& adapters,
+                     const std::string& flags) {
   const auto g = test::golden_json(c);
   static int runs = 0;  // a file each
   const std::string out = tmp.path("run" + std::to_string(++runs) + ".safetensors");
@@ -118,15 +121,16 @@ io::TensorFile run_case(const test::TempDir& tmp, const std::string& c, const nl
   for (std::string w; words >> w;) args.push_back(w);
   const auto r = test::run(test::bin("dit-launch"), args, 240000);
   if (r.code != 0) throw std::runtime_error("dit-launch failed: " + r.err);
-  return io::TensorFile(out, "run");
+  return out;
 }
 
 // The case's variant run; its tensors against the variant's golden.
 void expect_variant(const std::string& c, const std::string& variant, const std::string& flags) {
   const auto g = test::golden_json(c);
   test::TempDir tmp;
-  const auto f = run_case(tmp, c, g["variants"][variant]["adapters"], flags);
   const auto& v = g["variants"][variant];
+  const std::string out = run_case(tmp, c, v["adapters"], flags);
+  const io::TensorFile f(out, "run");
   const double latents = test::max_abs_diff(f.get("final_latents", -1, "").narrow(0, 0, 1),
                                             test::golden_tensor(c, v["final_latents"]));
   const std::string pixels = g.contains("num_frames") ? "video" : "image";
@@ -135,6 +139,21 @@ void expect_variant(const std::string& c, const std::string& variant, const std:
               pixels.c_str(), decoded);
   EXPECT_LT(latents, 1e-3);
   EXPECT_LT(decoded, 1e-3);
+  // The run's metadata names each LoRA with its strength, and what each file was, in order.
+  const auto meta = io::SafetensorsFile::open(out)->metadata();
+  std::vector<std::string> files, sums;
+  for (const auto& [adapter, weight] : v["adapters"].items()) {
+    files.push_back(lora_file(c, adapter));
+    sums.push_back(hub::sha256_of_file(files.back()));
+  }
+  const auto listed = meta.at("lora"), hashed = meta.at("lora_sha256");
+  size_t at = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    EXPECT_NE(listed.find(files[i] + ":"), std::string::npos) << listed;
+    EXPECT_EQ(hashed.substr(at, sums[i].size()), sums[i]) << hashed;
+    at += sums[i].size() + 1;
+  }
+  EXPECT_EQ(at, hashed.size() + 1) << hashed;
 }
 
 TEST(LoraRuns, flux_each_format_and_both_together) {
@@ -153,7 +172,7 @@ TEST(LoraRuns, beside_a_quantized_transformer_as_on_the_float_one) {
   const auto both = test::golden_json(kFlux.name)["variants"]["both"]["adapters"];
   const std::string gguf = "--transformer " + test::golden_case("flux_gguf_tiny") + "/transformer-Q8_0.gguf";
   const auto latents = [&](const nlohmann::json& adapters, const std::string& flags) {
-    return run_case(tmp, kFlux.name, adapters, flags).get("final_latents", -1, "");
+    return io::TensorFile(run_case(tmp, kFlux.name, adapters, flags), "run").get("final_latents", -1, "");
   };
   const auto float_base = latents(nlohmann::json::object(), ""), float_lora = latents(both, "");
   const auto q8_base = latents(nlohmann::json::object(), gguf), q8_lora = latents(both, gguf);

@@ -12,6 +12,7 @@
 #include "pipeline/decode.h"
 #include "plan/error.h"
 #include "plan/family.h"
+#include "plan/lora_choice.h"
 #include "plan/output_format.h"
 #include "video/clip_writer.h"
 #include "video/image_writer.h"
@@ -79,6 +80,14 @@ std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const 
       m[key] = *path;
       m[std::string(key) + "_size"] = std::to_string(p.width) + "x" + std::to_string(p.height);
       m[std::string(key) + "_sha256"] = hub::sha256_of_file(*path);
+    }
+  // The LoRAs merged, as given (each file with its strength), and what each file was, in the same order.
+  for (auto [key, list] : {std::pair{"lora", &job.lora}, std::pair{"lora_2", &job.lora_2}})
+    if (!list->empty()) {
+      m[key] = *list;
+      std::string sums;
+      for (const auto& use : plan::parse_loras(*list)) sums += (sums.empty() ? "" : ",") + hub::sha256_of_file(use.file);
+      m[std::string(key) + "_sha256"] = sums;
     }
   return m;
 }
