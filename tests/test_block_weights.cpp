@@ -1,5 +1,5 @@
-// The blocks' weights kept elsewhere between calls and whole while a block runs: --shard_weights (each ring x
-// Ulysses rank keeps 1/N of every block, gathered before it runs) and --offload blocks (host memory, copied in).
+// The blocks' weights kept elsewhere between calls and whole while a block runs: --shard_weights (each CFG x
+// ring x Ulysses rank keeps 1/N of every block, gathered before it runs) and --offload blocks (host memory, copied in).
 // A call equals the unsharded one bit for bit, a rank keeps its share and no whole block between calls (the
 // block that runs is gathered into one buffer kept from block to block), and
 // whole runs meet the reference cases (CogVideoX-5B, Wan2.1 and FLUX.1 shapes) in the mixes that shard.
@@ -47,13 +47,17 @@ int64_t held_block_values(const models::DitModel& m) {
 
 }  // namespace
 
-class ShardedCall : public ::testing::TestWithParam<int> {};  // ulysses x ring: (2, 1), (1, 2), (2, 2)
+// ulysses x ring x CFG: (2, 1, 1), (1, 2, 1), (2, 2, 1), (1, 1, 2), (2, 1, 2)
+class ShardedCall : public ::testing::TestWithParam<int> {};
 
 TEST_P(ShardedCall, equals_the_unsharded_call_and_keeps_a_share) {
   const std::string c = "cogvx5b_tiny";
   plan::ParallelConfig p;
-  p.ulysses_degree = GetParam() == 1 ? 1 : 2;
-  p.ring_degree = GetParam() == 0 ? 1 : 2;
+  const int mix = GetParam();
+  p.ulysses_degree = mix == 1 || mix == 3 ? 1 : 2;
+  p.ring_degree = mix == 1 || mix == 2 ? 2 : 1;
+  p.use_cfg_parallel = mix >= 3;
+  p.shard_weights = true;  // the mesh then makes the group that shards (CFG x ring x Ulysses)
   const auto folder = plan::read_model_folder(test::golden_case(c));
   const auto s = step0(c);
   std::vector<std::string> notes(size_t(p.world_size()));
@@ -63,11 +67,11 @@ TEST_P(ShardedCall, equals_the_unsharded_call_and_keeps_a_share) {
     parallel::ParallelTransformer call(*model, mesh);
     const auto whole = call(s.in, pos);
     const int64_t bytes = block_bytes(*model);
-    auto shards = std::make_shared<parallel::ShardedBlocks>(mesh.group(plan::Dim::Sequence));
+    auto shards = std::make_shared<parallel::ShardedBlocks>(mesh.group(plan::Dim::Replica));
     model->set_block_weights(shards);
     std::ostringstream note;
     if (held_block_values(*model) != 0) note << "whole blocks kept; ";
-    const int n = p.sp_degree();
+    const int n = p.replica_degree();
     if (int64_t(shards->shard_bytes()) < bytes / n || int64_t(shards->shard_bytes()) > bytes / n + 64 * 2 * 64)
       note << "keeps " << shards->shard_bytes() << " bytes of " << bytes << " over " << n << " ranks; ";
     const auto sharded = call(s.in, pos);
@@ -86,7 +90,7 @@ TEST_P(ShardedCall, equals_the_unsharded_call_and_keeps_a_share) {
     }
     if (places.size() != 1) note << "blocks gathered into " << places.size() << " buffers; ";
     // Given at the start of the load, the shards take each block as it loads: the same shares, the same call.
-    auto at_load = std::make_shared<parallel::ShardedBlocks>(mesh.group(plan::Dim::Sequence));
+    auto at_load = std::make_shared<parallel::ShardedBlocks>(mesh.group(plan::Dim::Replica));
     auto loaded_sharded = models::load_transformer(folder, at::kFloat, at::kCPU, {}, 0, at_load);
     if (held_block_values(*loaded_sharded) != 0) note << "whole blocks kept when sharded at load; ";
     if (at_load->shard_bytes() != shards->shard_bytes()) note << "sharded at load keeps " << at_load->shard_bytes() << " bytes; ";
@@ -100,7 +104,7 @@ TEST_P(ShardedCall, equals_the_unsharded_call_and_keeps_a_share) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Mixes, ShardedCall, ::testing::Values(0, 1, 2));
+INSTANTIATE_TEST_SUITE_P(Mixes, ShardedCall, ::testing::Values(0, 1, 2, 3, 4));
 
 // (Wan's and the others' whole runs offloaded are below.)
 TEST(OffloadedBlocks, a_call_equals_the_resident_one) {
@@ -154,10 +158,12 @@ INSTANTIATE_TEST_SUITE_P(Mixes, ShardedRun,
                          ::testing::Values("cogvx5b_tiny --ulysses_degree 2 --shard_weights",
                                            "cogvx5b_tiny --ring_degree 2 --shard_weights",
                                            "cogvx5b_tiny --use_cfg_parallel --ulysses_degree 2 --shard_weights",
+                                           "cogvx5b_tiny --use_cfg_parallel --shard_weights",
                                            "cogvx5b_tiny --ulysses_degree 2 --ring_degree 2 --shard_weights",
                                            "cogvx5b_tiny --offload blocks",
                                            "wan21_tiny --ulysses_degree 2 --shard_weights",
                                            "wan21_tiny --use_cfg_parallel --ring_degree 2 --shard_weights",
+                                           "wan21_tiny --use_cfg_parallel --shard_weights",
                                            "wan21_tiny --ulysses_degree 2 --ring_degree 2 --shard_weights",
                                            "wan21_tiny --pipefusion_parallel_degree 2 --ulysses_degree 2 "
                                            "--warmup_steps 4 --shard_weights",

@@ -57,6 +57,8 @@ TEST_F(PlanParallel, rank_layout_is_xdits) {
   EXPECT_EQ(plan::group_of(13, plan::Dim::Ulysses, p), std::vector<int>({12, 13}));
   EXPECT_EQ(plan::group_of(13, plan::Dim::Ring, p), std::vector<int>({13, 15}));
   EXPECT_EQ(plan::group_of(13, plan::Dim::Sequence, p), std::vector<int>({12, 13, 14, 15}));
+  // --shard_weights' group: both guidance branches' sequence ranks, in CFG then sequence order.
+  EXPECT_EQ(plan::group_of(13, plan::Dim::Replica, p), std::vector<int>({8, 9, 10, 11, 12, 13, 14, 15}));
   EXPECT_EQ(plan::group_of(13, plan::Dim::Cfg, p), std::vector<int>({9, 13}));
   EXPECT_EQ(plan::group_of(13, plan::Dim::Data, p), std::vector<int>({5, 13}));
 }
@@ -90,6 +92,40 @@ TEST_F(PlanParallel, cfg_parallel_needs_guidance) {
   auto j = job();
   j.guidance_scale = 1.0;
   EXPECT_TRUE(has(plan::validate_parallel(cfg(1, 1, true), j, model_, 2), "use_cfg_parallel", {"turns guidance off"}));
+}
+
+TEST_F(PlanParallel, shard_weights_needs_ranks_that_run_together) {
+  auto p = cfg(1, 1);
+  p.shard_weights = true;
+  EXPECT_TRUE(has(plan::validate_parallel(p, job(), model_, 1), "shard_weights", {"--use_cfg_parallel", "--ulysses_degree"}));
+  p.use_cfg_parallel = true;  // the two guidance branches run the same blocks side by side
+  for (const auto& problem : plan::validate_parallel(p, job(), model_, 2)) ADD_FAILURE() << problem.message;
+}
+
+// Wan keeps a step cache's context per guidance branch: sharded across the branches, one could skip a block the
+// other gathers. Refused with a cache; sharding over sequence ranks with it, or across the branches without it,
+// is fine.
+TEST(PlanWan, cfg_sharding_with_a_branch_cache_is_refused) {
+  const auto model = plan::read_model_folder(test::golden_case("wan21_tiny"));
+  plan::JobSpec j;
+  j.prompt = "a boat";
+  j.height = 64, j.width = 96, j.num_frames = 9;
+  j.use_fbcache = true;
+  plan::apply_model_defaults(j, model);
+  plan::ParallelConfig p;
+  p.use_cfg_parallel = true;
+  p.shard_weights = true;
+  const auto problems = plan::validate_parallel(p, j, model, 2);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].field, "use_fbcache");
+  EXPECT_TRUE(test::contains(problems[0].message, "--shard_weights")) << problems[0].message;
+  EXPECT_TRUE(test::contains(problems[0].message, "--ulysses_degree")) << problems[0].message;
+  j.use_fbcache = false;
+  EXPECT_TRUE(plan::validate_parallel(p, j, model, 2).empty());
+  j.use_fbcache = true;
+  p.use_cfg_parallel = false;
+  p.ulysses_degree = 2;
+  EXPECT_TRUE(plan::validate_parallel(p, j, model, 2).empty());
 }
 
 TEST_F(PlanParallel, data_parallel_needs_videos_to_split) {
@@ -261,6 +297,13 @@ TEST(PlanFlux, memory_follows_how_the_weights_are_kept) {
   ASSERT_EQ(with_ranks.size(), 4u);
   EXPECT_EQ(with_ranks[3].flag, "--shard_weights");
   EXPECT_TRUE(with_ranks[3].fits);
+  // CFG's two ranks run the same blocks side by side: they shard as two Ulysses ranks do, to the same peak.
+  plan::ParallelConfig branches;
+  branches.use_cfg_parallel = true;
+  const auto with_branches = plan::storage_choices(branches, job, model, 2, 16.0);
+  ASSERT_EQ(with_branches.size(), 4u);
+  EXPECT_EQ(with_branches[3].flag, "--shard_weights");
+  EXPECT_TRUE(with_branches[3].fits);
 }
 
 // Wan2.2-T2V-A14B's published configs: two experts of Wan2.1-14B's shape (40 layers of width 5120, about

@@ -111,6 +111,10 @@ std::shared_ptr<Mesh> Mesh::create(const plan::ParallelConfig& cfg, const DistEn
     auto members = plan::group_of(env.rank, dim, cfg);
     if (members.size() > 1) m->groups_[dim] = make(name, members);
   }
+  // --shard_weights' group (the same group as the sequence's when there is no CFG parallelism).
+  if (cfg.shard_weights)
+    if (auto members = plan::group_of(env.rank, plan::Dim::Replica, cfg); members.size() > 1)
+      m->groups_[plan::Dim::Replica] = make("replica", members);
   // No rank leaves before every rank has connected every group: a rank that then fails fast (an input
   // check) would close its side of a connection a peer is still completing, and the peer would report a
   // lost connection instead of waiting to be told the real error.

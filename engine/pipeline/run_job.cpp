@@ -98,7 +98,7 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
   // They take each block as it loads: the rank never holds the whole transformer.
   const auto load = [&](int expert) {
     std::shared_ptr<models::BlockWeights> kept;
-    if (mesh.config().shard_weights) kept = std::make_shared<parallel::ShardedBlocks>(mesh.group(plan::Dim::Sequence));
+    if (mesh.config().shard_weights) kept = std::make_shared<parallel::ShardedBlocks>(mesh.group(plan::Dim::Replica));
     else if (job.offload == "blocks") kept = std::make_shared<models::OffloadedBlocks>(device);
     auto t = models::load_transformer(model, dtype, device, blocks, expert, std::move(kept));
     compat::give_back_free_heap();  // what the load's temporaries held

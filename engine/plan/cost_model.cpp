@@ -86,9 +86,9 @@ StepWork count_step_work(const ParallelConfig& p, const JobSpec& job_in, const M
   const int patches = S > 1 && pipelined ? p.num_pipeline_patch : 1;
   w.ops = calls * (w.blocks * costs.ops_per_block * patches + costs.ops_per_call) + costs.ops_per_step;
 
-  if (p.shard_weights && sp > 1) {  // every block call gathers the block's other shards
+  if (const int n = p.replica_degree(); p.shard_weights && n > 1) {  // every block call gathers its other shards
     w.weight_calls = int(calls * w.blocks * patches);
-    w.weight_bytes = w.weight_calls * estimate_memory(p, job, model, b).block_weight_gib * kGiB * (sp - 1) / sp;
+    w.weight_bytes = w.weight_calls * estimate_memory(p, job, model, b).block_weight_gib * kGiB * (n - 1) / n;
   }
   const double qkv = w.batch * Hp * d * w.tokens * b;  // one of q, k, v or the output, on this rank
   if (U > 1) {
@@ -144,7 +144,7 @@ Prediction predict(const ParallelConfig& p, const JobSpec& job_in, const ModelFo
   auto collectives = [&](const StepWork& w) {
     return link_time(c, w.ulysses_bytes, w.ulysses_calls, ulysses_bw) + link_time(c, w.ring_bytes, w.ring_calls, ring_bw) +
            link_time(c, w.gather_bytes, w.gather_calls, gather_bw) +
-           link_time(c, w.weight_bytes, w.weight_calls, group_bytes_per_s(c, p, Dim::Sequence));
+           link_time(c, w.weight_bytes, w.weight_calls, group_bytes_per_s(c, p, Dim::Replica));
   };
   auto pipe_time = [&](const StepWork& w) { return link_time(c, w.pipe_bytes * w.pipe_hops, w.pipe_hops, pipe_bw); };
   Prediction r;
@@ -225,12 +225,13 @@ std::vector<Prediction> rank_configs(const JobSpec& job_in, const ModelFolder& m
       p.use_parallel_vae = true;
       if (validate_parallel(p, job, model, processes).empty()) configs.push_back(p);
     }
-  // Each with sequence ranks also with its blocks sharded over them: slower by the gathers, less memory.
+  // Each with ranks that run the same blocks (CFG, sequence) also with its blocks sharded over them: slower by
+  // the gathers, less memory.
   for (size_t i = 0, n = configs.size(); i < n; ++i)
-    if (configs[i].sp_degree() > 1 && job.offload.empty()) {
+    if (configs[i].replica_degree() > 1 && job.offload.empty()) {
       ParallelConfig p = configs[i];
       p.shard_weights = true;
-      configs.push_back(p);
+      if (validate_parallel(p, job, model, processes).empty()) configs.push_back(p);
     }
   std::vector<Prediction> out;
   for (const auto& p : configs) out.push_back(predict(p, job, model, cal, b, memory_gib));

@@ -271,11 +271,11 @@ const std::vector<Option> kOptions = {
      "Every rank decodes a band of rows of the frames: the decode's time and memory divided among the ranks, "
      "with the same result as one process."},
     {{"shard_weights", K::Switch, "", 0, 0, "", S::Parallel,
-      "each ring x Ulysses rank keeps 1/N of every block's weights and gathers a block whole just before it runs "
-      "(exact; weights per rank ~1/N plus two blocks)"},
+      "each CFG x ring x Ulysses rank keeps 1/N of every block's weights and gathers a block whole just before it "
+      "runs (exact; weights per rank ~1/N plus one block)"},
      &ParallelConfig::shard_weights, "Shard weights",
-     "Spreads the transformer's blocks over the sequence-parallel ranks, as FSDP does: each keeps a share and "
-     "gathers a block just before running it. A model too large for one GPU then fits on several, with the "
+     "Spreads the transformer's blocks over the CFG- and sequence-parallel ranks, as FSDP does: each keeps a "
+     "share and gathers a block just before running it. A model too large for one GPU then fits on several, with the "
      "same result; the gathering costs time on slower links."},
 };
 

@@ -98,12 +98,15 @@ std::vector<int> group_of(int rank, Dim dim, const ParallelConfig& p) {
     case Dim::Ring: with([](RankCoords& c, int i) { c.ring = i; }, p.ring_degree); break;
     case Dim::Ulysses: with([](RankCoords& c, int i) { c.ulysses = i; }, p.ulysses_degree); break;
     case Dim::Sequence:
-      for (int ring = 0; ring < p.ring_degree; ++ring)
-        for (int u = 0; u < p.ulysses_degree; ++u) {  // in the order of sequence_part
-          RankCoords c = me;
-          c.ring = ring, c.ulysses = u;
-          out.push_back(rank_of(c, p));
-        }
+    case Dim::Replica:
+      for (int cfg = 0; cfg < (dim == Dim::Replica ? p.cfg_degree() : 1); ++cfg)
+        for (int ring = 0; ring < p.ring_degree; ++ring)
+          for (int u = 0; u < p.ulysses_degree; ++u) {  // in the order of sequence_part
+            RankCoords c = me;
+            if (dim == Dim::Replica) c.cfg = cfg;
+            c.ring = ring, c.ulysses = u;
+            out.push_back(rank_of(c, p));
+          }
       break;
   }
   return out;
@@ -146,10 +149,11 @@ void check_shape(const ParallelConfig& p, const JobSpec& job, const ModelFolder&
                                            " ranks cannot share the " + std::to_string(job.height / model.vae_scale_spatial()) +
                                            " latent rows of a " + std::to_string(job.height) +
                                            "-pixel-high video; drop --use_parallel_vae or use fewer ranks"});
-  if (p.shard_weights && p.sp_degree() == 1)
-    out.push_back({"shard_weights", "--shard_weights spreads each block's weights over the ring x Ulysses ranks of a "
-                                    "replica, and this configuration has one; add --ulysses_degree or --ring_degree "
-                                    "(PipeFusion already divides the blocks among its stages)"});
+  if (p.shard_weights && p.replica_degree() == 1)
+    out.push_back({"shard_weights", "--shard_weights spreads each block's weights over the ranks that run it together "
+                                    "(CFG x ring x Ulysses), and this configuration has one; add --use_cfg_parallel, "
+                                    "--ulysses_degree or --ring_degree (PipeFusion already divides the blocks among its "
+                                    "stages)"});
   if (p.shard_weights && job.offload == "blocks")
     out.push_back({"shard_weights", "--shard_weights and --offload blocks both keep the blocks' weights off the "
                                     "device between calls; choose one"});
@@ -165,6 +169,14 @@ void check_shape(const ParallelConfig& p, const JobSpec& job, const ModelFolder&
                               ": a step cache runs or reuses the blocks of a whole call at once, while PipeFusion's "
                               "stages each hold some of them and work on different patches at once; split the work "
                               "with --ulysses_degree, --ring_degree, --use_cfg_parallel or --data_parallel_degree"});
+  // Where each guidance branch keeps its own cache context (Wan), each CFG rank decides alone which blocks its
+  // call runs; with the weights sharded across the branches a rank that skips would leave the other waiting in
+  // the next block's gather.
+  if (cache && p.shard_weights && p.use_cfg_parallel && rules.calls_per_guidance_branch())
+    out.push_back({cache, std::string("--") + cache + " with --use_cfg_parallel and --shard_weights: on " +
+                              rules.name() + " each guidance branch decides alone which blocks to skip, and weights "
+                              "sharded across the branches need both to run the same blocks; drop --use_cfg_parallel "
+                              "(shard over --ulysses_degree or --ring_degree instead), or the cache"});
   if (p.pipefusion_parallel_degree > blocks)
     out.push_back({"pipefusion_parallel_degree", "--pipefusion_parallel_degree " +
                                                      std::to_string(p.pipefusion_parallel_degree) + ": the model has " +
@@ -245,10 +257,11 @@ double transformer_gib(const ParallelConfig& p, const JobSpec& job, const ModelF
   const auto [first, end] = stage_blocks(rules_of(m).blocks(m), 0, p.pipefusion_parallel_degree);  // the largest
   const int blocks_here = end - first;
   const double all = rules_of(m).blocks(m) * block_params + other_params;
-  // Sharded, a rank keeps 1/N of each block and gathers one whole (two while the gathered parts are joined);
-  // offloaded, the blocks stay in host memory and one is copied in at a time.
-  const double resident = job.offload == "blocks" ? 1 : p.shard_weights ? blocks_here / double(p.sp_degree()) + 2
-                                                                        : blocks_here;
+  // Sharded, a rank keeps 1/N of each block and gathers the one that runs into a buffer kept from block to block
+  // (parallel/sharded_blocks.cpp); offloaded, the blocks stay in host memory and one is copied in at a time.
+  const double resident = job.offload == "blocks" ? 1
+                           : p.shard_weights       ? blocks_here / double(p.replica_degree()) + 1
+                                                   : blocks_here;
   const double weights = (resident * block_params + other_params) * weight_bytes_per_param(job, all, b);
   double tokens = 0;
   if (job.height > 0 && job.width > 0 && job.num_frames > 0)

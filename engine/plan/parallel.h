@@ -26,10 +26,13 @@ struct ParallelConfig {
   bool use_cfg_parallel = false;
   int data_parallel_degree = 1;
   bool use_parallel_vae = false;  // every rank decodes a band of rows (parallel/parallel_vae.*)
-  bool shard_weights = false;     // the ring x Ulysses ranks each keep 1/N of every block (parallel/sharded_blocks.*)
+  bool shard_weights = false;     // the CFG x ring x Ulysses ranks each keep 1/N of every block (parallel/sharded_blocks.*)
 
   int cfg_degree() const { return use_cfg_parallel ? 2 : 1; }
   int sp_degree() const { return ulysses_degree * ring_degree; }
+  // The ranks that run the same blocks at the same time (one PipeFusion stage of one data replica), over which
+  // --shard_weights spreads them.
+  int replica_degree() const { return cfg_degree() * sp_degree(); }
   int world_size() const {
     return data_parallel_degree * cfg_degree() * pipefusion_parallel_degree * ring_degree * ulysses_degree;
   }
@@ -51,7 +54,8 @@ int rank_of(const RankCoords& c, const ParallelConfig& p);
 // A rank's part of the sequence under ring x Ulysses: Ulysses' ranks side by side within each ring position.
 int sequence_part(int ring, int ulysses, const ParallelConfig& p);
 
-enum class Dim { Data, Cfg, PipeFusion, Ring, Ulysses, Sequence /* Ring x Ulysses */ };
+// Sequence: Ring x Ulysses. Replica: CFG x Sequence, the ranks that run the same blocks side by side.
+enum class Dim { Data, Cfg, PipeFusion, Ring, Ulysses, Sequence, Replica };
 // The ranks that share every coordinate with `rank` except those of `dim`, in group order.
 std::vector<int> group_of(int rank, Dim dim, const ParallelConfig& p);
 

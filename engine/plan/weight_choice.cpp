@@ -90,7 +90,7 @@ std::vector<StorageChoice> storage_choices(const ParallelConfig& p, const JobSpe
     j.offload = "blocks";
     add("--offload blocks", p, j);
   }
-  if (!p.shard_weights && p.sp_degree() > 1 && job.offload.empty()) {
+  if (!p.shard_weights && p.replica_degree() > 1 && job.offload.empty()) {
     ParallelConfig q = p;
     q.shard_weights = true;
     add("--shard_weights", q, job);
