@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "gui/models/models_view.h"
+#include "io/safetensors/safetensors_file.h"
 #include "gui/window/main_window.h"
 #include "plan/family.h"
 #include "plan/field_labels.h"
@@ -379,6 +380,58 @@ class TestStudioCompose : public QObject {
     c.set_model_dir(QString::fromStdString(test::golden_case("flux_words_tiny")));
     QVERIFY(!c.image->isVisibleTo(&c));
     QCOMPARE(c.job().image_file, std::string());
+  }
+
+  // LoRAs: a row per file with its strength, in the job as --lora takes them and back; a file kohya trained offers
+  // its most trained words for the prompt; one that cannot be read is a problem under the list; the second
+  // expert's list shows for Wan2.2 only.
+  void loras_are_listed_with_strengths() {
+    MainWindow w(tmp_.path() + "/loras");
+    w.show();
+    wait_for_devices(w);
+    auto& c = w.compose_panel();
+    c.set_model_dir(QString::fromStdString(test::golden_case("flux_words_tiny")));
+    c.prompt->setPlainText("a lighthouse");
+    QVERIFY(c.loras->isVisibleTo(&c));
+    QVERIFY(!c.loras_2->isVisibleTo(&c));
+    const std::string kohya = test::golden_case("flux_lora_tiny") + "/lora_kohya.safetensors";
+    c.loras->add(QString::fromStdString(kohya), 0.8);
+    QCOMPARE(c.job().lora, kohya + ":0.8");
+    c.loras->strength(0)->setValue(1.25);
+    QCOMPARE(c.job().lora, kohya + ":1.25");
+    QVERIFY(!c.loras->triggers(0)->isVisible());  // trained without tags: no words to offer
+    QCOMPARE(c.problems().text("lora"), QString());
+
+    const float zero = 0;
+    const std::string tagged = tmp_.path().toStdString() + "/pixel_style.safetensors";
+    io::write_safetensors(tagged, {{"lora_unet_x.lora_down.weight", io::DType::F32, {1}, &zero}},
+                          {{"ss_tag_frequency", R"({"10_pxl": {"pxlart": 12, "pixel art": 30, "sprite": 3}})"}});
+    c.loras->add(QString::fromStdString(tagged));
+    QCOMPARE(c.job().lora, kohya + ":1.25," + tagged + ":1");
+    const QString words = c.loras->triggers(1)->text();
+    QVERIFY2(words.indexOf("pixel art") < words.indexOf("pxlart") && words.contains("sprite"), qPrintable(words));
+    Q_EMIT c.loras->triggers(1)->linkActivated("pixel art");
+    QCOMPARE(c.prompt->toPlainText(), QString("a lighthouse, pixel art"));
+
+    c.loras->add(tmp_.path() + "/missing.safetensors");
+    QVERIFY2(c.problems().text("lora").contains("cannot be read"), qPrintable(c.problems().text("lora")));
+    c.loras->remove(2);
+    QCOMPARE(c.problems().text("lora"), QString());
+    c.loras->remove(0);
+    QCOMPARE(c.job().lora, tagged + ":1");
+
+    // A job's list comes back as rows (a history entry, a sweep); the second expert's list shows for Wan2.2.
+    c.set_model_dir(QString::fromStdString(test::golden_case("wan22_tiny")));
+    QVERIFY(c.loras_2->isVisibleTo(&c));
+    auto j = c.job();
+    j.lora = kohya + ":0.5," + tagged;
+    j.lora_2 = tagged + ":-0.25";
+    c.set_job(j);
+    QCOMPARE(c.loras->count(), 2);
+    QCOMPARE(c.loras->strength(0)->value(), 0.5);
+    QCOMPARE(c.loras->strength(1)->value(), 1.0);
+    QCOMPARE(c.loras_2->strength(0)->value(), -0.25);
+    QCOMPARE(c.job().lora_2, tagged + ":-0.25");
   }
 
   void every_setting_has_a_tooltip() {

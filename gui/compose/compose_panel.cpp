@@ -147,7 +147,7 @@ QWidget* ComposePanel::build_prompt_section() {
 
 QWidget* ComposePanel::build_model_section() {
   auto* section = new QWidget;
-  auto* form = form_of(section);
+  auto* form = model_form_ = form_of(section);
   model_edit = new PathEdit;
   model_edit->setObjectName("model");
   auto* browse = new QPushButton(tr("Browse…"));
@@ -187,7 +187,18 @@ QWidget* ComposePanel::build_model_section() {
   family->setObjectName("family");
   family->setWordWrap(true);
   form->addRow(tr("Model"), family);
-  form->addRow(problems_.make({"model", "model_dir"}));
+  loras = new LoraList("lora");
+  loras_2 = new LoraList("lora_2");
+  form->addRow(label("lora"), loras);
+  form->addRow(label("lora_2"), loras_2);
+  for (auto* l : {loras, loras_2}) {
+    connect(l, &LoraList::changed, this, &ComposePanel::changed);
+    connect(l, &LoraList::trigger_chosen, this, [this](const QString& words) {  // added to the prompt, once
+      const QString text = prompt->toPlainText().trimmed();
+      if (!text.contains(words)) prompt->setPlainText(text.isEmpty() ? words : text + ", " + words);
+    });
+  }
+  form->addRow(problems_.make({"model", "model_dir", "lora", "lora_2"}));
   preset = new QComboBox;
   preset->setObjectName("preset");
   preset->setPlaceholderText(tr("Custom"));
@@ -362,6 +373,7 @@ void ComposePanel::show_family_fields() {
   prompt_form_->setRowVisible(image, takes_image || !offers.empty());
   image->set_offer(offers);
   prompt_form_->setRowVisible(last_image, rules.takes_last_image(*model_));
+  model_form_->setRowVisible(loras_2, rules.second_expert_boundary(*model_) > 0);
   sampling_form_->setRowVisible(dynamic_cfg, rules.dynamic_cfg());
   sampling_form_->setRowVisible(guidance_2, rules.takes_guidance_2(*model_));
   size_group->header->setText(rules.makes_video() ? tr("Size and length") : tr("Size"));
@@ -412,6 +424,8 @@ plan::JobSpec ComposePanel::job() const {
   j.negative_prompt = negative_prompt->text().toStdString();
   j.image_file = image->path().toStdString();
   j.last_image_file = last_image->path().toStdString();
+  j.lora = loras->value();
+  j.lora_2 = loras_2->value();
   j.seed = uint64_t(seed->value());
   j.width = width->value();
   j.height = height->value();
@@ -435,6 +449,7 @@ plan::JobSpec ComposePanel::job() const {
     if (!rules.takes_image(*model_) && plan::image_to_video_repos(rules).empty()) j.image_file.clear();
     if (!rules.takes_last_image(*model_)) j.last_image_file.clear();
     if (!rules.takes_guidance_2(*model_)) j.guidance_scale_2 = plan::JobSpec{}.guidance_scale_2;
+    if (rules.second_expert_boundary(*model_) <= 0) j.lora_2.clear();
   }
   return j;
 }
@@ -456,6 +471,7 @@ void ComposePanel::set_job(const plan::JobSpec& j) {
     const QSignalBlocker block(field);
     field->set_path(QString::fromStdString(*path));
   }
+  for (auto [list, value] : {std::pair{loras, &j.lora}, std::pair{loras_2, &j.lora_2}}) list->set_value(*value);
   seed->setValue(int(j.seed));
   width->setValue(j.width);
   height->setValue(j.height);

@@ -22,6 +22,7 @@
 
 #include "gui/widgets/collapsible.h"
 #include "gui/compose/compose_presets.h"
+#include "gui/compose/lora_list.h"
 #include "gui/compose/memory_group.h"
 #include "gui/compose/path_edit.h"
 #include "gui/compose/picture_field.h"
@@ -69,6 +70,8 @@ class ComposePanel : public QWidget {
   QLineEdit* negative_prompt;
   PictureField* image;       // image-to-video models: the picture the clip starts from
   PictureField* last_image;  // and, where the model can use one, the picture it ends on
+  LoraList* loras;           // the LoRAs applied to the transformer
+  LoraList* loras_2;         // Wan2.2: to its second (low-noise) expert
   QLabel *prompt_tokens, *prompt_2_tokens, *negative_tokens;  // "12 / 15 tokens", and what will be cut
   QSpinBox *seed, *width, *height, *frames, *fps, *steps;
   QComboBox* seed_mode;
@@ -105,7 +108,7 @@ class ComposePanel : public QWidget {
   ProblemLabels problems_;
   TokenCounter tokens_;
   WheelGuard wheel_guard_;
-  QFormLayout *prompt_form_, *size_form_, *sampling_form_, *decoding_form_;
+  QFormLayout *model_form_, *prompt_form_, *size_form_, *sampling_form_, *decoding_form_;
   QVBoxLayout *column_, *scrolled_;
   std::string defaults_of_;  // the variant (Variant::id) whose defaults the fields were last set to
   bool first_seed_use_ = true;  // "+1 each run" starts from the seed shown

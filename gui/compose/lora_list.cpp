@@ -1,0 +1,159 @@
+#include "gui/compose/lora_list.h"
+
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QMimeData>
+#include <QToolButton>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "io/safetensors/safetensors_file.h"
+#include "plan/lora_choice.h"
+
+namespace studio::gui {
+
+namespace {
+
+constexpr int kSliderSteps = 100;  // the slider's positions per unit of strength
+
+bool is_lora_file(const QString& path) { return path.endsWith(".safetensors", Qt::CaseInsensitive); }
+
+}  // namespace
+
+std::vector<std::string> lora_trigger_words(const std::string& file, size_t n) {
+  std::map<std::string, double> counts;
+  try {
+    const auto meta = io::SafetensorsFile::open(file)->metadata();
+    const auto it = meta.find("ss_tag_frequency");
+    if (it == meta.end()) return {};
+    const auto folders = nlohmann::json::parse(it->second);
+    for (const auto& [folder, words] : folders.items())
+      if (words.is_object())
+        for (const auto& [word, count] : words.items())
+          if (count.is_number()) counts[word] += count.get<double>();
+  } catch (const std::exception&) {
+    return {};  // unreadable files are the plan's to name; they have no words to offer
+  }
+  std::vector<std::pair<std::string, double>> sorted(counts.begin(), counts.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::string> out;
+  for (size_t i = 0; i < sorted.size() && i < n; ++i) out.push_back(sorted[i].first);
+  return out;
+}
+
+LoraList::LoraList(const char* field, QWidget* parent) : QWidget(parent) {
+  setObjectName(field);
+  setAcceptDrops(true);
+  auto* column = new QVBoxLayout(this);
+  column->setContentsMargins(0, 0, 0, 0);
+  list_ = new QVBoxLayout;
+  column->addLayout(list_);
+  add_button = new QPushButton(tr("Add LoRA..."));
+  add_button->setObjectName(QString(field) + "_add");
+  add_button->setToolTip(tr("Choose LoRA files (.safetensors) to apply to the model, or drop them here"));
+  column->addWidget(add_button, 0, Qt::AlignLeft);
+  connect(add_button, &QPushButton::clicked, this, [this] {
+    for (const auto& f : QFileDialog::getOpenFileNames(this, tr("Add LoRAs"), {}, tr("LoRA (*.safetensors)")))
+      add(f);
+  });
+}
+
+void LoraList::add(const QString& file, double strength) {
+  Row row;
+  row.file = file;
+  row.box = new QWidget;
+  auto* lines = new QVBoxLayout(row.box);
+  lines->setContentsMargins(0, 0, 0, 0);
+  auto* line = new QHBoxLayout;
+  auto* name = new QLabel(QFileInfo(file).fileName());
+  name->setToolTip(file);
+  row.slider = new QSlider(Qt::Horizontal);
+  row.slider->setRange(-2 * kSliderSteps, 2 * kSliderSteps);
+  row.strength = new QDoubleSpinBox;
+  row.strength->setRange(-10, 10);
+  row.strength->setSingleStep(0.05);
+  row.strength->setDecimals(2);
+  row.strength->setToolTip(tr("How strongly the LoRA applies: 1 as trained, 0 not at all"));
+  row.slider->setToolTip(row.strength->toolTip());
+  auto* remove_button = new QToolButton;
+  remove_button->setText(QStringLiteral("\u00d7"));
+  remove_button->setToolTip(tr("Remove this LoRA"));
+  line->addWidget(name, 1);
+  line->addWidget(row.slider, 1);
+  line->addWidget(row.strength);
+  line->addWidget(remove_button);
+  lines->addLayout(line);
+  row.triggers = new QLabel;
+  row.triggers->setWordWrap(true);
+  QStringList links;
+  for (const auto& w : lora_trigger_words(file.toStdString())) {
+    const auto word = QString::fromStdString(w).toHtmlEscaped();
+    links << QStringLiteral("<a href=\"%1\">%1</a>").arg(word);
+  }
+  row.triggers->setText(tr("Trained on: %1").arg(links.join(", ")));
+  row.triggers->setVisible(!links.isEmpty());
+  connect(row.triggers, &QLabel::linkActivated, this, &LoraList::trigger_chosen);
+  lines->addWidget(row.triggers);
+
+  row.strength->setValue(strength);
+  row.slider->setValue(int(std::lround(strength * kSliderSteps)));
+  QSlider* slider = row.slider;
+  QDoubleSpinBox* spin = row.strength;
+  connect(slider, &QSlider::valueChanged, this, [spin](int v) {
+    if (std::lround(spin->value() * kSliderSteps) != v) spin->setValue(double(v) / kSliderSteps);
+  });
+  connect(spin, &QDoubleSpinBox::valueChanged, this, [this, slider](double v) {
+    const QSignalBlocker quiet(slider);  // beyond the slider's range it rests at its end
+    slider->setValue(int(std::lround(v * kSliderSteps)));
+    Q_EMIT changed();
+  });
+  QWidget* box = row.box;
+  connect(remove_button, &QToolButton::clicked, this, [this, box] {
+    for (size_t i = 0; i < rows_.size(); ++i)
+      if (rows_[i].box == box) return remove(int(i));
+  });
+  list_->addWidget(row.box);
+  rows_.push_back(row);
+  Q_EMIT changed();
+}
+
+void LoraList::remove(int row) {
+  rows_.at(size_t(row)).box->deleteLater();
+  rows_.erase(rows_.begin() + row);
+  Q_EMIT changed();
+}
+
+std::string LoraList::value() const {
+  std::string list;
+  for (const auto& r : rows_)
+    list = plan::add_lora(list, r.file.toStdString() + ":" + QString::number(r.strength->value(), 'g', 6).toStdString());
+  return list;
+}
+
+void LoraList::set_value(const std::string& list) {
+  if (list == value()) return;
+  const QSignalBlocker quiet(this);
+  while (!rows_.empty()) remove(count() - 1);
+  for (const auto& use : plan::parse_loras(list)) add(QString::fromStdString(use.file), use.scale);
+}
+
+void LoraList::dragEnterEvent(QDragEnterEvent* e) {
+  if (!e->mimeData()->hasUrls()) return;
+  for (const auto& url : e->mimeData()->urls())
+    if (!is_lora_file(url.toLocalFile())) return;
+  e->acceptProposedAction();
+}
+
+void LoraList::dropEvent(QDropEvent* e) {
+  for (const auto& url : e->mimeData()->urls()) add(url.toLocalFile());
+  e->acceptProposedAction();
+}
+
+}  // namespace studio::gui
