@@ -35,6 +35,7 @@ class T5Encoder {
   // The relative position bias [1, heads, L, L] added to layer `layer`'s scores (every layer's for T5).
   at::Tensor position_bias(int64_t length, int layer = 0) const;
   at::Tensor embed(const at::Tensor& ids) const;
+  int64_t width() const { return cfg_.d_model; }
 
  private:
   struct Block {

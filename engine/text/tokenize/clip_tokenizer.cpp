@@ -1,7 +1,5 @@
 #include "text/tokenize/clip_tokenizer.h"
 
-#include <array>
-#include <climits>
 #include <filesystem>
 #include <sstream>
 
@@ -9,6 +7,7 @@
 
 #include "plan/error.h"
 #include "plan/model_folder.h"
+#include "text/tokenize/byte_bpe.h"
 #include "text/tokenize/unicode_text.h"
 
 namespace fs = std::filesystem;
@@ -19,21 +18,6 @@ namespace {
 
 constexpr const char* kStart = "<|startoftext|>";
 constexpr const char* kEnd = "<|endoftext|>";
-
-// GPT-2's reversible map of the 256 byte values to printable code points, so that BPE never sees a
-// space or a control character: printable Latin-1 bytes stand for themselves, the rest for 256 + n.
-const std::array<std::string, 256>& byte_symbols() {
-  static const std::array<std::string, 256> table = [] {
-    std::array<std::string, 256> t;
-    char32_t next = 256;
-    for (int b = 0; b < 256; ++b) {
-      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-      t[b] = unicode::encode(printable ? char32_t(b) : next++);
-    }
-    return t;
-  }();
-  return table;
-}
 
 // transformers' BasicTokenizer (no accent stripping, no punctuation split) then CLIP's pattern: the
 // pieces BPE is run on, as UTF-8.
@@ -157,7 +141,7 @@ ClipTokenizer ClipTokenizer::load(const std::string& dir) {
   return t;
 }
 
-const std::string& ClipTokenizer::byte_symbol(unsigned char b) { return byte_symbols()[b]; }
+const std::string& ClipTokenizer::byte_symbol(unsigned char b) { return text::byte_symbol(b); }
 
 int64_t ClipTokenizer::id_of(const std::string& symbol) const {
   auto it = vocab_.find(symbol);
@@ -166,32 +150,9 @@ int64_t ClipTokenizer::id_of(const std::string& symbol) const {
 
 std::vector<std::string> ClipTokenizer::bpe(const std::string& piece) const {
   std::vector<std::string> word;
-  for (unsigned char b : piece) word.push_back(byte_symbols()[b]);
+  for (unsigned char b : piece) word.push_back(text::byte_symbol(b));
   word.back() += "</w>";
-  while (word.size() > 1) {
-    int best = INT_MAX;
-    size_t at = 0;
-    for (size_t i = 0; i + 1 < word.size(); ++i) {
-      auto it = merge_rank_.find(word[i] + " " + word[i + 1]);
-      if (it != merge_rank_.end() && it->second < best) {
-        best = it->second;
-        at = i;
-      }
-    }
-    if (best == INT_MAX) break;
-    const std::string first = word[at], second = word[at + 1];
-    std::vector<std::string> merged;
-    for (size_t i = 0; i < word.size(); ++i) {
-      if (i + 1 < word.size() && word[i] == first && word[i + 1] == second) {
-        merged.push_back(first + second);
-        ++i;
-      } else {
-        merged.push_back(word[i]);
-      }
-    }
-    word = std::move(merged);
-  }
-  return word;
+  return merge_symbols(std::move(word), merge_rank_);
 }
 
 std::vector<int64_t> ClipTokenizer::tokenize(const std::string& text) const {

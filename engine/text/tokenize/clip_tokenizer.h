@@ -14,6 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "text/tokenize/byte_bpe.h"
+
 namespace studio::text {
 
 class ClipTokenizer {
@@ -45,7 +47,7 @@ class ClipTokenizer {
   int64_t id_of(const std::string& symbol) const;
 
   std::unordered_map<std::string, int64_t> vocab_;
-  std::unordered_map<std::string, int> merge_rank_;  // "first second" -> rank
+  MergeRanks merge_rank_;
   int64_t bos_ = 0, eos_ = 0, pad_ = 0, unk_ = 0;
   size_t model_max_length_ = 77;
 };

@@ -1,0 +1,25 @@
+// The config of a Qwen2 / Qwen2.5 language model used as a text encoder (HunyuanVideo-1.5's Qwen2.5-VL text
+// model), read from JSON alone. Qwen3 and Gemma 3 differ from it in ways docs/text-encoders.md lists.
+#pragma once
+#include <string>
+
+namespace studio::plan {
+
+// text_encoder/config.json of a Qwen2_5_VLTextModel (model_type "qwen2_5_vl_text"), of a whole Qwen2.5-VL model
+// (its "text_config"), or of a Qwen2 model. Defaults: Qwen2.5-VL-7B-Instruct's language model.
+struct QwenTextConfig {
+  int hidden_size = 3584;
+  int num_hidden_layers = 28;
+  int num_attention_heads = 28;
+  int num_key_value_heads = 4;  // grouped-query attention: query head h reads key/value head h / (heads / kv)
+  int intermediate_size = 18944;
+  int vocab_size = 152064;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 1e6;
+  int head_dim() const { return hidden_size / num_attention_heads; }
+  double parameters() const;  // the weights' count (7.1B for Qwen2.5-VL-7B's language model without its head)
+};
+
+QwenTextConfig parse_qwen_text_config(const std::string& json_text, const std::string& file);
+
+}  // namespace studio::plan

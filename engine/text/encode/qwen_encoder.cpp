@@ -1,0 +1,141 @@
+#include "text/encode/qwen_encoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <stdexcept>
+
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/embedding.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/pow.h>
+#include <ATen/ops/repeat_interleave.h>
+#include <ATen/ops/rsqrt.h>
+#include <ATen/ops/silu.h>
+#include <ATen/ops/softmax.h>
+#include <ATen/ops/tril.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/zeros.h>
+#include <c10/core/InferenceMode.h>
+
+#include "plan/error.h"
+
+namespace studio::text {
+
+namespace {
+
+// Qwen2's RMS norm: the variance in float32, the normalised values back in the input's dtype, then the weight.
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  const auto xf = x.to(at::kFloat);
+  return (xf * at::rsqrt(xf.pow(2).mean({-1}, true) + eps)).to(x.scalar_type()) * weight;
+}
+
+// x cos + rotate_half(x) sin, rotate_half(x) = [-x2, x1] over the two halves of each head.
+at::Tensor rotate_half_pairs(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  const int64_t half = x.size(-1) / 2;
+  const auto turned = at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+  return x * cos + turned * sin;
+}
+
+// Where the language model's weights are: as Qwen2_5_VLTextModel saves them, or inside a whole model's file.
+std::string weights_prefix(const io::WeightSet& w) {
+  for (const char* p : {"", "model.", "model.language_model.", "language_model.model.", "language_model."})
+    if (w.contains(std::string(p) + "embed_tokens.weight")) return p;
+  throw InputError("the text encoder's weights hold no embed_tokens.weight (under \"\", \"model.\" or "
+                   "\"model.language_model.\"); is this a Qwen2.5-VL text encoder?");
+}
+
+}  // namespace
+
+std::shared_ptr<QwenEncoder> QwenEncoder::load(const std::string& dir, const plan::QwenTextConfig& cfg,
+                                               at::ScalarType dtype, at::Device device) {
+  auto weights = io::WeightSet::open(dir, "model");
+  return load(weights, cfg, dtype, device);
+}
+
+std::shared_ptr<QwenEncoder> QwenEncoder::load(io::WeightSet& w, const plan::QwenTextConfig& cfg, at::ScalarType dtype,
+                                               at::Device device) {
+  auto e = std::make_shared<QwenEncoder>();
+  e->cfg_ = cfg;
+  e->dtype_ = dtype;
+  e->device_ = device;
+  const std::string p = weights_prefix(w);
+  const int64_t d = cfg.hidden_size, q = int64_t(cfg.num_attention_heads) * cfg.head_dim(),
+                kv = int64_t(cfg.num_key_value_heads) * cfg.head_dim(), ff = cfg.intermediate_size;
+  const models::WeightSource src{w, dtype, device};
+  e->embed_tokens_ = src.take(p + "embed_tokens.weight", {cfg.vocab_size, d});
+  for (int i = 0; i < cfg.num_hidden_layers; ++i) {
+    const std::string l = p + "layers." + std::to_string(i) + ".";
+    Layer layer;
+    layer.input_norm = src.take(l + "input_layernorm.weight", {d});
+    layer.q = models::Linear::load(src, l + "self_attn.q_proj", d, q, true);
+    layer.k = models::Linear::load(src, l + "self_attn.k_proj", d, kv, true);
+    layer.v = models::Linear::load(src, l + "self_attn.v_proj", d, kv, true);
+    layer.o = models::Linear::load(src, l + "self_attn.o_proj", q, d, false);
+    layer.post_norm = src.take(l + "post_attention_layernorm.weight", {d});
+    layer.gate = models::Linear::load(src, l + "mlp.gate_proj", d, ff, false);
+    layer.up = models::Linear::load(src, l + "mlp.up_proj", d, ff, false);
+    layer.down = models::Linear::load(src, l + "mlp.down_proj", ff, d, false);
+    e->layers_.push_back(std::move(layer));
+  }
+  e->final_norm_ = src.take(p + "norm.weight", {d});
+  // A whole model's file also holds its vision tower and its head, which a text encoder does not read.
+  std::set<std::string> others;
+  for (const auto& name : w.names())
+    if (name.rfind(p, 0) != 0 || name.rfind(p + "visual.", 0) == 0) others.insert(name);
+  others.insert("lm_head.weight");
+  w.expect_all_taken(others);
+  return e;
+}
+
+at::Tensor QwenEncoder::hidden_state(const at::Tensor& ids_in, const at::Tensor& mask_in, int index) const {
+  c10::InferenceMode guard;
+  const int n = num_layers();
+  if (index < 0) index += n + 1;
+  if (index < 0 || index > n)
+    throw std::out_of_range("QwenEncoder::hidden_state: no hidden state " + std::to_string(index) + " of " +
+                            std::to_string(n + 1));
+  if (ids_in.dim() != 2 || mask_in.sizes() != ids_in.sizes())
+    throw std::invalid_argument("QwenEncoder::hidden_state: ids and mask must be [B, L] alike");
+  const auto ids = ids_in.to(device_, at::kLong);
+  if (ids.min().item<int64_t>() < 0 || ids.max().item<int64_t>() >= cfg_.vocab_size)
+    throw InputError("text encoder: token ids outside the vocabulary of " + std::to_string(cfg_.vocab_size));
+  const int64_t B = ids.size(0), L = ids.size(1), H = cfg_.num_attention_heads, KV = cfg_.num_key_value_heads,
+                hd = cfg_.head_dim();
+  at::Tensor x = at::embedding(embed_tokens_, ids);
+  if (index == 0) return x;
+
+  // Positions 0..L-1 (the batch is padded on the right, so every prompt starts at 0).
+  const auto f32 = at::TensorOptions(at::kFloat).device(device_);
+  const auto inv_freq = 1.0 / at::pow(cfg_.rope_theta, at::arange(0, hd, 2, f32.dtype(at::kLong)).to(at::kFloat) / double(hd));
+  const auto freqs = at::arange(L, f32).unsqueeze(1) * inv_freq.unsqueeze(0);
+  const auto angles = at::cat({freqs, freqs}, -1);
+  const auto cos = angles.cos().to(dtype_), sin = angles.sin().to(dtype_);
+  // A query sees the keys at or before it that are tokens: 0 added to their scores, float32's lowest elsewhere.
+  const auto causal = at::tril(at::ones({L, L}, f32)).to(at::kBool);
+  const auto seen = causal.unsqueeze(0) & mask_in.to(device_).to(at::kBool).view({B, 1, L});
+  const auto bias = at::where(seen, at::zeros({1}, f32), at::full({1}, std::numeric_limits<float>::lowest(), f32)).unsqueeze(1);
+  const double scale = 1.0 / std::sqrt(double(hd));
+
+  for (int i = 0; i < std::min(index, n); ++i) {
+    const Layer& layer = layers_[size_t(i)];
+    auto h = rms_norm(x, layer.input_norm, cfg_.rms_norm_eps);
+    const auto heads = [&](const models::Linear& w, int64_t count) { return w(h).view({B, L, count, hd}).transpose(1, 2); };
+    const auto q = rotate_half_pairs(heads(layer.q, H), cos, sin);
+    const auto k = at::repeat_interleave(rotate_half_pairs(heads(layer.k, KV), cos, sin), H / KV, 1);
+    const auto v = at::repeat_interleave(heads(layer.v, KV), H / KV, 1);
+    const auto scores = at::matmul(q, k.transpose(-1, -2)).to(at::kFloat) * scale + bias;
+    const auto attn = at::matmul(at::softmax(scores, -1).to(dtype_), v);
+    x = x + layer.o(attn.transpose(1, 2).reshape({B, L, H * hd}));
+    h = rms_norm(x, layer.post_norm, cfg_.rms_norm_eps);
+    x = x + layer.down(at::silu(layer.gate(h)) * layer.up(h));
+  }
+  return index == n ? rms_norm(x, final_norm_, cfg_.rms_norm_eps) : x;
+}
+
+}  // namespace studio::text

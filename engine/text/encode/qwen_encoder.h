@@ -1,0 +1,48 @@
+// A Qwen2 / Qwen2.5 language model as a text encoder (transformers' Qwen2_5_VLTextModel, HunyuanVideo-1.5's):
+// token embeddings (not scaled), then per layer an RMS norm, attention with biases on q, k and v (none on o),
+// grouped-query (each key/value head serves heads / kv query heads), RoPE on half-split pairs
+// (x cos + [-x2, x1] sin; Qwen2.5-VL's M-RoPE is this for text, its three position streams being equal), causal
+// and padding mask; an RMS norm and the SiLU-gated MLP down(silu(gate(x)) * up(x)); a final norm. A pipeline
+// reads the hidden state of a chosen layer, so the layers after it never run.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "io/weights/weights.h"
+#include "models/layers/layers.h"
+#include "plan/qwen_config.h"
+
+namespace studio::text {
+
+class QwenEncoder {
+ public:
+  // text_encoder/ of a diffusers folder (model.safetensors, or shards named by model.safetensors.index.json);
+  // its weights as Qwen2_5_VLTextModel saves them, or under a whole model's "model." or "model.language_model."
+  // (the rest of a whole model's file, its vision tower and head, is not read).
+  static std::shared_ptr<QwenEncoder> load(const std::string& dir, const plan::QwenTextConfig& cfg,
+                                           at::ScalarType dtype, at::Device device);
+  static std::shared_ptr<QwenEncoder> load(io::WeightSet& weights, const plan::QwenTextConfig& cfg,
+                                           at::ScalarType dtype, at::Device device);
+
+  // transformers' hidden_states[index] for ids [B, L] (int64) with their mask [B, L] (1: a token, 0: padding
+  // on the right): 0 the embeddings, i the output of layer i, num_layers that of the last after the final norm;
+  // a negative index counts from the end (-1: the last). [B, L, hidden], in the encoder's dtype.
+  at::Tensor hidden_state(const at::Tensor& ids, const at::Tensor& mask, int index) const;
+  int num_layers() const { return int(layers_.size()); }
+
+ private:
+  struct Layer {
+    at::Tensor input_norm, post_norm;
+    models::Linear q, k, v, o, gate, up, down;
+  };
+  plan::QwenTextConfig cfg_;
+  at::ScalarType dtype_ = at::kFloat;
+  at::Device device_ = at::kCPU;
+  at::Tensor embed_tokens_, final_norm_;
+  std::vector<Layer> layers_;
+};
+
+}  // namespace studio::text
