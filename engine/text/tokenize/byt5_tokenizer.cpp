@@ -27,19 +27,12 @@ ByT5Tokenizer ByT5Tokenizer::load(const std::string& dir) {
 
 std::vector<int64_t> ByT5Tokenizer::tokenize(const std::string& text) const {
   std::vector<int64_t> ids;
-  for (size_t i = 0; i < text.size();) {
-    const std::pair<std::string, int64_t>* hit = nullptr;
-    for (const auto& a : added_)
-      if (!a.first.empty() && text.compare(i, a.first.size(), a.first) == 0 && (!hit || a.first.size() > hit->first.size()))
-        hit = &a;
-    if (hit) {
-      ids.push_back(hit->second);
-      i += hit->first.size();
-    } else {
-      ids.push_back(int64_t(static_cast<unsigned char>(text[i])) + kOffset);
-      ++i;
-    }
-  }
+  split_at_added(
+      text, added_,
+      [&](const std::string& bytes) {
+        for (unsigned char b : bytes) ids.push_back(int64_t(b) + kOffset);
+      },
+      [&](int64_t id) { ids.push_back(id); });
   return ids;
 }
 

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "text/tokenize/added_tokens.h"
+
 namespace studio::text {
 
 class ByT5Tokenizer {
@@ -25,7 +27,7 @@ class ByT5Tokenizer {
   static constexpr int64_t kPad = 0, kEnd = 1, kOffset = 3;
 
  private:
-  std::vector<std::pair<std::string, int64_t>> added_;
+  AddedTokens added_;
 };
 
 }  // namespace studio::text

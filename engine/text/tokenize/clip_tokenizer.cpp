@@ -7,6 +7,7 @@
 
 #include "plan/error.h"
 #include "plan/model_folder.h"
+#include "text/tokenize/added_tokens.h"
 #include "text/tokenize/byte_bpe.h"
 #include "text/tokenize/unicode_text.h"
 
@@ -167,22 +168,7 @@ std::vector<int64_t> ClipTokenizer::tokenize(const std::string& text) const {
       for (const auto& symbol : bpe(piece)) ids.push_back(id_of(symbol));
     }
   };
-  const std::string start = kStart, end = kEnd;
-  size_t from = 0;
-  for (size_t i = 0; i < text.size();) {
-    const std::string hit = text.compare(i, start.size(), start) == 0 ? start
-                            : text.compare(i, end.size(), end) == 0   ? end
-                                                                      : std::string();
-    if (hit.empty()) {
-      ++i;
-      continue;
-    }
-    add_text(text.substr(from, i - from));
-    ids.push_back(id_of(hit));
-    i += hit.size();
-    from = i;
-  }
-  add_text(text.substr(from));
+  split_at_added(text, {{kStart, id_of(kStart)}, {kEnd, id_of(kEnd)}}, add_text, [&](int64_t id) { ids.push_back(id); });
   return ids;
 }
 

@@ -145,22 +145,7 @@ std::vector<int64_t> QwenTokenizer::tokenize(const std::string& text) const {
       }
     }
   };
-  size_t from = 0;
-  for (size_t i = 0; i < text.size();) {
-    const std::pair<std::string, int64_t>* hit = nullptr;
-    for (const auto& a : added_)
-      if (!a.first.empty() && text.compare(i, a.first.size(), a.first) == 0 && (!hit || a.first.size() > hit->first.size()))
-        hit = &a;
-    if (!hit) {
-      ++i;
-      continue;
-    }
-    add_text(text.substr(from, i - from));
-    ids.push_back(hit->second);
-    i += hit->first.size();
-    from = i;
-  }
-  add_text(text.substr(from));
+  split_at_added(text, added_, add_text, [&](int64_t id) { ids.push_back(id); });
   return ids;
 }
 

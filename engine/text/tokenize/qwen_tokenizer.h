@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "text/tokenize/added_tokens.h"
 #include "text/tokenize/byte_bpe.h"
 
 namespace studio::text {
@@ -39,7 +40,7 @@ class QwenTokenizer {
  private:
   std::unordered_map<std::string, int64_t> vocab_;
   MergeRanks merge_rank_;
-  std::vector<std::pair<std::string, int64_t>> added_;  // the added tokens, as written, with their ids
+  AddedTokens added_;
   int64_t pad_ = 0;
   std::string file_;  // tokenizer.json, for messages
 };
