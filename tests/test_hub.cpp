@@ -449,6 +449,14 @@ TEST_F(Hub, dit_models_downloads_one_single_file_for_transformer) {
   EXPECT_FALSE(fs::exists(snapshot + "/transformer-Q8_0.gguf"));
   EXPECT_FALSE(fs::exists(snapshot + "/golden.json"));
 
+  // A LoRA from its repository: told how to apply it.
+  server_.add_repo("test-org/flux-lora", test::golden_case("flux_lora_tiny"));
+  r = test::run(test::bin("dit-models"), {"download", "test-org/flux-lora", "lora_kohya.safetensors"}, 60000, env);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string lora = hub::snapshot_dir(settings_.cache_dir, "test-org/flux-lora") + "/lora_kohya.safetensors";
+  EXPECT_TRUE(test::contains(r.err, "--lora " + lora + ":1")) << r.err;
+  EXPECT_TRUE(fs::exists(lora));
+
   r = test::run(test::bin("dit-models"), {"download", "test-org/flux-gguf", "flux1-dev-Q4_K_S.gguf"}, 60000, env);
   EXPECT_EQ(r.code, 3);
   EXPECT_TRUE(test::contains(r.err, "has no file 'flux1-dev-Q4_K_S.gguf'") &&

@@ -14,6 +14,7 @@
 #include "hub/cache.h"
 #include "hub/known_models.h"
 #include "hub/download.h"
+#include "io/safetensors/safetensors_file.h"
 #include "plan/error.h"
 #include "workers/launch/guarded_main.h"
 #include "workers/launch/launch_args.h"
@@ -25,6 +26,20 @@ using namespace studio;
 
 std::atomic<bool> g_cancel{false};
 extern "C" void on_signal(int) { g_cancel.store(true); }
+
+// Whether a downloaded file is a LoRA (its tensors are low-rank pairs in any of the formats --lora reads), not a
+// checkpoint for --transformer.
+bool is_lora(const std::string& path) {
+  if (path.size() < 12 || path.compare(path.size() - 12, 12, ".safetensors") != 0) return false;
+  try {
+    const auto file = io::SafetensorsFile::open(path);
+    for (const auto& t : file->tensors())
+      for (const char* part : {".lora_A.", ".lora_B.", ".lora_down.", ".lora_up.", "lora_unet_"})
+        if (t.name.find(part) != std::string::npos) return true;
+  } catch (const std::exception&) {
+  }
+  return false;
+}
 
 const char* kUsage = R"(usage: dit-models COMMAND [REPO_ID] [options]
 
@@ -42,7 +57,8 @@ Commands:
                               THUDM/CogVideoX-2b; an interrupted download resumes where it stopped
   download REPO_ID FILE...    fetch only these files of the repository: a single-file checkpoint for
                               dit-launch --transformer, e.g. city96/FLUX.1-dev-gguf flux1-dev-Q4_K_S.gguf
-                              (the folder it goes with is downloaded by its own repo id)
+                              (the folder it goes with is downloaded by its own repo id), or a LoRA
+                              for dit-launch --lora
   verify REPO_ID              hash every file of the cached snapshot again (sha256 for weights, git's
                               blob id for the rest) and name any that does not match
   remove REPO_ID              delete the repository from the cache
@@ -216,9 +232,11 @@ int main(int argc, char** argv) {
                 << plan::human_bytes(r.bytes_fetched) << ") in " << r.snapshot << std::endl;
       if (a.files.empty())
         std::cerr << prefix << "run it with `dit-launch --model " << a.repo << " --prompt ...`" << std::endl;
-      else
-        std::cerr << prefix << "run it with `dit-launch --model BASE_REPO --transformer "
-                  << (std::filesystem::path(r.snapshot) / a.files.front()).string() << " --prompt ...`" << std::endl;
+      for (const auto& f : a.files) {
+        const std::string path = (std::filesystem::path(r.snapshot) / f).string();
+        std::cerr << prefix << "run it with `dit-launch --model BASE_REPO "
+                  << (is_lora(path) ? "--lora " + path + ":1" : "--transformer " + path) << " --prompt ...`" << std::endl;
+      }
       return workers::kOk;
     } catch (const hub::NetworkError& e) {
       line.end();
