@@ -268,12 +268,14 @@ class TestStudio : public QObject {
       MainWindow w(tmp_.path() + "/p");
       w.compose_panel().prompt->setPlainText("a lighthouse at dusk");
       w.compose_panel().steps->setValue(7);
+      w.compose_panel().seed_mode->setCurrentIndex(1);  // random each run
       w.parallel_panel().ring->setValue(2);
       w.close();
     }
     MainWindow again(tmp_.path() + "/p");
     QCOMPARE(again.compose_panel().prompt->toPlainText(), QString("a lighthouse at dusk"));
     QCOMPARE(again.compose_panel().steps->value(), 7);
+    QCOMPARE(again.compose_panel().seed_mode->currentIndex(), 1);
     QCOMPARE(again.parallel_panel().ring->value(), 2);
     QSettings().clear();  // the other tests start from the defaults
   }

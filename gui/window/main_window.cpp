@@ -136,6 +136,9 @@ void MainWindow::restore_settings() {
   QSettings s;
   restoreGeometry(s.value("window/geometry").toByteArray());
   if (auto* split = findChild<QSplitter*>("split")) split->restoreState(s.value("window/split").toByteArray());
+  // How the seed changes from run to run is the session's, not the job's: a random mode must stay random.
+  const int mode = s.value("compose/seed_mode", 0).toInt();
+  if (mode >= 0 && mode < compose_->seed_mode->count()) compose_->seed_mode->setCurrentIndex(mode);
   if (!s.contains("job/last")) return;
   try {  // the settings of the last session, as a job file
     const auto f = plan::job_file_from_json(s.value("job/last").toString().toStdString(), "settings");
@@ -159,6 +162,7 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   s.setValue("window/geometry", saveGeometry());
   if (auto* split = findChild<QSplitter*>("split")) s.setValue("window/split", split->saveState());
   s.setValue("job/last", QString::fromStdString(plan::to_json({compose_->job(), parallel_->config()})));
+  s.setValue("compose/seed_mode", compose_->seed_mode->currentIndex());
   runner_.cancel();
   e->accept();
 }
