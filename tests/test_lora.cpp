@@ -19,6 +19,7 @@
 #include "models/lora.h"
 #include "plan/lora_choice.h"
 #include "plan/model_folder.h"
+#include "video/image_writer.h"
 #include "process.h"
 #include "tensor_support.h"
 
@@ -154,6 +155,18 @@ void expect_variant(const std::string& c, const std::string& variant, const std:
     at += sums[i].size() + 1;
   }
   EXPECT_EQ(at, hashed.size() + 1) << hashed;
+}
+
+// A PNG's parameters text names each LoRA as image tools write them, with its file's hash after the settings.
+TEST(LoraMetadata, png_parameters_name_each_lora) {
+  const std::string a(64, 'a'), b(64, 'b');
+  const auto text = video::parameters_text({{"prompt", "a cat"}, {"num_inference_steps", "4"},
+                                            {"lora", "/loras/pixel style.safetensors:0.8,C:\\loras\\fast.safetensors"},
+                                            {"lora_sha256", a + "," + b}, {"use_fbcache", "true"},
+                                            {"cache_threshold", "0.08"}});
+  EXPECT_EQ(text.substr(0, text.find('\n')), "a cat <lora:pixel style:0.8> <lora:fast:1>");
+  EXPECT_NE(text.find("LoRA hashes: \"pixel style: " + a + ", fast: " + b + "\""), std::string::npos) << text;
+  EXPECT_NE(text.find("Step cache: First-Block Cache 0.08"), std::string::npos) << text;
 }
 
 TEST(LoraRuns, flux_each_format_and_both_together) {

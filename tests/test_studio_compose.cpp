@@ -417,6 +417,10 @@ class TestStudioCompose : public QObject {
     QVERIFY2(c.problems().text("lora").contains("cannot be read"), qPrintable(c.problems().text("lora")));
     c.loras->remove(2);
     QCOMPARE(c.problems().text("lora"), QString());
+    c.loras->enabled(0)->setChecked(false);  // kept in the list, not applied
+    QCOMPARE(c.job().lora, tagged + ":1");
+    QCOMPARE(c.loras->count(), 2);
+    c.loras->enabled(0)->setChecked(true);
     c.loras->remove(0);
     QCOMPARE(c.job().lora, tagged + ":1");
 

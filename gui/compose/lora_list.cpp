@@ -72,8 +72,10 @@ void LoraList::add(const QString& file, double strength) {
   auto* lines = new QVBoxLayout(row.box);
   lines->setContentsMargins(0, 0, 0, 0);
   auto* line = new QHBoxLayout;
-  auto* name = new QLabel(QFileInfo(file).fileName());
-  name->setToolTip(file);
+  row.enabled = new QCheckBox(QFileInfo(file).fileName());
+  row.enabled->setChecked(true);
+  row.enabled->setToolTip(tr("%1\nUnchecked: kept here, not applied").arg(file));
+  connect(row.enabled, &QCheckBox::toggled, this, &LoraList::changed);
   row.slider = new QSlider(Qt::Horizontal);
   row.slider->setRange(-2 * kSliderSteps, 2 * kSliderSteps);
   row.strength = new QDoubleSpinBox;
@@ -85,7 +87,7 @@ void LoraList::add(const QString& file, double strength) {
   auto* remove_button = new QToolButton;
   remove_button->setText(QStringLiteral("\u00d7"));
   remove_button->setToolTip(tr("Remove this LoRA"));
-  line->addWidget(name, 1);
+  line->addWidget(row.enabled, 1);
   line->addWidget(row.slider, 1);
   line->addWidget(row.strength);
   line->addWidget(remove_button);
@@ -133,7 +135,8 @@ void LoraList::remove(int row) {
 std::string LoraList::value() const {
   std::string list;
   for (const auto& r : rows_)
-    list = plan::add_lora(list, r.file.toStdString() + ":" + QString::number(r.strength->value(), 'g', 6).toStdString());
+    if (r.enabled->isChecked())
+      list = plan::add_lora(list, r.file.toStdString() + ":" + QString::number(r.strength->value(), 'g', 6).toStdString());
   return list;
 }
 

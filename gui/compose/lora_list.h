@@ -1,9 +1,11 @@
 // The compose column's LoRAs for one transformer (--lora, or --lora_2 for Wan2.2's second expert): a row per
-// file with its strength (a slider from -2 to 2 and a number that goes further), each removable, added with
+// file with its strength (a slider from -2 to 2 and a number that goes further), each switched on or off
+// (off: kept in the list, left out of the job) and removable, added with
 // "Add LoRA..." or by dropping .safetensors files on the list. Under a file trained with kohya's scripts, the
 // words it was trained on most (its ss_tag_frequency metadata), each a link that adds it to the prompt. The
 // value is the job's list (plan/lora_choice.h); whether each file can be used is the plan's to say.
 #pragma once
+#include <QCheckBox>
 #include <QDoubleSpinBox>
 #include <QLabel>
 #include <QPushButton>
@@ -28,6 +30,7 @@ class LoraList : public QWidget {
   int count() const { return int(rows_.size()); }
   QDoubleSpinBox* strength(int row) const { return rows_.at(size_t(row)).strength; }
   QLabel* triggers(int row) const { return rows_.at(size_t(row)).triggers; }
+  QCheckBox* enabled(int row) const { return rows_.at(size_t(row)).enabled; }
   void remove(int row);
 
   QPushButton* add_button;
@@ -44,6 +47,7 @@ class LoraList : public QWidget {
   struct Row {
     QWidget* box = nullptr;
     QString file;
+    QCheckBox* enabled = nullptr;
     QSlider* slider = nullptr;
     QDoubleSpinBox* strength = nullptr;
     QLabel* triggers = nullptr;  // the file's most trained words, as links; hidden when it has none
