@@ -120,6 +120,10 @@ TEST(PlanWan, cfg_sharding_with_a_branch_cache_is_refused) {
   EXPECT_EQ(problems[0].field, "use_fbcache");
   EXPECT_TRUE(test::contains(problems[0].message, "--shard_weights")) << problems[0].message;
   EXPECT_TRUE(test::contains(problems[0].message, "--ulysses_degree")) << problems[0].message;
+  // Nor is it offered there as a way to save memory.
+  p.shard_weights = false;
+  for (const auto& choice : plan::storage_choices(p, j, model, 4, 0)) EXPECT_NE(choice.flag, "--shard_weights");
+  p.shard_weights = true;
   j.use_fbcache = false;
   EXPECT_TRUE(plan::validate_parallel(p, j, model, 2).empty());
   j.use_fbcache = true;

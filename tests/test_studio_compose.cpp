@@ -413,7 +413,11 @@ class TestStudioCompose : public QObject {
     Q_EMIT c.loras->triggers(1)->linkActivated("pixel art");
     QCOMPARE(c.prompt->toPlainText(), QString("a lighthouse, pixel art"));
 
+    c.loras->add(tmp_.path() + "/a,b.safetensors");  // the list is comma-separated: refused, saying why
+    QCOMPARE(c.loras->count(), 2);
+    QVERIFY2(c.loras->refused()->text().contains("comma"), qPrintable(c.loras->refused()->text()));
     c.loras->add(tmp_.path() + "/missing.safetensors");
+    QVERIFY(!c.loras->refused()->isVisibleTo(&c));
     QVERIFY2(c.problems().text("lora").contains("cannot be read"), qPrintable(c.problems().text("lora")));
     c.loras->remove(2);
     QCOMPARE(c.problems().text("lora"), QString());

@@ -6,6 +6,7 @@
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 
+#include <filesystem>
 #include <sstream>
 
 #include "io/weights/tensor_file.h"
@@ -237,6 +238,15 @@ TEST(Ti2vRefusals, each_names_the_flag) {
       {"--last_image " + picture, {"--last_image", "cannot end on a picture"}},
       {"--height 80", {"height", "32"}},
   };
+  // A folder without vae/ cannot encode the picture: refused before any work, naming what is missing.
+  test::copy_tree(test::golden_case(kCase), tmp.path("no_vae"));
+  std::filesystem::remove_all(tmp.path("no_vae") + "/vae");
+  const auto bare = test::run(test::bin("dit-launch"),
+                              {"--model", tmp.path("no_vae"), "--prompt", "a boat", "--height", "64", "--width", "96",
+                               "--num_frames", "9", "--image", picture, "--save_tensors", tmp.path("x.safetensors")},
+                              60000);
+  EXPECT_EQ(bare.code, 2) << bare.err;
+  EXPECT_TRUE(test::contains(bare.err, "no vae/")) << bare.err;
   for (const auto& [flags, words] : cases) {
     const auto run = launch(tmp, g, true, flags);
     EXPECT_EQ(run.result.code, 2) << flags;  // a job the model cannot run

@@ -60,6 +60,8 @@ class VaeDecoder {
                               RowExchange* rows = nullptr) const = 0;
   // The same in overlapping tiles, whole: memory follows the tile, not the picture.
   virtual at::Tensor decode_tiled(const at::Tensor& z, const TileOptions& tiles) const = 0;
+  // Whether decode_tiled runs for this VAE (the Wan2.2 VAE's patches do not tile yet).
+  virtual bool tiles() const { return true; }
 };
 
 }  // namespace studio::models

@@ -94,7 +94,7 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
     const auto [first, end] = plan::stage_blocks(plan::rules_of(model).blocks(model), mesh.coords().pipefusion, stages);
     blocks = {size_t(first), size_t(end)};
   }
-  // The blocks' weights sharded over the ring x Ulysses ranks, or in host memory, when the job asks.
+  // The blocks' weights sharded over the CFG x ring x Ulysses ranks, or in host memory, when the job asks.
   // They take each block as it loads: the rank never holds the whole transformer.
   const auto load = [&](int expert) {
     std::shared_ptr<models::BlockWeights> kept;

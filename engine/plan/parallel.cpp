@@ -172,7 +172,8 @@ void check_shape(const ParallelConfig& p, const JobSpec& job, const ModelFolder&
   // Where each guidance branch keeps its own cache context (Wan), each CFG rank decides alone which blocks its
   // call runs; with the weights sharded across the branches a rank that skips would leave the other waiting in
   // the next block's gather.
-  if (cache && p.shard_weights && p.use_cfg_parallel && rules.calls_per_guidance_branch())
+  if (cache && p.shard_weights && p.use_cfg_parallel && rules.calls_per_guidance_branch() &&
+      job.magcache_calibrate.empty())  // calibrating runs every block
     out.push_back({cache, std::string("--") + cache + " with --use_cfg_parallel and --shard_weights: on " +
                               rules.name() + " each guidance branch decides alone which blocks to skip, and weights "
                               "sharded across the branches need both to run the same blocks; drop --use_cfg_parallel "

@@ -93,7 +93,9 @@ std::vector<StorageChoice> storage_choices(const ParallelConfig& p, const JobSpe
   if (!p.shard_weights && p.replica_degree() > 1 && job.offload.empty()) {
     ParallelConfig q = p;
     q.shard_weights = true;
-    add("--shard_weights", q, job);
+    // Offered only where sharding itself is allowed (not with a cache per guidance branch across CFG ranks).
+    if (validate_parallel(q, job, model, q.world_size()).size() <= validate_parallel(p, job, model, p.world_size()).size())
+      add("--shard_weights", q, job);
   }
   return out;
 }

@@ -59,6 +59,12 @@ LoraList::LoraList(const char* field, QWidget* parent) : QWidget(parent) {
   add_button->setObjectName(QString(field) + "_add");
   add_button->setToolTip(tr("Choose LoRA files (.safetensors) to apply to the model, or drop them here"));
   column->addWidget(add_button, 0, Qt::AlignLeft);
+  refused_ = new QLabel;
+  refused_->setObjectName(QString(field) + "_refused");
+  refused_->setWordWrap(true);
+  refused_->setStyleSheet("color: #c0392b");
+  refused_->hide();
+  column->addWidget(refused_);
   connect(add_button, &QPushButton::clicked, this, [this] {
     for (const auto& f : QFileDialog::getOpenFileNames(this, tr("Add LoRAs"), {}, tr("LoRA (*.safetensors)")))
       add(f);
@@ -66,6 +72,11 @@ LoraList::LoraList(const char* field, QWidget* parent) : QWidget(parent) {
 }
 
 void LoraList::add(const QString& file, double strength) {
+  refused_->setVisible(file.contains(','));
+  if (file.contains(',')) {  // the job's list is comma-separated: such a file cannot be named in it
+    refused_->setText(tr("%1: a comma in its path cannot be given to --lora; rename the file or its folder").arg(file));
+    return;
+  }
   Row row;
   row.file = file;
   row.box = new QWidget;
@@ -79,7 +90,7 @@ void LoraList::add(const QString& file, double strength) {
   row.slider = new QSlider(Qt::Horizontal);
   row.slider->setRange(-2 * kSliderSteps, 2 * kSliderSteps);
   row.strength = new QDoubleSpinBox;
-  row.strength->setRange(-10, 10);
+  row.strength->setRange(-100, 100);
   row.strength->setSingleStep(0.05);
   row.strength->setDecimals(2);
   row.strength->setToolTip(tr("How strongly the LoRA applies: 1 as trained, 0 not at all"));

@@ -32,6 +32,7 @@ class LoraList : public QWidget {
   QLabel* triggers(int row) const { return rows_.at(size_t(row)).triggers; }
   QCheckBox* enabled(int row) const { return rows_.at(size_t(row)).enabled; }
   void remove(int row);
+  QLabel* refused() const { return refused_; }
 
   QPushButton* add_button;
 
@@ -54,6 +55,7 @@ class LoraList : public QWidget {
   };
   std::vector<Row> rows_;
   QVBoxLayout* list_;
+  QLabel* refused_;  // why the last file given could not be added
 };
 
 // The words a LoRA file was trained on most (kohya's ss_tag_frequency metadata: {folder: {word: count}}), at

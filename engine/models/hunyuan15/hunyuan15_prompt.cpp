@@ -89,7 +89,8 @@ PromptEmbeds encode_prompts(const std::vector<std::string>& prompts, const text:
   // A prompt that quotes nothing is not encoded: its rows are zeros (and none is encoded when no prompt quotes).
   const auto quoted = out.glyph_mask.amax(1).gt(0).view({-1, 1, 1});
   if (!quoted.any().item<bool>()) {
-    out.glyph_embeds = at::zeros({int64_t(prompts.size()), int64_t(kGlyphBytes), glyph_encoder.width()});
+    out.glyph_embeds =
+        at::zeros({int64_t(prompts.size()), int64_t(kGlyphBytes), glyph_encoder.width()}, glyph_encoder.options());
     return out;
   }
   const auto glyph = glyph_encoder.forward(out.glyph_ids, out.glyph_mask);

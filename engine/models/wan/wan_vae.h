@@ -39,6 +39,7 @@ class WanVae final : public VaeDecoder {
   // quarters of a tile (Wan's 256 / 192), blended over the quarter they overlap; as in diffusers 0.35.2,
   // not clamped (a tile's edge can overshoot [-1, 1]: the video writer clamps).
   at::Tensor decode_tiled(const at::Tensor& z, const TileOptions& tiles) const override;
+  bool tiles() const override { return cfg_.patch_size == 1; }
   // decode_batches() collected into one tensor.
   at::Tensor decode(const at::Tensor& z) const;
 

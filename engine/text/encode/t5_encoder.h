@@ -36,6 +36,7 @@ class T5Encoder {
   at::Tensor position_bias(int64_t length, int layer = 0) const;
   at::Tensor embed(const at::Tensor& ids) const;
   int64_t width() const { return cfg_.d_model; }
+  at::TensorOptions options() const { return at::TensorOptions(dtype_).device(device_); }
 
  private:
   struct Block {
