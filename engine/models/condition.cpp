@@ -5,7 +5,6 @@
 #include <string>
 
 #include "io/safetensors/safetensors_file.h"
-
 #include "plan/error.h"
 
 namespace studio::models {

@@ -3,10 +3,11 @@
 #include <algorithm>
 
 #include <ATen/TensorOperators.h>
-#include <ATen/ops/from_blob.h>
-#include <ATen/ops/stack.h>
+#include <ATen/ops/cat.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/InferenceMode.h>
+
+#include "text/encode/prompt.h"
 
 namespace studio::models::hunyuan15 {
 
@@ -21,11 +22,11 @@ constexpr const char* kSystem =
     "4. background environment, light, style and atmosphere.         "
     "5. camera angles, movements, and transitions used in the video.";
 
-at::Tensor rows_of(const std::vector<std::vector<int64_t>>& rows) {
+// Each prompt's ids, one row each: [B, L] int64.
+at::Tensor rows_of(std::vector<std::vector<int64_t>>& rows) {
   std::vector<at::Tensor> out;
-  for (const auto& r : rows)
-    out.push_back(at::from_blob(const_cast<int64_t*>(r.data()), {int64_t(r.size())}, at::kLong).clone());
-  return at::stack(out);
+  for (auto& r : rows) out.push_back(text::ids_tensor(r));
+  return at::cat(out, 0);
 }
 
 }  // namespace

@@ -169,10 +169,9 @@ std::shared_ptr<WanVae::Decoder> WanVae::Decoder::load(const WeightSource& w, co
     const std::string p = "decoder.up_blocks." + std::to_string(i);
     // After the first level the input is the previous upsampler's output: half its channels, except in the
     // Wan2.2 VAE, whose upsamplers keep them.
-    const int64_t level_in = i == 0 || cfg.is_residual ? dims[i] : dims[i] / 2;
+    int64_t in = i == 0 || cfg.is_residual ? dims[i] : dims[i] / 2;
     const int64_t out = dims[i + 1];
     wan::UpBlock blk;
-    int64_t in = level_in;
     for (int j = 0; j <= cfg.num_res_blocks; ++j, in = out)
       blk.resnets.push_back(r.resnet(p + ".resnets." + std::to_string(j), in, out));
     if (i + 1 < levels) {
