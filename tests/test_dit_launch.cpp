@@ -217,6 +217,21 @@ TEST_F(DitLaunch, hostile_files_are_bad_input) {
                {"transformer/config.json", "'attention_head_dim' = 1000000000 must be 1 to 1024"});
 }
 
+// A download cut short is named from the headers by the launcher (its flag leads the line), before any rank
+// loads; an empty folder is told what a model folder is and where to get one.
+TEST_F(DitLaunch, a_cut_short_weight_file_or_an_empty_folder_is_named_before_any_work) {
+  const std::string c = test::golden_case("cogvx2b_tiny"), model = out("cut");
+  test::copy_tree(c, model);
+  const std::string file = model + "/vae/diffusion_pytorch_model.safetensors";
+  std::filesystem::resize_file(file, std::filesystem::file_size(file) / 2);
+  expect_error({"--model", model, "--prompt_embeds", c + "/golden.safetensors"}, 3,
+               {"--model", "cut: vae/diffusion_pytorch_model.safetensors: truncated: the file holds",
+                "its header describes", "fetch or copy it again"});
+  std::filesystem::create_directories(out("empty"));
+  expect_error({"--model", out("empty"), "--prompt_embeds", c + "/golden.safetensors"}, 3,
+               {"no model_index.json", "not a model folder", "Models tab", "dit-models download"});
+}
+
 TEST_F(DitLaunch, demo_model_writes_a_playable_clip) {
   // No --model: the built-in demo model and its own embeddings, as README's run command does.
   const auto r = launch({"--prompt", "A paper boat on a pond", "--num_inference_steps", "3", "--seed", "5", "--output",

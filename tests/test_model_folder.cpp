@@ -95,7 +95,9 @@ TEST_F(ModelFolder, missing_folder) {
 TEST_F(ModelFolder, missing_model_index) {
   const std::string dir = copy_with([](json&) {});
   std::filesystem::remove(dir + "/model_index.json");
-  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::read_model_folder(dir); }, {"model_index.json", "file not found"}));
+  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::read_model_folder(dir); },
+                                            {"no model_index.json", "not a model folder", "transformer/", "Models tab",
+                                             "dit-models download"}));
 }
 
 TEST_F(ModelFolder, unsupported_fields_are_named) {

@@ -1,7 +1,9 @@
 // The safetensors reader and writer on real files, good and broken.
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
+#include "io/safetensors/folder_weights.h"
 #include "io/safetensors/safetensors_file.h"
 #include "plan/error.h"
 #include "support.h"
@@ -83,7 +85,8 @@ TEST_F(Safetensors, unknown_dtype) {
 TEST_F(Safetensors, truncated_data) {
   raw_file(path("trunc.safetensors"), R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8);
   EXPECT_TRUE(test::throws_with<InputError>([&] { io::SafetensorsFile::open(path("trunc.safetensors")); },
-                                            {"tensor 'w'", "truncated data", "holds 8"}));
+                                            {"trunc.safetensors", "truncated: the file holds", "of the",
+                                             "its header describes", "fetch or copy it again"}));
 }
 
 TEST_F(Safetensors, shape_disagrees_with_offsets) {
@@ -150,3 +153,23 @@ TEST_F(Safetensors, full_disk_leaves_nothing_behind) {
 }
 
 }  // namespace
+
+// A model folder's weights checked from their headers: a reference folder passes, a file cut short and a
+// shard its index names but the folder lacks are each named from the folder.
+TEST_F(Safetensors, folder_weights_cut_short_or_missing_are_named) {
+  const std::string dir = path("model");
+  test::copy_tree(test::golden_case("cogvx2b_tiny"), dir);
+  EXPECT_TRUE(io::weight_file_problems(dir).empty());
+  const std::string file = dir + "/transformer/diffusion_pytorch_model.safetensors";
+  std::filesystem::resize_file(file, std::filesystem::file_size(file) - 100);
+  test::write_file(dir + "/vae/diffusion_pytorch_model.safetensors.index.json",
+                   R"({"weight_map":{"a":"diffusion_pytorch_model-00002-of-00002.safetensors"}})");
+  auto problems = io::weight_file_problems(dir);
+  std::sort(problems.begin(), problems.end());
+  ASSERT_EQ(problems.size(), size_t(2));
+  for (const char* part : {"transformer/diffusion_pytorch_model.safetensors: truncated", "of the", "its header describes"})
+    EXPECT_TRUE(test::contains(problems[0], part)) << problems[0];
+  for (const char* part : {"vae/diffusion_pytorch_model-00002-of-00002.safetensors",
+                           "named by diffusion_pytorch_model.safetensors.index.json", "missing"})
+    EXPECT_TRUE(test::contains(problems[1], part)) << problems[1];
+}

@@ -271,6 +271,30 @@ class TestStudioCompose : public QObject {
     QCOMPARE(w.parallel_panel().problems().text("world_size"), QString());
   }
 
+  // A model folder with a weight file cut short is refused as it is chosen, naming the file from the headers;
+  // an empty folder is told what a model folder is and where to get one.
+  void a_cut_short_weight_file_is_named_when_the_folder_is_chosen() {
+    const std::string dir = (tmp_.path() + "/cut").toStdString();
+    test::copy_tree(test::golden_case("cogvx2b_tiny"), dir);
+    const std::string file = dir + "/transformer/diffusion_pytorch_model.safetensors";
+    std::filesystem::resize_file(file, std::filesystem::file_size(file) / 2);
+    MainWindow w(tmp_.path() + "/cut-state");
+    w.show();
+    wait_for_devices(w);
+    w.compose_panel().prompt->setPlainText("a paper boat");
+    w.compose_panel().set_model_dir(QString::fromStdString(dir));
+    QVERIFY(!w.compose_panel().model());
+    const QString said = w.compose_panel().problems().text("model");
+    QVERIFY2(said.contains("transformer/diffusion_pytorch_model.safetensors: truncated") &&
+                 said.contains("its header describes"),
+             qPrintable(said));
+    QVERIFY(!generate_button(w)->isEnabled());
+    std::filesystem::create_directories(dir + "-empty");
+    w.compose_panel().set_model_dir(QString::fromStdString(dir + "-empty"));
+    const QString empty = w.compose_panel().problems().text("model");
+    QVERIFY2(empty.contains("not a model folder") && empty.contains("Models tab"), qPrintable(empty));
+  }
+
   // FLUX.1-dev's shape on one small GPU: the Memory group says it does not fit and offers the ways of keeping
   // the weights that would, each with its memory; a click takes one.
   void the_memory_group_says_what_fits() {

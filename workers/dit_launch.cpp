@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "io/safetensors/folder_weights.h"
 #include "plan/cost_model.h"
 #include "plan/error.h"
 #include "plan/family.h"
@@ -134,6 +135,10 @@ int main(int argc, char** argv) {
                                            : world;
     const auto problems = plan::check_job(args.job, args.parallel, model, {processes, memory_gib, gpus});
     if (!problems.empty()) throw workers::ArgError(problems.front().message);
+    // A weight file cut short or a shard missing is found from the headers now, not by every rank at load.
+    if (const auto weights = io::weight_file_problems(model.dir); !weights.empty())
+      throw InputError("--model " + model.dir + ": " + weights.front() +
+                       (weights.size() > 1 ? " (and " + std::to_string(weights.size() - 1) + " more)" : ""));
     // A picture that does not decode is refused here, before any rank starts (each rank reads it again).
     if (!args.job.image_file.empty()) video::read_picture(args.job.image_file, "--image");
     if (!args.job.last_image_file.empty()) video::read_picture(args.job.last_image_file, "--last_image");

@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "io/safetensors/folder_weights.h"
 #include "plan/error.h"
 #include "plan/families/registry.h"
 #include "plan/model_folder.h"
@@ -74,20 +74,8 @@ std::vector<std::string> snapshot_problems(const fs::path& snap) {
   } catch (const std::exception& e) {
     problems.push_back(std::string("model_index.json: ") + e.what());
   }
-  for (auto it = fs::recursive_directory_iterator(snap, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.size() < 23 || name.compare(name.size() - 23, 23, ".safetensors.index.json") != 0) continue;
-    try {
-      const auto j = nlohmann::json::parse(plan::read_text_file(it->path().string(), 64 << 20));
-      std::set<std::string> shards;
-      for (const auto& [tensor, shard] : j.at("weight_map").items()) shards.insert(shard.get<std::string>());
-      for (const auto& s : shards)
-        if (!fs::exists(it->path().parent_path() / s))
-          problems.push_back((it->path().parent_path() / s).lexically_relative(snap).string() + ": shard not downloaded");
-    } catch (const std::exception& e) {
-      problems.push_back(it->path().lexically_relative(snap).string() + ": " + e.what());
-    }
-  }
+  const auto weights = io::weight_file_problems(snap.string());
+  problems.insert(problems.end(), weights.begin(), weights.end());
   return problems;
 }
 

@@ -11,7 +11,10 @@
 #include <QToolButton>
 
 #include <cmath>
+#include <stdexcept>
+#include <utility>
 
+#include "io/safetensors/folder_weights.h"
 #include "plan/error.h"
 #include "plan/family.h"
 #include "plan/field_labels.h"
@@ -311,7 +314,11 @@ void ComposePanel::load_model() {
   model_.reset();
   model_error_.clear();
   try {
-    model_ = plan::read_model_folder(model_edit->text().toStdString());
+    auto folder = plan::read_model_folder(model_edit->text().toStdString());
+    // A weight file cut short or a shard missing is said now, from the headers, rather than at load.
+    if (const auto weights = io::weight_file_problems(folder.dir); !weights.empty())
+      throw std::runtime_error(weights.front());
+    model_ = std::move(folder);
     QSettings settings;
     QStringList recent = settings.value("recentModels").toStringList();
     recent.removeAll(model_edit->text());

@@ -12,6 +12,7 @@
 #include "io/files/mapped_file.h"
 #include "io/files/whole_file.h"
 #include "plan/error.h"
+#include "plan/human_bytes.h"
 
 namespace studio::io {
 
@@ -112,6 +113,16 @@ std::shared_ptr<const SafetensorsFile> SafetensorsFile::open(const std::string& 
   }
   if (!header.is_object()) fail(path, "header is not a JSON object");
   if (!twice.empty()) fail(path, "tensor '" + twice + "' is named twice in the header");
+  // A file cut short (an interrupted download or copy) is said as such, with how much of it is there.
+  uint64_t described = 0;
+  for (const auto& [name, v] : header.items())
+    if (name != "__metadata__" && v.is_object() && v.contains("data_offsets") && v["data_offsets"].is_array() &&
+        v["data_offsets"].size() == 2 && v["data_offsets"][1].is_number_unsigned())
+      described = std::max(described, v["data_offsets"][1].get<uint64_t>());
+  if (described > data_size)
+    fail(path, "truncated: the file holds " + plan::human_bytes(size) + " of the " +
+                   plan::human_bytes(8 + header_len + described) +
+                   " its header describes (an interrupted download or copy?); fetch or copy it again");
 
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() == "__metadata__") {
@@ -143,9 +154,6 @@ std::shared_ptr<const SafetensorsFile> SafetensorsFile::open(const std::string& 
     t.begin = off[0].get<uint64_t>();
     t.end = off[1].get<uint64_t>();
     if (t.end < t.begin) bad("data_offsets end before they begin");
-    if (t.end > data_size)
-      bad("truncated data: needs bytes up to " + std::to_string(t.end) + " of the data section, the file holds " +
-          std::to_string(data_size));
     uint64_t want = 0;
     if (!checked_bytes(t.shape, dtype_size(t.dtype), want))
       bad("shape " + shape_str(t.shape) + " of " + dt + " has more bytes than any file can hold");

@@ -35,6 +35,11 @@ ModelFolder read_model_folder(const std::string& dir) {
   ModelFolder m;
   m.dir = dir;
   const std::string index = (fs::path(dir) / "model_index.json").string();
+  if (!fs::exists(index, ec))
+    throw InputError(dir + ": no model_index.json, so not a model folder. A model folder is a diffusers pipeline's "
+                     "folder: model_index.json beside transformer/, scheduler/, vae/ and the text encoders' folders. "
+                     "Fetch one in the studio's Models tab or with `dit-models download THUDM/CogVideoX-2b`; a single "
+                     "transformer file goes with a folder's configs (--transformer FILE)");
   Fields idx(read_text_file(index), index);
   auto cls = idx.get<std::string>("_class_name", "");
   m.family = family_reading(cls);
