@@ -6,6 +6,7 @@
 #include <QListWidget>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QSignalSpy>
@@ -45,6 +46,21 @@ inline void shoot_sizes(QWidget* w, const QString& name) {
   for (QSize size : {QSize(1280, 800), QSize(1920, 1080)}) {
     w->window()->resize(size);
     QTest::qWait(300);
+    w->window()->grab().save(
+        QString("%1/%2-%3x%4.png").arg(QString::fromUtf8(dir), name).arg(size.width()).arg(size.height()));
+  }
+  w->window()->resize(1280, 800);
+}
+
+// shoot_sizes with `widget` scrolled into view in the settings column at each size.
+inline void shoot_sizes_showing(QWidget* w, QWidget* widget, const QString& name) {
+  const QByteArray dir = qgetenv("STUDIO_SCREENSHOTS");
+  if (dir.isEmpty()) return;
+  for (QSize size : {QSize(1280, 800), QSize(1920, 1080)}) {
+    w->window()->resize(size);
+    QTest::qWait(300);
+    w->window()->findChild<QScrollArea*>("settings")->ensureWidgetVisible(widget);
+    QTest::qWait(100);
     w->window()->grab().save(
         QString("%1/%2-%3x%4.png").arg(QString::fromUtf8(dir), name).arg(size.width()).arg(size.height()));
   }

@@ -9,6 +9,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QListWidget>
+#include <QMenu>
 #include <QScrollArea>
 #include <QSettings>
 #include <QStandardPaths>
@@ -250,25 +251,104 @@ class TestStudioCompose : public QObject {
     QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
   }
 
-  void the_cpu_warns_above_its_cores() {
+  // More CPU processes than cores is refused (Generate off) unless Oversubscribe is ticked, which turns it
+  // into an amber warning; the valid configurations are listed for the cores; processes whose memory the
+  // machine lacks are refused.
+  void the_cpu_refuses_more_processes_than_cores_unless_asked() {
     const int cores = int(std::thread::hardware_concurrency());
-    QVERIFY(!plan::cpu_processes_warning(cores, cores));
-    QVERIFY(plan::cpu_processes_warning(64, cores));
+    QVERIFY(!plan::cpu_processes_problem(cores, cores));
+    QVERIFY(plan::cpu_processes_problem(64, cores));
     MainWindow w(tmp_.path() + "/cpu");
     w.show();
     wait_for_devices(w);
     w.compose_panel().prompt->setPlainText("a paper boat");
     QCOMPARE(w.parallel_panel().config().world_size(), 1);  // the CPU starts from one process
     QCOMPARE(w.parallel_panel().problems().text("world_size"), QString());
-    w.parallel_panel().ring->setValue(cores + 1);
-    const QString warning = w.parallel_panel().problems().text("world_size");
-    QVERIFY2(warning.contains(QString("%1 processes on a CPU with %2 cores").arg(cores + 1).arg(cores)),
-             qPrintable(warning));
-    QVERIFY(w.parallel_panel().isVisible());  // its group opened to say so
+    QVERIFY(w.parallel_panel().oversubscribe->isVisibleTo(&w.parallel_panel()));
+    // A configuration the model takes, for more processes than the cores.
+    const plan::ModelFolder* model = w.compose_panel().model();
+    QVERIFY(model);
+    plan::JobSpec job = w.compose_panel().job();
+    plan::apply_model_defaults(job, *model);
+    std::vector<plan::ParallelConfig> more;
+    int n = cores + 1;
+    for (; more.empty() && n <= 64; ++n) more = plan::valid_configs(job, *model, n);
+    QVERIFY(!more.empty());
+    const QString over = QString("%1 processes").arg(more.front().world_size());
+    w.parallel_panel().set_config(more.front());
+    const QString error = w.parallel_panel().problems().text("world_size");
+    QVERIFY2(error.contains(over + QString(" on a CPU with %1 cores").arg(cores)) &&
+                 error.contains("tick Oversubscribe"),
+             qPrintable(error));
     auto* label = w.parallel_panel().findChild<QLabel*>("problems_world_size");
+    QVERIFY2(!label->text().contains("b9770e"), qPrintable(label->text()));  // red: an error, not a warning
+    QVERIFY(!generate_button(w)->isEnabled());
+    QVERIFY(w.parallel_panel().isVisible());  // its group opened to say so
+    shoot_sizes_showing(&w, label, "compose-oversubscribe");
+    // The valid configurations are those of the cores, not of 64 processes.
+    const auto actions = w.parallel_panel().suggestions->menu()->actions();
+    QVERIFY(!actions.isEmpty());
+    for (QAction* a : actions)
+      QVERIFY2(!a->text().contains(over) &&
+                   (cores == 1 || a->text().contains(QString("(%1 processes)").arg(cores))),
+               qPrintable(a->text()));
+    w.parallel_panel().oversubscribe->setChecked(true);
     QVERIFY(label->text().contains("b9770e"));  // amber: a warning
-    w.parallel_panel().ring->setValue(1);
+    QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
+    QVERIFY(w.parallel_panel().suggestions->menu()->actions().front()->text().contains(over));
+    w.parallel_panel().oversubscribe->setChecked(false);
+    w.parallel_panel().set_config({});
     QCOMPARE(w.parallel_panel().problems().text("world_size"), QString());
+    // A machine with too little memory for the processes: refused, saying what they need.
+    workers::Devices small;
+    small.cpu_cores = cores;
+    small.cpu_memory_bytes = uint64_t(1) << 20;
+    w.parallel_panel().set_devices(small);
+    const QString memory = w.parallel_panel().problems().text("memory");
+    QVERIFY2(memory.contains("more than this machine's 0.0 GiB") && memory.contains("use fewer processes"),
+             qPrintable(memory));
+    QVERIFY(!generate_button(w)->isEnabled());
+  }
+
+  // A change of model or devices that the parallel settings cannot run re-derives them from the default
+  // for the machine, and says below the fields what it changed and why.
+  void a_change_of_model_or_devices_rederives_the_parallel_settings() {
+    MainWindow w(tmp_.path() + "/refit");
+    w.show();
+    wait_for_devices(w);
+    w.compose_panel().prompt->setPlainText("a paper boat");
+    w.parallel_panel().set_devices(gpus(4));
+    plan::ParallelConfig cfg2;
+    cfg2.use_cfg_parallel = true;
+    cfg2.ulysses_degree = 2;
+    w.parallel_panel().set_config(cfg2);  // as Auto chose it for CogVideoX
+    QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
+    w.compose_panel().set_model_dir(QString::fromStdString(workers::demo_flux_dir()));  // no CFG parallel
+    const auto p = w.parallel_panel().config();
+    QVERIFY(!p.use_cfg_parallel);
+    QCOMPARE(p.world_size(), 4);
+    QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
+    QString note = w.parallel_panel().problems().text("world_size");
+    QVERIFY2(note.contains("Set to " + QString::fromStdString(p.describe())) &&
+                 note.contains(QString::fromStdString(cfg2.describe()) + " cannot run here"),
+             qPrintable(note));
+    shoot_sizes_showing(&w, w.parallel_panel().findChild<QLabel*>("problems_world_size"), "compose-refit");
+    w.parallel_panel().ulysses->setValue(2);  // an edit by hand: the note has said its piece
+    w.parallel_panel().ring->setValue(2);
+    QVERIFY(!w.parallel_panel().problems().text("world_size").contains("Set to"));
+    // From four GPUs back to the CPU: Ring 64 with 64 patches does not stay.
+    plan::ParallelConfig big;
+    big.ring_degree = 4;
+    w.parallel_panel().set_config(big);
+    w.parallel_panel().set_devices(workers::Devices{});
+    workers::Devices cpu;
+    cpu.cpu_cores = 2;
+    cpu.cpu_memory_bytes = uint64_t(64) << 30;
+    w.parallel_panel().set_devices(cpu);
+    QCOMPARE(w.parallel_panel().config().world_size(), 1);
+    note = w.parallel_panel().problems().text("world_size");
+    QVERIFY2(note.contains("Set to") && note.contains("ring 4"), qPrintable(note));
+    QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
   }
 
   // A model folder with a weight file cut short is refused as it is chosen, naming the file from the headers;

@@ -33,6 +33,9 @@ const FieldText kFields[] = {
     {"worker", "Worker", "The dit-worker program that runs the ranks, and what it was built with."},
     {"world_size", "Processes", "The ranks the configuration needs: data x CFG x PipeFusion x Ring x Ulysses."},
     {"memory", "Memory", "The estimated memory of each rank against what each device has."},
+    {"oversubscribe", "Oversubscribe",
+     "On the CPU: lets the configuration ask for more processes than the CPU has cores. They share the cores, "
+     "so each step is slower; for trying a configuration meant for more devices."},
 };
 
 bool flag_char(char c) { return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_'; }

@@ -1,6 +1,7 @@
 #include "plan/parallel_defaults.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "plan/family.h"
 
@@ -27,12 +28,27 @@ ParallelConfig default_parallel(JobSpec job, const ModelFolder& model, int proce
   return valid.empty() ? ParallelConfig{} : valid.front();
 }
 
-std::optional<Problem> cpu_processes_warning(int processes, int cores) {
+std::optional<Problem> cpu_processes_problem(int processes, int cores) {
   if (cores <= 0 || processes <= cores) return std::nullopt;
   return Problem{"world_size", std::to_string(processes) + " processes on a CPU with " + std::to_string(cores) +
                                    " cores: they share the cores, so each step is slower than with " +
                                    std::to_string(cores) + " or fewer; use at most " + std::to_string(cores) +
                                    " (the degrees multiply to the process count)"};
+}
+
+std::optional<Problem> cpu_memory_problem(const ParallelConfig& p, JobSpec job, const ModelFolder& model,
+                                          double memory_gib) {
+  if (memory_gib <= 0) return std::nullopt;
+  apply_model_defaults(job, model);
+  const double each = estimate_memory(p, job, model, bytes_per_value(job, false)).peak_gib();
+  const int n = p.world_size();
+  if (each * n <= memory_gib) return std::nullopt;
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "%d process%s of about %.1f GiB each need %.1f GiB, more than this machine's %.1f GiB: use fewer "
+                "processes, or a smaller size or fewer frames",
+                n, n == 1 ? "" : "es", each, each * n, memory_gib);
+  return Problem{"memory", text};
 }
 
 }  // namespace studio::plan

@@ -17,8 +17,13 @@ namespace studio::plan {
 // configuration for `processes` is valid. The job's open sizes are the model's defaults.
 ParallelConfig default_parallel(JobSpec job, const ModelFolder& model, int processes);
 
-// CPU ranks are processes of their own that share the cores: more processes than cores only slows each
-// step. A warning (field "world_size") above `cores`; nothing at or below (or when cores is unknown, 0).
-std::optional<Problem> cpu_processes_warning(int processes, int cores);
+// CPU ranks are processes of their own that share the cores and the memory. Above `cores` each step only
+// gets slower: a problem of field "world_size" (the studio refuses it unless oversubscription is asked for,
+// then warns). Nothing at or below, or when cores is unknown (0).
+std::optional<Problem> cpu_processes_problem(int processes, int cores);
+// The plan's memory of one rank (estimate_memory, float32) times the processes against the machine's
+// `memory_gib`: a problem of field "memory" when they need more; nothing when the memory is unknown (0).
+std::optional<Problem> cpu_memory_problem(const ParallelConfig& p, JobSpec job, const ModelFolder& model,
+                                          double memory_gib);
 
 }  // namespace studio::plan

@@ -344,6 +344,7 @@ void ComposePanel::load_model() {
                                .arg(QString::fromStdString(model_->variant.name))
                                .arg(QString::fromStdString(plan::rules_of(*model_).sampler_name(*model_)))
                          : tr("—"));
+  Q_EMIT model_loaded();
   Q_EMIT changed();
 }
 

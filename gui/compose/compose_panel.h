@@ -89,6 +89,7 @@ class ComposePanel : public QWidget {
 
  Q_SIGNALS:
   void changed();
+  void model_loaded();  // the model field was read (model() is the folder, or null with model_error())
   // "Calibrate now" for MagCache: while this is emitted, job() is the uncached run that measures the ratios.
   void calibrate_requested();
   // An image-to-video model the picture field offers (its repository id), to be shown in the Models tab.

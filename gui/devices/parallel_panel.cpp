@@ -49,8 +49,12 @@ ParallelPanel::ParallelPanel(QWidget* parent) : QWidget(parent) {
   shard_weights->setObjectName("shard_weights");
   parallel_vae = new QCheckBox(tr("every rank decodes a band of rows"));
   parallel_vae->setObjectName("use_parallel_vae");
-  for (QWidget* w : std::initializer_list<QWidget*>{ulysses, ring, pipefusion, patches, warmup, cfg, data, shard_weights})
+  oversubscribe = new QCheckBox(tr("more processes than cores (each step slower)"));
+  oversubscribe->setObjectName("oversubscribe");
+  for (QWidget* w : std::initializer_list<QWidget*>{ulysses, ring, pipefusion, patches, warmup, cfg, data, shard_weights,
+                                                    oversubscribe})
     form->addRow(QString::fromStdString(plan::field_label(w->objectName().toStdString())), w);
+  form_ = form;
   product = new QLabel;
   product->setObjectName("product");
   product->setWordWrap(true);
@@ -87,9 +91,15 @@ ParallelPanel::ParallelPanel(QWidget* parent) : QWidget(parent) {
     auto_failed(tr("measuring the devices failed: %1").arg(said.size() > 400 ? said.left(400) + "…" : said));
   });
 
-  for (QSpinBox* s : {ulysses, ring, pipefusion, patches, warmup, data})
+  // A field edited by hand: what refit said no longer describes it.
+  for (QSpinBox* s : {ulysses, ring, pipefusion, patches, warmup, data}) {
+    connect(s, qOverload<int>(&QSpinBox::valueChanged), this, [this] { refit_note_.clear(); });
     connect(s, qOverload<int>(&QSpinBox::valueChanged), this, &ParallelPanel::changed);
-  for (QCheckBox* c : {cfg, shard_weights, parallel_vae}) connect(c, &QCheckBox::toggled, this, &ParallelPanel::changed);
+  }
+  for (QCheckBox* c : {cfg, shard_weights, parallel_vae, oversubscribe}) {
+    connect(c, &QCheckBox::toggled, this, [this] { refit_note_.clear(); });
+    connect(c, &QCheckBox::toggled, this, &ParallelPanel::changed);
+  }
   connect(devices, &QListWidget::itemChanged, this, &ParallelPanel::devices_changed);
   connect(devices, &QListWidget::itemChanged, this, &ParallelPanel::changed);
   set_config(plan::ParallelConfig{});
@@ -109,6 +119,7 @@ void ParallelPanel::set_devices(const workers::Devices& d) {
     item->setCheckState(Qt::Checked);
     devices->addItem(item);
   }
+  form_->setRowVisible(oversubscribe, d.gpus.empty());
   if (d.gpus.empty() && d.cpu_cores == 0) {
     devices->addItem(tr("CPU (asking dit-worker for the GPUs…)"));
   } else if (d.gpus.empty()) {
@@ -224,6 +235,7 @@ void ParallelPanel::choose_fastest(bool measure) {
                            .arg(QString::fromStdString(ranked.front().reason)));
   plan::ParallelConfig best = ranked.front().config;
   best.use_parallel_vae = parallel_vae->isChecked();
+  refit_note_.clear();
   set_config(best);  // the window validates, and offer() lists the predictions
   Q_EMIT auto_done();
 }
@@ -264,6 +276,7 @@ void ParallelPanel::offer(const std::vector<plan::ParallelConfig>& valid, const 
     connect(a, &QAction::triggered, this, [this, p] {
       plan::ParallelConfig keep = p;
       keep.use_parallel_vae = parallel_vae->isChecked();
+      refit_note_.clear();
       set_config(keep);
     });
   }
@@ -274,17 +287,54 @@ void ParallelPanel::offer(const std::vector<plan::ParallelConfig>& valid, const 
 }
 
 std::vector<plan::Problem> ParallelPanel::show_problems(const std::vector<plan::Problem>& problems) {
-  std::vector<plan::Problem> warnings;
-  if (!on_gpus())
-    if (auto w = plan::cpu_processes_warning(config().world_size(), int(std::thread::hardware_concurrency())))
-      warnings.push_back(*w);
+  std::vector<plan::Problem> warnings, hints;
+  if (!on_gpus() && oversubscribe->isChecked())
+    if (auto w = plan::cpu_processes_problem(config().world_size(), cpu_cores())) warnings.push_back(*w);
   if (!auto_problem_.isEmpty()) warnings.push_back({"auto", auto_problem_.toStdString()});
-  return problems_.show(problems, warnings);
+  if (!refit_note_.isEmpty()) hints.push_back({"world_size", refit_note_.toStdString()});
+  return problems_.show(problems, warnings, hints);
 }
 
-void ParallelPanel::fit_to_devices(const plan::JobSpec& job, const plan::ModelFolder& model) {
-  if (!on_gpus() || processes() < 1 || config().world_size() == processes()) return;
-  set_config(plan::default_parallel(job, model, processes()));
+int ParallelPanel::cpu_cores() const {
+  return devices_.cpu_cores > 0 ? devices_.cpu_cores : int(std::thread::hardware_concurrency());
+}
+
+std::vector<plan::Problem> ParallelPanel::machine_problems(const plan::JobSpec& job, const plan::ModelFolder& model) const {
+  std::vector<plan::Problem> out;
+  if (on_gpus()) return out;
+  if (auto p = plan::cpu_processes_problem(config().world_size(), cpu_cores()); p && !oversubscribe->isChecked()) {
+    p->message += "; or tick " + plan::field_label("oversubscribe") + " to run them anyway";
+    out.push_back(*p);
+  }
+  if (auto p = plan::cpu_memory_problem(config(), job, model, double(devices_.cpu_memory_bytes) / plan::kGiB))
+    out.push_back(*p);
+  return out;
+}
+
+int ParallelPanel::offer_processes() const {
+  if (on_gpus()) return processes();
+  const int wanted = std::max(1, config().world_size());
+  return oversubscribe->isChecked() ? wanted : std::min(wanted, std::max(1, cpu_cores()));
+}
+
+void ParallelPanel::refit(const plan::JobSpec& job, const plan::ModelFolder& model) {
+  if (processes() < 1) return;
+  const plan::ParallelConfig was = config();
+  plan::JobSpec j = job;
+  plan::apply_model_defaults(j, model);
+  auto problems = plan::validate_parallel(was, j, model, processes());
+  const auto machine = machine_problems(j, model);
+  problems.insert(problems.end(), machine.begin(), machine.end());
+  if (problems.empty()) return;
+  const plan::ParallelConfig next = plan::default_parallel(j, model, on_gpus() ? processes() : 1);
+  if (next == was) return;
+  // Why the configuration set cannot run here, without the list of valid ones (the menu has them).
+  std::string why = plan::in_window_words(problems.front().message);
+  if (const auto list = why.find(" Valid for "); list != std::string::npos) why.resize(list);
+  refit_note_ = tr("Set to %1 for these devices and this model; %2 cannot run here: %3")
+                    .arg(QString::fromStdString(next.describe()), QString::fromStdString(was.describe()),
+                         QString::fromStdString(why));
+  set_config(next);
 }
 
 }  // namespace studio::gui

@@ -1,7 +1,9 @@
 // Where and how to run: the GPUs of this machine (from `dit-worker --list-devices`; the CPU when there
 // are none), the degree of each kind of parallelism, and the valid configurations for the selection one
-// click away. A change of devices starts from the default configuration for them (plan/parallel_defaults.h)
-// unless the one set already fills them; on the CPU, more processes than cores is warned about.
+// click away, for the process counts that make sense here. A change of devices or model that the configuration
+// set cannot run starts from the default for them (plan/parallel_defaults.h) and says what it changed. On the
+// CPU, more processes than cores is refused unless "Oversubscribe" is ticked (then warned about), and the
+// processes' memory must fit the machine's.
 // "Auto" picks the configuration the cost model predicts fastest among those that fit, measuring the
 // devices first (on a thread: calibration_task.h) when they have not been.
 // Parallel VAE is a decoding setting: its check box is placed by the caller (the "Decoding" group).
@@ -9,6 +11,7 @@
 #include <optional>
 
 #include <QCheckBox>
+#include <QFormLayout>
 #include <QLabel>
 #include <QListWidget>
 #include <QSpinBox>
@@ -50,14 +53,22 @@ class ParallelPanel : public QWidget {
   // The dit-worker that measures the devices (the one that runs the jobs); default: beside the studio.
   void set_worker(const QString& program);
   ProblemLabels& problems() { return problems_; }
-  // Shows the problems of its fields (with the CPU's warning); returns the others.
+  // Shows the problems of its fields (with the CPU's warning and what refit changed); returns the others.
   std::vector<plan::Problem> show_problems(const std::vector<plan::Problem>& problems);
-  // On GPUs, when the configuration does not fill the selected ones: plan::default_parallel for them.
-  void fit_to_devices(const plan::JobSpec& job, const plan::ModelFolder& model);
+  // What the machine refuses: on the CPU, more processes than cores (unless oversubscribed) and more memory
+  // than it has, for this job and model.
+  std::vector<plan::Problem> machine_problems(const plan::JobSpec& job, const plan::ModelFolder& model) const;
+  // The process count the valid configurations are listed for: the selected GPUs; on the CPU the
+  // configuration's, at most the cores unless oversubscribed.
+  int offer_processes() const;
+  // After a change of devices or model: when the configuration cannot run on them, the default for them
+  // (plan::default_parallel; on the CPU for one process), said below the fields until a degree is edited.
+  void refit(const plan::JobSpec& job, const plan::ModelFolder& model);
 
   QListWidget* devices;
   QSpinBox *ulysses, *ring, *pipefusion, *patches, *warmup, *data;
   QCheckBox *cfg, *shard_weights, *parallel_vae;
+  QCheckBox* oversubscribe;  // the CPU: more processes than cores, knowingly
   QToolButton *suggestions, *auto_pick;
   QLabel* product;
 
@@ -67,6 +78,7 @@ class ParallelPanel : public QWidget {
   void auto_done();        // Auto chose, or said in the problems why it could not
 
  private:
+  int cpu_cores() const;  // as dit-worker counted them (this machine's while it has not answered)
   std::string dtype(const plan::JobSpec& job) const;  // the calibration's: the job's on GPUs, float32 on the CPU
   std::optional<plan::Calibration> calibration(int processes, const std::string& dtype) const;
   // The predictions of what offer() was last given, the fitting ones first, each part fastest first.
@@ -75,11 +87,13 @@ class ParallelPanel : public QWidget {
   void choose_fastest(bool measure);
   void auto_failed(const QString& why);
   void show_measuring(bool on);  // the Auto button while the devices are measured
+  QFormLayout* form_;
   workers::Devices devices_;
   QString worker_;
   CalibrationTask* calibration_;
   std::optional<plan::Calibration> measured_;  // the last measurement, should the cache not keep it
   QString auto_problem_;                        // why Auto could not choose, until it is clicked again
+  QString refit_note_;                          // what refit changed, until a field is edited
   std::vector<plan::ParallelConfig> valid_;
   std::optional<plan::JobSpec> job_;
   std::optional<plan::ModelFolder> model_;

@@ -187,8 +187,9 @@ std::vector<plan::Problem> MainWindow::validate() {
     const auto p = parallel_->config();
     const auto more = plan::check_job(job, p, *model, {parallel_->processes(), parallel_->memory_gib(), parallel_->on_gpus()});
     problems.insert(problems.end(), more.begin(), more.end());
-    parallel_->offer(plan::valid_configs(job, *model, parallel_->on_gpus() ? parallel_->processes() : std::max(1, p.world_size()), p),
-                     &job, model);
+    const auto machine = parallel_->machine_problems(job, *model);
+    problems.insert(problems.end(), machine.begin(), machine.end());
+    parallel_->offer(plan::valid_configs(job, *model, parallel_->offer_processes(), p), &job, model);
     show_fit(job, p, *model);
   }
   auto rest = compose_->show_problems(problems);  // in the window's words; a missing prompt as a hint

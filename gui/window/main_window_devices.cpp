@@ -23,7 +23,10 @@ void MainWindow::build_devices_group() {
 
 void MainWindow::connect_devices() {
   connect(parallel_, &ParallelPanel::devices_changed, this, [this] {
-    if (compose_->model()) parallel_->fit_to_devices(compose_->job(), *compose_->model());
+    if (compose_->model()) parallel_->refit(compose_->job(), *compose_->model());
+  });
+  connect(compose_, &ComposePanel::model_loaded, this, [this] {
+    if (compose_->model()) parallel_->refit(compose_->job(), *compose_->model());
   });
   connect(&list_devices_, &QProcess::finished, this, [this] {
     try {
