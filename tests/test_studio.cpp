@@ -270,6 +270,7 @@ class TestStudio : public QObject {
       w.compose_panel().steps->setValue(7);
       w.compose_panel().seed_mode->setCurrentIndex(1);  // random each run
       w.parallel_panel().ring->setValue(2);
+      w.parallel_panel().oversubscribe->setChecked(true);
       w.close();
     }
     MainWindow again(tmp_.path() + "/p");
@@ -277,6 +278,7 @@ class TestStudio : public QObject {
     QCOMPARE(again.compose_panel().steps->value(), 7);
     QCOMPARE(again.compose_panel().seed_mode->currentIndex(), 1);
     QCOMPARE(again.parallel_panel().ring->value(), 2);
+    QVERIFY(again.parallel_panel().oversubscribe->isChecked());
     QSettings().clear();  // the other tests start from the defaults
   }
 

@@ -139,6 +139,7 @@ void MainWindow::restore_settings() {
   // How the seed changes from run to run is the session's, not the job's: a random mode must stay random.
   const int mode = s.value("compose/seed_mode", 0).toInt();
   if (mode >= 0 && mode < compose_->seed_mode->count()) compose_->seed_mode->setCurrentIndex(mode);
+  parallel_->oversubscribe->setChecked(s.value("parallel/oversubscribe", false).toBool());
   if (!s.contains("job/last")) return;
   try {  // the settings of the last session, as a job file
     const auto f = plan::job_file_from_json(s.value("job/last").toString().toStdString(), "settings");
@@ -163,6 +164,7 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   if (auto* split = findChild<QSplitter*>("split")) s.setValue("window/split", split->saveState());
   s.setValue("job/last", QString::fromStdString(plan::to_json({compose_->job(), parallel_->config()})));
   s.setValue("compose/seed_mode", compose_->seed_mode->currentIndex());
+  s.setValue("parallel/oversubscribe", parallel_->oversubscribe->isChecked());
   runner_.cancel();
   e->accept();
 }
