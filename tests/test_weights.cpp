@@ -101,7 +101,7 @@ TEST_F(Weights, truncated_weights_file) {
   const std::string dir = copy_case();
   const std::string f = dir + "/transformer/diffusion_pytorch_model.safetensors";
   std::filesystem::resize_file(f, std::filesystem::file_size(f) / 2);
-  EXPECT_TRUE(test::throws_with<InputError>([&] { load(dir); }, {"diffusion_pytorch_model.safetensors", "truncated data"}));
+  EXPECT_TRUE(test::throws_with<InputError>([&] { load(dir); }, {"diffusion_pytorch_model.safetensors", "truncated: the file holds"}));
 }
 
 TEST_F(Weights, sharded_float32_reproduces_the_reference) {

@@ -8,7 +8,7 @@ AttentionFn local_attention() { return &compat::attention; }
 
 StepInputs StepInputs::rows(int64_t first, int64_t count) const {
   StepInputs part;
-  for (auto [from, to] : {std::pair{&latents, &part.latents}, std::pair{&text, &part.text},
+  for (auto [from, to] : {std::pair{&latents, &part.latents}, std::pair{&text, &part.text}, std::pair{&text_2, &part.text_2},
                           std::pair{&timestep, &part.timestep}, std::pair{&pooled, &part.pooled},
                           std::pair{&guidance, &part.guidance}, std::pair{&condition, &part.condition},
                           std::pair{&image, &part.image}})

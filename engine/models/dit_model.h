@@ -53,6 +53,8 @@ struct StepInputs {
   // mask, in the latents' layout), and the picture's tokens the blocks attend to [B, n, image_dim] (Wan2.1's CLIP).
   at::Tensor condition;
   at::Tensor image;
+  // A second text the family embeds apart (HunyuanVideo-1.5's ByT5 glyph rows) [B, T2, dim], or undefined.
+  at::Tensor text_2;
   // Samples [first, first + count) of every member (a CFG rank's half).
   StepInputs rows(int64_t first, int64_t count) const;
 };
@@ -132,6 +134,9 @@ class DitModel {
 
   // --- the pieces forward() runs, in this order ---
   virtual Conditioning condition(const StepInputs& in) const = 0;
+  // How many text rows embed() makes of `in` (a PipeFusion stage that receives them sizes its buffer so): the
+  // text's and the picture tokens the conditioning says it leads with, unless the family embeds more.
+  virtual int64_t text_rows(const StepInputs& in, const Conditioning& c) const { return in.text.size(1) + c.image_tokens; }
   // Every text and latent token, on the model's device and dtype.
   virtual Tokens embed(const StepInputs& in, const Positions& pos) const = 0;
   // Block i over the tokens held; `rope_cos`/`rope_sin` cover exactly the latent rows held. Its weights are

@@ -29,7 +29,7 @@ at::Tensor PipeFusionStage::forward(int step, const models::StepInputs& in, cons
 
 PipeFusionStage::Step PipeFusionStage::step_of(const models::StepInputs& in) const {
   auto cond = model_.condition(in);
-  const int64_t text_rows = in.text.size(1) + cond.image_tokens;  // a picture's tokens travel with the text
+  const int64_t text_rows = model_.text_rows(in, cond);  // a picture's tokens travel with the text
   return {in.latents.size(0), text_rows, model_.token_grid(in.latents), std::move(cond),
           at::TensorOptions().dtype(model_.dtype()).device(model_.device())};
 }

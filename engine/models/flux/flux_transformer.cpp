@@ -2,12 +2,9 @@
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/addcmul.h>
-#include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/layer_norm.h>
-#include <ATen/ops/pow.h>
 #include <ATen/ops/silu.h>
-#include <ATen/ops/zeros.h>
 
 #include <set>
 #include <stdexcept>
@@ -40,19 +37,9 @@ at::Tensor unpack_latents(const at::Tensor& p, int64_t height, int64_t width) {
 }
 
 Positions flux_positions(const plan::FluxTransformerConfig& cfg, const TokenGrid& grid) {
-  // Per axis, as diffusers' FluxPosEmbed: frequencies theta^(-2k/d) in float64, each repeated for a pair.
-  const auto f64 = at::TensorOptions(at::kDouble);
-  const at::Tensor axis_pos[3] = {at::zeros({grid.tokens()}, f64), at::arange(grid.rows, f64).repeat_interleave(grid.cols),
-                                  at::arange(grid.cols, f64).repeat({grid.rows})};
-  std::vector<at::Tensor> cos, sin;
-  for (size_t a = 0; a < 3; ++a) {
-    const int64_t d = cfg.axes_dims_rope[a];
-    const auto freqs = 1.0 / at::pow(10000.0, at::arange(0, d, 2, f64) / double(d));
-    const auto angles = axis_pos[a].view({-1, 1}) * freqs.view({1, -1});
-    cos.push_back(angles.cos().repeat_interleave(2, 1));
-    sin.push_back(angles.sin().repeat_interleave(2, 1));
-  }
-  return {{}, at::cat(cos, 1).to(at::kFloat), at::cat(sin, 1).to(at::kFloat)};
+  // As diffusers' FluxPosEmbed: ids (0, row, col), frequencies in float64.
+  auto [cos, sin] = axial_rope(1, grid.rows, grid.cols, cfg.axes_dims_rope, 10000.0, at::kDouble);
+  return {{}, cos, sin};
 }
 
 std::shared_ptr<FluxTransformer> FluxTransformer::load(const std::string& part_dir,
@@ -96,21 +83,7 @@ std::shared_ptr<FluxTransformer> FluxTransformer::load(io::WeightSet& weights, c
       m->block_loaded();
       continue;
     }
-    auto stream = [&](const char* norm, const char* q, const char* k, const char* v, const char* out,
-                      const char* nq, const char* nk, const char* ff) {
-      return Stream{Linear::load(w, b + norm + ".linear", D, 6 * D),
-                    Linear::load(w, b + "attn." + q, D, D),
-                    Linear::load(w, b + "attn." + k, D, D),
-                    Linear::load(w, b + "attn." + v, D, D),
-                    Linear::load(w, b + "attn." + out, D, D),
-                    Linear::load(w, b + ff + ".net.0.proj", D, mlp),
-                    Linear::load(w, b + ff + ".net.2", mlp, D),
-                    RmsNorm::load(w, b + "attn." + nq, hd, kNormEps),
-                    RmsNorm::load(w, b + "attn." + nk, hd, kNormEps)};
-    };
-    m->doubles_.push_back({stream("norm1", "to_q", "to_k", "to_v", "to_out.0", "norm_q", "norm_k", "ff"),
-                           stream("norm1_context", "add_q_proj", "add_k_proj", "add_v_proj", "to_add_out",
-                                  "norm_added_q", "norm_added_k", "ff_context")});
+    m->doubles_.push_back(DualStreamBlock::load(w, b, D, hd, mlp));
     m->block_loaded();
   }
   for (int i = 0; i < cfg.num_single_layers; ++i) {
@@ -191,15 +164,7 @@ at::Tensor FluxTransformer::heads(const at::Tensor& x) const {
 }
 
 std::vector<at::Tensor> FluxTransformer::block_tensors(size_t i) const {
-  if (i < doubles_.size()) {
-    const auto& b = doubles_[i];
-    auto out = tensors_of(b.image.modulation, b.image.q, b.image.k, b.image.v, b.image.out, b.image.ff_in,
-                          b.image.ff_out, b.image.norm_q, b.image.norm_k);
-    for (auto& t : tensors_of(b.text.modulation, b.text.q, b.text.k, b.text.v, b.text.out, b.text.ff_in, b.text.ff_out,
-                              b.text.norm_q, b.text.norm_k))
-      out.push_back(t);
-    return out;
-  }
+  if (i < doubles_.size()) return doubles_[i].tensors();
   const auto& b = singles_.at(i - doubles_.size());
   return tensors_of(b.modulation, b.q, b.k, b.v, b.proj_mlp, b.proj_out, b.norm_q, b.norm_k);
 }
@@ -209,7 +174,11 @@ void FluxTransformer::block_forward(size_t i, Tokens& x, const Conditioning& c, 
   if (!range_.holds(i))
     throw std::logic_error("internal error: block " + std::to_string(i) + " is another PipeFusion stage's");
   const auto act = at::silu(c.embedding);
-  if (i < doubles_.size()) return run_double(doubles_[i], x, act, cos, sin, attention);
+  if (i < doubles_.size()) {
+    doubles_[i](x, act, cos, sin, attention, cfg_.attention_head_dim);
+    if (dtype_ == at::kHalf) x.text = x.text.clamp(-65504, 65504);  // as diffusers keeps float16 finite
+    return;
+  }
   run_single(singles_[i - doubles_.size()], x, act, cos, sin, attention);
 }
 
@@ -218,36 +187,7 @@ void FluxTransformer::block_forward(size_t i, Tokens& x, const Conditioning& c, 
 ChangeIndicator FluxTransformer::teacache_indicator(const Tokens& x, const Conditioning& c) const {
   if (doubles_.empty() || !range_.holds(0))
     throw std::logic_error("internal error: TeaCache needs the first double-stream block");
-  const auto m = doubles_[0].image.modulation(at::silu(c.embedding)).unsqueeze(1).chunk(6, -1);
-  return {at::addcmul(m[0], layer_norm(x.latent), 1 + m[1]), true};
-}
-
-void FluxTransformer::run_double(const DoubleBlock& b, Tokens& x, const at::Tensor& act, const at::Tensor& cos,
-                                 const at::Tensor& sin, const AttentionFn& attention) const {
-  const int64_t T = x.text.size(1);
-  // AdaLayerNormZero: shift, scale, gate for attention, then for the feed-forward.
-  const auto mi = b.image.modulation(act).unsqueeze(1).chunk(6, -1);
-  const auto mt = b.text.modulation(act).unsqueeze(1).chunk(6, -1);
-  const auto ni = at::addcmul(mi[0], layer_norm(x.latent), 1 + mi[1]);
-  const auto nt = at::addcmul(mt[0], layer_norm(x.text), 1 + mt[1]);
-  // The image rows rotated (their norm and rotation one pass), the text rows (ids zero) as they are.
-  auto qkv = [&](const Linear& image, const Linear& text, const RmsNorm* ni_norm, const RmsNorm* nt_norm) {
-    auto hi = heads(image(ni)), ht = heads(text(nt));
-    if (ni_norm) hi = (*ni_norm)(hi, {cos, sin}), ht = (*nt_norm)(ht);
-    return at::cat({ht, hi}, 2);  // text rows first
-  };
-  const auto q = qkv(b.image.q, b.text.q, &b.image.norm_q, &b.text.norm_q);
-  const auto k = qkv(b.image.k, b.text.k, &b.image.norm_k, &b.text.norm_k);
-  const auto v = qkv(b.image.v, b.text.v, nullptr, nullptr);
-  const auto out = attention(q, k, v).transpose(1, 2).flatten(2);
-  auto finish = [&](at::Tensor& h, const Stream& s, const std::vector<at::Tensor>& m, const at::Tensor& attn) {
-    h = at::addcmul(h, m[2], s.out(attn));
-    const auto n = at::addcmul(m[3], layer_norm(h), 1 + m[4]);
-    h = at::addcmul(h, m[5], s.ff_out(s.ff_in.gelu_tanh(n)));
-  };
-  finish(x.latent, b.image, mi, rows(out, T, out.size(1) - T));
-  finish(x.text, b.text, mt, rows(out, 0, T));
-  if (dtype_ == at::kHalf) x.text = x.text.clamp(-65504, 65504);  // as diffusers keeps float16 finite
+  return {doubles_[0].modulated_latent(x.latent, at::silu(c.embedding)), true};
 }
 
 void FluxTransformer::run_single(const SingleBlock& b, Tokens& x, const at::Tensor& act, const at::Tensor& cos,

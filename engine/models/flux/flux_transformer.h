@@ -14,6 +14,7 @@
 
 #include "io/weights/weights.h"
 #include "models/dit_model.h"
+#include "models/dual_stream_block.h"
 #include "models/layers/layers.h"
 #include "plan/families/flux_config.h"
 
@@ -65,19 +66,10 @@ class FluxTransformer final : public DitModel {
     Linear linear_1, linear_2;
     at::Tensor operator()(const at::Tensor& x) const;
   };
-  struct Stream {  // one stream's half of a double-stream block
-    Linear modulation, q, k, v, out, ff_in, ff_out;
-    RmsNorm norm_q, norm_k;
-  };
-  struct DoubleBlock {
-    Stream image, text;
-  };
   struct SingleBlock {
     Linear modulation, q, k, v, proj_mlp, proj_out;
     RmsNorm norm_q, norm_k;
   };
-  void run_double(const DoubleBlock& b, Tokens& x, const at::Tensor& act, const at::Tensor& cos, const at::Tensor& sin,
-                  const AttentionFn& attention) const;
   void run_single(const SingleBlock& b, Tokens& x, const at::Tensor& act, const at::Tensor& cos, const at::Tensor& sin,
                   const AttentionFn& attention) const;
   at::Tensor heads(const at::Tensor& x) const;  // [B, S, D] -> [B, heads, S, head_dim]
@@ -87,7 +79,7 @@ class FluxTransformer final : public DitModel {
   at::Device device_ = at::kCPU;
   Linear x_embedder_, context_embedder_, norm_out_, proj_out_;
   Embedder time_, guidance_, text_;
-  std::vector<DoubleBlock> doubles_;  // every block; the weights of those in range_ only
+  std::vector<DualStreamBlock> doubles_;  // every block; the weights of those in range_ only
   std::vector<SingleBlock> singles_;
   BlockRange range_;
 };

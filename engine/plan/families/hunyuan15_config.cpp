@@ -1,0 +1,55 @@
+#include "plan/families/hunyuan15_config.h"
+
+#include "plan/json_fields.h"
+
+namespace studio::plan {
+
+Hunyuan15TransformerConfig parse_hunyuan15_transformer_config(const std::string& text, const std::string& file) {
+  Fields f(text, file);
+  expect_class(f, file.c_str(), {"HunyuanVideo15Transformer3DModel"});
+  Hunyuan15TransformerConfig c;
+  c.out_channels = f.positive("out_channels", c.out_channels, 4096);
+  c.in_channels = f.positive("in_channels", c.in_channels, 8192);
+  c.num_attention_heads = f.positive("num_attention_heads", c.num_attention_heads, 1024);
+  c.attention_head_dim = f.positive("attention_head_dim", c.attention_head_dim, 1024);
+  c.num_layers = f.in_range("num_layers", c.num_layers, 0, 1024);
+  c.num_refiner_layers = f.in_range("num_refiner_layers", c.num_refiner_layers, 0, 64);
+  c.mlp_ratio = f.get<double>("mlp_ratio", c.mlp_ratio);
+  c.patch_size = f.positive("patch_size", c.patch_size, 64);
+  c.patch_size_t = f.positive("patch_size_t", c.patch_size_t, 64);
+  c.text_embed_dim = f.positive("text_embed_dim", c.text_embed_dim, 65536);
+  c.text_embed_2_dim = f.positive("text_embed_2_dim", c.text_embed_2_dim, 65536);
+  c.image_embed_dim = f.positive("image_embed_dim", c.image_embed_dim, 65536);
+  c.rope_theta = f.get<double>("rope_theta", c.rope_theta);
+  c.rope_axes_dim = f.positive_list("rope_axes_dim", c.rope_axes_dim, 1024, 8);
+  c.task_type = f.get<std::string>("task_type", c.task_type);
+  if (!(c.mlp_ratio > 0 && c.mlp_ratio <= 16))
+    f.fail("mlp_ratio", f.dump("mlp_ratio"), "must be above 0 and at most 16 (4 in the published models)");
+  if (!(c.rope_theta > 0)) f.fail("rope_theta", f.dump("rope_theta"), "must be positive (256 in the published models)");
+  if (f.get<std::string>("qk_norm", "rms_norm") != "rms_norm")
+    f.fail("qk_norm", f.dump("qk_norm"), "is not supported; HunyuanVideo-1.5 uses rms_norm");
+  if (f.get<bool>("use_meanflow", false))
+    f.fail("use_meanflow", "true", "is not supported yet (the super-resolution models' second timestep)");
+  if (c.task_type != "t2v" && c.task_type != "i2v")
+    f.fail("task_type", f.dump("task_type"), "must be t2v or i2v");
+  int rope = 0;
+  for (int d : c.rope_axes_dim) {
+    if (d % 2) f.fail("rope_axes_dim", f.dump("rope_axes_dim"), "must hold even widths (rotated pairs)");
+    rope += d;
+  }
+  if (c.rope_axes_dim.size() != 3 || rope != c.attention_head_dim)
+    f.fail("rope_axes_dim", f.dump("rope_axes_dim"),
+           "must be three widths (frame, row, column) adding up to attention_head_dim " +
+               std::to_string(c.attention_head_dim));
+  if (c.patch_size != 1 || c.patch_size_t != 1)
+    f.fail(c.patch_size != 1 ? "patch_size" : "patch_size_t",
+           std::to_string(c.patch_size != 1 ? c.patch_size : c.patch_size_t),
+           "is not supported; HunyuanVideo-1.5 uses 1 (its VAE compresses 16x)");
+  if (c.in_channels != 2 * c.out_channels + 1)
+    f.fail("in_channels", std::to_string(c.in_channels),
+           "must be 2 x out_channels + 1 (the latents, the picture's latents and its mask): " +
+               std::to_string(2 * c.out_channels + 1));
+  return c;
+}
+
+}  // namespace studio::plan

@@ -1,0 +1,31 @@
+// The transformer config of a HunyuanVideo-1.5 folder (HunyuanVideo15Pipeline of diffusers v0.42.1), read
+// from JSON alone.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace studio::plan {
+
+// transformer/config.json of a HunyuanVideo15Transformer3DModel.
+struct Hunyuan15TransformerConfig {
+  int in_channels = 65;   // latents, the picture's latents, and a mask channel: 2 x latent + 1
+  int out_channels = 32;  // the latent channels
+  int num_attention_heads = 16;
+  int attention_head_dim = 128;
+  int num_layers = 54;          // dual-stream blocks
+  int num_refiner_layers = 2;   // the Qwen tokens' refiner blocks
+  double mlp_ratio = 4.0;
+  int patch_size = 1, patch_size_t = 1;
+  int text_embed_dim = 3584;    // Qwen2.5-VL's width
+  int text_embed_2_dim = 1472;  // ByT5's width
+  int image_embed_dim = 1152;   // SigLIP's width
+  double rope_theta = 256.0;
+  std::vector<int> rope_axes_dim{16, 56, 56};  // frame, row, column
+  std::string task_type = "i2v";
+  int inner_dim() const { return num_attention_heads * attention_head_dim; }
+  int mlp_dim() const { return int(inner_dim() * mlp_ratio); }
+};
+
+Hunyuan15TransformerConfig parse_hunyuan15_transformer_config(const std::string& json_text, const std::string& file);
+
+}  // namespace studio::plan
