@@ -52,4 +52,51 @@ Hunyuan15TransformerConfig parse_hunyuan15_transformer_config(const std::string&
   return c;
 }
 
+namespace {
+
+int log2_of(int v) {
+  int n = 0;
+  while ((1 << n) < v) ++n;
+  return n;
+}
+
+}  // namespace
+
+int Hunyuan15VaeConfig::spatial_upsamples() const { return log2_of(spatial_compression_ratio); }
+int Hunyuan15VaeConfig::temporal_upsamples() const { return log2_of(temporal_compression_ratio); }
+
+Hunyuan15VaeConfig parse_hunyuan15_vae_config(const std::string& text, const std::string& file) {
+  Fields f(text, file);
+  expect_class(f, file.c_str(), {"AutoencoderKLHunyuanVideo15"});
+  Hunyuan15VaeConfig c;
+  c.latent_channels = f.positive("latent_channels", c.latent_channels, 1024);
+  c.out_channels = f.positive("out_channels", c.out_channels, 16);
+  c.block_out_channels = f.positive_list("block_out_channels", c.block_out_channels, 8192, 16);
+  c.layers_per_block = f.positive("layers_per_block", c.layers_per_block, 16);
+  c.spatial_compression_ratio = f.positive("spatial_compression_ratio", c.spatial_compression_ratio, 64);
+  c.temporal_compression_ratio = f.positive("temporal_compression_ratio", c.temporal_compression_ratio, 16);
+  c.scaling_factor = f.get<double>("scaling_factor", c.scaling_factor);
+  if (!(c.scaling_factor > 0)) f.fail("scaling_factor", f.dump("scaling_factor"), "must be positive");
+  for (const char* key : {"spatial_compression_ratio", "temporal_compression_ratio"}) {
+    const int v = f.get<int>(key, 1);
+    if (v & (v - 1)) f.fail(key, std::to_string(v), "must be a power of two (each up block doubles)");
+  }
+  const auto& ch = c.block_out_channels;
+  if (int(ch.size()) <= c.spatial_upsamples() || c.temporal_upsamples() > c.spatial_upsamples())
+    f.fail("block_out_channels", f.dump("block_out_channels"),
+           "needs more levels than log2(spatial_compression_ratio) " + std::to_string(c.spatial_upsamples()) +
+               ", which must be at least log2(temporal_compression_ratio)");
+  if (!f.get<bool>("upsample_match_channel", true))
+    f.fail("upsample_match_channel", "false", "is not supported; HunyuanVideo-1.5 sets it true");
+  // The decoder repeats the latents over its first channels and each upsampler its input over its output's.
+  if (ch.back() % c.latent_channels)
+    f.fail("block_out_channels", f.dump("block_out_channels"),
+           "must end with a multiple of latent_channels " + std::to_string(c.latent_channels));
+  for (size_t i = ch.size() - 1; i > 0 && int(ch.size() - 1 - i) < c.spatial_upsamples(); --i)
+    if ((4 * ch[i - 1]) % ch[i])
+      f.fail("block_out_channels", f.dump("block_out_channels"),
+             "has levels whose upsampler cannot repeat its input over its output's channels");
+  return c;
+}
+
 }  // namespace studio::plan

@@ -26,6 +26,21 @@ struct Hunyuan15TransformerConfig {
   int mlp_dim() const { return int(inner_dim() * mlp_ratio); }
 };
 
+// vae/config.json of an AutoencoderKLHunyuanVideo15 (the decoder half is what the engine runs).
+struct Hunyuan15VaeConfig {
+  int latent_channels = 32;
+  int out_channels = 3;
+  std::vector<int> block_out_channels{128, 256, 512, 1024, 1024};  // the encoder's order; the decoder reverses it
+  int layers_per_block = 2;
+  int spatial_compression_ratio = 16;
+  int temporal_compression_ratio = 4;
+  double scaling_factor = 1.03682;
+  // Up blocks that double the pixels (the first log2(spatial) ones) and the frames (the first log2(temporal)).
+  int spatial_upsamples() const;
+  int temporal_upsamples() const;
+};
+
 Hunyuan15TransformerConfig parse_hunyuan15_transformer_config(const std::string& json_text, const std::string& file);
+Hunyuan15VaeConfig parse_hunyuan15_vae_config(const std::string& json_text, const std::string& file);
 
 }  // namespace studio::plan

@@ -1,0 +1,158 @@
+#include "models/hunyuan15/hunyuan15_vae.h"
+
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/clamp_min.h>
+#include <ATen/ops/conv3d.h>
+#include <ATen/ops/replication_pad3d.h>
+#include <ATen/ops/silu.h>
+
+#include <cmath>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include "compat/torch_compat.h"
+#include "io/safetensors/safetensors_file.h"
+#include "plan/error.h"
+
+namespace studio::models {
+
+namespace {
+
+// F.normalize over the channels of each pixel, times sqrt(C) and gamma.
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& gamma) {
+  const auto norm = x.pow(2).sum(1, true).sqrt().clamp_min(1e-12);
+  return x / norm * std::sqrt(double(x.size(1))) * gamma;
+}
+
+// (b, r1 r2 r3 c, f, h, w) -> (b, c, r1 f, r2 h, r3 w), channel ((i1 r2 + i2) r3 + i3) c + c_out.
+at::Tensor unpack(const at::Tensor& t, int64_t r1, int64_t r2, int64_t r3) {
+  const int64_t b = t.size(0), c = t.size(1) / (r1 * r2 * r3), f = t.size(2), h = t.size(3), w = t.size(4);
+  return t.view({b, r1, r2, r3, c, f, h, w}).permute({0, 4, 5, 1, 6, 2, 7, 3}).reshape({b, c, f * r1, h * r2, w * r3});
+}
+
+}  // namespace
+
+at::Tensor Hunyuan15Vae::Conv::operator()(const at::Tensor& x) const {
+  if (weight.size(2) == 1) return at::conv3d(x, weight, bias);
+  // Causal: replicate one pixel on each side and two frames in front.
+  return at::conv3d(at::replication_pad3d(x, {1, 1, 1, 1, 2, 0}), weight, bias);
+}
+
+std::shared_ptr<Hunyuan15Vae> Hunyuan15Vae::load(io::WeightSet& weights, const plan::Hunyuan15VaeConfig& cfg,
+                                                 at::ScalarType dtype, at::Device device) {
+  WeightSource w{weights, dtype, device};
+  auto m = std::make_shared<Hunyuan15Vae>();
+  m->cfg_ = cfg;
+  m->dtype_ = dtype;
+  m->device_ = device;
+  const std::vector<int> ch(cfg.block_out_channels.rbegin(), cfg.block_out_channels.rend());
+  auto conv = [&](const std::string& p, int64_t in, int64_t out, int64_t k) {
+    return Conv{w.take(p + ".weight", {out, in, k, k, k}), w.take(p + ".bias", {out})};
+  };
+  auto gamma = [&](const std::string& p, int64_t c) { return w.take(p + ".gamma", {c, 1, 1, 1}); };
+  auto resnet = [&](const std::string& p, int64_t in, int64_t out) {
+    Resnet r{gamma(p + ".norm1", in), gamma(p + ".norm2", out), conv(p + ".conv1.conv", in, out, 3),
+             conv(p + ".conv2.conv", out, out, 3), {}};
+    if (in != out) r.shortcut = conv(p + ".conv_shortcut", in, out, 1);
+    return r;
+  };
+  const std::string d = "decoder.";
+  m->conv_in_ = conv(d + "conv_in.conv", cfg.latent_channels, ch[0], 3);
+  m->mid_1_ = resnet(d + "mid_block.resnets.0", ch[0], ch[0]);
+  const std::string a = d + "mid_block.attentions.0.";
+  m->mid_attention_ = {gamma(a + "norm", ch[0]), conv(a + "to_q", ch[0], ch[0], 1), conv(a + "to_k", ch[0], ch[0], 1),
+                       conv(a + "to_v", ch[0], ch[0], 1), conv(a + "proj_out", ch[0], ch[0], 1)};
+  m->mid_2_ = resnet(d + "mid_block.resnets.1", ch[0], ch[0]);
+  int64_t in = ch[0];
+  for (size_t i = 0; i < ch.size(); ++i) {
+    const std::string p = d + "up_blocks." + std::to_string(i);
+    UpBlock block;
+    for (int j = 0; j <= cfg.layers_per_block; ++j) {
+      block.resnets.push_back(resnet(p + ".resnets." + std::to_string(j), j == 0 ? in : ch[i], ch[i]));
+    }
+    in = ch[i];
+    if (int(i) < cfg.spatial_upsamples()) {
+      const bool temporal = int(i) < cfg.temporal_upsamples();
+      const int64_t out = ch[i + 1], factor = temporal ? 8 : 4;
+      block.upsampler = Upsampler{conv(p + ".upsamplers.0.conv.conv", ch[i], out * factor, 3), temporal,
+                                  factor * out / ch[i]};
+      in = out;
+    }
+    m->up_.push_back(std::move(block));
+  }
+  m->norm_out_ = gamma(d + "norm_out", ch.back());
+  m->conv_out_ = conv(d + "conv_out.conv", ch.back(), cfg.out_channels, 3);
+  // The encoder's weights stay in the file: decoding needs none of them.
+  std::set<std::string> encoder;
+  for (const auto& name : weights.names())
+    if (name.rfind("encoder.", 0) == 0) encoder.insert(name);
+  weights.expect_all_taken(encoder);
+  return m;
+}
+
+at::Tensor Hunyuan15Vae::prepare(const at::Tensor& final_latents, int pad_frames) const {
+  const auto l = final_latents.narrow(2, pad_frames, final_latents.size(2) - pad_frames);
+  return (l / cfg_.scaling_factor).to(device_, dtype_);
+}
+
+int Hunyuan15Vae::output_frames(int latent_frames) const {
+  return 1 + cfg_.temporal_compression_ratio * (latent_frames - 1);
+}
+
+at::Tensor Hunyuan15Vae::resnet(const Resnet& r, const at::Tensor& x) const {
+  auto h = r.conv1(at::silu(rms_norm(x, r.norm1)));
+  h = r.conv2(at::silu(rms_norm(h, r.norm2)));
+  return h + (r.shortcut.weight.defined() ? r.shortcut(x) : x);
+}
+
+// One head over every pixel; a pixel sees the pixels of its own frame and the earlier ones. Frame by frame,
+// so no mask is ever made: frame f's queries against the keys and values of frames 0..f.
+at::Tensor Hunyuan15Vae::attention(const Attention& a, const at::Tensor& x) const {
+  const auto n = rms_norm(x, a.norm);
+  const int64_t B = x.size(0), C = x.size(1), F = x.size(2), hw = x.size(3) * x.size(4);
+  auto tokens = [&](const at::Tensor& t) { return t.reshape({B, C, F * hw}).transpose(1, 2).unsqueeze(1); };
+  const auto q = tokens(a.q(n)), k = tokens(a.k(n)), v = tokens(a.v(n));
+  std::vector<at::Tensor> frames;
+  for (int64_t f = 0; f < F; ++f)
+    frames.push_back(compat::attention(q.narrow(2, f * hw, hw), k.narrow(2, 0, (f + 1) * hw), v.narrow(2, 0, (f + 1) * hw)));
+  const auto out = at::cat(frames, 2).squeeze(1).transpose(1, 2).reshape(x.sizes());
+  return a.out(out) + x;
+}
+
+at::Tensor Hunyuan15Vae::upsample(const Upsampler& u, const at::Tensor& x) const {
+  const auto h = u.conv(x);
+  if (!u.temporal) return unpack(h, 1, 2, 2) + unpack(x.repeat_interleave(u.repeats, 1), 1, 2, 2);
+  // The first frame is not doubled: it keeps the first half of its channels, and half the shortcut's copies.
+  const int64_t rest = x.size(2) - 1;
+  auto first = unpack(h.narrow(2, 0, 1), 1, 2, 2);
+  first = first.narrow(1, 0, first.size(1) / 2);
+  const auto h_all = at::cat({first, unpack(h.narrow(2, 1, rest), 2, 2, 2)}, 2);
+  const auto s_first = unpack(x.narrow(2, 0, 1), 1, 2, 2).repeat_interleave(u.repeats / 2, 1);
+  const auto s_rest = unpack(x.narrow(2, 1, rest), 2, 2, 2).repeat_interleave(u.repeats, 1);
+  return h_all + at::cat({s_first, s_rest}, 2);
+}
+
+at::Tensor Hunyuan15Vae::decode(const at::Tensor& z) const {
+  const auto& c0 = conv_in_.weight;
+  auto h = conv_in_(z) + z.repeat_interleave(c0.size(0) / z.size(1), 1);
+  h = resnet(mid_2_, attention(mid_attention_, resnet(mid_1_, h)));
+  for (const auto& block : up_) {
+    for (const auto& r : block.resnets) h = resnet(r, h);
+    if (block.upsampler) h = upsample(*block.upsampler, h);
+  }
+  return conv_out_(at::silu(rms_norm(h, norm_out_)));
+}
+
+void Hunyuan15Vae::decode_batches(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch,
+                                  RowExchange* rows) const {
+  if (rows) throw std::logic_error("internal error: HunyuanVideo-1.5's VAE was asked to decode by rows");
+  on_batch(decode(z.to(device_, dtype_)).to(at::kFloat));
+}
+
+at::Tensor Hunyuan15Vae::decode_tiled(const at::Tensor&, const TileOptions&) const {
+  throw std::logic_error("internal error: HunyuanVideo-1.5's VAE was asked to decode in tiles");
+}
+
+}  // namespace studio::models

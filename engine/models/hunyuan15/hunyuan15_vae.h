@@ -1,0 +1,73 @@
+// HunyuanVideo-1.5's causal 3D VAE decoder (AutoencoderKLHunyuanVideo15 of diffusers v0.42.1): 16x in
+// pixels and 4x in frames. Every 3x3x3 convolution is causal (replicate padding, two frames in front); norms
+// are RMS norms over the channels of each pixel; the mid block's attention sees its own frame and the earlier
+// ones; each upsampler packs pixels (and frames, the first frame excepted) into channels, plus a shortcut
+// of its input spread the same way. The whole video is decoded at once, as the reference does.
+#pragma once
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "io/weights/weights.h"
+#include "models/layers/layers.h"
+#include "models/vae_decoder.h"
+#include "plan/families/hunyuan15_config.h"
+
+namespace studio::models {
+
+class Hunyuan15Vae final : public VaeDecoder {
+ public:
+  static std::shared_ptr<Hunyuan15Vae> load(io::WeightSet& weights, const plan::Hunyuan15VaeConfig& cfg,
+                                            at::ScalarType dtype, at::Device device);
+
+  // Latents [B, C, F, h, w] -> z: the padding frames dropped, divided by scaling_factor.
+  at::Tensor prepare(const at::Tensor& final_latents, int pad_frames) const override;
+  int output_frames(int latent_frames) const override;
+  int spatial_compression() const override { return cfg_.spatial_compression_ratio; }
+  // One batch: the whole video, unclamped (the writers clamp). Not by rows (the caller's plan refuses that).
+  void decode_batches(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch,
+                      RowExchange* rows = nullptr) const override;
+  at::Tensor decode_tiled(const at::Tensor& z, const TileOptions& tiles) const override;
+  bool tiles() const override { return false; }
+  at::Tensor decode(const at::Tensor& z) const;
+
+ private:
+  struct Conv {  // a causal 3x3x3 convolution, or a 1x1x1 one
+    at::Tensor weight, bias;
+    at::Tensor operator()(const at::Tensor& x) const;
+  };
+  struct Resnet {
+    at::Tensor norm1, norm2;  // gamma [C, 1, 1, 1]
+    Conv conv1, conv2, shortcut;  // shortcut undefined when the channels stay
+  };
+  struct Attention {
+    at::Tensor norm;
+    Conv q, k, v, out;
+  };
+  struct Upsampler {
+    Conv conv;
+    bool temporal = false;
+    int64_t repeats = 1;  // the shortcut's copies of each input channel
+  };
+  struct UpBlock {
+    std::vector<Resnet> resnets;
+    std::optional<Upsampler> upsampler;
+  };
+  at::Tensor resnet(const Resnet& r, const at::Tensor& x) const;
+  at::Tensor attention(const Attention& a, const at::Tensor& x) const;
+  at::Tensor upsample(const Upsampler& u, const at::Tensor& x) const;
+
+  plan::Hunyuan15VaeConfig cfg_;
+  at::ScalarType dtype_ = at::kFloat;
+  at::Device device_ = at::kCPU;
+  Conv conv_in_, conv_out_;
+  Resnet mid_1_, mid_2_;
+  Attention mid_attention_;
+  std::vector<UpBlock> up_;
+  at::Tensor norm_out_;
+};
+
+}  // namespace studio::models
