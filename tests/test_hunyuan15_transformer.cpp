@@ -8,9 +8,11 @@
 #include "mixes.h"
 #include "models/hunyuan15/hunyuan15_transformer.h"
 #include "parallel/parallel_model.h"
+#include "pipeline/denoise.h"
 #include "plan/error.h"
 #include "plan/model_folder.h"
 #include "rank_threads.h"
+#include "sampling/flow_match.h"
 #include "tensor_support.h"
 
 using namespace studio;
@@ -45,8 +47,39 @@ models::StepInputs step0(const std::string& branch) {
   in.condition = hidden.narrow(1, c, hidden.size(1) - c);
   in.text = valid_rows(golden(branch + "prompt_embeds"), golden(branch + "prompt_embeds_mask"));
   in.text_2 = valid_rows(golden(branch + "prompt_embeds_2"), golden(branch + "prompt_embeds_mask_2"));
-  in.timestep = golden("step0_timestep");
+  in.timestep = golden("step0_timestep") / 1000;  // as FlowMatchEuler gives it
   return in;
+}
+
+pipeline::DenoiseInputs run_inputs() {
+  pipeline::DenoiseInputs in;
+  for (const char* branch : {"", "negative_"}) {
+    const std::string b = branch;
+    (b.empty() ? in.prompt_embeds : in.negative_prompt_embeds) =
+        valid_rows(golden(b + "prompt_embeds"), golden(b + "prompt_embeds_mask"));
+    (b.empty() ? in.prompt_embeds_2 : in.negative_prompt_embeds_2) =
+        valid_rows(golden(b + "prompt_embeds_2"), golden(b + "prompt_embeds_mask_2"));
+  }
+  in.latents = golden("latents_init");
+  in.guidance_scale = test::golden_json(kCase)["guidance_scale"];
+  return in;
+}
+
+// The whole loop (flow-match Euler, shift 5, CFG as the guider's two calls) with `call` (the model's own
+// forward() when empty); checks every step's latents and returns the final ones.
+at::Tensor run(const models::Hunyuan15Transformer& model, const pipeline::ModelCall& call = {}) {
+  const std::string file = test::golden_case(kCase) + "/scheduler/scheduler_config.json";
+  const auto cfg = plan::parse_flow_match_config(plan::read_text_file(file), file);
+  const int steps = test::golden_json(kCase)["num_inference_steps"];
+  const auto in = run_inputs();
+  sampling::FlowMatchEuler sampler(cfg, steps, 0);
+  sampling::SeededNoise unused(0);
+  const auto want = golden("step_latents");
+  pipeline::Hooks hooks;
+  hooks.on_step = [&](const pipeline::StepDone& d) {
+    EXPECT_LT(test::max_abs_diff(d.latents, want[d.step - 1]), test::kRunTolerance) << "latents after step " << d.step;
+  };
+  return pipeline::denoise(model, sampler, in, &unused, hooks, call);
 }
 
 }  // namespace
@@ -137,4 +170,48 @@ TEST_P(Hunyuan15Mix, step0_outputs_equal_one_process) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Mixes, Hunyuan15Mix, ::testing::ValuesIn(hunyuan15_mixes()),
+                         [](const ::testing::TestParamInfo<int>& info) { return std::string(test::mixes()[size_t(info.param)].name); });
+
+// The loop's sigmas and every step's latents, the branches' texts of different lengths each in its own call.
+TEST(Hunyuan15Transformer, the_whole_loop_reproduces_the_reference) {
+  const std::string file = test::golden_case(kCase) + "/scheduler/scheduler_config.json";
+  sampling::FlowMatchEuler sampler(plan::parse_flow_match_config(plan::read_text_file(file), file), 4, 0);
+  const auto sigmas = golden("sigmas");
+  for (int i = 0; i < 5; ++i) EXPECT_NEAR(sampler.sigmas()[size_t(i)], sigmas[i].item<double>(), 1e-6) << i;
+  const auto model = load();
+  const double err = test::max_abs_diff(run(*model), golden("final_latents"));
+  EXPECT_LT(err, test::kRunTolerance);
+  std::printf("final_latents: max abs diff %.3g\n", err);
+}
+
+class Hunyuan15LoopMix : public ::testing::TestWithParam<int> {};
+
+// The loop in the mixes with CFG among them: a CFG rank runs its branch, text length and all.
+std::vector<int> hunyuan15_loop_mixes() {
+  std::vector<int> out;
+  for (int i = 0; i < int(test::mixes().size()); ++i) {
+    const auto& p = test::mixes()[size_t(i)].p;
+    if (p.ulysses_degree <= 2 && p.pipefusion_parallel_degree == 1 && p.world_size() <= 4) out.push_back(i);
+  }
+  return out;
+}
+
+TEST_P(Hunyuan15LoopMix, final_latents_equal_one_process) {
+  const auto p = test::mixes()[size_t(GetParam())].p;
+  const auto model = load();
+  const int world = p.world_size();
+  std::vector<double> err(size_t(world), 1e30);
+  const auto failure = test::run_ranks(p, [&](int r, parallel::Mesh& mesh) {
+    auto call = std::make_shared<parallel::ParallelTransformer>(*model, mesh);
+    err[size_t(r)] = test::max_abs_diff(
+        run(*model, [call](const models::StepInputs& in, const models::Positions& pos) { return (*call)(in, pos); }),
+        golden("final_latents"));
+  });
+  for (int r = 0; r < world; ++r) {
+    ASSERT_TRUE(failure[size_t(r)].empty()) << "rank " << r << ": " << failure[size_t(r)];
+    EXPECT_LT(err[size_t(r)], test::kRunTolerance) << "rank " << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Mixes, Hunyuan15LoopMix, ::testing::ValuesIn(hunyuan15_loop_mixes()),
                          [](const ::testing::TestParamInfo<int>& info) { return std::string(test::mixes()[size_t(info.param)].name); });

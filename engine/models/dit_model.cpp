@@ -1,5 +1,9 @@
 #include "models/dit_model.h"
 
+#include <ATen/ops/cat.h>
+
+#include <vector>
+
 #include "compat/torch_compat.h"
 
 namespace studio::models {
@@ -9,6 +13,7 @@ AttentionFn local_attention() { return &compat::attention; }
 StepInputs StepInputs::rows(int64_t first, int64_t count) const {
   StepInputs part;
   for (auto [from, to] : {std::pair{&latents, &part.latents}, std::pair{&text, &part.text}, std::pair{&text_2, &part.text_2},
+                          std::pair{&text_valid, &part.text_valid}, std::pair{&text_2_valid, &part.text_2_valid},
                           std::pair{&timestep, &part.timestep}, std::pair{&pooled, &part.pooled},
                           std::pair{&guidance, &part.guidance}, std::pair{&condition, &part.condition},
                           std::pair{&image, &part.image}})
@@ -49,6 +54,11 @@ bool DitModel::run_blocks(Tokens& x, const Conditioning& c, const at::Tensor& ro
 
 at::Tensor DitModel::forward(const StepInputs& in, const Positions& pos, const AttentionFn& attention,
                              BlockCache* cache) const {
+  if (ragged_text() && in.latents.size(0) > 1) {
+    std::vector<at::Tensor> out;
+    for (int64_t b = 0; b < in.latents.size(0); ++b) out.push_back(forward(in.rows(b, 1), pos, attention, cache));
+    return at::cat(out, 0);
+  }
   const auto c = condition(in);
   auto x = embed(in, pos);
   run_blocks(x, c, pos.rope_cos, pos.rope_sin, attention, cache);

@@ -55,6 +55,9 @@ struct StepInputs {
   at::Tensor image;
   // A second text the family embeds apart (HunyuanVideo-1.5's ByT5 glyph rows) [B, T2, dim], or undefined.
   at::Tensor text_2;
+  // [B] int64: how many of each sample's rows of text and text_2 are real, the rest zero padding, for a family
+  // whose guidance branches differ in text length (DitModel::ragged_text); undefined: every row is.
+  at::Tensor text_valid, text_2_valid;
   // Samples [first, first + count) of every member (a CFG rank's half).
   StepInputs rows(int64_t first, int64_t count) const;
 };
@@ -125,6 +128,9 @@ class DitModel {
   // Whether the text rows are part of the sequence attention sees (CogVideoX, FLUX), or reached by
   // cross-attention and kept whole on every rank (Wan).
   virtual bool joint_text() const { return true; }
+  // Whether the guidance branches' texts differ in length (StepInputs::text_valid): each branch is then a call
+  // of its own, as the reference makes it (HunyuanVideo-1.5: the padding would need a key mask otherwise).
+  virtual bool ragged_text() const { return false; }
 
   // InputError naming the tensor (the text one as `text_name`) and the shape that would fit.
   virtual void check_inputs(const at::Tensor& latents, const at::Tensor& text, const char* text_name) const = 0;
@@ -167,7 +173,7 @@ class DitModel {
   bool run_blocks(Tokens& x, const Conditioning& c, const at::Tensor& rope_cos, const at::Tensor& rope_sin,
                   const AttentionFn& attention, BlockCache* cache = nullptr) const;
 
-  // The single-process model: the output for the whole batch.
+  // The single-process model: the output for the whole batch (a call per sample where the text is ragged).
   at::Tensor forward(const StepInputs& in, const Positions& pos, const AttentionFn& attention = local_attention(),
                      BlockCache* cache = nullptr) const;
 

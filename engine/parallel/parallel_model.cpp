@@ -45,8 +45,10 @@ at::Tensor ParallelTransformer::operator()(const models::StepInputs& in, const m
   if (cfg.size() > 1) {
     // CFG rank c runs half c, then both halves are shared.
     out = at::cat(cfg.all_gather(run(in.rows(cfg.rank() * half, half), context(cfg.rank())).contiguous()), 0);
-  } else if (caches_.size() == 2) {
-    // The reference's two calls, each through its branch's context.
+  } else if (caches_.size() == 2 || (model_.ragged_text() && half > 0)) {
+    // The reference's two calls, each through its branch's context (or its own text length).
+    if (pipefusion_ && caches_.empty())
+      throw std::logic_error("internal error: PipeFusion with a call per guidance branch passed validation");
     out = at::cat({run(in.rows(0, half), context(0)), run(in.rows(half, half), context(1))}, 0);
   } else {
     out = run(in, context(0));

@@ -1,10 +1,16 @@
 #include "pipeline/denoise.h"
 
+#include <algorithm>
 #include <chrono>
+#include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/full.h>
+#include <ATen/ops/tensor.h>
 
 #include "compat/torch_compat.h"
 #include "io/safetensors/safetensors_file.h"
@@ -19,6 +25,17 @@ bool classifier_free(const models::DitModel& model, const DenoiseInputs& in) {
   return model.guidance() == models::Guidance::ClassifierFree && in.guidance_scale > 1;
 }
 
+// The guidance branches' texts as one batch [negative; prompt]: stacked, or where the family's branches differ
+// in length zero-padded to the longer, with each sample's real rows counted.
+std::pair<at::Tensor, at::Tensor> batch_text(const at::Tensor& negative, const at::Tensor& prompt, bool ragged,
+                                             const at::Device& dev) {
+  if (!prompt.defined()) return {};
+  if (!ragged) return {at::cat({negative, prompt}, 0).to(dev), {}};
+  const int64_t n = negative.size(1), p = prompt.size(1), T = std::max(n, p);
+  const auto padded = [T](const at::Tensor& t) { return at::constant_pad_nd(t, {0, 0, 0, T - t.size(1)}); };
+  return {at::cat({padded(negative), padded(prompt)}, 0).to(dev), at::tensor(std::vector<int64_t>{n, p}, at::kLong)};
+}
+
 }  // namespace
 
 void check_inputs(const models::DitModel& model, const DenoiseInputs& in) {
@@ -26,7 +43,7 @@ void check_inputs(const models::DitModel& model, const DenoiseInputs& in) {
   model.check_inputs(in.latents, in.prompt_embeds, "prompt_embeds");
   if (!cfg) return;
   model.check_inputs(in.latents, in.negative_prompt_embeds, "negative_prompt_embeds");
-  if (in.negative_prompt_embeds.size(1) != in.prompt_embeds.size(1))
+  if (!model.ragged_text() && in.negative_prompt_embeds.size(1) != in.prompt_embeds.size(1))
     throw InputError("negative_prompt_embeds " + io::shape_str(in.negative_prompt_embeds.sizes().vec()) +
                      " and prompt_embeds " + io::shape_str(in.prompt_embeds.sizes().vec()) +
                      " must have the same number of text tokens");
@@ -40,8 +57,14 @@ at::Tensor denoise(const models::DitModel& model, sampling::Sampler& sampler, co
   const int N = sampler.steps();
   const bool cfg = classifier_free(model, in);
   const auto dev = model.device();
-  const at::Tensor text = cfg ? at::cat({in.negative_prompt_embeds, in.prompt_embeds}, 0).to(dev)
-                              : in.prompt_embeds.to(dev);
+  const bool ragged = model.ragged_text();
+  const auto [text, text_valid] = cfg ? batch_text(in.negative_prompt_embeds, in.prompt_embeds, ragged, dev)
+                                      : std::pair{in.prompt_embeds.to(dev), at::Tensor()};
+  if (cfg && in.prompt_embeds_2.defined() && !in.negative_prompt_embeds_2.defined())
+    throw std::logic_error("internal error: the second text's negative rows are missing");
+  const auto [text_2, text_2_valid] =
+      cfg ? batch_text(in.negative_prompt_embeds_2, in.prompt_embeds_2, ragged, dev)
+          : std::pair{in.prompt_embeds_2.defined() ? in.prompt_embeds_2.to(dev) : at::Tensor(), at::Tensor()};
   const auto& l = in.latents;
   const auto pos = model.positions(model.token_grid(l));
   at::Tensor latents = l.to(dev, at::kFloat);
@@ -66,13 +89,16 @@ at::Tensor denoise(const models::DitModel& model, sampling::Sampler& sampler, co
       switched = true;
     }
     const auto start = std::chrono::steady_clock::now();
-    const models::StepInputs step{cfg ? at::cat({latents, latents}, 0) : latents,
-                                  text,
-                                  sampler.model_timestep(i, batch, dev),
-                                  pooled,
-                                  guidance,
-                                  condition,
-                                  image};
+    models::StepInputs step{cfg ? at::cat({latents, latents}, 0) : latents,
+                            text,
+                            sampler.model_timestep(i, batch, dev),
+                            pooled,
+                            guidance,
+                            condition,
+                            image};
+    step.text_2 = text_2;
+    step.text_valid = text_valid;
+    step.text_2_valid = text_2_valid;
     at::Tensor pred = (current.call ? current.call(step, pos) : current.model->forward(step, pos)).to(at::kFloat);
     if (cfg) {
       auto parts = pred.chunk(2, 0);

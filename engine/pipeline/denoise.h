@@ -19,6 +19,10 @@ struct DenoiseInputs {
   at::Tensor prompt_embeds;           // [B, T, text_embed_dim]
   at::Tensor negative_prompt_embeds;  // [B, T, text_embed_dim]; used with classifier-free guidance
   at::Tensor pooled_prompt_embeds;    // [B, pooled dim], for a family that takes a pooled text vector (FLUX)
+  // A second text the family embeds apart (models::StepInputs::text_2: HunyuanVideo-1.5's ByT5 rows), and the
+  // negative prompt's; [B, 0, dim] where a prompt has none. A family whose branches differ in text length
+  // (models::DitModel::ragged_text) is given each branch's real rows alone, here and in prompt_embeds.
+  at::Tensor prompt_embeds_2, negative_prompt_embeds_2;
   at::Tensor latents;                 // the initial noise in the model's latent layout (CogVideoX 1.5: F padded)
   // Image-to-video (models::StepInputs::condition, ::image) for each sample, the same in both guidance branches.
   at::Tensor condition;

@@ -27,6 +27,15 @@ constexpr int64_t kGlyphWidth = 2048;    // the ByT5 projection's middle width, 
 
 at::Tensor heads(const at::Tensor& x, int64_t head_dim) { return x.unflatten(-1, {-1, head_dim}).transpose(1, 2); }
 
+// The real rows of `t` [B, T, d] (the first `valid` [B] of each sample), the same count for the whole call.
+at::Tensor real_rows(const at::Tensor& t, const at::Tensor& valid) {
+  if (!t.defined() || !valid.defined()) return t;
+  const int64_t n = valid[0].item<int64_t>();
+  if (!valid.eq(n).all().item<bool>())
+    throw std::logic_error("internal error: the samples of one call differ in text length");
+  return t.narrow(1, 0, n);
+}
+
 }  // namespace
 
 std::shared_ptr<Hunyuan15Transformer> Hunyuan15Transformer::load(io::WeightSet& weights,
@@ -114,14 +123,16 @@ Positions Hunyuan15Transformer::positions(const TokenGrid& g) const {
 std::vector<int64_t> Hunyuan15Transformer::output_shape(const at::Tensor& l) const { return l.sizes().vec(); }
 
 at::Tensor Hunyuan15Transformer::embed_timestep(const Mlp& mlp, const at::Tensor& timestep) const {
-  const auto sinusoid = timestep_embedding(timestep.to(device_), 256, true, 0).to(dtype_);
+  const auto sinusoid = timestep_embedding(timestep.to(device_, at::kFloat) * 1000, 256, true, 0).to(dtype_);
   return mlp.linear_2(at::silu(mlp.linear_1(sinusoid)));
 }
 
 Conditioning Hunyuan15Transformer::condition(const StepInputs& in) const { return {embed_timestep(time_, in.timestep)}; }
 
 int64_t Hunyuan15Transformer::text_rows(const StepInputs& in, const Conditioning&) const {
-  return in.text.size(1) + (in.text_2.defined() ? in.text_2.size(1) : 0) + (in.image.defined() ? in.image.size(1) : 0);
+  const auto text_2 = real_rows(in.text_2, in.text_2_valid);
+  return real_rows(in.text, in.text_valid).size(1) + (text_2.defined() ? text_2.size(1) : 0) +
+         (in.image.defined() ? in.image.size(1) : 0);
 }
 
 at::Tensor Hunyuan15Transformer::refine(const at::Tensor& text, const at::Tensor& timestep) const {
@@ -159,11 +170,11 @@ Tokens Hunyuan15Transformer::embed(const StepInputs& in, const Positions&) const
     const auto p = image_norm_in_(in.image.to(device_, dtype_));
     text.push_back(image_norm_out_(image_2_(at::gelu(image_1_(p)))) + cond_type_[2]);
   }
-  if (in.text_2.defined() && in.text_2.size(1) > 0) {
-    const auto g = glyph_norm_(in.text_2.to(device_, dtype_));
+  if (const auto text_2 = real_rows(in.text_2, in.text_2_valid); text_2.defined() && text_2.size(1) > 0) {
+    const auto g = glyph_norm_(text_2.to(device_, dtype_));
     text.push_back(glyph_3_(at::gelu(glyph_2_(at::gelu(glyph_1_(g))))) + cond_type_[1]);
   }
-  text.push_back(refine(in.text, in.timestep) + cond_type_[0]);
+  text.push_back(refine(real_rows(in.text, in.text_valid), in.timestep) + cond_type_[0]);
   t.text = at::cat(text, 1);
   return t;
 }

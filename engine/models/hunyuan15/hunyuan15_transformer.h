@@ -4,7 +4,9 @@
 // SigLIP tokens, the ByT5 glyph tokens (StepInputs::text_2) and the Qwen tokens after their refiner, each
 // with its type embedding, in that order. The reference pads them and masks the padding as keys; here the
 // caller gives the valid rows alone, which attention cannot tell apart from the masked call: the padding's
-// keys are hidden there and its query rows reach no latent token.
+// keys are hidden there and its query rows reach no latent token. The guidance branches' texts differ in
+// length, so each branch is a call of its own (StepInputs::text_valid says which rows are real). Like FLUX.1,
+// the model is given t / 1000 (FlowMatchEuler's model timestep) and scales it back itself.
 #pragma once
 #include <memory>
 #include <string>
@@ -33,6 +35,7 @@ class Hunyuan15Transformer final : public DitModel {
   Guidance guidance() const override { return Guidance::ClassifierFree; }
   int64_t width() const override { return cfg_.inner_dim(); }
   size_t num_blocks() const override { return blocks_.size(); }
+  bool ragged_text() const override { return true; }
 
   void check_inputs(const at::Tensor& latents, const at::Tensor& text, const char* text_name) const override;
   TokenGrid token_grid(const at::Tensor& latents) const override;
