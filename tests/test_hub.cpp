@@ -267,6 +267,15 @@ TEST_F(Hub, a_gated_repo_needs_its_token) {
   ADD_FAILURE() << "no resolve request carried the token";
 }
 
+// Offline (a name no resolver knows, as with no network): said as such, not as the library's words on a URL.
+TEST_F(Hub, an_unreachable_hub_is_said_in_plain_words) {
+  settings_.endpoint = "http://hub.invalid";
+  const std::string why = error_of([&] { download(kFluxRepo); });
+  EXPECT_TRUE(test::contains(why, "no network: the Hugging Face Hub cannot be reached at http://hub.invalid")) << why;
+  EXPECT_TRUE(test::contains(why, "check the connection")) << why;
+  EXPECT_FALSE(test::contains(why, "/api/models/")) << why;
+}
+
 TEST_F(Hub, unknown_repos_and_revisions_are_named) {
   std::string why = error_of([&] { download("nobody/nothing"); });
   EXPECT_TRUE(test::contains(why, "nobody/nothing: the Hub answered 401")) << why;

@@ -218,6 +218,7 @@ class TestModelsView : public QObject {
     // No secret store here: said in the view, with what happens to a token typed in.
     QTRY_VERIFY_WITH_TIMEOUT(v.token_status->text().contains("No secret store is available"), 10000);
     QVERIFY(v.token_status->text().contains("this session only"));
+    QVERIFY2(!v.token_status->text().contains("Unknown error"), qPrintable(v.token_status->text()));
     QSignalSpy ended(&v, &ModelsView::task_finished);
     QVERIFY(v.download(kGated));
     QCOMPARE(wait_for_task(ended), int(HubTask::Failed));

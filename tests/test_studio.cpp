@@ -506,6 +506,31 @@ class TestStudio : public QObject {
              qPrintable(reason(fine)->text()));
   }
 
+  // The Stop question counts the steps as the run goes on, and goes away by itself when the run ends meanwhile.
+  void the_stop_question_follows_the_run_and_goes_when_it_ends() {
+    MainWindow w(tmp_.path() + "/ask");
+    w.show();
+    QVERIFY(QTest::qWaitForWindowActive(&w));
+    w.compose_panel().prompt->setPlainText("a paper boat");
+    w.compose_panel().frames->setValue(9);
+    w.compose_panel().steps->setValue(200);
+    QSignalSpy spy(&w, &MainWindow::run_finished);
+    QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
+    QTRY_VERIFY_WITH_TIMEOUT(w.run_view().bars.at(0)->value() >= 1, 120000);
+    QStringList seen;
+    QTimer watch;
+    QObject::connect(&watch, &QTimer::timeout, &watch, [&seen] {
+      auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+      if (box && box->objectName() == "confirm_stop" && (seen.isEmpty() || seen.back() != box->text())) seen << box->text();
+    });
+    watch.start(50);
+    w.run_view().setFocus();
+    QTest::keyClick(&w.run_view(), Qt::Key_Escape);  // asks; nobody answers, and this returns once it is gone
+    QCOMPARE(wait_for_run(spy, 120000), 0);  // it ran to its end: not stopped
+    QVERIFY2(seen.size() >= 2, qPrintable(seen.join(" | ")));  // the count moved while it was open
+    QVERIFY(!QApplication::activeModalWidget());
+  }
+
   void a_sweep_runs_the_chosen_configurations_and_adopts_the_fastest() {
     MainWindow w(tmp_.path() + "/s");
     w.resize(1280, 860);
@@ -521,6 +546,9 @@ class TestStudio : public QObject {
     // A subset: the last configuration is left out.
     w.sweep_view().table->item(rows - 1, 0)->setCheckState(Qt::Unchecked);
     w.sweep_view().run->click();
+    // The first runs; the others wait their turn.
+    QCOMPARE(w.sweep_view().table->item(0, 1)->text(), QString("running"));
+    QCOMPARE(w.sweep_view().table->item(1, 1)->text(), QString("queued"));
     for (int i = 0; i < rows - 1; ++i) QCOMPARE(wait_for_run(spy, 120000), 0);
     QVERIFY(!w.running());
     for (int i = 0; i < rows - 1; ++i) QCOMPARE(w.sweep_view().table->item(i, 1)->text(), QString("done"));
@@ -531,6 +559,9 @@ class TestStudio : public QObject {
     w.parallel_panel().set_config(plan::ParallelConfig{});
     w.sweep_view().adopt->click();
     QVERIFY(w.parallel_panel().config() == *best);
+    const QString said = w.sweep_view().adopted_note->text();  // and it says so
+    QVERIFY2(said.contains(QString::fromStdString(best->describe())) && said.contains("GPUs and parallelism"),
+             qPrintable(said));
   }
 
   void a_killed_rank_is_named_and_the_window_lives_on() {

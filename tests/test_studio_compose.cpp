@@ -351,6 +351,25 @@ class TestStudioCompose : public QObject {
     QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
   }
 
+  // A value a field cannot take (Steps 0) is put back, and it says so below the field until the next edit.
+  void a_refused_value_is_said_not_silently_put_back() {
+    MainWindow w(tmp_.path() + "/revert");
+    w.show();
+    auto* steps = w.compose_panel().steps;
+    const int before = steps->value();
+    steps->setFocus();
+    steps->selectAll();
+    QTest::keyClicks(steps, "0");
+    QTest::keyClick(steps, Qt::Key_Return);
+    QCOMPARE(steps->value(), before);
+    const QString said = w.compose_panel().problems().text("num_inference_steps");
+    QVERIFY2(said.contains("0: not taken") && said.contains("1 to 1000") &&
+                 said.contains(QString("it stays %1").arg(before)),
+             qPrintable(said));
+    QTest::keyClicks(steps, "5");  // the next edit: it has said its piece
+    QCOMPARE(w.compose_panel().problems().text("num_inference_steps"), QString());
+  }
+
   // A model folder with a weight file cut short is refused as it is chosen, naming the file from the headers;
   // an empty folder is told what a model folder is and where to get one.
   void a_cut_short_weight_file_is_named_when_the_folder_is_chosen() {

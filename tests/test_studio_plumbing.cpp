@@ -223,6 +223,7 @@ class TestStudioPlumbing : public QObject {
     const auto run = w.history().runs().front();
     QVERIFY2(QFile::exists(run.folder + "/log.txt"), qPrintable(run.folder));
     LogPane again;
+    QCOMPARE(again.toggle->text(), QString("Log (0 lines)"));  // labelled before any line, as after a restart
     QVERIFY(again.load(run.folder + "/log.txt"));
     int marked_again = 0;
     for (const auto& l : again.lines()) marked_again += l.failure;

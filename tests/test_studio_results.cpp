@@ -153,6 +153,15 @@ class TestStudioResults : public QObject {
     for (int i = 0; i < s->rowCount(); ++i)
       if (!s->isRowHidden(i)) shown << s->item(i, 0)->data(Qt::UserRole).toString();
     QCOMPARE(shown, (QStringList{"ring_degree", "ulysses_degree"}));
+    // Each run named by number, prompt and configuration, not by number alone.
+    for (int c : {1, 2}) {
+      const QString header = s->horizontalHeaderItem(c)->text();
+      bool named = false;
+      for (qint64 id : {first, third})
+        if (const auto r = w.history().run(id))
+          named = named || header == QString(c == 1 ? "A: " : "B: ") + run_name(r->id, r->prompt, r->settings);
+      QVERIFY2(named, qPrintable(header));
+    }
     for (int i = 0; i < s->rowCount(); ++i)
       if (s->item(i, 0)->data(Qt::UserRole) == "ring_degree") QCOMPARE(s->item(i, 0)->text(), QString("Ring"));
     w.compare_view().show_all->setChecked(true);

@@ -154,6 +154,9 @@ HubClient::Response HubClient::get(const std::string& url, const std::string& wh
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
   const CURLcode code = curl_easy_perform(c);
   curl_slist_free_all(headers);
+  if (code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY || code == CURLE_COULDNT_CONNECT)
+    throw NetworkError(what + ": no network: the Hugging Face Hub cannot be reached at " + settings_.endpoint + " (" +
+                       curl_easy_strerror(code) + "); check the connection, or HF_ENDPOINT and the proxy settings");
   if (code != CURLE_OK) throw NetworkError(what + ": " + url + ": " + curl_easy_strerror(code));
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
   return r;

@@ -301,6 +301,8 @@ void ComposePanel::finish_settings() {
     if (!help.empty() && w->toolTip().isEmpty()) w->setToolTip(QString::fromStdString(help));
   }
   wheel_guard_.guard(this);
+  reverts_.watch(this);
+  connect(&reverts_, &RevertNotice::changed, this, &ComposePanel::changed);
   cache_field->slider->setFocusPolicy(Qt::StrongFocus);  // the guard knows spin and combo boxes only
   cache_field->slider->installEventFilter(&wheel_guard_);
 }
@@ -421,7 +423,7 @@ std::vector<plan::Problem> ComposePanel::show_problems(const std::vector<plan::P
                                      : "To generate, write a prompt: what the picture should show."});
   }
   cache_field->show_ratios(model_edit->text(), steps->value());  // a calibration run may have written them
-  return problems_.show(errors, {}, hints);
+  return problems_.show(errors, reverts_.problems(), hints);
 }
 
 plan::JobSpec ComposePanel::job() const {

@@ -27,6 +27,7 @@
 #include "gui/compose/path_edit.h"
 #include "gui/compose/picture_field.h"
 #include "gui/widgets/problem_labels.h"
+#include "gui/widgets/revert_notice.h"
 #include "gui/compose/step_cache_field.h"
 #include "gui/compose/token_count.h"
 #include "gui/widgets/wheel_guard.h"
@@ -109,6 +110,7 @@ class ComposePanel : public QWidget {
   ProblemLabels problems_;
   TokenCounter tokens_;
   WheelGuard wheel_guard_;
+  RevertNotice reverts_;  // what a spin box refused, said below it
   QFormLayout *model_form_, *prompt_form_, *size_form_, *sampling_form_, *decoding_form_;
   QVBoxLayout *column_, *scrolled_;
   std::string defaults_of_;  // the variant (Variant::id) whose defaults the fields were last set to

@@ -10,9 +10,11 @@ const char* kKey = "huggingface-token";
 }  // namespace
 
 QString TokenStore::unreachable(const QString& why) const {
-  return tr("No secret store is available (%1): a desktop keyring such as GNOME Keyring or KWallet is needed "
+  // QtKeychain says "Unknown error" when no store answers at all: that adds nothing.
+  const QString detail = why.isEmpty() || why.contains("Unknown error", Qt::CaseInsensitive) ? QString() : " (" + why + ")";
+  return tr("No secret store is available%1: a desktop keyring such as GNOME Keyring or KWallet is needed "
             "to keep the token. It is used for this session only.")
-      .arg(why);
+      .arg(detail);
 }
 
 void TokenStore::load() {

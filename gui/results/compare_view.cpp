@@ -141,7 +141,8 @@ void CompareView::compare(const RunRecord& a, const RunRecord& b) {
   std::stable_sort(keys.begin(), keys.end(), [&](const QString& x, const QString& y) {
     return (ja.value(x) != jb.value(x)) > (ja.value(y) != jb.value(y));
   });
-  settings->setHorizontalHeaderLabels({tr("Setting"), tr("Run A (%1)").arg(a.id), tr("Run B (%1)").arg(b.id)});
+  const QString name_a = run_name(a.id, a.prompt, a.settings), name_b = run_name(b.id, b.prompt, b.settings);
+  settings->setHorizontalHeaderLabels({tr("Setting"), tr("A: %1").arg(name_a), tr("B: %1").arg(name_b)});
   settings->setRowCount(keys.size());
   for (int i = 0; i < keys.size(); ++i) {
     const QString va = ja.value(keys[i]).toVariant().toString(), vb = jb.value(keys[i]).toVariant().toString();
@@ -157,8 +158,8 @@ void CompareView::compare(const RunRecord& a, const RunRecord& b) {
   show_rows();
   for (auto [p, figure] : {std::pair{plot, 1}, std::pair{memory_plot, 2}}) {
     p->clearGraphs();
-    add_steps(p, a, figure, rank_colour(0), tr("A: run %1").arg(a.id));
-    add_steps(p, b, figure, rank_colour(1), tr("B: run %1").arg(b.id));
+    add_steps(p, a, figure, rank_colour(0), tr("A: %1").arg(name_a));
+    add_steps(p, b, figure, rank_colour(1), tr("B: %1").arg(name_b));
     integer_steps_from_zero(p);
     p->replot();
   }

@@ -24,6 +24,13 @@ std::string shortest(double v) {
 
 }  // namespace
 
+QString run_name(qint64 id, const QString& prompt, const QString& settings) {
+  constexpr int kShown = 32;
+  const QString start = prompt.size() > kShown ? prompt.left(kShown) + QChar(0x2026) : prompt;
+  const auto f = job_of(settings);
+  return QObject::tr("run %1, \"%2\"%3").arg(id).arg(start, f ? ", " + short_label(f->parallel) : QString());
+}
+
 QString short_label(const plan::ParallelConfig& p) {
   QStringList parts;
   if (p.ulysses_degree > 1) parts << QString("U%1").arg(p.ulysses_degree);

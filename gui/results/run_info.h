@@ -22,6 +22,10 @@ QString setting_label(const QString& key);
 // A run's job file from the history's settings; nullopt when they cannot be read.
 std::optional<plan::JobFile> job_of(const QString& settings);
 
+// A run as a comparison names it: its number, the start of its prompt and its configuration
+// ("run 12, "a paper boat on…", U2").
+QString run_name(qint64 id, const QString& prompt, const QString& settings);
+
 // Every setting of the job for an exported file's tags and sidecar: model, family, sampler, seed, size,
 // frames, fps, steps, guidance, negative prompt, caches, parallel..., and "settings": the job file's JSON.
 std::map<std::string, std::string> run_metadata(const plan::JobFile& f);

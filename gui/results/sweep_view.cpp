@@ -87,14 +87,23 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
   adopt = new QPushButton(tr("Use the fastest configuration"));
   adopt->setEnabled(false);
   layout->addWidget(adopt);
+  adopted_note = new QLabel;
+  adopted_note->setObjectName("adopted_note");
+  adopted_note->setWordWrap(true);
+  layout->addWidget(adopted_note);
   connect(adopt, &QPushButton::clicked, this, [this] {
-    if (auto f = fastest()) Q_EMIT adopted(*f);
+    if (auto f = fastest()) {
+      Q_EMIT adopted(*f);
+      adopted_note->setText(tr("%1 is now the configuration in \"GPUs and parallelism\"; Generate runs with it.")
+                                .arg(QString::fromStdString(f->describe())));
+    }
   });
   draw_chart();
 }
 
 void SweepView::start(const std::vector<plan::ParallelConfig>& configs, const std::vector<plan::Prediction>& predicted) {
   configs_ = configs;
+  adopted_note->clear();
   done_.assign(configs.size(), std::nullopt);
   predicted_.assign(configs.size(), std::nullopt);
   table->setRowCount(int(configs.size()));
@@ -152,6 +161,10 @@ std::vector<int> SweepView::take_checked() {
   }
   run->setEnabled(false);
   return rows;
+}
+
+void SweepView::started(int row) {
+  if (row >= 0 && row < table->rowCount()) table->item(row, Status)->setText(tr("running"));
 }
 
 void SweepView::record(int row, const RunRecord& r, bool ok) {

@@ -37,6 +37,8 @@ class SweepView : public QWidget {
   // The rows checked when the sweep is run; their status becomes "queued", the others "skipped".
   std::vector<int> take_checked();
   const plan::ParallelConfig& config(int row) const { return configs_[size_t(row)]; }
+  // The run of row `row` started (its status says "running").
+  void started(int row);
   // The run of row `row` ended; `ok` when it completed.
   void record(int row, const RunRecord& r, bool ok);
   std::optional<plan::ParallelConfig> fastest() const;
@@ -53,6 +55,7 @@ class SweepView : public QWidget {
   QComboBox* metric;  // seconds per step, total seconds, peak GiB per rank, MB moved per rank
   QLabel* model_error;  // "Predicted within 0.86-1.36x of measured; ..." once two predicted runs are done
   QPushButton *run, *adopt;
+  QLabel* adopted_note;  // what "Use the fastest" set, once clicked
 
  Q_SIGNALS:
   void adopted(const studio::plan::ParallelConfig& p);

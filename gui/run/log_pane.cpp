@@ -112,6 +112,7 @@ void LogPane::render() {
   std::deque<Line> all;
   all.swap(lines_);
   for (const auto& l : all) append(l);
+  update_title();  // also with no line yet: the toggle always says what it is
 }
 
 void LogPane::update_title() {

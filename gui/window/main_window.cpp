@@ -153,11 +153,13 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   if (runner_.running() && !closing_) {
     const QString queued = queue_.empty() ? QString() : tr(" The %n queued job(s) will not run.", "", int(queue_.size()));
     if (!confirm_stop(tr("Stop it and quit? What it made so far is kept in History.") + queued)) return e->ignore();
-    // Stop the ranks and close once the run is recorded (on_finished), so that nothing is lost.
-    closing_ = true;
     queue_.clear();
-    cancel();
-    return e->ignore();
+    if (runner_.running()) {  // unless it ended while the question was open
+      // Stop the ranks and close once the run is recorded (on_finished), so that nothing is lost.
+      closing_ = true;
+      cancel();
+      return e->ignore();
+    }
   }
   QSettings s;
   s.setValue("window/geometry", saveGeometry());

@@ -7,6 +7,7 @@
 #include <QFileInfo>
 #include <QMessageBox>
 #include <QShortcut>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include "gui/window/main_window.h"
@@ -137,6 +138,7 @@ void MainWindow::start_next() {
       continue;
     }
     current_ = q;
+    if (q.sweep_row >= 0) sweep_view_->started(q.sweep_row);
     steps_.clear();
     thumbnail_ = {};
     started_ms_ = QDateTime::currentMSecsSinceEpoch();
@@ -159,13 +161,21 @@ bool MainWindow::confirm_stop(const QString& why) {
   const auto& ranks = runner_.ranks();
   const int done = ranks.empty() ? 0 : ranks.front().step, total = ranks.empty() ? 0 : ranks.front().total;
   if (done < 1) return true;  // nothing made yet: nothing to lose
-  QMessageBox box(QMessageBox::Question, tr("A run is in progress"),
-                  tr("The run has done %1 of %2 steps. %3").arg(done).arg(total).arg(why),
+  const auto said = [why](int step, int steps) { return tr("The run has done %1 of %2 steps. %3").arg(step).arg(steps).arg(why); };
+  QMessageBox box(QMessageBox::Question, tr("A run is in progress"), said(done, total),
                   QMessageBox::Yes | QMessageBox::No, this);
   box.setObjectName("confirm_stop");
   box.button(QMessageBox::Yes)->setText(tr("Stop the run"));
   box.button(QMessageBox::No)->setText(tr("Keep running"));
   box.setDefaultButton(QMessageBox::No);
+  // The count follows the run while the question is open; a run that ends meanwhile closes it (nothing is
+  // left to stop).
+  QTimer follow;
+  connect(&follow, &QTimer::timeout, &box, [this, &box, &said] {
+    if (!runner_.running()) return box.done(QMessageBox::Yes);
+    if (const auto& ranks = runner_.ranks(); !ranks.empty()) box.setText(said(ranks.front().step, ranks.front().total));
+  });
+  follow.start(200);
   return box.exec() == QMessageBox::Yes;
 }
 
