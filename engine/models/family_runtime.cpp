@@ -10,9 +10,11 @@ namespace studio::models {
 const FamilyRuntime& cogvideox_runtime();
 const FamilyRuntime& flux_runtime();
 const FamilyRuntime& wan_runtime();
+const FamilyRuntime& hunyuan15_runtime();
 
 const std::vector<const FamilyRuntime*>& runtimes() {
-  static const std::vector<const FamilyRuntime*> all = {&cogvideox_runtime(), &flux_runtime(), &wan_runtime()};
+  static const std::vector<const FamilyRuntime*> all = {&cogvideox_runtime(), &flux_runtime(), &wan_runtime(),
+                                                              &hunyuan15_runtime()};
   return all;
 }
 

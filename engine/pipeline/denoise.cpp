@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -11,6 +10,7 @@
 #include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/tensor.h>
+#include <ATen/ops/zeros.h>
 
 #include "compat/torch_compat.h"
 #include "io/safetensors/safetensors_file.h"
@@ -60,10 +60,13 @@ at::Tensor denoise(const models::DitModel& model, sampling::Sampler& sampler, co
   const bool ragged = model.ragged_text();
   const auto [text, text_valid] = cfg ? batch_text(in.negative_prompt_embeds, in.prompt_embeds, ragged, dev)
                                       : std::pair{in.prompt_embeds.to(dev), at::Tensor()};
-  if (cfg && in.prompt_embeds_2.defined() && !in.negative_prompt_embeds_2.defined())
-    throw std::logic_error("internal error: the second text's negative rows are missing");
+  // A negative prompt without the second encoder's rows has none of them (no text in quotes).
+  const at::Tensor& p2 = in.prompt_embeds_2;
+  const at::Tensor negative_2 = !p2.defined() || in.negative_prompt_embeds_2.defined()
+                                    ? in.negative_prompt_embeds_2
+                                    : at::zeros({p2.size(0), 0, p2.size(2)}, p2.options());
   const auto [text_2, text_2_valid] =
-      cfg ? batch_text(in.negative_prompt_embeds_2, in.prompt_embeds_2, ragged, dev)
+      cfg ? batch_text(negative_2, in.prompt_embeds_2, ragged, dev)
           : std::pair{in.prompt_embeds_2.defined() ? in.prompt_embeds_2.to(dev) : at::Tensor(), at::Tensor()};
   const auto& l = in.latents;
   const auto pos = model.positions(model.token_grid(l));

@@ -1,6 +1,10 @@
 #include "pipeline/embeddings.h"
 
 #include <ATen/ops/empty.h>
+#include <ATen/ops/tensor.h>
+
+#include <tuple>
+#include <vector>
 
 #include "io/weights/tensor_file.h"
 #include "models/family_runtime.h"
@@ -12,30 +16,50 @@ namespace studio::pipeline {
 
 namespace {
 
+// The encoding rank's tensor on every rank: its shape first (how many rows an encoder makes may depend on the
+// text: HunyuanVideo-1.5's real rows), then its values, on the rank's device (NCCL takes no host tensor), float32;
+// undefined on every rank where the encoder made none.
+void share(parallel::Mesh& mesh, at::Tensor& t, const at::TensorOptions& opts) {
+  const bool mine = parallel::encodes(mesh);
+  std::vector<int64_t> shape(4, 0);  // dims, then the sizes
+  if (mine && t.defined()) {
+    shape[0] = t.dim();
+    for (int64_t d = 0; d < t.dim(); ++d) shape[size_t(d) + 1] = t.size(d);
+  }
+  auto said = at::tensor(shape, at::kLong).to(opts.device());
+  parallel::share_encoded(mesh, said);
+  said = said.cpu();
+  const int64_t dims = said[0].item<int64_t>();
+  if (dims == 0) {
+    t = at::Tensor();
+    return;
+  }
+  std::vector<int64_t> sizes;
+  for (int64_t d = 0; d < dims; ++d) sizes.push_back(said[d + 1].item<int64_t>());
+  t = mine ? t.to(opts).contiguous() : at::empty(sizes, opts);
+  if (t.numel() > 0) parallel::share_encoded(mesh, t);  // a text with no rows for an encoder: its shape says all
+}
+
 Embeddings from_words(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh,
                       at::ScalarType dtype, const at::Device& device,
                       const std::function<void(const std::string&)>& log) {
-  const auto& rules = plan::rules_of(model);
-  const int64_t L = job.max_sequence_length, D = model.text_encoder->d_model;
-  // Shared on the rank's device (NCCL takes no host tensor), in float32 on every rank alike.
-  const auto opts = at::TensorOptions(at::kFloat).device(device);
   Embeddings e;
-  e.prompt = at::empty({1, L, D}, opts);
-  if (rules.classifier_free()) e.negative = at::empty({1, L, D}, opts);
-  if (const int pooled = rules.pooled_text_width(model); pooled > 0) e.pooled = at::empty({1, int64_t(pooled)}, opts);
+  text::PromptEmbeds words;
   if (parallel::encodes(mesh)) {
     const bool on_cpu = job.text_encoder_device == "cpu";  // float32 there: CPUs are slow in half precision
-    auto words = models::encode_prompts(model, job, on_cpu ? at::kFloat : dtype, on_cpu ? at::Device(at::kCPU) : device, log);
-    e.prompt = words.prompt_embeds.to(opts).contiguous();
-    if (e.negative.defined()) e.negative = words.negative_prompt_embeds.to(opts).contiguous();
-    if (e.pooled.defined()) e.pooled = words.pooled_prompt_embeds.to(opts).contiguous();
+    words = models::encode_prompts(model, job, on_cpu ? at::kFloat : dtype, on_cpu ? at::Device(at::kCPU) : device, log);
     e.record = words.input_ids;
   }
-  for (auto [name, t] : {std::pair{"pooled_prompt_embeds", &e.pooled}, std::pair{"negative_prompt_embeds", &e.negative},
-                         std::pair{"prompt_embeds", &e.prompt}}) {
-    if (!t->defined()) continue;
-    parallel::share_encoded(mesh, *t);
-    e.record.insert(e.record.begin(), {name, *t});
+  const auto opts = at::TensorOptions(at::kFloat).device(device);
+  for (auto [name, t, encoded] :
+       {std::tuple{"negative_prompt_embeds_2", &e.negative_2, &words.negative_prompt_embeds_2},
+        std::tuple{"prompt_embeds_2", &e.prompt_2, &words.prompt_embeds_2},
+        std::tuple{"pooled_prompt_embeds", &e.pooled, &words.pooled_prompt_embeds},
+        std::tuple{"negative_prompt_embeds", &e.negative, &words.negative_prompt_embeds},
+        std::tuple{"prompt_embeds", &e.prompt, &words.prompt_embeds}}) {
+    *t = *encoded;
+    share(mesh, *t, opts);
+    if (t->defined()) e.record.insert(e.record.begin(), {name, *t});
   }
   return e;
 }
@@ -48,6 +72,10 @@ Embeddings from_file(const plan::JobSpec& job, const plan::ModelFolder& model) {
   if (rules.classifier_free() && job.guidance_scale > 1)
     e.negative = file.get("negative_prompt_embeds", 3, "[B, T, D]");
   if (rules.pooled_text_width(model) > 0) e.pooled = file.get("pooled_prompt_embeds", 2, "[B, P]");
+  // A second encoder's rows (HunyuanVideo-1.5's ByT5), where the file has them: none is no text in quotes.
+  if (file.has("prompt_embeds_2")) e.prompt_2 = file.get("prompt_embeds_2", 3, "[B, T2, D2]");
+  if (e.negative.defined() && file.has("negative_prompt_embeds_2"))
+    e.negative_2 = file.get("negative_prompt_embeds_2", 3, "[B, T2, D2]");
   return e;
 }
 
@@ -58,7 +86,7 @@ Embeddings prompt_embeddings(const plan::JobSpec& job, const plan::ModelFolder& 
                              const std::function<void(const std::string&)>& log) {
   Embeddings e = job.prompt.empty() ? from_file(job, model) : from_words(job, model, mesh, dtype, device, log);
   const int64_t samples = job.num_videos_per_prompt;
-  for (at::Tensor* t : {&e.prompt, &e.negative, &e.pooled}) {
+  for (at::Tensor* t : {&e.prompt, &e.negative, &e.pooled, &e.prompt_2, &e.negative_2}) {
     if (!t->defined() || t->size(0) == samples) continue;
     if (t->size(0) != 1)
       throw InputError("--prompt_embeds holds " + std::to_string(t->size(0)) + " prompts but the job makes " +

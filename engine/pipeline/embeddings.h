@@ -16,6 +16,7 @@ namespace studio::pipeline {
 struct Embeddings {
   at::Tensor prompt, negative;  // [samples, T, D]; negative undefined without classifier-free guidance
   at::Tensor pooled;            // [samples, P], for a family that takes a pooled text vector (FLUX)
+  at::Tensor prompt_2, negative_2;  // [samples, T2, D2]: a second encoder's rows (HunyuanVideo-1.5's ByT5)
   // What --save_tensors records of this stage: the embeddings and, from words, the token ids.
   std::vector<std::pair<std::string, at::Tensor>> record;
 };

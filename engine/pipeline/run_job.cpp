@@ -224,6 +224,8 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   in.prompt_embeds = slice.of(embeds.prompt);
   if (embeds.negative.defined()) in.negative_prompt_embeds = slice.of(embeds.negative);
   if (embeds.pooled.defined()) in.pooled_prompt_embeds = slice.of(embeds.pooled);
+  if (embeds.prompt_2.defined()) in.prompt_embeds_2 = slice.of(embeds.prompt_2);
+  if (embeds.negative_2.defined()) in.negative_prompt_embeds_2 = slice.of(embeds.negative_2);
   const auto per_sample = [&](const at::Tensor& t) {
     if (!t.defined() || t.size(0) == slice.count) return t;
     std::vector<int64_t> times(size_t(t.dim()), 1);

@@ -157,6 +157,16 @@ void check_shape(const ParallelConfig& p, const JobSpec& job, const ModelFolder&
   if (p.shard_weights && job.offload == "blocks")
     out.push_back({"shard_weights", "--shard_weights and --offload blocks both keep the blocks' weights off the "
                                     "device between calls; choose one"});
+  if (p.use_parallel_vae && !rules.decodes_by_rows(model))
+    out.push_back({"use_parallel_vae", std::string("--use_parallel_vae: ") + rules.name() +
+                                           "'s VAE does not decode split by rows yet; leave it out"});
+  if (p.pipefusion_parallel_degree > 1 && !p.use_cfg_parallel && rules.branch_texts_differ() &&
+      rules.classifier_free() && job.guidance_scale > 1)
+    out.push_back({"pipefusion_parallel_degree",
+                   "--pipefusion_parallel_degree " + std::to_string(p.pipefusion_parallel_degree) + ": " + rules.name() +
+                       " runs its two guidance branches as separate calls (their texts differ in length), and "
+                       "PipeFusion's pipelined steps would mix their activations; add --use_cfg_parallel (each CFG "
+                       "group runs one branch), or use --ulysses_degree or --ring_degree"});
   if (p.use_parallel_vae && job.vae_tiling)
     out.push_back({"use_parallel_vae", "--use_parallel_vae and --enable_tiling both divide the decoding's memory; "
                                        "choose one (parallel decoding gives the untiled result)"});
@@ -282,7 +292,8 @@ MemoryEstimate estimate_memory(const ParallelConfig& p, const JobSpec& job, cons
                                int bytes_per_value) {
   auto m = rules_of(model).memory(p, job, model, bytes_per_value);
   // The text encoder runs only for words; embeddings from a file skip it.
-  if (model.text_encoder && !job.prompt.empty()) m.text_encoder_gib = t5_weight_bytes(job, model, bytes_per_value) / kGiB;
+  if (model.text_encoder && !job.prompt.empty())
+    m.text_encoder_gib = std::max(m.text_encoder_gib, t5_weight_bytes(job, model, bytes_per_value) / kGiB);
   return m;
 }
 

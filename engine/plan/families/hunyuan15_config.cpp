@@ -23,6 +23,7 @@ Hunyuan15TransformerConfig parse_hunyuan15_transformer_config(const std::string&
   c.rope_theta = f.get<double>("rope_theta", c.rope_theta);
   c.rope_axes_dim = f.positive_list("rope_axes_dim", c.rope_axes_dim, 1024, 8);
   c.task_type = f.get<std::string>("task_type", c.task_type);
+  c.target_size = f.positive("target_size", c.target_size, 8192);
   if (!(c.mlp_ratio > 0 && c.mlp_ratio <= 16))
     f.fail("mlp_ratio", f.dump("mlp_ratio"), "must be above 0 and at most 16 (4 in the published models)");
   if (!(c.rope_theta > 0)) f.fail("rope_theta", f.dump("rope_theta"), "must be positive (256 in the published models)");
@@ -61,6 +62,20 @@ int log2_of(int v) {
 }
 
 }  // namespace
+
+double parse_hunyuan15_guidance_scale(const std::string& text, const std::string& file) {
+  Fields f(text, file);
+  expect_class(f, file.c_str(), {"ClassifierFreeGuidance"});
+  const double scale = f.get<double>("guidance_scale", 6.0);
+  if (!(scale >= 0 && scale <= 100)) f.fail("guidance_scale", f.dump("guidance_scale"), "must be 0 to 100");
+  if (f.get<double>("guidance_rescale", 0.0) != 0.0)
+    f.fail("guidance_rescale", f.dump("guidance_rescale"), "is not supported; HunyuanVideo-1.5 leaves it 0");
+  if (f.get<bool>("use_original_formulation", false))
+    f.fail("use_original_formulation", "true", "is not supported; HunyuanVideo-1.5 leaves it false");
+  if (f.get<double>("start", 0.0) != 0.0 || f.get<double>("stop", 1.0) != 1.0)
+    f.fail("start", f.dump("start"), "and stop must be 0 and 1 (guidance on every step), as HunyuanVideo-1.5 sets them");
+  return f.get<bool>("enabled", true) ? scale : 1.0;
+}
 
 int Hunyuan15VaeConfig::spatial_upsamples() const { return log2_of(spatial_compression_ratio); }
 int Hunyuan15VaeConfig::temporal_upsamples() const { return log2_of(temporal_compression_ratio); }

@@ -1,8 +1,13 @@
 // The transformer config of a HunyuanVideo-1.5 folder (HunyuanVideo15Pipeline of diffusers v0.42.1), read
 // from JSON alone.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "plan/families/flux_config.h"  // FlowMatchConfig
+#include "plan/model_folder.h"
+#include "plan/qwen_config.h"
 
 namespace studio::plan {
 
@@ -22,6 +27,7 @@ struct Hunyuan15TransformerConfig {
   double rope_theta = 256.0;
   std::vector<int> rope_axes_dim{16, 56, 56};  // frame, row, column
   std::string task_type = "i2v";
+  int target_size = 640;  // pixels: the default size's area is about target_size^2 (480 x 848 at 640)
   int inner_dim() const { return num_attention_heads * attention_head_dim; }
   int mlp_dim() const { return int(inner_dim() * mlp_ratio); }
 };
@@ -38,6 +44,19 @@ struct Hunyuan15VaeConfig {
   // Up blocks that double the pixels (the first log2(spatial) ones) and the frames (the first log2(temporal)).
   int spatial_upsamples() const;
   int temporal_upsamples() const;
+};
+
+// guider/guider_config.json of a ClassifierFreeGuidance: the scale the pipeline guides with (1 turns CFG off).
+double parse_hunyuan15_guidance_scale(const std::string& json_text, const std::string& file);
+
+// The parts of a HunyuanVideo-1.5 folder (HunyuanVideo15Pipeline) the engine runs.
+struct Hunyuan15Parts final : FamilyParts {
+  Hunyuan15TransformerConfig transformer;
+  FlowMatchConfig scheduler;
+  std::optional<Hunyuan15VaeConfig> vae;
+  double guidance_scale = 6.0;           // the guider's
+  std::optional<QwenTextConfig> qwen;    // text_encoder/
+  bool has_qwen_tokenizer = false;       // tokenizer/vocab.json and merges.txt
 };
 
 Hunyuan15TransformerConfig parse_hunyuan15_transformer_config(const std::string& json_text, const std::string& file);

@@ -10,7 +10,8 @@ namespace fs = std::filesystem;
 namespace studio::plan {
 
 const std::vector<const Family*>& families() {
-  static const std::vector<const Family*> all = {&cogvideox_family(), &flux_family(), &wan_family()};
+  static const std::vector<const Family*> all = {&cogvideox_family(), &flux_family(), &wan_family(),
+                                                     &hunyuan15_family()};
   return all;
 }
 

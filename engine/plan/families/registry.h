@@ -12,6 +12,7 @@ namespace studio::plan {
 const Family& cogvideox_family();
 const Family& flux_family();
 const Family& wan_family();
+const Family& hunyuan15_family();
 
 // Every family this version runs, in the order messages list them.
 const std::vector<const Family*>& families();

@@ -23,6 +23,9 @@ struct PromptEmbeds {
   at::Tensor prompt_embeds;           // [1, L, d_model] float32: T5's last hidden state
   at::Tensor negative_prompt_embeds;  // the same for the negative prompt (CogVideoX, Wan); else undefined
   at::Tensor pooled_prompt_embeds;    // [1, P] float32: CLIP's pooled output (FLUX.1); else undefined
+  // A second encoder's rows the transformer embeds apart (HunyuanVideo-1.5's ByT5, [1, n, d], n maybe 0), and
+  // the negative prompt's; else undefined. That family's embeds hold each text's real rows alone.
+  at::Tensor prompt_embeds_2, negative_prompt_embeds_2;
   std::vector<std::pair<std::string, at::Tensor>> input_ids;  // [1, L] int64 each, named as --save_tensors writes them
 };
 

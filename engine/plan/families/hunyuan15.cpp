@@ -1,0 +1,218 @@
+// HunyuanVideo-1.5 text-to-video (HunyuanVideo15Pipeline of diffusers 0.42.1): the rules of its jobs. Its words
+// go through Qwen2.5-VL's language model (text_encoder/) and, for the text in quotes, ByT5 (text_encoder_2/: the
+// folder's "T5"); its guidance scale is the guider's (guider/guider_config.json), two transformer calls a step.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "plan/families/hunyuan15_config.h"
+#include "plan/family.h"
+#include "plan/json_fields.h"
+#include "plan/parallel.h"
+
+namespace studio::plan {
+
+namespace {
+
+const Hunyuan15Parts& hy(const ModelFolder& m) { return m.parts_as<Hunyuan15Parts>(); }
+
+// The pipeline's default size: of the sizes in 16-pixel steps whose area is about target_size^2 (at most 4:1),
+// the one nearest 16:9 that is not wider (HunyuanVideo15ImageProcessor.calculate_default_height_width).
+std::pair<int, int> default_size(int target_size) {
+  const int n = int(std::lround(std::pow(target_size / 16.0, 2)));
+  int best_h = 0, best_w = 0;
+  double best = 1e9;
+  for (int a = n, b = 1; a > 0;) {
+    // (a, b) in 16-pixel steps: a is the height, b the width, as the reference's list reads them.
+    const double ratio = std::round(double(a) / b * 1e5) / 1e5, off = ratio - 9.0 / 16.0;
+    if (std::max(a, b) <= 4 * std::min(a, b) && off >= 0 && off < best) best = off, best_h = a * 16, best_w = b * 16;
+    if ((b + 1) * a <= n) ++b;
+    else --a;
+  }
+  return {best_h, best_w};
+}
+
+class Hunyuan15 final : public Family {
+ public:
+  const char* name() const override { return "HunyuanVideo-1.5"; }
+  std::vector<std::string> pipelines() const override { return {"HunyuanVideo15Pipeline"}; }
+  const char* class_prefix() const override { return "HunyuanVideo15"; }
+  // The converted folders hunyuanvideo-community publishes. Sizes are estimated from the parameter counts in bf16
+  // (transformer 8.3B, Qwen2.5-VL-7B's language model 7.1B, ByT5 and the VAE under 1 GB together), not measured.
+  std::vector<KnownRepo> known_repos() const override {
+    const char* note = "the bf16 transformer's weights alone (8.3B parameters), a floor; the text encoder runs before it";
+    return {{"hunyuan15-t2v-480p", "HunyuanVideo-1.5 480p T2V", "hunyuanvideo-community/HunyuanVideo-1.5-480p_t2v",
+             32.0, 17, note, false}};
+  }
+
+  void read_parts(ModelFolder& m, const Fields& idx) const override {
+    const std::string tcfg = part_path(m, "transformer", "config.json"),
+                      scfg = part_path(m, "scheduler", "scheduler_config.json"), vcfg = part_path(m, "vae", "config.json"),
+                      gcfg = part_path(m, "guider", "guider_config.json"), qcfg = part_path(m, "text_encoder", "config.json");
+    auto p = std::make_shared<Hunyuan15Parts>();
+    p->transformer = parse_hunyuan15_transformer_config(read_text_file(tcfg), tcfg);
+    if (p->transformer.task_type != "t2v")
+      throw InputError(tcfg + ": task_type '" + p->transformer.task_type + "': HunyuanVideo-1.5 image-to-video is not "
+                       "supported yet; its text-to-video folders (task_type t2v) run");
+    p->scheduler = parse_flow_match_config(read_text_file(scfg), scfg);
+    if (std::filesystem::exists(vcfg)) p->vae = parse_hunyuan15_vae_config(read_text_file(vcfg), vcfg);
+    if (p->vae && p->vae->latent_channels != p->transformer.out_channels)
+      throw InputError(vcfg + ": latent_channels " + std::to_string(p->vae->latent_channels) +
+                       " does not match the transformer's out_channels " + std::to_string(p->transformer.out_channels));
+    if (!idx.has("guider")) idx.fail("guider", "missing", "must name the guider (guider/guider_config.json holds the scale)");
+    p->guidance_scale = parse_hunyuan15_guidance_scale(read_text_file(gcfg), gcfg);
+    if (std::filesystem::exists(qcfg)) p->qwen = parse_qwen_text_config(read_text_file(qcfg), qcfg);
+    if (p->qwen && p->qwen->hidden_size != p->transformer.text_embed_dim)
+      throw InputError(qcfg + ": hidden_size " + std::to_string(p->qwen->hidden_size) + " does not match the "
+                       "transformer's text_embed_dim " + std::to_string(p->transformer.text_embed_dim));
+    p->has_qwen_tokenizer = std::filesystem::exists(part_path(m, "tokenizer", "vocab.json")) &&
+                            std::filesystem::exists(part_path(m, "tokenizer", "merges.txt"));
+    m.variant = {"hunyuan15-t2v-480p", p->guidance_scale > 1
+                                           ? "HunyuanVideo-1.5 text-to-video (e.g. HunyuanVideo-1.5-480p_t2v)"
+                                           : "HunyuanVideo-1.5 text-to-video, CFG-distilled"};
+    m.parts = p;
+  }
+  std::pair<std::string, int> t5_width(const ModelFolder& m) const override {
+    return {"text_embed_2_dim", hy(m).transformer.text_embed_2_dim};
+  }
+  bool has_vae(const ModelFolder& m) const override { return hy(m).vae.has_value(); }
+  int vae_scale_spatial(const ModelFolder& m) const override { return hy(m).vae ? hy(m).vae->spatial_compression_ratio : 16; }
+  int vae_scale_temporal(const ModelFolder& m) const override {
+    return hy(m).vae ? hy(m).vae->temporal_compression_ratio : 4;
+  }
+
+  // ByT5 in the _2 folders is the folder's T5; Qwen in text_encoder/ and tokenizer/ reads every text too.
+  std::string t5_part() const override { return "text_encoder_2"; }
+  std::string t5_tokenizer_part() const override { return "tokenizer_2"; }
+  const char* t5_name() const override { return "ByT5"; }
+  std::vector<EncoderInput> encoder_inputs(const JobSpec&) const override {
+    return {{TextEncoder::Qwen, "prompt"}, {TextEncoder::T5, "prompt"}, {TextEncoder::Qwen, "negative_prompt"},
+            {TextEncoder::T5, "negative_prompt"}};
+  }
+  std::vector<std::string> missing_text_parts(const ModelFolder& m) const override {
+    std::vector<std::string> missing;
+    if (!hy(m).has_qwen_tokenizer) missing.push_back("tokenizer/ (Qwen's vocab.json, merges.txt)");
+    if (!hy(m).qwen) missing.push_back("text_encoder/ (Qwen2.5-VL's language model)");
+    if (!m.text_encoder) missing.push_back("text_encoder_2/ (ByT5)");
+    return missing;
+  }
+
+  std::string sampler_name(const ModelFolder&) const override { return "FlowMatchEulerDiscreteScheduler"; }
+  bool makes_video() const override { return true; }
+  bool classifier_free() const override { return true; }
+  bool takes_prompt_2() const override { return false; }
+  int pixel_step(const ModelFolder& m) const override { return m.vae_scale_spatial(); }
+  int attention_heads(const ModelFolder& m) const override { return hy(m).transformer.num_attention_heads; }
+  int blocks(const ModelFolder& m) const override { return hy(m).transformer.num_layers; }
+  int train_steps(const ModelFolder& m) const override { return hy(m).scheduler.num_train_timesteps; }
+  // TeaCache has published no coefficients for HunyuanVideo-1.5 (validate refuses it).
+  std::vector<double> teacache_coefficients(const ModelFolder&) const override { return {}; }
+  double teacache_threshold() const override { return 0.1; }
+  bool calls_per_guidance_branch() const override { return true; }  // the guider's two calls a step
+  bool branch_texts_differ() const override { return true; }
+  bool decodes_by_rows(const ModelFolder&) const override { return false; }
+  // Per token, a dual-stream block's own stream: q/k/v/out 4 D^2 and the feed-forward 8 D^2 (FLUX.1's double block).
+  double gemm_flops_per_token(const ModelFolder& m) const override {
+    const double D = hy(m).transformer.inner_dim();
+    return 2 * (4 + 2 * hy(m).transformer.mlp_ratio) * D * D;
+  }
+  double attention_flops_per_pair(const ModelFolder& m) const override { return 4.0 * hy(m).transformer.inner_dim(); }
+  // The block is FLUX.1's double-stream block (models/dual_stream_block.*): its counts (tests/test_op_counts).
+  BlockCosts block_costs(const ModelFolder& m) const override {
+    BlockCosts b;
+    b.ops_per_block = 119;
+    b.values_per_width = 50.1;
+    b.values_per_hidden = 2;
+    b.hidden = hy(m).transformer.mlp_dim();
+    b.ops_per_call = 70;
+    b.ops_per_step = 24;
+    return b;
+  }
+  // The causal 3D decoder's levels from full size down, layers_per_block + 1 resnets of 3x3x3 convolutions.
+  double vae_flops_per_pixel(const ModelFolder& m) const override {
+    if (!hy(m).vae) return 0;
+    return decoder_flops_per_pixel(hy(m).vae->block_out_channels, hy(m).vae->layers_per_block + 1, 27);
+  }
+  const char* gguf_architecture() const override { return "hunyuan-video-1.5"; }  // no GGUF layout is read yet
+
+  void apply_defaults(JobSpec& job, const ModelFolder& m) const override {
+    const auto [height, width] = default_size(hy(m).transformer.target_size);
+    if (job.height == 0) job.height = height;
+    if (job.width == 0) job.width = width;
+    if (job.num_frames == 0) job.num_frames = 121;
+    if (job.fps == 0) job.fps = 24;
+    if (job.max_sequence_length == 0) job.max_sequence_length = 1000;  // the pipeline's Qwen tokens
+    if (job.num_inference_steps == 0) job.num_inference_steps = 50;
+    if (std::isnan(job.guidance_scale)) job.guidance_scale = hy(m).guidance_scale;
+  }
+
+  void validate(const JobSpec& job, const ModelFolder& m, std::vector<Problem>& out) const override {
+    const int s = m.vae_scale_spatial(), tc = m.vae_scale_temporal();
+    check_multiple("height", job.height, s, "the VAE's " + std::to_string(s) + "x", out);
+    check_multiple("width", job.width, s, "the VAE's " + std::to_string(s) + "x", out);
+    if (job.num_frames <= 0 || (job.num_frames - 1) % tc != 0) {
+      const int below = job.num_frames <= 1 ? 1 : (job.num_frames - 1) / tc * tc + 1;
+      out.push_back({"num_frames", "--num_frames " + std::to_string(job.num_frames) + ": must be " +
+                                       std::to_string(tc) + "k+1 (the VAE compresses time " + std::to_string(tc) +
+                                       "x, keeping the first frame); " + std::to_string(below) + " or " +
+                                       std::to_string(below + tc) + " would work"});
+    }
+    if (job.max_sequence_length != 1000)
+      out.push_back({"max_sequence_length", "--max_sequence_length " + std::to_string(job.max_sequence_length) +
+                                                ": HunyuanVideo-1.5 reads 1000 Qwen tokens (and 256 ByT5 bytes); "
+                                                "leave it out"});
+    if (job.use_teacache)
+      out.push_back({"use_teacache", "--use_teacache: TeaCache has published no coefficients for HunyuanVideo-1.5; use "
+                                     "--use_fbcache or --use_magcache instead"});
+    if (job.use_dynamic_cfg)
+      out.push_back({"use_dynamic_cfg", "--use_dynamic_cfg: CogVideoX's guidance rule; HunyuanVideo-1.5 guides with a "
+                                        "constant scale; leave it out"});
+    if (job.vae_tiling)
+      out.push_back({"enable_tiling", "--enable_tiling: not supported with HunyuanVideo-1.5's VAE yet; leave it out"});
+    if (!job.image_file.empty())
+      out.push_back({"image", "--image: HunyuanVideo-1.5 image-to-video is not supported yet; this folder makes "
+                              "video from words"});
+  }
+
+  LatentGeometry geometry(const JobSpec& job, const ModelFolder& m) const override {
+    LatentGeometry g;
+    g.channels_first = true;
+    g.frames = (job.num_frames - 1) / m.vae_scale_temporal() + 1;
+    g.padded_frames = g.frames;
+    g.channels = hy(m).transformer.out_channels;
+    g.height = job.height / m.vae_scale_spatial();
+    g.width = job.width / m.vae_scale_spatial();
+    g.latent_tokens = int64_t(g.frames) * g.height * g.width;
+    g.text_tokens = job.max_sequence_length;  // at most; the ByT5 rows (up to 256) come on top
+    return g;
+  }
+
+  MemoryEstimate memory(const ParallelConfig& p, const JobSpec& job, const ModelFolder& m, int b) const override {
+    const auto& t = hy(m).transformer;
+    const double D = t.inner_dim(), T = t.text_embed_dim, G = t.text_embed_2_dim, I = t.image_embed_dim;
+    // A block: two streams of modulation (6 D^2), q/k/v/out (4 D^2) and feed-forward (2 mlp_ratio D^2). Once: the
+    // patch embedding, the refiner (its blocks about 14 D^2 each, its input and time MLPs), the ByT5 projection
+    // (2048 wide), the picture projection, the time MLP and the head.
+    const double block = 2 * (6 + 4 + 2 * t.mlp_ratio) * D * D;
+    const double other = t.in_channels * D + t.num_refiner_layers * 14 * D * D + 2 * T * D + 3 * D * D + G * 2048 +
+                         2048.0 * 2048 + 2048 * D + I * I + I * D + 256 * D + D * D + 2 * D * D + D * t.out_channels;
+    MemoryEstimate e;
+    e.transformer_gib = transformer_gib(p, job, m, block, other, D, b);
+    e.block_weight_gib = block_weight_gib(job, m, block, other, b);
+    if (hy(m).qwen && !job.prompt.empty()) e.text_encoder_gib = hy(m).qwen->parameters() * b / kGiB;
+    if (hy(m).vae && job.height > 0) {
+      // Decoded whole: the widest full-size level, a few copies, for every frame.
+      e.vae_gib = 6.0 * job.num_frames * job.height * job.width * hy(m).vae->block_out_channels.front() * b / kGiB + 0.5;
+    }
+    return e;
+  }
+};
+
+}  // namespace
+
+const Family& hunyuan15_family() {
+  static const Hunyuan15 row;
+  return row;
+}
+
+}  // namespace studio::plan

@@ -1,0 +1,88 @@
+// HunyuanVideo-1.5 as a user runs it: words, a seed and the folder (hunyuan15_tiny, diffusers 0.42.1) through
+// dit-launch, in one process and in the parallel mixes the family takes; the ids, the embeddings' real rows, the
+// final latents and the video against the reference. And what it refuses, by name.
+#include <ATen/ops/equal.h>
+#include <ATen/ops/nonzero.h>
+
+#include <sstream>
+
+#include "io/weights/tensor_file.h"
+#include "mixes.h"
+#include "process.h"
+#include "support.h"
+#include "tensor_support.h"
+
+using namespace studio;
+
+namespace {
+
+const std::string kCase = "hunyuan15_tiny";
+
+at::Tensor golden(const std::string& name) { return test::golden_tensor(kCase, name); }
+
+at::Tensor real_rows(const std::string& embeds, const std::string& mask) {
+  return golden(embeds).index_select(1, at::nonzero(golden(mask)[0]).squeeze(1));
+}
+
+test::Args words_args(const std::string& out) {
+  const auto g = test::golden_json(kCase);
+  return {"--model", test::golden_case(kCase), "--prompt", g["prompt"].get<std::string>(), "--negative_prompt",
+          g["negative_prompt"].get<std::string>(), "--seed", std::to_string(int(g["seed"])), "--height",
+          std::to_string(int(g["height"])), "--width", std::to_string(int(g["width"])), "--num_frames",
+          std::to_string(int(g["num_frames"])), "--num_inference_steps", std::to_string(int(g["num_inference_steps"])),
+          "--save_tensors", out};
+}
+
+}  // namespace
+
+class Hunyuan15ThroughDitLaunch : public ::testing::TestWithParam<const char*> {
+ protected:
+  test::TempDir tmp_;
+};
+
+// The guidance scale is the guider's (6.0): not given here.
+TEST_P(Hunyuan15ThroughDitLaunch, from_the_prompt_and_seed) {
+  const std::string out = tmp_.path("run.safetensors");
+  auto args = words_args(out);
+  std::istringstream flags(GetParam());
+  for (std::string w; flags >> w;) args.push_back(w);
+  const auto r = test::run(test::bin("dit-launch"), args, 300000);
+  ASSERT_EQ(r.code, 0) << r.err;
+  io::TensorFile f(out, "run");
+  for (const char* ids : {"input_ids", "negative_input_ids", "byt5_input_ids"})
+    EXPECT_TRUE(at::equal(f.get_int64(ids), test::golden_ids(kCase, ids))) << ids;
+  EXPECT_LT(test::max_abs_diff(f.get("prompt_embeds", 3, ""), real_rows("prompt_embeds", "prompt_embeds_mask")), 1e-4);
+  EXPECT_LT(test::max_abs_diff(f.get("negative_prompt_embeds", 3, ""),
+                               real_rows("negative_prompt_embeds", "negative_prompt_embeds_mask")),
+            1e-4);
+  EXPECT_LT(test::max_abs_diff(f.get("prompt_embeds_2", 3, ""), real_rows("prompt_embeds_2", "prompt_embeds_mask_2")),
+            1e-4);
+  EXPECT_EQ(f.get("negative_prompt_embeds_2", 3, "").size(1), 0);  // nothing in quotes
+  const double latents = test::max_abs_diff(f.get("final_latents", 5, ""), golden("final_latents"));
+  const double video = test::max_abs_diff(f.get("video", 5, ""), golden("video"));
+  std::printf("hunyuan15 from words %s: final_latents %.3g, video %.3g\n", GetParam(), latents, video);
+  EXPECT_LT(latents, test::kRunTolerance);
+  EXPECT_LT(video, test::kRunTolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(Mixes, Hunyuan15ThroughDitLaunch,
+                         ::testing::Values("", "--ulysses_degree 2", "--ring_degree 2", "--use_cfg_parallel",
+                                           "--use_cfg_parallel --ulysses_degree 2",
+                                           "--use_cfg_parallel --pipefusion_parallel_degree 2 --warmup_steps 4"),
+                         test::flags_name);
+
+TEST(Hunyuan15Refusals, what_the_family_cannot_do_yet_is_named) {
+  test::TempDir tmp;
+  const auto base = words_args(tmp.path("x.safetensors"));
+  auto refused = [&](const test::Args& more, std::initializer_list<const char*> parts) {
+    const auto r = test::run(test::bin("dit-launch"), base + more, 60000);
+    EXPECT_NE(r.code, 0);
+    for (const char* p : parts) EXPECT_TRUE(test::contains(r.err, p)) << p << " not in: " << r.err;
+  };
+  refused({"--pipefusion_parallel_degree", "2"},
+          {"--pipefusion_parallel_degree 2", "separate calls", "--use_cfg_parallel"});
+  refused({"--ulysses_degree", "2", "--use_parallel_vae"}, {"--use_parallel_vae", "HunyuanVideo-1.5", "rows"});
+  refused({"--use_teacache"}, {"--use_teacache", "no coefficients", "--use_fbcache"});
+  refused({"--max_sequence_length", "512"}, {"--max_sequence_length 512", "1000 Qwen tokens"});
+  refused({"--num_frames", "10"}, {"--num_frames 10", "4k+1", "9 or 13"});
+}
