@@ -453,6 +453,30 @@ class TestStudioCompose : public QObject {
 
   // An image-to-video model asks for its picture, shows it as the model will see it (stretched to the output
   // size), and puts it in the job; a text-to-video model hides the field and takes none.
+  // HunyuanVideo-1.5's folder in the compose column: its fields (frames, negative prompt; no T5 prompt), its
+  // defaults (848 x 480, 121 frames, the guider's 6), Generate on; what it refuses is said by field.
+  void a_hunyuan_video_15_folder_is_composed() {
+    MainWindow w(tmp_.path() + "/hunyuan");
+    w.show();
+    wait_for_devices(w);
+    auto& c = w.compose_panel();
+    c.set_model_dir(QString::fromStdString(test::golden_case("hunyuan15_tiny")));
+    QVERIFY2(c.model(), qPrintable(c.model_error()));
+    c.prompt->setPlainText("a neon sign that reads \"OPEN\"");
+    QVERIFY(c.frames->isVisibleTo(&c));
+    QVERIFY(c.negative_prompt->isVisibleTo(&c));
+    QVERIFY(!c.prompt_2->isVisibleTo(&c));
+    plan::JobSpec filled;  // the family's defaults, as the pipeline has them
+    plan::apply_model_defaults(filled, *c.model());
+    QCOMPARE(filled.width, 848);
+    QCOMPARE(filled.height, 480);
+    QCOMPARE(filled.num_frames, 121);
+    QCOMPARE(filled.guidance_scale, 6.0);
+    QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
+    c.frames->setValue(10);
+    QVERIFY2(c.problems().text("num_frames").contains("4k+1"), qPrintable(c.problems().text("num_frames")));
+  }
+
   void image_to_video_takes_a_picture() {
     MainWindow w(tmp_.path() + "/pictures");
     w.show();
