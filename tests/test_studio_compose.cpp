@@ -351,6 +351,32 @@ class TestStudioCompose : public QObject {
     QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
   }
 
+  // Writing the prompt and the negative prompt moves no control: the hint's line and the counts' lines are kept,
+  // so a click aimed at Generate or the picture field lands there.
+  void typing_moves_no_control() {
+    MainWindow w(tmp_.path() + "/still");
+    w.resize(1280, 800);
+    w.show();
+    wait_for_devices(w);
+    auto& c = w.compose_panel();
+    const auto y = [&w](QWidget* x) { return x->mapTo(&w, QPoint(0, 0)).y(); };
+    QTest::qWait(100);
+    const int generate = y(generate_button(w)), picture = y(c.image);
+    QVERIFY(c.problems().text("prompt").contains("write a prompt"));  // the hint is there
+    QTest::keyClicks(c.prompt, "a paper boat");
+    QTest::keyClicks(c.negative_prompt, "blurry");
+    QTest::qWait(100);
+    QCOMPARE(c.problems().text("prompt"), QString());  // and gone
+    QVERIFY(!c.negative_tokens->text().isEmpty());   // the negative prompt's count came
+    QCOMPARE(y(generate_button(w)), generate);
+    QCOMPARE(y(c.image), picture);
+    c.prompt->clear();
+    c.negative_prompt->clear();
+    QTest::qWait(100);
+    QCOMPARE(y(generate_button(w)), generate);
+    QCOMPARE(y(c.image), picture);
+  }
+
   // A value a field cannot take (Steps 0) is put back, and it says so below the field until the next edit.
   void a_refused_value_is_said_not_silently_put_back() {
     MainWindow w(tmp_.path() + "/revert");

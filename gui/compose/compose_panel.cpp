@@ -51,6 +51,7 @@ QWidget* with_count(QWidget* field, QLabel* count) {
   v->addWidget(field);
   v->addWidget(count);
   count->setWordWrap(true);
+  count->setMinimumHeight(count->fontMetrics().lineSpacing());  // a count that comes and goes moves nothing below
   return box;
 }
 
@@ -143,8 +144,10 @@ QWidget* ComposePanel::build_prompt_section() {
   form->addRow(label("last_image"), last_image);
   for (auto* p : {image, last_image}) connect(p, &PictureField::changed, this, &ComposePanel::changed);
   connect(image, &PictureField::offer_chosen, this, &ComposePanel::model_offered);
+  // Its line is kept: the hint that comes and goes as a prompt is written must not move Generate below it.
   form->addRow(problems_.make({"prompt", "prompt_2", "negative_prompt", "prompt_embeds", "max_sequence_length", "image",
-                               "last_image"}));
+                               "last_image"},
+                              true));
   return section;
 }
 
@@ -398,8 +401,10 @@ void ComposePanel::show_tokens() {
     // An empty optional field says nothing; the prompt always shows its limit.
     const bool quiet = !count || (l != prompt_tokens && !count->cut &&
                                   (field == std::string("prompt_2") ? j.prompt_2 : j.negative_prompt).empty());
-    l->setVisible(!quiet);
-    if (quiet) continue;
+    if (quiet) {  // blank, its line kept
+      l->clear();
+      continue;
+    }
     l->setText(count->cut ? count->text + " — " + count->warning : count->text);
     l->setStyleSheet(count->cut ? "color: #b9770e;" : "color: palette(placeholder-text);");
   }

@@ -4,12 +4,17 @@
 
 namespace studio::gui {
 
-QLabel* ProblemLabels::make(const std::vector<std::string>& fields) {
+QLabel* ProblemLabels::make(const std::vector<std::string>& fields, bool reserve_line) {
   auto* l = new QLabel;
   l->setObjectName(QString::fromStdString("problems_" + fields.front()));
   l->setWordWrap(true);
   l->setTextFormat(Qt::RichText);
-  l->hide();
+  if (reserve_line) {
+    reserved_.insert(l);
+    l->setMinimumHeight(l->fontMetrics().lineSpacing());
+  } else {
+    l->hide();
+  }
   for (const auto& f : fields) label_of_[f] = l;
   labels_.push_back(l);
   return l;
@@ -39,7 +44,7 @@ std::vector<plan::Problem> ProblemLabels::show(const std::vector<plan::Problem>&
   put(hints, "#808080", false);
   for (QLabel* l : labels_) {
     l->setText(html[l]);
-    l->setVisible(!html[l].isEmpty());
+    l->setVisible(!html[l].isEmpty() || reserved_.count(l));
   }
   return rest;
 }
