@@ -7,6 +7,7 @@
 // With STUDIO_SCREENSHOTS=DIR it saves these views at 1280 x 800 and 1920 x 1080 there.
 #undef QT_NO_KEYWORDS  // qcustomplot.h, included through the GUI, uses Qt's keywords
 #include <QMessageBox>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -227,6 +228,11 @@ class TestStudioResults : public QObject {
     QCOMPARE(w.history().selected_ids(), std::vector<qint64>{first});
     w.history().remove(fourth);
     tabs(w)->setCurrentWidget(&w.history());
+    // At 1280 x 800 the list fits its width: no horizontal scrollbar, the prompt readable.
+    w.resize(1280, 800);
+    QTest::qWait(200);
+    QVERIFY(!w.history().table->horizontalScrollBar()->isVisible());
+    QVERIFY(w.history().table->columnWidth(2) >= 220);
     shoot_sizes(&w.history(), "history");
     w.history().gallery_button->click();
     shoot_sizes(&w.history(), "gallery");

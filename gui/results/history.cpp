@@ -364,10 +364,23 @@ bool History::eventFilter(QObject* watched, QEvent* e) {
 }
 
 void History::fit_prompt_column() {
-  int others = 0;
-  for (int c = 0; c < table->columnCount(); ++c)
-    if (c != 2) others += table->columnWidth(c);
-  table->setColumnWidth(2, std::max(220, table->viewport()->width() - others));
+  // Where the columns do not fit beside a readable prompt, those least needed at a glance give way, in this
+  // order (seed, peak memory, total time, frames, model; the run's settings still say them all), rather than
+  // a horizontal scrollbar.
+  constexpr int kPrompt = 2, kReadablePrompt = 220, kGiveWay[] = {11, 10, 8, 5, 3};
+  const auto others = [this] {
+    int sum = 0;
+    for (int c = 0; c < table->columnCount(); ++c)
+      if (c != kPrompt && !table->isColumnHidden(c)) sum += table->columnWidth(c);
+    return sum;
+  };
+  for (int c : kGiveWay) table->setColumnHidden(c, false);
+  const int room = table->viewport()->width();
+  for (int c : kGiveWay) {
+    if (others() + kReadablePrompt <= room) break;
+    table->setColumnHidden(c, true);
+  }
+  table->setColumnWidth(kPrompt, std::max(kReadablePrompt, room - others()));
 }
 
 std::vector<qint64> History::selected_ids() const {
