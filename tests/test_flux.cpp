@@ -396,9 +396,11 @@ TEST_F(FluxImages, written_with_their_settings) {
     EXPECT_EQ(side["sampler"], "FlowMatchEulerDiscreteScheduler");
     if (std::string(name) == "a.png") {
       EXPECT_EQ(probe.codec, "png");
+      // The run's own dtype (float32 on the CPU), and every setting as the sidecar has them.
       for (const char* part : {"Steps: 2", "Sampler: FlowMatchEulerDiscreteScheduler", "Guidance: 3.5", "Seed: 7",
-                               "Size: 96x64"})
+                               "Size: 96x64", "Dtype: float32"})
         EXPECT_NE(probe.parameters.find(part), std::string::npos) << "'" << part << "' not in: " << probe.parameters;
+      EXPECT_EQ(nlohmann::json::parse(probe.settings), side);
     }
   }
   EXPECT_EQ(video::probe_image(tmp_.path("b.jpg")).codec, "mjpeg");

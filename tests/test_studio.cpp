@@ -397,6 +397,11 @@ class TestStudio : public QObject {
     const auto probe = video::probe_image(png.toStdString());
     QCOMPARE(probe.width, 128);
     QVERIFY2(QString::fromStdString(probe.parameters).contains("a red kite over the dunes"), probe.parameters.c_str());
+    // Every setting too, as the JSON beside it has them; the parameters text says the dtype asked for.
+    const auto settings = nlohmann::json::parse(probe.settings);
+    QCOMPARE(QString::fromStdString(settings.value("prompt", "")), QString("a red kite over the dunes"));
+    QVERIFY(settings.contains("seed") && settings.contains("settings"));
+    QVERIFY2(QString::fromStdString(probe.parameters).contains("Dtype: "), probe.parameters.c_str());
     QVERIFY(w.player().export_to(tmp_.path() + "/kite.webp", &error));
     QCOMPARE(video::probe_image((tmp_.path() + "/kite.webp").toStdString()).codec, std::string("webp"));
     shoot(&w, "image");

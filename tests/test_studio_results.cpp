@@ -203,6 +203,13 @@ class TestStudioResults : public QObject {
     QCOMPARE(mp4, tmp_.path() + "/boat.mp4");
     QCOMPARE(video::probe_clip(mp4.toStdString()).metadata.at("num_inference_steps"), std::string("3"));
     QVERIFY(!QFileInfo(tmp_.path() + "/boat").isDir());
+    // A GIF holds none: the note says where they are instead of claiming them.
+    w.player().format->setCurrentIndex(w.player().format->findData(".gif"));
+    const QString gif = w.player().export_chosen(tmp_.path() + "/boat", &error);
+    QVERIFY2(!w.player().note->text().contains("in its metadata") &&
+                 w.player().note->text().contains("boat.gif.json beside it: a GIF file holds none"),
+             qPrintable(w.player().note->text()));
+    QVERIFY(QFile::exists(gif + ".json"));
     w.player().format->setCurrentIndex(w.player().format->findData("/"));
     const QString pngs = w.player().export_chosen(tmp_.path() + "/frames", &error);
     QCOMPARE(video::probe_clip(pngs.toStdString()).frames, 9);

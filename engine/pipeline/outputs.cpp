@@ -46,6 +46,11 @@ std::string shortest(double v) {
   return buf;
 }
 
+// The dtype the run computed in, as --dtype names it.
+std::string dtype_name(at::ScalarType dtype) {
+  return dtype == at::kBFloat16 ? "bfloat16" : dtype == at::kHalf ? "float16" : "float32";
+}
+
 }  // namespace
 
 std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const plan::ModelFolder& model,
@@ -131,6 +136,7 @@ at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& m
     info.height = job.height;
     info.fps = job.fps;
     info.metadata = job_metadata(job, model, mesh.config());
+    info.metadata["dtype"] = dtype_name(dtype);
     for (int64_t b = 0; b < videos; ++b) {
       r.outputs.push_back(clip_path(job.output_file, b, videos));
       clips.push_back(std::make_unique<video::ClipWriter>(r.outputs.back(), info));
@@ -187,6 +193,7 @@ at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& m
     info.width = job.width;
     info.height = job.height;
     info.metadata = job_metadata(job, model, mesh.config());
+    info.metadata["dtype"] = dtype_name(dtype);
     for (size_t b = 0; b < images.size(); ++b) {
       info.metadata["seed"] = std::to_string(job.seed + b);  // image b's own generator
       r.encoder = video::write_image(r.outputs[b], images[b].contiguous().data_ptr<uint8_t>(), info);

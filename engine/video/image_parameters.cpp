@@ -34,7 +34,8 @@ std::string parameters_text(const std::map<std::string, std::string>& m) {
   for (auto [label, key] : {std::pair{"Steps", "num_inference_steps"}, std::pair{"Sampler", "sampler"},
                             std::pair{"Guidance", "guidance_scale"}, std::pair{"Seed", "seed"},
                             std::pair{"Model", "model"}, std::pair{"Family", "model_family"},
-                            std::pair{"Parallel", "parallel"}, std::pair{"Generator", "generator"}})
+                            std::pair{"Parallel", "parallel"}, std::pair{"Dtype", "dtype"},
+                            std::pair{"Generator", "generator"}})
     if (!field(key).empty()) settings += (settings.empty() ? "" : ", ") + std::string(label) + ": " + field(key);
   if (!field("width").empty())
     settings += (settings.empty() ? "" : ", ") + std::string("Size: ") + field("width") + "x" + field("height");

@@ -14,6 +14,7 @@ extern "C" {
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -103,17 +104,13 @@ bool latin1(const std::string& s) {
   return true;
 }
 
-// The PNG with a text chunk "parameters" after its header chunk (signature 8 bytes, IHDR 25).
-std::vector<uint8_t> with_parameters(const std::vector<uint8_t>& png, const std::string& raw, const std::string& path) {
-  static const uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-  if (png.size() < 33 || std::memcmp(png.data(), kSignature, 8) != 0 || std::memcmp(png.data() + 12, "IHDR", 4) != 0)
-    throw InputError("--output " + path + ": the PNG encoder wrote something that does not start with a header chunk");
+// A PNG text chunk (length, type, data, CRC) named `keyword`.
+std::vector<uint8_t> text_chunk(const std::string& keyword, const std::string& raw) {
   std::string text;  // text chunks hold no NUL
   for (char ch : raw)
     if (ch != '\0') text += ch;
   const bool plain = latin1(text);
   std::vector<uint8_t> data;
-  const std::string keyword = "parameters";
   data.insert(data.end(), keyword.begin(), keyword.end());
   data.push_back(0);
   if (!plain) data.insert(data.end(), {0, 0, 0, 0});  // iTXt: no compression, no language, no translated keyword
@@ -126,8 +123,20 @@ std::vector<uint8_t> with_parameters(const std::vector<uint8_t>& png, const std:
   const uint32_t crc = av_crc(av_crc_get_table(AV_CRC_32_IEEE_LE), 0xFFFFFFFFu, chunk.data() + 4, chunk.size() - 4) ^
                        0xFFFFFFFFu;
   put_u32(chunk, crc);
+  return chunk;
+}
+
+// The PNG with text chunks after its header chunk (signature 8 bytes, IHDR 25), in the order given.
+std::vector<uint8_t> with_texts(const std::vector<uint8_t>& png, const std::vector<std::pair<std::string, std::string>>& texts,
+                                const std::string& path) {
+  static const uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (png.size() < 33 || std::memcmp(png.data(), kSignature, 8) != 0 || std::memcmp(png.data() + 12, "IHDR", 4) != 0)
+    throw InputError("--output " + path + ": the PNG encoder wrote something that does not start with a header chunk");
   std::vector<uint8_t> out(png.begin(), png.begin() + 33);
-  out.insert(out.end(), chunk.begin(), chunk.end());
+  for (const auto& [keyword, text] : texts) {
+    const auto chunk = text_chunk(keyword, text);
+    out.insert(out.end(), chunk.begin(), chunk.end());
+  }
   out.insert(out.end(), png.begin() + 33, png.end());
   return out;
 }
@@ -146,15 +155,16 @@ std::string write_image(const std::string& path, const uint8_t* rgb, const Image
   const auto format = plan::format_for(path);
   std::string encoder;
   auto bytes = encode(path, rgb, info.width, info.height, codec_for(format), encoder);
-  if (format == plan::Format::ImagePNG) bytes = with_parameters(bytes, parameters_text(info.metadata), path);
-  const fs::path p(path);
-  const std::string suffix = ".partial-" + std::to_string(::getpid());
-  const std::string tmp = (p.parent_path() / ("." + p.filename().string() + suffix)).string();
   nlohmann::json side = info.metadata;
   side["width"] = info.width;
   side["height"] = info.height;
   side["encoder"] = encoder;
   const std::string sidecar = side.dump(2) + "\n";
+  if (format == plan::Format::ImagePNG)
+    bytes = with_texts(bytes, {{"parameters", parameters_text(info.metadata)}, {"dit-studio", sidecar}}, path);
+  const fs::path p(path);
+  const std::string suffix = ".partial-" + std::to_string(::getpid());
+  const std::string tmp = (p.parent_path() / ("." + p.filename().string() + suffix)).string();
   try {
     write_file(tmp, bytes.data(), bytes.size(), path);
     write_file(tmp + ".json", sidecar.data(), sidecar.size(), path);
@@ -181,7 +191,7 @@ ImageProbe probe_image(const std::string& path) {
     probe.codec = avcodec_get_name(par->codec_id);
   }
   avformat_close_input(&fmt);
-  // A PNG's chunks: length, type, data, CRC; the text of the one named "parameters".
+  // A PNG's chunks: length, type, data, CRC; the texts of those named "parameters" and "dit-studio".
   std::ifstream in(path, std::ios::binary);
   std::vector<uint8_t> b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   for (size_t at = 8; at + 12 <= b.size();) {
@@ -189,8 +199,12 @@ ImageProbe probe_image(const std::string& path) {
     if (at + 12 + len > b.size()) break;
     const std::string type(b.begin() + long(at) + 4, b.begin() + long(at) + 8);
     const std::string data(b.begin() + long(at) + 8, b.begin() + long(at) + 8 + len);
-    if ((type == "tEXt" || type == "iTXt") && data.compare(0, 11, std::string("parameters\0", 11)) == 0)
-      probe.parameters = data.substr(type == "tEXt" ? 11 : 15);
+    for (auto [keyword, into] : {std::pair{std::string("parameters"), &probe.parameters},
+                                 std::pair{std::string("dit-studio"), &probe.settings}}) {
+      const std::string head = keyword + std::string(1, '\0');
+      if ((type == "tEXt" || type == "iTXt") && data.compare(0, head.size(), head) == 0)
+        *into = data.substr(head.size() + (type == "tEXt" ? 0 : 4));
+    }
     at += 12 + len;
   }
   return probe;

@@ -68,7 +68,8 @@ Player::Player(QWidget* parent) : QWidget(parent) {
   speed->setToolTip(tr("Playback speed"));
   format = new QComboBox;
   format->setObjectName("export_format");
-  format->setToolTip(tr("The format Export writes, with every setting of the run in its metadata and a .json beside it"));
+  format->setToolTip(tr("The format Export writes, with every setting of the run in a .json beside it, and in the "
+                        "file's own metadata where the format holds it (MP4, WebM, PNG)"));
   export_button = new QPushButton(tr("Export…"));
   for (QWidget* w : std::initializer_list<QWidget*>{back, play_button, forward, loop, speed})
     controls->addWidget(w);
@@ -129,10 +130,14 @@ QString Player::export_chosen(const QString& chosen, QString* error) {
   path += ext;
   if (!export_to(path, error)) return {};
   const QString folder = ext == "/" ? path : QFileInfo(path).absolutePath();
-  note->setText(tr("Exported to %1 (every setting in its metadata and in %2). <a href=\"%3\">Open folder</a>")
-                    .arg(path.toHtmlEscaped(),
-                         ext == "/" ? tr("the folder's JSON") : QFileInfo(path).fileName().toHtmlEscaped() + ".json",
-                         QUrl::fromLocalFile(folder).toString()));
+  // Where the settings are: in the file too where its format holds them, else in the JSON beside it alone.
+  const QString json = ext == "/" ? tr("the folder's JSON") : QFileInfo(path).fileName().toHtmlEscaped() + ".json";
+  const bool holds = QStringList{".mp4", ".webm", ".png", "/"}.contains(ext);
+  const QString where = holds ? tr("every setting in its metadata and in %1").arg(json)
+                              : tr("every setting in %1 beside it: a %2 file holds none here")
+                                    .arg(json, ext.mid(1).toUpper() == "JPG" ? "JPEG" : ext.mid(1).toUpper());
+  note->setText(tr("Exported to %1 (%2). <a href=\"%3\">Open folder</a>")
+                    .arg(path.toHtmlEscaped(), where, QUrl::fromLocalFile(folder).toString()));
   Q_EMIT exported(path);
   return path;
 }
