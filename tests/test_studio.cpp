@@ -264,6 +264,7 @@ class TestStudio : public QObject {
   }
 
   void settings_persist_between_sessions() {
+    const std::string kohya = test::golden_case("flux_lora_tiny") + "/lora_kohya.safetensors";
     {
       MainWindow w(tmp_.path() + "/p");
       w.compose_panel().prompt->setPlainText("a lighthouse at dusk");
@@ -271,6 +272,9 @@ class TestStudio : public QObject {
       w.compose_panel().seed_mode->setCurrentIndex(1);  // random each run
       w.parallel_panel().ring->setValue(2);
       w.parallel_panel().oversubscribe->setChecked(true);
+      w.compose_panel().loras->add(QString::fromStdString(kohya), 0.5);
+      w.compose_panel().loras->add(QString::fromStdString(kohya), 0.7);
+      w.compose_panel().loras->enabled(1)->setChecked(false);  // kept in the list, left out of the job
       w.close();
     }
     MainWindow again(tmp_.path() + "/p");
@@ -279,6 +283,9 @@ class TestStudio : public QObject {
     QCOMPARE(again.compose_panel().seed_mode->currentIndex(), 1);
     QCOMPARE(again.parallel_panel().ring->value(), 2);
     QVERIFY(again.parallel_panel().oversubscribe->isChecked());
+    QCOMPARE(again.compose_panel().loras->count(), 2);  // the one switched off too, still off
+    QVERIFY(!again.compose_panel().loras->enabled(1)->isChecked());
+    QCOMPARE(again.compose_panel().job().lora, kohya + ":0.5");
     QSettings().clear();  // the other tests start from the defaults
   }
 

@@ -143,12 +143,23 @@ void LoraList::remove(int row) {
   Q_EMIT changed();
 }
 
-std::string LoraList::value() const {
+std::string LoraList::rows_switched(bool on) const {
   std::string list;
   for (const auto& r : rows_)
-    if (r.enabled->isChecked())
+    if (r.enabled->isChecked() == on)
       list = plan::add_lora(list, r.file.toStdString() + ":" + QString::number(r.strength->value(), 'g', 6).toStdString());
   return list;
+}
+
+std::string LoraList::value() const { return rows_switched(true); }
+
+std::string LoraList::switched_off() const { return rows_switched(false); }
+
+void LoraList::add_switched_off(const std::string& list) {
+  for (const auto& use : plan::parse_loras(list)) {
+    add(QString::fromStdString(use.file), use.scale);
+    rows_.back().enabled->setChecked(false);
+  }
 }
 
 void LoraList::set_value(const std::string& list) {

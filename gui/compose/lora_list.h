@@ -26,6 +26,10 @@ class LoraList : public QWidget {
   // The job's list: "FILE:STRENGTH" entries joined by commas, "" for none.
   std::string value() const;
   void set_value(const std::string& list);
+  // The rows switched off, as a list like value()'s (a session keeps them: they are not in the job), and
+  // those rows added back, switched off.
+  std::string switched_off() const;
+  void add_switched_off(const std::string& list);
   void add(const QString& file, double strength = 1.0);
   int count() const { return int(rows_.size()); }
   QDoubleSpinBox* strength(int row) const { return rows_.at(size_t(row)).strength; }
@@ -53,6 +57,7 @@ class LoraList : public QWidget {
     QDoubleSpinBox* strength = nullptr;
     QLabel* triggers = nullptr;  // the file's most trained words, as links; hidden when it has none
   };
+  std::string rows_switched(bool on) const;  // the rows switched on (or off) as the job lists LoRAs
   std::vector<Row> rows_;
   QVBoxLayout* list_;
   QLabel* refused_;  // why the last file given could not be added

@@ -144,6 +144,9 @@ void MainWindow::restore_settings() {
   try {  // the settings of the last session, as a job file
     const auto f = plan::job_file_from_json(s.value("job/last").toString().toStdString(), "settings");
     compose_->set_job(f.job);
+    // The LoRAs switched off are the session's, not the job's.
+    compose_->loras->add_switched_off(s.value("compose/loras_off").toString().toStdString());
+    compose_->loras_2->add_switched_off(s.value("compose/loras_2_off").toString().toStdString());
     parallel_->set_config(f.parallel);
   } catch (const std::exception&) {  // from an older version: start from the defaults
   }
@@ -167,6 +170,8 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   s.setValue("job/last", QString::fromStdString(plan::to_json({compose_->job(), parallel_->config()})));
   s.setValue("compose/seed_mode", compose_->seed_mode->currentIndex());
   s.setValue("parallel/oversubscribe", parallel_->oversubscribe->isChecked());
+  s.setValue("compose/loras_off", QString::fromStdString(compose_->loras->switched_off()));
+  s.setValue("compose/loras_2_off", QString::fromStdString(compose_->loras_2->switched_off()));
   runner_.cancel();
   e->accept();
 }
