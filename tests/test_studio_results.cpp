@@ -189,6 +189,14 @@ class TestStudioResults : public QObject {
     QCOMPARE(written, tmp_.path() + "/boat.webm");
     QCOMPARE(exported.size(), 1);
     QVERIFY(w.player().note->text().contains(written) && w.player().note->text().contains("Open folder"));
+    // "Open folder" where no file manager answers (the offscreen platform has none): said, with the path.
+    Q_EMIT w.player().note->linkActivated(QUrl::fromLocalFile(tmp_.path()).toString());
+    QVERIFY2(w.player().note->text().contains("No file manager answered") && w.player().note->text().contains(tmp_.path()),
+             qPrintable(w.player().note->text()));
+    w.history().folder_button->click();
+    QVERIFY2(w.history().status->text().contains("No file manager answered") &&
+                 w.history().status->text().contains(w.history().run(first)->folder),
+             qPrintable(w.history().status->text()));
     const auto probe = video::probe_clip(written.toStdString());
     QCOMPARE(probe.frames, 9);
     QCOMPARE(probe.metadata.at("num_inference_steps"), std::string("3"));

@@ -1,6 +1,5 @@
 #include "gui/models/models_view.h"
 
-#include <QDesktopServices>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -10,6 +9,7 @@
 
 #include <filesystem>
 
+#include "gui/widgets/open_folder.h"
 #include "hub/known_models.h"
 #include "plan/human_bytes.h"
 
@@ -404,7 +404,7 @@ void ModelsView::open_selected() {
   const QString repo = selected_repo();
   for (const auto& r : repos_)
     if (qs(r.repo_id) == repo)
-      QDesktopServices::openUrl(QUrl::fromLocalFile(qs(r.snapshot.empty() ? r.dir : r.snapshot)));
+      if (const QString why = open_folder(qs(r.snapshot.empty() ? r.dir : r.snapshot)); !why.isEmpty()) status->setText(why);
 }
 
 bool ModelsView::show_known(const QString& repo_id) {

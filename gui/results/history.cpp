@@ -2,7 +2,6 @@
 
 #include <QBuffer>
 #include <QDateTime>
-#include <QDesktopServices>
 #include <QDir>
 #include <QEvent>
 #include <QFileInfo>
@@ -11,12 +10,12 @@
 #include <QMessageBox>
 #include <QSqlError>
 #include <QSqlQuery>
-#include <QUrl>
 #include <QUuid>
 #include <QVBoxLayout>
 
 #include "gui/results/compare_view.h"
 #include "gui/results/hover_play.h"
+#include "gui/widgets/open_folder.h"
 #include "gui/results/run_info.h"
 
 namespace studio::gui {
@@ -166,7 +165,8 @@ History::History(QWidget* parent) : QWidget(parent) {
     if (auto r = selected()) Q_EMIT play(*r);
   });
   connect(folder_button, &QPushButton::clicked, this, [this] {
-    if (auto r = selected(); r && !r->folder.isEmpty()) QDesktopServices::openUrl(QUrl::fromLocalFile(r->folder));
+    if (auto r = selected(); r && !r->folder.isEmpty())
+      if (const QString why = open_folder(r->folder); !why.isEmpty()) status->setText(why);
   });
   connect(export_button, &QPushButton::clicked, this, [this] {
     if (auto r = selected()) Q_EMIT export_run(*r);

@@ -14,6 +14,7 @@
 
 #include "gui/results/compare_view.h"
 #include "gui/results/run_info.h"
+#include "gui/widgets/open_folder.h"
 #include "plan/output_format.h"
 #include "video/clip_writer.h"
 #include "video/image_writer.h"
@@ -80,7 +81,10 @@ Player::Player(QWidget* parent) : QWidget(parent) {
   note = new QLabel;
   note->setObjectName("export_note");
   note->setTextFormat(Qt::RichText);
-  note->setOpenExternalLinks(true);
+  connect(note, &QLabel::linkActivated, this, [this](const QString& link) {
+    if (const QString why = open_folder(QUrl(link).toLocalFile()); !why.isEmpty())
+      note->setText(note->text() + "<br>" + why.toHtmlEscaped());
+  });
   note->setWordWrap(true);
   layout->addWidget(note);
   list_formats();
