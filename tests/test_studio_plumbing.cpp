@@ -30,6 +30,7 @@
 #include <set>
 
 #include "gui/run/job_runner.h"
+#include "gui/run/run_view.h"
 #include "gui/window/main_window.h"
 #include "gui/compose/output_settings.h"
 #include "plan/model_folder.h"
@@ -228,6 +229,28 @@ class TestStudioPlumbing : public QObject {
     int marked_again = 0;
     for (const auto& l : again.lines()) marked_again += l.failure;
     QCOMPARE(marked_again, rank1_marked + launcher_marked);
+  }
+
+  // While a rank decodes, its row counts the frames that have come, and its bar follows them, rather than
+  // staying at "100%, step 4/4" for the decode's whole time.
+  void decoding_shows_the_frames_as_they_come() {
+    RunView view;
+    view.start(1, "a paper boat", 9);
+    workers::RankView r;
+    r.rank = 0;
+    r.step = r.total = 4;
+    r.phase = "decoding";
+    view.message(events::Phase{0, "decoding"}.make(), {r});
+    RunPicture frame;
+    frame.frame = true;
+    frame.index = 4;  // the fifth frame of the first video
+    frame.image = QImage(8, 8, QImage::Format_RGB888);
+    view.show_picture(frame);
+    QString row;
+    for (const auto* l : view.findChildren<QLabel*>())
+      if (l->text().startsWith("rank 0")) row = l->text();
+    QVERIFY2(row.contains("decoding") && row.contains("frame 5/9"), qPrintable(row));
+    QCOMPARE(view.bars.at(0)->value(), 55);
   }
 
   void a_rank_that_cannot_be_spawned_fails_the_start_at_once() {

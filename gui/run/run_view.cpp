@@ -3,6 +3,8 @@
 #include <QGridLayout>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 #include "gui/run/step_plots.h"
 #include "plan/human_bytes.h"
 #include "qcustomplot.h"
@@ -30,11 +32,14 @@ RunView::RunView(QWidget* parent) : QWidget(parent) {
   layout->addWidget(log);
 }
 
-void RunView::start(int ranks, const QString& what) {
+void RunView::start(int ranks, const QString& what, int frames) {
   for (auto* w : bars) w->deleteLater();
   for (auto* w : labels_) w->deleteLater();
   bars.clear();
   labels_.clear();
+  last_.clear();
+  frames_ = frames;
+  decoded_ = 0;
   reused_steps = nullptr;
   plots->start(ranks);
   log->start(ranks);
@@ -55,10 +60,16 @@ void RunView::start(int ranks, const QString& what) {
 
 void RunView::update_rank(const workers::RankView& r) {
   if (size_t(r.rank) >= bars.size()) return;
+  if (last_.size() <= size_t(r.rank)) last_.resize(size_t(r.rank) + 1);
+  last_[size_t(r.rank)] = r;
   if (r.total > 0) bars[size_t(r.rank)]->setValue(100 * r.step / r.total);
   if (r.done) bars[size_t(r.rank)]->setValue(100);
   QString text = tr("rank %1  %2").arg(r.rank).arg(QString::fromStdString(r.phase));
-  if (r.total > 0) {
+  // While it decodes, the frames that have come are its progress (the steps are all done).
+  if (r.phase == "decoding" && frames_ > 0 && decoded_ > 0 && !r.done) {
+    bars[size_t(r.rank)]->setValue(100 * decoded_ / frames_);
+    text += tr("  frame %1/%2").arg(decoded_).arg(frames_);
+  } else if (r.total > 0) {
     text += tr("  step %1/%2  %3 s/step").arg(r.step).arg(r.total).arg(r.step_seconds, 0, 'f', 2);
     if (r.step > 0 && r.step < r.total)
       text += tr("  ETA %1 s").arg(r.eta_seconds(), 0, 'f', 0);
@@ -94,6 +105,10 @@ void RunView::message(const events::Message& m, const std::vector<workers::RankV
 void RunView::show_picture(const RunPicture& p) {
   preview->setPixmap(QPixmap::fromImage(p.image).scaled(preview->size(), Qt::KeepAspectRatio,
                                                         p.frame ? Qt::SmoothTransformation : Qt::FastTransformation));
+  if (p.frame && p.video == 0) {
+    decoded_ = std::max(decoded_, p.index + 1);
+    if (size_t(p.rank) < last_.size()) update_rank(last_[size_t(p.rank)]);
+  }
 }
 
 void RunView::finish(const workers::Outcome& outcome, const std::vector<workers::RankView>& ranks) {

@@ -26,7 +26,8 @@ class RunView : public QWidget {
   Q_OBJECT
  public:
   explicit RunView(QWidget* parent = nullptr);
-  void start(int ranks, const QString& what);  // `what`: the job in a few words (prompt, seed)
+  // `what`: the job in a few words (prompt, seed); `frames`: what the decode makes of each video (0: unknown).
+  void start(int ranks, const QString& what, int frames = 0);
   void message(const events::Message& m, const std::vector<workers::RankView>& ranks);
   // A step's preview or a decoded frame (decoded off the GUI thread: JobRunner::picture).
   void show_picture(const RunPicture& p);
@@ -47,6 +48,8 @@ class RunView : public QWidget {
   void update_rank(const workers::RankView& r);
   QGridLayout* grid_;
   std::vector<QLabel*> labels_;
+  std::vector<workers::RankView> last_;  // each rank as last shown
+  int frames_ = 0, decoded_ = 0;         // the first video's frames, and how many of them have come
 };
 
 }  // namespace studio::gui

@@ -146,7 +146,8 @@ void MainWindow::start_next() {
     run_view_->start(q.job.parallel.world_size(), tr("\"%1\", seed %2, %3")
                                                       .arg(QString::fromStdString(job.prompt).left(60))
                                                       .arg(job.seed)
-                                                      .arg(QString::fromStdString(q.job.parallel.describe())));
+                                                      .arg(QString::fromStdString(q.job.parallel.describe())),
+                     q.job.job.num_frames);
     if (q.sweep_row < 0) tabs_->setCurrentWidget(run_view_);
     cancel_button_->setEnabled(true);
   }
