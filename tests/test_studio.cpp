@@ -5,6 +5,7 @@
 #undef QT_NO_KEYWORDS  // qcustomplot.h, included through the GUI, uses Qt's keywords
 #include <QMenu>
 #include <QMessageBox>
+#include <QPlainTextEdit>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -15,6 +16,7 @@
 #include <cmath>
 #include <csignal>
 
+#include "gui/widgets/collapsible.h"
 #include "gui/window/main_window.h"
 #include "qcustomplot.h"
 #include "video/clip_writer.h"
@@ -287,6 +289,59 @@ class TestStudio : public QObject {
     QVERIFY(!again.compose_panel().loras->enabled(1)->isChecked());
     QCOMPARE(again.compose_panel().job().lora, kohya + ":0.5");
     QSettings().clear();  // the other tests start from the defaults
+  }
+
+  // Every setting of the compose column comes back after a restart: each field shown for the demo model, every
+  // group open, given a value other than its own, the window closed and opened again, each compared.
+  void every_compose_setting_comes_back_after_a_restart() {
+    const QString data = tmp_.path() + "/every";
+    const auto value_of = [](QWidget* x) -> QString {
+      if (auto* s = qobject_cast<QSpinBox*>(x)) return QString::number(s->value());
+      if (auto* d = qobject_cast<QDoubleSpinBox*>(x)) return QString::number(d->value());
+      if (auto* c = qobject_cast<QCheckBox*>(x)) return c->isChecked() ? "on" : "off";
+      if (auto* c = qobject_cast<QComboBox*>(x)) return c->currentText();
+      if (auto* l = qobject_cast<QLineEdit*>(x)) return l->text();
+      if (auto* p = qobject_cast<QPlainTextEdit*>(x)) return p->toPlainText();
+      return QString();
+    };
+    // Derived from the others, or a path whose change would read another model; Qt's own parts (qt_...).
+    const QSet<QString> derived{"model", "preset"};
+    const auto ours = [&derived](QWidget* x) {
+      const QString name = x->objectName();
+      return !name.isEmpty() && !name.startsWith("qt_") && !derived.contains(name);
+    };
+    std::map<QString, QString> given;
+    {
+      MainWindow w(data);
+      w.show();
+      auto& c = w.compose_panel();
+      for (auto* g : c.findChildren<Collapsible*>()) g->set_open(true);
+      for (QWidget* x : c.findChildren<QWidget*>()) {
+        const QString name = x->objectName();
+        if (!ours(x) || !x->isVisibleTo(&c) || !x->isEnabled()) continue;
+        if (auto* s = qobject_cast<QSpinBox*>(x)) s->setValue(s->value() < s->maximum() ? s->value() + s->singleStep() : s->minimum());
+        else if (auto* d = qobject_cast<QDoubleSpinBox*>(x))
+          d->setValue(d->value() < d->maximum() ? d->value() + d->singleStep() : d->minimum());
+        else if (auto* b = qobject_cast<QCheckBox*>(x)) b->setChecked(!b->isChecked());
+        else if (auto* k = qobject_cast<QComboBox*>(x); k && k->count() > 1) k->setCurrentIndex((k->currentIndex() + 1) % k->count());
+        else if (auto* t = qobject_cast<QPlainTextEdit*>(x)) t->setPlainText("a lighthouse at dusk, " + name);
+        else if (auto* l = qobject_cast<QLineEdit*>(x); l && !l->isReadOnly() && name.contains("prompt")) l->setText(name + " words");
+      }
+      // What each field holds once all are set (one can bound another).
+      for (QWidget* x : c.findChildren<QWidget*>())
+        if (ours(x) && x->isVisibleTo(&c) && !value_of(x).isNull())
+          given[x->objectName()] = value_of(x);
+      QVERIFY(given.size() >= 15);
+      w.close();
+    }
+    MainWindow again(data);
+    QStringList lost;
+    for (const auto& [name, value] : given) {
+      auto* x = again.compose_panel().findChild<QWidget*>(name);
+      if (!x || value_of(x) != value) lost << QString("%1: %2, came back as %3").arg(name, value, x ? value_of(x) : "missing");
+    }
+    QVERIFY2(lost.isEmpty(), qPrintable(lost.join("; ")));
+    QSettings().clear();
   }
 
   void a_two_rank_run_is_watched_to_the_end() {
