@@ -5,6 +5,7 @@
 #include "plan/error.h"
 #include "support.h"
 #include "video/clip_writer.h"
+#include "video/embedded_settings.h"
 
 using namespace studio;
 namespace fs = std::filesystem;
@@ -124,3 +125,26 @@ TEST_F(ClipWriter, full_disk_fails_cleanly) {
 }
 
 }  // namespace
+
+// The settings in a GIF's comment and a JPEG's: read back whole however long (a GIF's in 255-byte sub-blocks,
+// a JPEG's up to its segment's limit), the rest of the file untouched; what is not such a file is refused.
+TEST(EmbeddedSettings, comments_are_written_and_read_back) {
+  std::string text(700, 'x');
+  text += " \"prompt\": \"a paper boat\"";
+  // A GIF89a of 2 x 1 pixels with a 2-colour global table, one image: its blocks start at 13 + 6.
+  const std::vector<uint8_t> gif{'G', 'I', 'F', '8', '9', 'a', 2, 0, 1, 0, 0x80, 0, 0, 0, 0, 0, 255, 255, 255,
+                                 0x2C, 0, 0, 0, 0, 2, 0, 1, 0, 0, 2, 2, 0x44, 0x01, 0, 0x3B};
+  const auto with = video::gif_with_comment(gif, text, "a.gif");
+  EXPECT_EQ(video::embedded_comment(with), text);
+  EXPECT_EQ(with.size(), gif.size() + 2 + text.size() + 3 + 1);  // 3 sub-blocks of 255, 255 and the rest
+  EXPECT_TRUE(std::equal(gif.begin() + 19, gif.end(), with.end() - long(gif.size() - 19)));
+  EXPECT_EQ(video::embedded_comment(gif), "");
+  const std::vector<uint8_t> jpeg{0xFF, 0xD8, 0xFF, 0xDB, 0x00, 0x04, 1, 2, 0xFF, 0xDA, 0, 2, 0xFF, 0xD9};
+  EXPECT_EQ(video::embedded_comment(video::jpeg_with_comment(jpeg, text, "a.jpg")), text);
+  const std::string huge(70000, 'y');
+  EXPECT_EQ(video::embedded_comment(video::jpeg_with_comment(jpeg, huge, "a.jpg")).size(), 65533u);
+  EXPECT_TRUE(test::throws_with<InputError>([&] { video::gif_with_comment(jpeg, text, "b.gif"); },
+                                            {"b.gif", "not a GIF89a file"}));
+  EXPECT_TRUE(test::throws_with<InputError>([&] { video::jpeg_with_comment(gif, text, "b.jpg"); },
+                                            {"b.jpg", "not a JPEG file"}));
+}

@@ -404,6 +404,10 @@ TEST_F(FluxImages, written_with_their_settings) {
     }
   }
   EXPECT_EQ(video::probe_image(tmp_.path("b.jpg")).codec, "mjpeg");
+  // A JPEG carries them in its comment; a WebP in its sidecar alone.
+  EXPECT_EQ(nlohmann::json::parse(video::probe_image(tmp_.path("b.jpg")).settings),
+            nlohmann::json::parse(test::read_file(tmp_.path("b.jpg") + ".json")));
+  EXPECT_TRUE(video::probe_image(tmp_.path("c.webp")).settings.empty());
   EXPECT_EQ(video::probe_image(tmp_.path("c.webp")).codec, "webp");
   const auto two = test::run(test::bin("dit-launch"),
                              base + test::Args{"--num_images_per_prompt", "2", "--output", tmp_.path("pair.png")}, 120000);

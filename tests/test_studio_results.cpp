@@ -211,12 +211,13 @@ class TestStudioResults : public QObject {
     QCOMPARE(mp4, tmp_.path() + "/boat.mp4");
     QCOMPARE(video::probe_clip(mp4.toStdString()).metadata.at("num_inference_steps"), std::string("3"));
     QVERIFY(!QFileInfo(tmp_.path() + "/boat").isDir());
-    // A GIF holds none: the note says where they are instead of claiming them.
+    // A GIF has no tags: its comment holds them.
     w.player().format->setCurrentIndex(w.player().format->findData(".gif"));
     const QString gif = w.player().export_chosen(tmp_.path() + "/boat", &error);
-    QVERIFY2(!w.player().note->text().contains("in its metadata") &&
-                 w.player().note->text().contains("boat.gif.json beside it: a GIF file holds none"),
-             qPrintable(w.player().note->text()));
+    QVERIFY2(w.player().note->text().contains("every setting in its metadata"), qPrintable(w.player().note->text()));
+    const auto in_gif = nlohmann::json::parse(video::probe_clip(gif.toStdString()).settings);
+    QCOMPARE(QString::fromStdString(in_gif.value("num_inference_steps", "")), QString("3"));
+    QCOMPARE(in_gif.value("frames", 0), 9);
     QVERIFY(QFile::exists(gif + ".json"));
     w.player().format->setCurrentIndex(w.player().format->findData("/"));
     const QString pngs = w.player().export_chosen(tmp_.path() + "/frames", &error);

@@ -13,11 +13,14 @@ extern "C" {
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "plan/error.h"
 #include "video/av_error.h"
+#include "video/embedded_settings.h"
 
 namespace fs = std::filesystem;
 
@@ -237,6 +240,14 @@ void ClipWriter::finish() {
   side["width"] = m.info.width;
   side["height"] = m.info.height;
   side["encoder"] = m.encoder_name;
+  if (m.format == Format::GIF) {  // GIF has no tags: the settings go in its comment
+    std::ifstream in(m.tmp, std::ios::binary);
+    const std::vector<uint8_t> gif((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto with = gif_with_comment(gif, side.dump(), m.path);
+    std::ofstream out(m.tmp, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(with.data()), std::streamsize(with.size()));
+    if (!out.flush()) throw InputError("--output " + m.path + ": writing failed (disk full?)");
+  }
   const std::string final_sidecar = sidecar_path(m.path, m.format);
   if (m.format == Format::PNG) {
     write_json(sidecar_path(m.tmp, m.format), side);
@@ -290,6 +301,10 @@ ClipProbe probe_clip(const std::string& path) {
     std::string key = e->key;
     for (auto& c : key) c = char(std::tolower(static_cast<unsigned char>(c)));
     p.metadata[key] = e->value;
+  }
+  if (p.codec == "gif") {
+    std::ifstream in(media, std::ios::binary);
+    p.settings = embedded_comment(std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
   }
   if (p.frames == 0) {
     AVPacket* pkt = av_packet_alloc();

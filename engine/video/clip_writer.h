@@ -45,6 +45,7 @@ struct ClipProbe {
   double duration_s = 0;
   std::string codec;
   std::map<std::string, std::string> metadata;
+  std::string settings;  // a GIF's: its comment (the format has no tags)
 };
 ClipProbe probe_clip(const std::string& path);
 

@@ -21,6 +21,7 @@ extern "C" {
 
 #include "plan/error.h"
 #include "plan/output_format.h"
+#include "video/embedded_settings.h"
 
 namespace fs = std::filesystem;
 
@@ -162,6 +163,7 @@ std::string write_image(const std::string& path, const uint8_t* rgb, const Image
   const std::string sidecar = side.dump(2) + "\n";
   if (format == plan::Format::ImagePNG)
     bytes = with_texts(bytes, {{"parameters", parameters_text(info.metadata)}, {"dit-studio", sidecar}}, path);
+  if (format == plan::Format::ImageJPEG) bytes = jpeg_with_comment(bytes, sidecar, path);
   const fs::path p(path);
   const std::string suffix = ".partial-" + std::to_string(::getpid());
   const std::string tmp = (p.parent_path() / ("." + p.filename().string() + suffix)).string();
@@ -207,6 +209,7 @@ ImageProbe probe_image(const std::string& path) {
     }
     at += 12 + len;
   }
+  if (probe.settings.empty()) probe.settings = embedded_comment(b);  // a JPEG's comment
   return probe;
 }
 

@@ -70,7 +70,7 @@ Player::Player(QWidget* parent) : QWidget(parent) {
   format = new QComboBox;
   format->setObjectName("export_format");
   format->setToolTip(tr("The format Export writes, with every setting of the run in a .json beside it, and in the "
-                        "file's own metadata where the format holds it (MP4, WebM, PNG)"));
+                        "file's own metadata (WebP excepted, for now)"));
   export_button = new QPushButton(tr("Export…"));
   for (QWidget* w : std::initializer_list<QWidget*>{back, play_button, forward, loop, speed})
     controls->addWidget(w);
@@ -136,10 +136,9 @@ QString Player::export_chosen(const QString& chosen, QString* error) {
   const QString folder = ext == "/" ? path : QFileInfo(path).absolutePath();
   // Where the settings are: in the file too where its format holds them, else in the JSON beside it alone.
   const QString json = ext == "/" ? tr("the folder's JSON") : QFileInfo(path).fileName().toHtmlEscaped() + ".json";
-  const bool holds = QStringList{".mp4", ".webm", ".png", "/"}.contains(ext);
+  const bool holds = QStringList{".mp4", ".webm", ".gif", ".png", ".jpg", "/"}.contains(ext);
   const QString where = holds ? tr("every setting in its metadata and in %1").arg(json)
-                              : tr("every setting in %1 beside it: a %2 file holds none here")
-                                    .arg(json, ext.mid(1).toUpper() == "JPG" ? "JPEG" : ext.mid(1).toUpper());
+                              : tr("every setting in %1 beside it: a WebP file holds none here").arg(json);
   note->setText(tr("Exported to %1 (%2). <a href=\"%3\">Open folder</a>")
                     .arg(path.toHtmlEscaped(), where, QUrl::fromLocalFile(folder).toString()));
   Q_EMIT exported(path);
