@@ -143,6 +143,20 @@ TEST(EmbeddedSettings, comments_are_written_and_read_back) {
   EXPECT_EQ(video::embedded_comment(video::jpeg_with_comment(jpeg, text, "a.jpg")), text);
   const std::string huge(70000, 'y');
   EXPECT_EQ(video::embedded_comment(video::jpeg_with_comment(jpeg, huge, "a.jpg")).size(), 65533u);
+  // A simple WebP (one VP8L chunk) becomes an extended one: VP8X first, with the XMP flag and the canvas size.
+  const std::vector<uint8_t> webp{'R', 'I', 'F', 'F', 16, 0, 0, 0, 'W', 'E', 'B', 'P', 'V', 'P', '8', 'L', 3, 0, 0, 0,
+                                  0x2F, 1, 2, 0};
+  const std::string xml_hostile = text + " <b> & </rdf:li>";
+  const auto with_xmp = video::webp_with_xmp(webp, xml_hostile, 640, 360, "a.webp");
+  EXPECT_EQ(video::embedded_comment(with_xmp), xml_hostile);
+  EXPECT_EQ(with_xmp.size() % 2, 0u);
+  EXPECT_EQ(size_t(with_xmp[4] | with_xmp[5] << 8 | with_xmp[6] << 16), with_xmp.size() - 8);  // RIFF's size
+  EXPECT_EQ(std::string(with_xmp.begin() + 12, with_xmp.begin() + 16), "VP8X");
+  EXPECT_EQ(with_xmp[20], 0x04);                                           // XMP present
+  EXPECT_EQ(with_xmp[24] | with_xmp[25] << 8, 639);                        // width - 1
+  EXPECT_EQ(with_xmp[27] | with_xmp[28] << 8, 359);                        // height - 1
+  EXPECT_TRUE(test::throws_with<InputError>([&] { video::webp_with_xmp(gif, text, 1, 1, "b.webp"); },
+                                            {"b.webp", "not a WebP file"}));
   EXPECT_TRUE(test::throws_with<InputError>([&] { video::gif_with_comment(jpeg, text, "b.gif"); },
                                             {"b.gif", "not a GIF89a file"}));
   EXPECT_TRUE(test::throws_with<InputError>([&] { video::jpeg_with_comment(gif, text, "b.jpg"); },

@@ -164,6 +164,7 @@ std::string write_image(const std::string& path, const uint8_t* rgb, const Image
   if (format == plan::Format::ImagePNG)
     bytes = with_texts(bytes, {{"parameters", parameters_text(info.metadata)}, {"dit-studio", sidecar}}, path);
   if (format == plan::Format::ImageJPEG) bytes = jpeg_with_comment(bytes, sidecar, path);
+  if (format == plan::Format::ImageWebP) bytes = webp_with_xmp(bytes, sidecar, info.width, info.height, path);
   const fs::path p(path);
   const std::string suffix = ".partial-" + std::to_string(::getpid());
   const std::string tmp = (p.parent_path() / ("." + p.filename().string() + suffix)).string();
@@ -209,7 +210,7 @@ ImageProbe probe_image(const std::string& path) {
     }
     at += 12 + len;
   }
-  if (probe.settings.empty()) probe.settings = embedded_comment(b);  // a JPEG's comment
+  if (probe.settings.empty()) probe.settings = embedded_comment(b);  // a JPEG's comment, a WebP's XMP
   return probe;
 }
 

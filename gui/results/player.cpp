@@ -69,8 +69,8 @@ Player::Player(QWidget* parent) : QWidget(parent) {
   speed->setToolTip(tr("Playback speed"));
   format = new QComboBox;
   format->setObjectName("export_format");
-  format->setToolTip(tr("The format Export writes, with every setting of the run in a .json beside it, and in the "
-                        "file's own metadata (WebP excepted, for now)"));
+  format->setToolTip(tr("The format Export writes, with every setting of the run in its metadata (tags, a PNG text "
+                        "chunk, a GIF or JPEG comment, WebP's XMP) and in a .json beside it"));
   export_button = new QPushButton(tr("Export…"));
   for (QWidget* w : std::initializer_list<QWidget*>{back, play_button, forward, loop, speed})
     controls->addWidget(w);
@@ -134,13 +134,10 @@ QString Player::export_chosen(const QString& chosen, QString* error) {
   path += ext;
   if (!export_to(path, error)) return {};
   const QString folder = ext == "/" ? path : QFileInfo(path).absolutePath();
-  // Where the settings are: in the file too where its format holds them, else in the JSON beside it alone.
-  const QString json = ext == "/" ? tr("the folder's JSON") : QFileInfo(path).fileName().toHtmlEscaped() + ".json";
-  const bool holds = QStringList{".mp4", ".webm", ".gif", ".png", ".jpg", "/"}.contains(ext);
-  const QString where = holds ? tr("every setting in its metadata and in %1").arg(json)
-                              : tr("every setting in %1 beside it: a WebP file holds none here").arg(json);
-  note->setText(tr("Exported to %1 (%2). <a href=\"%3\">Open folder</a>")
-                    .arg(path.toHtmlEscaped(), where, QUrl::fromLocalFile(folder).toString()));
+  note->setText(tr("Exported to %1 (every setting in its metadata and in %2). <a href=\"%3\">Open folder</a>")
+                    .arg(path.toHtmlEscaped(),
+                         ext == "/" ? tr("the folder's JSON") : QFileInfo(path).fileName().toHtmlEscaped() + ".json",
+                         QUrl::fromLocalFile(folder).toString()));
   Q_EMIT exported(path);
   return path;
 }
