@@ -187,6 +187,10 @@ double block_weight_gib(const JobSpec& job, const ModelFolder& m, double block_p
 // below at a quarter of the pixels of the one above.
 double decoder_flops_per_pixel(const std::vector<int>& widths, int resnets, int taps);
 
+// A video's frames against a causal VAE that compresses time `temporal`x keeping the first frame: "--num_frames
+// 10: must be 4k+1 (...); 9 or 13 would work".
+void check_frames(int num_frames, int temporal, std::vector<Problem>& out);
+
 // "height", 100, 16 -> "--height 100: must be a positive multiple of 16 (...); 96 or 112 would work"
 void check_multiple(const char* field, int value, int step, const std::string& why, std::vector<Problem>& out);
 

@@ -50,6 +50,14 @@ std::string nearest_multiples(int value, int step) {
 
 }  // namespace
 
+void check_frames(int num_frames, int tc, std::vector<Problem>& out) {
+  if (num_frames > 0 && (num_frames - 1) % tc == 0) return;
+  const int below = num_frames <= 1 ? 1 : (num_frames - 1) / tc * tc + 1;
+  out.push_back({"num_frames", "--num_frames " + std::to_string(num_frames) + ": must be " + std::to_string(tc) +
+                                   "k+1 (the VAE compresses time " + std::to_string(tc) + "x, keeping the first frame); " +
+                                   std::to_string(below) + " or " + std::to_string(below + tc) + " would work"});
+}
+
 void check_multiple(const char* field, int value, int step, const std::string& why, std::vector<Problem>& out) {
   if (value <= 0 || value % step != 0)
     out.push_back({field, std::string("--") + field + " " + std::to_string(value) + ": must be a positive multiple of " +

@@ -147,16 +147,10 @@ class Hunyuan15 final : public Family {
   }
 
   void validate(const JobSpec& job, const ModelFolder& m, std::vector<Problem>& out) const override {
-    const int s = m.vae_scale_spatial(), tc = m.vae_scale_temporal();
+    const int s = m.vae_scale_spatial();
     check_multiple("height", job.height, s, "the VAE's " + std::to_string(s) + "x", out);
     check_multiple("width", job.width, s, "the VAE's " + std::to_string(s) + "x", out);
-    if (job.num_frames <= 0 || (job.num_frames - 1) % tc != 0) {
-      const int below = job.num_frames <= 1 ? 1 : (job.num_frames - 1) / tc * tc + 1;
-      out.push_back({"num_frames", "--num_frames " + std::to_string(job.num_frames) + ": must be " +
-                                       std::to_string(tc) + "k+1 (the VAE compresses time " + std::to_string(tc) +
-                                       "x, keeping the first frame); " + std::to_string(below) + " or " +
-                                       std::to_string(below + tc) + " would work"});
-    }
+    check_frames(job.num_frames, m.vae_scale_temporal(), out);
     if (job.max_sequence_length != 1000)
       out.push_back({"max_sequence_length", "--max_sequence_length " + std::to_string(job.max_sequence_length) +
                                                 ": HunyuanVideo-1.5 reads 1000 Qwen tokens (and 256 ByT5 bytes); "

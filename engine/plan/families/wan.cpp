@@ -258,13 +258,7 @@ class Wan final : public Family {
     check_multiple("height", job.height, pixel_step(m), why, out);
     check_multiple("width", job.width, pixel_step(m), why, out);
     const int tc = m.vae_scale_temporal();
-    if (job.num_frames <= 0 || (job.num_frames - 1) % tc != 0) {
-      const int below = job.num_frames <= 1 ? 1 : (job.num_frames - 1) / tc * tc + 1;
-      out.push_back({"num_frames", "--num_frames " + std::to_string(job.num_frames) + ": must be " +
-                                       std::to_string(tc) + "k+1 (the VAE compresses time " + std::to_string(tc) +
-                                       "x, keeping the first frame); " + std::to_string(below) + " or " +
-                                       std::to_string(below + tc) + " would work"});
-    }
+    check_frames(job.num_frames, tc, out);
     if (job.max_sequence_length < 1 || job.max_sequence_length > 512)
       out.push_back({"max_sequence_length", "--max_sequence_length " + std::to_string(job.max_sequence_length) +
                                                 ": must be between 1 and 512 (umT5's length in Wan)"});
