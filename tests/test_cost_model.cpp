@@ -50,6 +50,25 @@ TEST_F(CostModel, one_process) {
   // The VAE: levels of 8, 8, 16, 16 channels, 2 resnets of two 3x3x3 convolutions each, a quarter of the
   // pixels per level down: 13,824 + 3,456 + 3,456 + 864 FLOPs per pixel, 64 x 96 x 9 pixels.
   EXPECT_DOUBLE_EQ(w.vae_flops, 21600.0 * 64 * 96 * 9);
+  EXPECT_EQ(w.head_dim, 16);
+}
+
+// The attention rate at the model's head dim: interpolated in log2(head_dim) between the measured ones, the
+// nearest one's outside them (this case's 16 below 32), 1 where nothing was measured.
+TEST_F(CostModel, attention_rate_at_the_head_dim) {
+  plan::Calibration c;
+  EXPECT_EQ(plan::attention_head_dim_factor(c, 16), 1);
+  c.attention_by_head_dim = {{32, 0.8}, {64, 1.0}, {128, 1.2}};
+  EXPECT_DOUBLE_EQ(plan::attention_head_dim_factor(c, 16), 0.8);
+  EXPECT_DOUBLE_EQ(plan::attention_head_dim_factor(c, 32), 0.8);
+  EXPECT_NEAR(plan::attention_head_dim_factor(c, 45.254833995939045), 0.9, 1e-12);  // 2^5.5
+  EXPECT_DOUBLE_EQ(plan::attention_head_dim_factor(c, 96), 1.0 + 0.2 * std::log2(1.5));
+  EXPECT_DOUBLE_EQ(plan::attention_head_dim_factor(c, 256), 1.2);
+  // The prediction's attention term at 0.8 of the rate; the GEMMs unchanged.
+  c.gemm_flops_per_s = c.gemm_flops_per_s_all = 1e9;
+  c.attention_flops_per_s = c.attention_flops_per_s_all = 5e8;
+  EXPECT_DOUBLE_EQ(plan::predict({}, job_, model_, c, 4).compute_s,
+                   2 * 80 * 2 * kGemmPerToken / 1e9 + 2 * 2 * kPerPair * 80 * 80 / (5e8 * 0.8));
 }
 
 TEST_F(CostModel, ulysses) {
@@ -320,6 +339,13 @@ TEST(DitLaunchPlan, json_through_the_real_binary) {
   EXPECT_LE(cal.memory_bytes_per_s_all, cal.memory_bytes_per_s);
   EXPECT_GT(cal.op_seconds, 0);
   EXPECT_LT(cal.op_seconds, 1e-3);  // a small add: microseconds on any CPU
+  // The attention kernel measured at head dims 32 and 128 besides 64 (the reference, 1).
+  ASSERT_EQ(cal.attention_by_head_dim.size(), 3u);
+  EXPECT_EQ(cal.attention_by_head_dim[0].first, 32);
+  EXPECT_EQ(cal.attention_by_head_dim[1], (std::pair<int, double>{64, 1.0}));
+  EXPECT_EQ(cal.attention_by_head_dim[2].first, 128);
+  EXPECT_GT(cal.attention_by_head_dim[0].second, 0);
+  EXPECT_GT(cal.attention_by_head_dim[2].second, 0);
   ASSERT_EQ(cal.pair_bytes_per_s.size(), 4u);
   EXPECT_EQ(cal.pair_bytes_per_s[0], 0);
   EXPECT_GT(cal.pair_bytes_per_s[1], 0);
@@ -329,6 +355,10 @@ TEST(DitLaunchPlan, json_through_the_real_binary) {
   bad["pair_bytes_per_s"] = {1.0, 2.0, 3.0};
   EXPECT_TRUE(test::throws_with<InputError>([&] { plan::calibration_from_json(bad.dump(), "cal.json"); },
                                             {"cal.json", "pair_bytes_per_s has 3 values", "--calibrate again"}));
+  bad = cached.at("calibration");
+  bad["attention_by_head_dim"] = {{128, 1.1}, {64, 1.0}};
+  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::calibration_from_json(bad.dump(), "cal.json"); },
+                                            {"cal.json", "attention_by_head_dim", "increasing head_dim"}));
   // The calibration is cached: a second plan measures nothing and ranks the same.
   const auto again = test::run(test::bin("dit-launch"), args, 120000, {{"XDG_CACHE_HOME", cache.path()}});
   ASSERT_EQ(again.code, 0) << again.err;

@@ -54,6 +54,17 @@ double group_bytes_per_s(const Calibration& c, const ParallelConfig& p, Dim dim)
   return slowest > 0 && slowest_here > 0 ? c.link_bytes_per_s * slowest_here / slowest : c.link_bytes_per_s;
 }
 
+double attention_head_dim_factor(const Calibration& c, double head_dim) {
+  const auto& m = c.attention_by_head_dim;
+  if (m.empty() || head_dim <= 0) return 1;
+  if (head_dim <= m.front().first) return m.front().second;
+  if (head_dim >= m.back().first) return m.back().second;
+  size_t i = 1;
+  while (m[i].first < head_dim) ++i;
+  const double t = std::log2(head_dim / m[i - 1].first) / std::log2(double(m[i].first) / m[i - 1].first);
+  return m[i - 1].second + t * (m[i].second - m[i - 1].second);
+}
+
 StepWork count_step_work(const ParallelConfig& p, const JobSpec& job_in, const ModelFolder& model, int b,
                          bool pipelined) {
   const auto& rules = rules_of(model);
@@ -74,6 +85,7 @@ StepWork count_step_work(const ParallelConfig& p, const JobSpec& job_in, const M
   w.tokens = std::ceil(seq / sp);
   const auto [first, end] = stage_blocks(rules.blocks(model), 0, S);
   w.blocks = end - first;
+  w.head_dim = d;
   w.gemm_flops = w.batch * w.tokens * w.blocks * rules.gemm_flops_per_token(model);
   const double latent_here = joint ? w.tokens * latent / seq : w.tokens;
   w.attention_flops = w.batch * w.blocks * per_pair * (w.tokens * seq + (joint ? 0 : latent_here * text));
@@ -124,8 +136,9 @@ Prediction predict(const ParallelConfig& p, const JobSpec& job_in, const ModelFo
   // two, at every size (docs/cost-model.md). Figures not calibrated (0) leave their term out.
   auto compute = [&](const StepWork& w, int busy) {
     const double gemm = rate(c.gemm_flops_per_s, c.gemm_flops_per_s_all, c.ranks, busy);
-    double device = w.gemm_flops / gemm +
-                    w.attention_flops / rate(c.attention_flops_per_s, c.attention_flops_per_s_all, c.ranks, busy);
+    const double attention = rate(c.attention_flops_per_s, c.attention_flops_per_s_all, c.ranks, busy) *
+                             attention_head_dim_factor(c, w.head_dim);
+    double device = w.gemm_flops / gemm + w.attention_flops / attention;
     if (c.memory_bytes_per_s > 0)
       device += w.elementwise_bytes / rate(c.memory_bytes_per_s, c.memory_bytes_per_s_all, c.ranks, busy);
     return device + (gemm > 0 ? w.ops * c.op_seconds * c.gemm_flops_per_s / gemm : 0);
@@ -273,6 +286,7 @@ std::string calibration_json(const Calibration& c) {
                         {"gemm_flops_per_s_all", c.gemm_flops_per_s_all},
                         {"attention_flops_per_s", c.attention_flops_per_s},
                         {"attention_flops_per_s_all", c.attention_flops_per_s_all},
+                        {"attention_by_head_dim", c.attention_by_head_dim},
                         {"memory_bytes_per_s", c.memory_bytes_per_s},
                         {"memory_bytes_per_s_all", c.memory_bytes_per_s_all},
                         {"op_seconds", c.op_seconds},
@@ -297,6 +311,13 @@ Calibration calibration_from_json(const std::string& text, const std::string& fi
     c.op_seconds = j.at("op_seconds").get<double>();
     c.link_bytes_per_s = j.at("link_bytes_per_s").get<double>();
     c.link_latency_s = j.at("link_latency_s").get<double>();
+    if (j.contains("attention_by_head_dim"))
+      c.attention_by_head_dim = j.at("attention_by_head_dim").get<std::vector<std::pair<int, double>>>();
+    for (size_t i = 0; i < c.attention_by_head_dim.size(); ++i)
+      if (c.attention_by_head_dim[i].first <= 0 || c.attention_by_head_dim[i].second <= 0 ||
+          (i > 0 && c.attention_by_head_dim[i].first <= c.attention_by_head_dim[i - 1].first))
+        throw InputError(file + ": attention_by_head_dim must hold [head_dim, factor] pairs, both positive, in "
+                                "increasing head_dim; run dit-launch --calibrate again");
     if (j.contains("pair_bytes_per_s")) c.pair_bytes_per_s = j.at("pair_bytes_per_s").get<std::vector<double>>();
     if (!c.pair_bytes_per_s.empty() && c.pair_bytes_per_s.size() != size_t(c.ranks) * c.ranks)
       throw InputError(file + ": pair_bytes_per_s has " + std::to_string(c.pair_bytes_per_s.size()) +

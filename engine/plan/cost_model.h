@@ -5,6 +5,7 @@
 // Every number is explained in docs/cost-model.md.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plan/parallel.h"
@@ -20,7 +21,10 @@ struct Calibration {
   double gemm_flops_per_s_all = 0;       // per rank while every rank runs one at once (shared cores)
   double attention_flops_per_s = 0;      // one rank alone: the fused attention kernel
   double attention_flops_per_s_all = 0;  // per rank while every rank runs it
-  double memory_bytes_per_s = 0;         // one rank alone: bytes an elementwise op over large tensors reads and writes
+  // The kernel's rate at other head dims, as a multiple of its rate at head_dim 64 (the figures above): small
+  // heads run it slower. {head_dim, factor} in increasing head_dim; empty: 1 at every head dim.
+  std::vector<std::pair<int, double>> attention_by_head_dim;
+  double memory_bytes_per_s = 0;         // one rank alone: bytes a block's elementwise ops read and write
   double memory_bytes_per_s_all = 0;     // per rank while every rank runs it
   double op_seconds = 0;                 // one rank alone: one small operation, dispatched and run
   double link_bytes_per_s = 0;           // per rank: bytes it sends per second in an all-to-all of every rank
@@ -35,11 +39,16 @@ struct Calibration {
 // pair of all (the one that held the all-to-all back). Without pair figures, the all-to-all rate.
 double group_bytes_per_s(const Calibration& c, const ParallelConfig& p, Dim dim);
 
+// The attention rate at `head_dim` as a multiple of the calibrated one (head_dim 64): interpolated in
+// log2(head_dim) between the measured head dims, the nearest one's outside them.
+double attention_head_dim_factor(const Calibration& c, double head_dim);
+
 // The counts of one configuration's step, per rank (the busiest one), before any rate is applied.
 struct StepWork {
   double batch = 1;             // samples this rank carries through each block
   double tokens = 0;            // tokens it holds through the GEMMs (its sequence share)
   int blocks = 0;               // blocks it runs (its PipeFusion stage's)
+  double head_dim = 64;         // of the attention heads
   double gemm_flops = 0;        // per step
   double attention_flops = 0;   // per step
   double elementwise_bytes = 0; // per step: read and written by the work that is neither (norms, activations, ...)

@@ -17,7 +17,7 @@ namespace studio::workers {
 
 namespace {
 
-constexpr int kCalibrationMethod = 4;
+constexpr int kCalibrationMethod = 5;
 
 std::string cache_dir() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/dit-studio";

@@ -13,6 +13,7 @@
 #include <ATen/ops/layer_norm.h>
 #include <ATen/ops/linear.h>
 #include <ATen/ops/matmul.h>
+#include <ATen/ops/mul.h>
 #include <ATen/ops/randn.h>
 #include <ATen/ops/stack.h>
 #include <ATen/ops/sum.h>
@@ -98,6 +99,36 @@ std::vector<double> pair_rates(parallel::Group& world, int rank, const at::Devic
   return std::vector<double>(all.data_ptr<double>(), all.data_ptr<double>() + W * W);
 }
 
+// Head dims measured besides 64, in increasing order around it.
+const std::vector<int64_t> kOtherHeadDims = {32, 128};
+
+// A block's elementwise work, counted as the bytes it reads and writes. On a GPU each such op is bound by
+// memory, which an add over tensors far larger than any cache measures (64 Mi values each). On a CPU the
+// activations of a block stay in the caches and the ops differ widely (a tanh GELU computes, an add
+// streams), so the mix a block runs: a layer norm, a tanh GELU, an add, a multiply and a transposing copy
+// over a [4096, 256] activation, each making its output as a block's ops do.
+struct Elementwise {
+  at::Tensor x, y, sum;
+  bool gpu;
+  double bytes;
+  Elementwise(const at::Device& dev, const at::TensorOptions& opts) : gpu(dev.is_cuda()) {
+    const int64_t rows = gpu ? int64_t(64) << 20 : 4096, cols = gpu ? 1 : 256;
+    x = at::randn({rows, cols}, opts), y = at::randn({rows, cols}, opts), sum = at::empty_like(x);
+    bytes = (gpu ? 3.0 : 2 + 2 + 3 + 3 + 2) * double(x.numel()) * double(x.element_size());
+  }
+  void operator()() {
+    if (gpu) {
+      (void)at::add_out(sum, x, y);
+      return;
+    }
+    (void)at::layer_norm(x, {x.size(1)});
+    (void)at::gelu(x, "tanh");
+    (void)at::add(x, y);
+    (void)at::mul(x, y);
+    (void)x.t().contiguous();
+  }
+};
+
 }  // namespace
 
 plan::Calibration calibrate(const parallel::DistEnv& env, const std::string& dtype_name) {
@@ -122,13 +153,14 @@ plan::Calibration calibrate(const parallel::DistEnv& env, const std::string& dty
   auto attention = [&] {
     return rate_of(4.0 * heads * d * tokens * tokens, dev, [&] { (void)compat::attention(q, k, v); });
   };
-  // Elementwise work: an add over tensors far larger than any cache (8 Mi values each on a CPU, 64 Mi on a
-  // GPU), counted as the bytes it reads and writes.
-  const int64_t values = (dev.is_cuda() ? int64_t(64) : 8) << 20;
-  const auto x = at::randn({values}, opts), y = at::randn({values}, opts);
-  auto sum = at::empty_like(x);
-  const double add_bytes = 3.0 * double(values) * double(x.element_size());
-  auto add = [&] { (void)at::add_out(sum, x, y); };
+  // The same attention work in heads of another size (the demo's 32, FLUX's and Wan's 128).
+  auto attention_at = [&](int64_t head_dim) {
+    const int64_t h = heads * d / head_dim;
+    const auto q2 = at::randn({1, h, tokens, head_dim}, opts), k2 = at::randn({1, h, tokens, head_dim}, opts),
+               v2 = at::randn({1, h, tokens, head_dim}, opts);
+    return rate_of(4.0 * heads * d * tokens * tokens, dev, [&] { (void)compat::attention(q2, k2, v2); });
+  };
+  const Elementwise elementwise(dev, opts);
   // One small operation's dispatch (and launch, on a GPU): the kinds a block dispatches, each making its
   // output (a norm, a linear layer, an activation, a residual add), on tensors too small to take time of
   // their own; kSmallOps of them per run.
@@ -144,12 +176,17 @@ plan::Calibration calibrate(const parallel::DistEnv& env, const std::string& dty
   c.dtype = dtype_name == "auto" ? (dtype == at::kBFloat16 ? "bfloat16" : "float32") : dtype_name;
   // Alone: rank 0 works while the others wait at the next collective.
   double gemm_alone = 0, attention_alone = 0, memory_alone = 0, ops_alone = 0;
+  std::vector<double> head_dim_alone(kOtherHeadDims.size(), 0.0);
   if (env.rank == 0) {
     gemm_alone = gemm(), attention_alone = attention();
-    memory_alone = rate_of(add_bytes, dev, add), ops_alone = rate_of(kSmallOps, dev, small_ops);
+    for (size_t i = 0; i < kOtherHeadDims.size(); ++i) head_dim_alone[i] = attention_at(kOtherHeadDims[i]) / attention_alone;
+    memory_alone = rate_of(elementwise.bytes, dev, elementwise), ops_alone = rate_of(kSmallOps, dev, small_ops);
   }
   c.gemm_flops_per_s = mean(world, gemm_alone, dev) * env.world_size;
   c.attention_flops_per_s = mean(world, attention_alone, dev) * env.world_size;
+  for (size_t i = 0; i < kOtherHeadDims.size(); ++i)
+    c.attention_by_head_dim.push_back({int(kOtherHeadDims[i]), mean(world, head_dim_alone[i], dev) * env.world_size});
+  c.attention_by_head_dim.insert(c.attention_by_head_dim.begin() + 1, {int(d), 1.0});
   c.memory_bytes_per_s = mean(world, memory_alone, dev) * env.world_size;
   c.op_seconds = 1 / (mean(world, ops_alone, dev) * env.world_size);
   // Together, in lockstep as a parallel step runs: each rank does its share, then waits for the others at a
@@ -160,7 +197,8 @@ plan::Calibration calibrate(const parallel::DistEnv& env, const std::string& dty
   c.attention_flops_per_s_all =
       mean(world, lockstep(world, 4.0 * heads * d * tokens * tokens, c.attention_flops_per_s, dev,
                            [&] { (void)compat::attention(q, k, v); }), dev);
-  c.memory_bytes_per_s_all = mean(world, lockstep(world, add_bytes, c.memory_bytes_per_s, dev, add), dev);
+  c.memory_bytes_per_s_all =
+      mean(world, lockstep(world, elementwise.bytes, c.memory_bytes_per_s, dev, elementwise), dev);
   // Together never faster than alone, whatever a moment of other load did to the alone measurement.
   c.gemm_flops_per_s_all = std::min(c.gemm_flops_per_s_all, c.gemm_flops_per_s);
   c.attention_flops_per_s_all = std::min(c.attention_flops_per_s_all, c.attention_flops_per_s);
