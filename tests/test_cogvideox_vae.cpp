@@ -34,16 +34,19 @@ TEST_P(DecodesReference, in_one_process) {
   auto z = test::golden_tensor(n, "vae_input");
   int batches = 0;
   int64_t streamed = 0;
+  std::vector<std::pair<int, int>> told;  // the progress heard after each batch
   vae->decode_batches(z, [&](const at::Tensor& b) {
     ++batches;
     streamed += b.size(2);
-  });
+  }, nullptr, [&](int done, int total) { told.push_back({done, total}); });
   auto video = vae->decode(z);
   auto ref = test::golden_tensor(n, "video");
   EXPECT_EQ(video.sizes().vec(), test::golden_json(n)["video_frames"].get<std::vector<int64_t>>());
   EXPECT_EQ(int64_t(vae->output_frames(int(z.size(2)))), ref.size(2));
   EXPECT_EQ(streamed, ref.size(2));
   EXPECT_EQ(batches, std::max(int(z.size(2)) / 2, 1));
+  ASSERT_EQ(told.size(), size_t(batches));
+  for (int i = 0; i < batches; ++i) EXPECT_EQ(told[size_t(i)], std::make_pair(i + 1, batches));
   const double err = test::max_abs_diff(video, ref);
   std::printf("%s: video max error %.3g over %d batches\n", n.c_str(), err, batches);
   EXPECT_LT(err, test::kRunTolerance);
@@ -98,8 +101,12 @@ TEST(Vae, tiled_decode_blends_tiles_as_diffusers) {
   models::TileOptions small;
   small.sample_height = 32;
   small.sample_width = 48;
-  auto tiled = vae->decode_tiled(z, small);
+  std::vector<std::pair<int, int>> told;
+  auto tiled = vae->decode_tiled(z, small, [&](int done, int total) { told.push_back({done, total}); });
   ASSERT_EQ(tiled.sizes(), ref.sizes());
+  // The tiles are the progress (not the frame batches inside each): 1/9 .. 9/9.
+  ASSERT_EQ(told.size(), 9u);
+  for (int i = 0; i < 9; ++i) EXPECT_EQ(told[size_t(i)], std::make_pair(i + 1, 9));
   const double max_err = test::max_abs_diff(tiled, ref), mean_err = (tiled - ref).abs().mean().item<double>();
   std::printf("tiled (32 x 48-pixel tiles) against the untiled reference: max %.3g, mean %.3g\n", max_err, mean_err);
   EXPECT_TRUE(std::isfinite(max_err));

@@ -89,6 +89,20 @@ TEST(Events, every_message_survives_the_framing) {
   ASSERT_EQ(int(all[8].kind), int(Kind::Cancel));
 }
 
+// A phase may say how far into it a rank is (the decode's parts); a count that cannot be is refused.
+TEST(Events, a_phase_counts_its_parts) {
+  const auto plain = Phase::parse(Phase{1, "loading"}.make());
+  EXPECT_EQ(plain.parts, 0);
+  EXPECT_FALSE((Phase{1, "loading"}.make().body.contains("parts")));
+  const auto part = Phase::parse(Phase{1, "decoding", 3, 12}.make());
+  EXPECT_EQ(part.phase, "decoding");
+  EXPECT_EQ(part.part, 3);
+  EXPECT_EQ(part.parts, 12);
+  auto bad = Phase{1, "decoding", 3, 12}.make();
+  bad.body["part"] = 13;
+  EXPECT_TRUE(test::throws_with<ProtocolError>([&] { Phase::parse(bad); }, {"part 13 of 12 parts"}));
+}
+
 TEST(Events, a_truncated_frame_waits_for_the_rest) {
   const std::string bytes = encode(Phase{0, "loading"}.make());
   Decoder d;

@@ -154,8 +154,14 @@ TEST(Flux, image_decodes_as_the_reference) {
   const auto z = vae->prepare(golden("final_latents_unpacked"), 0);
   EXPECT_LT(test::max_abs_diff(z.squeeze(2), golden("vae_input")), 1e-6) << "vae_input";
   std::vector<at::Tensor> batches;
-  vae->decode_batches(z, [&](const at::Tensor& b) { batches.push_back(b); });
+  std::vector<int> told;  // one batch, so the decoder's levels are its progress
+  vae->decode_batches(z, [&](const at::Tensor& b) { batches.push_back(b); }, nullptr, [&](int done, int total) {
+    EXPECT_EQ(total, int(cfg.block_out_channels.size()) + 2);  // the middle block, each up block, the output
+    told.push_back(done);
+  });
   ASSERT_EQ(batches.size(), 1u);
+  for (size_t i = 0; i < told.size(); ++i) EXPECT_EQ(told[i], int(i + 1));
+  EXPECT_EQ(told.size(), cfg.block_out_channels.size() + 2);
   const double err = test::max_abs_diff(batches[0].squeeze(2), golden("image"));
   std::printf("flux image max error %.3g\n", err);
   EXPECT_LT(err, test::kRunTolerance);

@@ -48,7 +48,13 @@ TEST(Hunyuan15Vae, decodes_as_the_reference) {
   EXPECT_LT(test::max_abs_diff(z, golden("vae_input")), test::kRunTolerance);
   EXPECT_EQ(vae->output_frames(int(z.size(2))), 9);
   at::Tensor video;
-  vae->decode_batches(z, [&](const at::Tensor& batch) { video = batch; });
+  std::vector<std::pair<int, int>> told;  // the whole video in one pass: its levels are the progress
+  vae->decode_batches(z, [&](const at::Tensor& batch) { video = batch; }, nullptr,
+                      [&](int done, int total) { told.push_back({done, total}); });
+  const int levels = told.empty() ? 0 : told.back().second;
+  EXPECT_GE(levels, 3);  // the middle block, the up blocks, the output
+  ASSERT_EQ(told.size(), size_t(levels));
+  for (int i = 0; i < levels; ++i) EXPECT_EQ(told[size_t(i)], std::make_pair(i + 1, levels));
   const double err = test::max_abs_diff(video, golden("video"));
   EXPECT_LT(err, test::kRunTolerance);
   std::printf("video: max abs diff %.3g (values up to %.3g)\n", err, test::max_abs(golden("video")));

@@ -253,6 +253,24 @@ class TestStudioPlumbing : public QObject {
     QCOMPARE(view.bars.at(0)->value(), 55);
   }
 
+  // A decode that hands its frames over only at its end (one batch, or tiles) still moves the bar: the parts
+  // the rank says it has done (tiles, batches of frames, the decoder's levels).
+  void decoding_in_one_batch_shows_its_parts() {
+    RunView view;
+    view.start(1, "a paper boat", 9);
+    workers::RankView r;
+    r.rank = 0;
+    r.step = r.total = 4;
+    r.phase = "decoding";
+    r.phase_part = 3, r.phase_parts = 12;
+    view.message(events::Phase{0, "decoding", 3, 12}.make(), {r});
+    QString row;
+    for (const auto* l : view.findChildren<QLabel*>())
+      if (l->text().startsWith("rank 0")) row = l->text();
+    QVERIFY2(row.contains("decoding") && row.contains("25%") && !row.contains("step 4/4"), qPrintable(row));
+    QCOMPARE(view.bars.at(0)->value(), 25);
+  }
+
   void a_rank_that_cannot_be_spawned_fails_the_start_at_once() {
     JobRunner runner;
     workers::LaunchPlan lp;

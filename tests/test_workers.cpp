@@ -188,8 +188,14 @@ TEST_P(EventsOfWholeRuns, on_every_rank) {
     EXPECT_EQ(of_kind(all, "done", rank).size(), size_t(1));
   }
   std::vector<std::string> phases;
-  for (const auto& e : of_kind(all, "phase", 0)) phases.push_back(e["body"]["phase"]);
+  std::vector<std::pair<int, int>> decoded;  // the decode's parts as rank 0 told them
+  for (const auto& e : of_kind(all, "phase", 0)) {
+    if (e["body"].contains("parts")) decoded.push_back({e["body"]["part"], e["body"]["parts"]});
+    else phases.push_back(e["body"]["phase"]);
+  }
   EXPECT_EQ(phases, (std::vector<std::string>{"starting", "encoding", "loading", "denoising", "decoding", "writing"}));
+  // 3 latent frames decode as one batch of frames: 1 of 1.
+  EXPECT_EQ(decoded, (std::vector<std::pair<int, int>>{{1, 1}}));
   // A preview per step from rank 0 (the latent grid, 24 x 36), then the 9 decoded frames (192 x 288).
   const auto previews = of_kind(all, "preview");
   ASSERT_EQ(int(previews.size()), steps);
@@ -267,8 +273,17 @@ TEST_F(Workers, out_of_memory_while_decoding_retries_in_tiles) {
   const auto all = read_events(log);
   EXPECT_EQ(of_kind(all, "progress", 0).size(), size_t(2));  // denoised once
   int decoding = 0;
-  for (const auto& e : of_kind(all, "phase", 0)) decoding += e["body"]["phase"] == "decoding";
+  std::vector<std::pair<int, int>> tiles;  // the tiled decode's progress, tile by tile
+  for (const auto& e : of_kind(all, "phase", 0)) {
+    if (e["body"]["phase"] != "decoding") continue;
+    if (!e["body"].contains("parts")) ++decoding;
+    else if (decoding == 2) tiles.push_back({e["body"]["part"], e["body"]["parts"]});
+  }
   EXPECT_EQ(decoding, 2);
+  // 24 x 36 latent pixels in tiles of 8 x 12 that start every 6 rows and 9 columns: 4 x 4 tiles.
+  ASSERT_EQ(tiles.size(), 16u);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(tiles[size_t(i)], std::make_pair(i + 1, 16));
+  EXPECT_TRUE(test::contains(r.err, "decoding   16/16 (100%)")) << r.err;  // the launcher's line for it
   const auto file = io::SafetensorsFile::open(out);
   const auto* video = file->find("video");
   ASSERT_TRUE(video);

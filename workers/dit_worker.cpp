@@ -156,6 +156,7 @@ void run_rank(const plan::JobFile& file, const plan::ModelFolder& model, const p
   pipeline::Hooks hooks;
   hooks.stop_requested = [&] { return g_signalled.load() || reporter.cancel_requested(); };
   hooks.on_phase = [&](const std::string& p) { reporter.phase(p); };
+  hooks.on_decode_progress = [&](int done, int total) { reporter.phase("decoding", done, total); };
   hooks.on_step = [&](const pipeline::StepDone& d) {
     if (d.step == 1 && fault) compat::limit_cpu_tensor_memory(fault->bytes, fault->setting);
     reporter.progress({env.rank, d.step, d.total, d.seconds, d.full, resources(device, *mesh), d.calls});

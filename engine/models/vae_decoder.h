@@ -44,6 +44,11 @@ struct TileOptions {
   int sample_height = 0, sample_width = 0;
 };
 
+// How far one decode has got: `done` of the `total` parts it goes through (its tiles, its batches of
+// frames, or the decoder's levels where the whole video is one pass), so that a decode of several seconds
+// shows progress. Empty: nobody is told.
+using DecodeProgress = std::function<void(int done, int total)>;
+
 class VaeDecoder {
  public:
   virtual ~VaeDecoder() = default;
@@ -57,9 +62,10 @@ class VaeDecoder {
   // z -> the decoded output, handed to `on_batch` one batch of frames at a time as it is decoded (on the
   // model's device). With `rows`, z is this rank's rows (dim 3) of the latents and so is every batch.
   virtual void decode_batches(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch,
-                              RowExchange* rows = nullptr) const = 0;
-  // The same in overlapping tiles, whole: memory follows the tile, not the picture.
-  virtual at::Tensor decode_tiled(const at::Tensor& z, const TileOptions& tiles) const = 0;
+                              RowExchange* rows = nullptr, const DecodeProgress& progress = {}) const = 0;
+  // The same in overlapping tiles, whole: memory follows the tile, not the picture. `progress` counts tiles.
+  virtual at::Tensor decode_tiled(const at::Tensor& z, const TileOptions& tiles,
+                                  const DecodeProgress& progress = {}) const = 0;
   // Whether decode_tiled runs for this VAE (the Wan2.2 VAE's patches do not tile yet).
   virtual bool tiles() const { return true; }
 };

@@ -48,9 +48,9 @@ class GroupRows : public models::RowExchange {
 std::unique_ptr<models::RowExchange> row_exchange(Group& group) { return std::make_unique<GroupRows>(group); }
 
 void decode_by_rows(const models::VaeDecoder& vae, Group& group, const at::Tensor& z,
-                    const std::function<void(const at::Tensor&)>& on_batch) {
+                    const std::function<void(const at::Tensor&)>& on_batch, const models::DecodeProgress& progress) {
   const int n = group.size();
-  if (n == 1) return vae.decode_batches(z, on_batch);
+  if (n == 1) return vae.decode_batches(z, on_batch, nullptr, progress);
   const int64_t h = z.size(3);
   if (h < n)
     throw InputError("parallel VAE decoding: " + std::to_string(n) + " ranks cannot share " + std::to_string(h) +
@@ -76,7 +76,7 @@ void decode_by_rows(const models::VaeDecoder& vae, Group& group, const at::Tenso
         group.run(std::move(receives));
         on_batch(at::cat(parts, 3));
       },
-      &rows);
+      &rows, progress);
 }
 
 }  // namespace studio::parallel

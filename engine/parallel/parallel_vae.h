@@ -19,8 +19,10 @@ std::unique_ptr<models::RowExchange> row_exchange(Group& group);
 
 // z [B, C, F, h, w], whole, on every rank of `group`. `on_batch` is called on group rank 0 only, with
 // each batch whole ([B, out_channels, frames, H, W], as VaeDecoder::decode_batches hands them out).
-// InputError when the group has more ranks than the latents have rows.
+// InputError when the group has more ranks than the latents have rows. `progress` hears this rank's own
+// band of rows.
 void decode_by_rows(const models::VaeDecoder& vae, Group& group, const at::Tensor& z,
-                    const std::function<void(const at::Tensor&)>& on_batch);
+                    const std::function<void(const at::Tensor&)>& on_batch,
+                    const models::DecodeProgress& progress = {});
 
 }  // namespace studio::parallel

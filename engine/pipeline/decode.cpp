@@ -19,19 +19,25 @@ void decode_latents(const models::VaeDecoder& vae, const at::Tensor& latents, in
     return parallel::decode_by_rows(vae, *o.rows, z, [&](const at::Tensor& f) {
       on_frames(f, 0, frame);
       frame += int(f.size(2));
-    });
-  const int64_t B = z.size(0), per = o.slicing ? 1 : B;
+    }, o.progress);
+  const int64_t B = z.size(0), per = o.slicing ? 1 : B, slices = (B + per - 1) / per;
   for (int64_t b = 0; b < B; b += per) {
     const auto part = z.narrow(0, b, std::min(per, B - b));
+    // Each slice's parts as a share of the whole decode's.
+    models::DecodeProgress progress;
+    if (o.progress)
+      progress = [&, slice = int(b / per)](int done, int total) {
+        o.progress(slice * total + done, int(slices) * total);
+      };
     if (o.tiling) {
-      on_frames(vae.decode_tiled(part, o.tiles), int(b), 0);
+      on_frames(vae.decode_tiled(part, o.tiles, progress), int(b), 0);
       continue;
     }
     frame = 0;
     vae.decode_batches(part, [&](const at::Tensor& f) {
       on_frames(f, int(b), frame);
       frame += int(f.size(2));
-    });
+    }, nullptr, progress);
   }
 }
 

@@ -19,6 +19,8 @@ struct DecodeOptions {
   models::TileOptions tiles;
   bool slicing = false;  // the videos one at a time
   parallel::Group* rows = nullptr;  // split by rows over this group (parallel VAE); frames reach its rank 0
+  // How far the decode of all the videos has got, in parts (tiles, frame batches, levels; models/vae_decoder.h).
+  models::DecodeProgress progress;
 };
 
 // Decoded frames [b, 3, T, H, W] of videos first_video .. first_video + b - 1, from frame first_frame.

@@ -49,7 +49,9 @@ struct Hooks {
   std::function<void(const StepDone& done)> on_step;
   // Each decoded batch as RGB8 [b, T, H, W, 3] on the CPU: videos first_video.., frames first_frame..
   std::function<void(const at::Tensor& rgb8, int first_video, int first_frame)> on_frames;
-  // Checked before every step and decoded batch; when true the run throws Cancelled.
+  // How far the decode has got: `done` of its `total` parts (tiles, frame batches, the decoder's levels).
+  std::function<void(int done, int total)> on_decode_progress;
+  // Checked before every step and every part of the decode; when true the run throws Cancelled.
   std::function<bool()> stop_requested;
   bool stop() const { return stop_requested && stop_requested(); }
 };

@@ -110,6 +110,10 @@ at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& m
   opts.tiles.sample_width = job.tile_sample_min_width;
   opts.slicing = job.vae_slicing;
   opts.rows = parallel::decode_rows(mesh);
+  opts.progress = [&](int done, int total) {
+    if (hooks.on_decode_progress) hooks.on_decode_progress(done, total);
+    if (done < total && hooks.stop()) throw Cancelled();
+  };
   log("decoding " + std::to_string(vae->output_frames(geo.frames)) + " frames with " + vdir +
       (opts.rows ? " split by rows over " + std::to_string(mesh.world_size()) + " ranks" : "") +
       (opts.tiling ? " in tiles" : ""));

@@ -65,10 +65,16 @@ void RunView::update_rank(const workers::RankView& r) {
   if (r.total > 0) bars[size_t(r.rank)]->setValue(100 * r.step / r.total);
   if (r.done) bars[size_t(r.rank)]->setValue(100);
   QString text = tr("rank %1  %2").arg(r.rank).arg(QString::fromStdString(r.phase));
-  // While it decodes, the frames that have come are its progress (the steps are all done).
-  if (r.phase == "decoding" && frames_ > 0 && decoded_ > 0 && !r.done) {
-    bars[size_t(r.rank)]->setValue(100 * decoded_ / frames_);
-    text += tr("  frame %1/%2").arg(decoded_).arg(frames_);
+  // While it decodes (the steps are all done), its progress is the decode's: the parts it counts (tiles,
+  // batches of frames, the decoder's levels), and the frames that have come.
+  if (r.phase == "decoding" && (r.phase_parts > 0 || (frames_ > 0 && decoded_ > 0)) && !r.done) {
+    if (r.phase_parts > 0) {
+      bars[size_t(r.rank)]->setValue(100 * r.phase_part / r.phase_parts);
+      text += tr("  %1%").arg(100 * r.phase_part / r.phase_parts);
+    } else {
+      bars[size_t(r.rank)]->setValue(100 * decoded_ / frames_);
+    }
+    if (frames_ > 0 && decoded_ > 0) text += tr("  frame %1/%2").arg(decoded_).arg(frames_);
   } else if (r.total > 0) {
     text += tr("  step %1/%2  %3 s/step").arg(r.step).arg(r.total).arg(r.step_seconds, 0, 'f', 2);
     if (r.step > 0 && r.step < r.total)

@@ -93,11 +93,22 @@ Hello Hello::parse(const Message& m) {
   return h;
 }
 
-Message Phase::make() const { return {Kind::Phase, {{"rank", rank}, {"phase", phase}}, {}}; }
+Message Phase::make() const {
+  Message m{Kind::Phase, {{"rank", rank}, {"phase", phase}}, {}};
+  if (parts > 0) m.body.update({{"part", part}, {"parts", parts}});
+  return m;
+}
 
 Phase Phase::parse(const Message& m) {
   expect(m, Kind::Phase);
-  return {rank_field(m), get<std::string>(m, "phase")};
+  Phase p{rank_field(m), get<std::string>(m, "phase")};
+  if (m.body.contains("parts")) {
+    p.part = get<int>(m, "part"), p.parts = get<int>(m, "parts");
+    if (p.parts < 1 || p.part < 0 || p.part > p.parts)
+      throw ProtocolError("phase: part " + std::to_string(p.part) + " of " + std::to_string(p.parts) +
+                          " parts; expected 0 <= part <= parts, parts >= 1");
+  }
+  return p;
 }
 
 Message Progress::make() const {

@@ -22,6 +22,9 @@ struct Hello {
 struct Phase {
   int rank = 0;
   std::string phase;  // loading, encoding, denoising, decoding, writing
+  // How far into it, where the phase counts its parts (the decode: tiles, frame batches or the decoder's
+  // levels): `part` of `parts` done. On the wire only when parts > 0.
+  int part = 0, parts = 0;
   Message make() const;
   static Phase parse(const Message& m);
 };

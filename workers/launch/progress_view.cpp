@@ -7,7 +7,10 @@ namespace studio::workers {
 std::string rank_status_line(const RankView& r) {
   char s[320];
   int n = std::snprintf(s, sizeof s, "rank %d  %-9s", r.rank, r.phase.c_str());
-  if (r.total > 0) {
+  if (r.phase_parts > 0) {  // the steps are done: how far into this phase (the decode's parts)
+    n += std::snprintf(s + n, sizeof s - size_t(n), "  %d/%d (%d%%)", r.phase_part, r.phase_parts,
+                       100 * r.phase_part / r.phase_parts);
+  } else if (r.total > 0) {
     n += std::snprintf(s + n, sizeof s - size_t(n), "  step %d/%d  %.2f s/step", r.step, r.total, r.step_seconds);
     if (r.step > 0 && r.step < r.total)
       n += std::snprintf(s + n, sizeof s - size_t(n), "  ETA %.0f s", r.eta_seconds());
@@ -57,6 +60,13 @@ void ProgressView::message(const events::Message& m, const std::vector<RankView>
     case events::Kind::Progress:
       if (!live_) print_line("[" + rank_status_line(ranks[size_t(rank)]) + "]", ranks);
       break;
+    case events::Kind::Phase: {
+      // A phase's parts (the decode's tiles or batches): a line at each tenth of them, not each part.
+      const int part = m.body.value("part", 0), parts = m.body.value("parts", 0);
+      if (!live_ && parts > 0 && (part == parts || part * 10 / parts != (part - 1) * 10 / parts))
+        print_line("[" + rank_status_line(ranks[size_t(rank)]) + "]", ranks);
+      break;
+    }
     default: break;
   }
 }

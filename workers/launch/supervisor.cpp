@@ -322,7 +322,11 @@ void Supervisor::handle(int rank, const events::Message& m) {
                                 std::to_string(rank) + "'s connection");
   auto& r = ranks_[size_t(rank)];
   switch (m.kind) {
-    case events::Kind::Phase: r.phase = events::Phase::parse(m).phase; break;
+    case events::Kind::Phase: {
+      const auto p = events::Phase::parse(m);
+      r.phase = p.phase, r.phase_part = p.part, r.phase_parts = p.parts;
+      break;
+    }
     case events::Kind::Progress: {
       const auto p = events::Progress::parse(m);
       r.step = p.step;

@@ -42,6 +42,7 @@ struct RankView {
   int rank = 0;
   int64_t pid = 0;
   std::string host, device, phase = "starting";
+  int phase_part = 0, phase_parts = 0;  // how far into the phase, where it counts parts (events::Phase)
   int step = 0, total = 0;
   double step_seconds = 0, total_step_seconds = 0;
   bool cached = false;    // the job runs with a step cache

@@ -103,8 +103,8 @@ void RankReporter::send(const events::Message& m) {
   conn_->send(m);  // a closed connection is noticed by listen()
 }
 
-void RankReporter::phase(const std::string& name) {
-  if (conn_) send(events::Phase{rank_, name}.make());
+void RankReporter::phase(const std::string& name, int part, int parts) {
+  if (conn_) send(events::Phase{rank_, name, part, parts}.make());
 }
 
 void RankReporter::progress(const events::Progress& p) {

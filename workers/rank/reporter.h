@@ -29,7 +29,8 @@ class RankReporter {
   // A Cancel arrived, or the launcher's connection closed.
   bool cancel_requested() const { return cancel_.load(); }
 
-  void phase(const std::string& name);
+  // `part` of `parts` done within the phase, where it counts them (the decode's tiles or batches).
+  void phase(const std::string& name, int part = 0, int parts = 0);
   void progress(const events::Progress& p);
   void picture(events::Kind kind, const events::Picture& p);
   void log(const std::string& line);

@@ -287,10 +287,11 @@ at::Tensor CogVideoXVae::prepare(const at::Tensor& latents, int pad_frames) cons
   return latents.narrow(1, pad_frames, latents.size(1) - pad_frames).permute({0, 2, 1, 3, 4}) / cfg_.scaling_factor;
 }
 
-at::Tensor CogVideoXVae::decode_tiled(const at::Tensor& z, const TileOptions& tiles) const {
+at::Tensor CogVideoXVae::decode_tiled(const at::Tensor& z, const TileOptions& tiles,
+                                      const DecodeProgress& progress) const {
   // CogVideoX's tiles overlap by a sixth down and a fifth across (diffusers' tile overlap factors).
   return decode_in_tiles(z, cfg_.spatial_compression, tiles, {1.0 / 6, 1.0 / 5},
-                         [&](const at::Tensor& tile) { return decode(tile); });
+                         [&](const at::Tensor& tile) { return decode(tile); }, progress);
 }
 
 int CogVideoXVae::output_frames(int latent_frames) const {
@@ -303,7 +304,7 @@ int CogVideoXVae::output_frames(int latent_frames) const {
 }
 
 void CogVideoXVae::decode_batches(const at::Tensor& z_all, const std::function<void(const at::Tensor&)>& on_batch,
-                                  RowExchange* rows) const {
+                                  RowExchange* rows, const DecodeProgress& progress) const {
   // Not with a row split: c10d's Gloo works on threads of its own, which cannot touch inference tensors.
   // Nothing requires grad, so no graph is recorded either way.
   std::optional<c10::InferenceMode> guard;
@@ -328,6 +329,7 @@ void CogVideoXVae::decode_batches(const at::Tensor& z_all, const std::function<v
     }
     h = m.conv_out(m.norm_out.activated(h, z, ctx), h.size(2), ctx).to(at::kFloat);
     on_batch(h);
+    if (progress) progress(int(i + 1), int(batches));
   }
 }
 

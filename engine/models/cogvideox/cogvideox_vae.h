@@ -30,8 +30,9 @@ class CogVideoXVae final : public VaeDecoder {
   int output_frames(int latent_frames) const override;
   int spatial_compression() const override { return cfg_.spatial_compression; }
   void decode_batches(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch,
-                      RowExchange* rows = nullptr) const override;
-  at::Tensor decode_tiled(const at::Tensor& z, const TileOptions& tiles) const override;
+                      RowExchange* rows = nullptr, const DecodeProgress& progress = {}) const override;
+  at::Tensor decode_tiled(const at::Tensor& z, const TileOptions& tiles,
+                          const DecodeProgress& progress = {}) const override;
   // decode_batches() collected into one tensor.
   at::Tensor decode(const at::Tensor& z) const;
 

@@ -134,24 +134,33 @@ at::Tensor Hunyuan15Vae::upsample(const Upsampler& u, const at::Tensor& x) const
   return h_all + at::cat({s_first, s_rest}, 2);
 }
 
-at::Tensor Hunyuan15Vae::decode(const at::Tensor& z) const {
+at::Tensor Hunyuan15Vae::decode(const at::Tensor& z, const DecodeProgress& progress) const {
+  const int levels = int(up_.size()) + 2;
+  int done = 0;
+  auto tell = [&] {
+    if (progress) progress(++done, levels);
+  };
   const auto& c0 = conv_in_.weight;
   auto h = conv_in_(z) + z.repeat_interleave(c0.size(0) / z.size(1), 1);
   h = resnet(mid_2_, attention(mid_attention_, resnet(mid_1_, h)));
+  tell();
   for (const auto& block : up_) {
     for (const auto& r : block.resnets) h = resnet(r, h);
     if (block.upsampler) h = upsample(*block.upsampler, h);
+    tell();
   }
-  return conv_out_(at::silu(rms_norm(h, norm_out_)));
+  h = conv_out_(at::silu(rms_norm(h, norm_out_)));
+  tell();
+  return h;
 }
 
 void Hunyuan15Vae::decode_batches(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch,
-                                  RowExchange* rows) const {
+                                  RowExchange* rows, const DecodeProgress& progress) const {
   if (rows) throw std::logic_error("internal error: HunyuanVideo-1.5's VAE was asked to decode by rows");
-  on_batch(decode(z.to(device_, dtype_)).to(at::kFloat));
+  on_batch(decode(z.to(device_, dtype_), progress).to(at::kFloat));
 }
 
-at::Tensor Hunyuan15Vae::decode_tiled(const at::Tensor&, const TileOptions&) const {
+at::Tensor Hunyuan15Vae::decode_tiled(const at::Tensor&, const TileOptions&, const DecodeProgress&) const {
   throw std::logic_error("internal error: HunyuanVideo-1.5's VAE was asked to decode in tiles");
 }
 

@@ -29,10 +29,12 @@ class Hunyuan15Vae final : public VaeDecoder {
   int spatial_compression() const override { return cfg_.spatial_compression_ratio; }
   // One batch: the whole video, unclamped (the writers clamp). Not by rows (the caller's plan refuses that).
   void decode_batches(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch,
-                      RowExchange* rows = nullptr) const override;
-  at::Tensor decode_tiled(const at::Tensor& z, const TileOptions& tiles) const override;
+                      RowExchange* rows = nullptr, const DecodeProgress& progress = {}) const override;
+  at::Tensor decode_tiled(const at::Tensor& z, const TileOptions& tiles,
+                          const DecodeProgress& progress = {}) const override;
   bool tiles() const override { return false; }
-  at::Tensor decode(const at::Tensor& z) const;
+  // `progress` counts the decoder's levels: the middle block, each up block, the output.
+  at::Tensor decode(const at::Tensor& z, const DecodeProgress& progress = {}) const;
 
  private:
   struct Conv {  // a causal 3x3x3 convolution, or a 1x1x1 one

@@ -120,7 +120,7 @@ at::Tensor AutoencoderKL::prepare(const at::Tensor& latents, int) const {
   return (latents / cfg_.scaling_factor + cfg_.shift_factor).unsqueeze(2);
 }
 
-at::Tensor AutoencoderKL::decode(const at::Tensor& z_in, RowExchange* rows) const {
+at::Tensor AutoencoderKL::decode(const at::Tensor& z_in, RowExchange* rows, const DecodeProgress& progress) const {
   // Not with a row split: c10d's Gloo works on threads of its own, which cannot touch inference tensors.
   std::optional<c10::InferenceMode> guard;
   if (!rows) guard.emplace();
@@ -131,23 +131,33 @@ at::Tensor AutoencoderKL::decode(const at::Tensor& z_in, RowExchange* rows) cons
   h = mid_first_(h, rows);
   for (const auto& a : mid_attention_) h = a(h, rows);
   h = mid_second_(h, rows);
+  const int levels = int(up_blocks_.size()) + 2;
+  int done = 0;
+  auto tell = [&] {
+    if (progress) progress(++done, levels);
+  };
+  tell();
   for (const auto& blk : up_blocks_) {
     for (const auto& r : blk.resnets) h = r(h, rows);
     if (blk.upsample.weight.defined())
       h = blk.upsample(at::upsample_nearest2d(h, {h.size(2) * 2, h.size(3) * 2}), rows);
+    tell();
   }
-  return conv_out_(at::silu(norm_out_(h, rows)), rows).to(at::kFloat);
+  h = conv_out_(at::silu(norm_out_(h, rows)), rows).to(at::kFloat);
+  tell();
+  return h;
 }
 
 void AutoencoderKL::decode_batches(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch,
-                                   RowExchange* rows) const {
-  on_batch(decode(z.squeeze(2), rows).unsqueeze(2));
+                                   RowExchange* rows, const DecodeProgress& progress) const {
+  on_batch(decode(z.squeeze(2), rows, progress).unsqueeze(2));
 }
 
-at::Tensor AutoencoderKL::decode_tiled(const at::Tensor& z, const TileOptions& tiles) const {
+at::Tensor AutoencoderKL::decode_tiled(const at::Tensor& z, const TileOptions& tiles,
+                                       const DecodeProgress& progress) const {
   // AutoencoderKL's tiles overlap by a quarter both ways (diffusers' tile_overlap_factor).
   return decode_in_tiles(z.squeeze(2), spatial_compression(), tiles, {0.25, 0.25},
-                         [&](const at::Tensor& tile) { return decode(tile); })
+                         [&](const at::Tensor& tile) { return decode(tile); }, progress)
       .unsqueeze(2);
 }
 

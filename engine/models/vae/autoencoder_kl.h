@@ -28,13 +28,15 @@ class AutoencoderKL final : public VaeDecoder {
   int spatial_compression() const override { return cfg_.spatial_compression(); }
   // The whole picture in one batch (this rank's rows of it with `rows`).
   void decode_batches(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch,
-                      RowExchange* rows = nullptr) const override;
+                      RowExchange* rows = nullptr, const DecodeProgress& progress = {}) const override;
   // Tiles of tiles.sample_height x sample_width pixels overlapping by a quarter, as diffusers' tiled_decode.
-  at::Tensor decode_tiled(const at::Tensor& z, const TileOptions& tiles) const override;
+  at::Tensor decode_tiled(const at::Tensor& z, const TileOptions& tiles,
+                          const DecodeProgress& progress = {}) const override;
   // z [B, C, h, w] -> image [B, out_channels, H, W], float32. With `rows`, z is this rank's rows and so is
   // the image: convolutions take a halo row from each neighbour, group norms the whole picture's
   // statistics, and the mid-block attention every rank's keys and values (exact, not approximated).
-  at::Tensor decode(const at::Tensor& z, RowExchange* rows = nullptr) const;
+  // `progress` counts the decoder's levels: the middle block, each up block, the output.
+  at::Tensor decode(const at::Tensor& z, RowExchange* rows = nullptr, const DecodeProgress& progress = {}) const;
 
  private:
   struct GroupNorm {

@@ -1,5 +1,6 @@
 #include "models/vae/vae_tiling.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -28,7 +29,8 @@ void blend(const at::Tensor& a, at::Tensor& b, int64_t dim, int64_t extent) {
 }  // namespace
 
 at::Tensor decode_in_tiles(const at::Tensor& z, int64_t s, const TileOptions& t, const TileOverlap& overlap,
-                           const std::function<at::Tensor(const at::Tensor&)>& decode) {
+                           const std::function<at::Tensor(const at::Tensor&)>& decode,
+                           const DecodeProgress& progress) {
   if (t.sample_height < s || t.sample_width < s)
     throw std::invalid_argument("decode_in_tiles: tiles of " + std::to_string(t.sample_height) + " x " +
                                 std::to_string(t.sample_width) + " pixels hold no latent pixel");
@@ -36,17 +38,24 @@ at::Tensor decode_in_tiles(const at::Tensor& z, int64_t s, const TileOptions& t,
   const int64_t zr = z.dim() - 2, zc = z.dim() - 1;  // rows and columns of the latents
   const int64_t tile_h = t.sample_height / s, tile_w = t.sample_width / s;
   const int64_t h = z.size(zr), w = z.size(zc);
-  if (h <= tile_h && w <= tile_w) return decode(z);
-  const int64_t stride_h = int64_t(double(tile_h) * (1 - overlap.height));
-  const int64_t stride_w = int64_t(double(tile_w) * (1 - overlap.width));
+  if (h <= tile_h && w <= tile_w) {
+    auto whole = decode(z);
+    if (progress) progress(1, 1);
+    return whole;
+  }
+  const int64_t stride_h = std::max<int64_t>(int64_t(double(tile_h) * (1 - overlap.height)), 1);
+  const int64_t stride_w = std::max<int64_t>(int64_t(double(tile_w) * (1 - overlap.width)), 1);
   const int64_t blend_h = int64_t(t.sample_height * overlap.height), blend_w = int64_t(t.sample_width * overlap.width);
   const int64_t keep_h = t.sample_height - blend_h, keep_w = t.sample_width - blend_w;
 
   std::vector<std::vector<at::Tensor>> tiles;
-  for (int64_t i = 0; i < h; i += std::max<int64_t>(stride_h, 1)) {
+  const int total = int(((h + stride_h - 1) / stride_h) * ((w + stride_w - 1) / stride_w));
+  for (int64_t i = 0; i < h; i += stride_h) {
     tiles.emplace_back();
-    for (int64_t j = 0; j < w; j += std::max<int64_t>(stride_w, 1))
+    for (int64_t j = 0; j < w; j += stride_w) {
       tiles.back().push_back(decode(z.narrow(zr, i, std::min(tile_h, h - i)).narrow(zc, j, std::min(tile_w, w - j))));
+      if (progress) progress(int(tiles.size() - 1) * int(tiles[0].size()) + int(tiles.back().size()), total);
+    }
   }
   const int64_t r = tiles[0][0].dim() - 2, c = tiles[0][0].dim() - 1;  // rows and columns of the output
   // In order, in place: a tile blends with neighbours that have already been blended themselves.

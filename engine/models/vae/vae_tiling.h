@@ -21,8 +21,9 @@ struct TileOverlap {
 // Overlapping tiles over the last two axes of z (rows, columns), each decoded whole by `decode`, blended
 // linearly into the tile above and the tile to the left, then cropped: diffusers' tiled_decode, shared by
 // the VAEs (`spatial_compression`: output pixels per latent pixel). Latents that fit in one tile are
-// decoded untiled, as diffusers does.
+// decoded untiled, as diffusers does. `progress` hears each tile decoded.
 at::Tensor decode_in_tiles(const at::Tensor& z, int64_t spatial_compression, const TileOptions& tiles,
-                           const TileOverlap& overlap, const std::function<at::Tensor(const at::Tensor&)>& decode);
+                           const TileOverlap& overlap, const std::function<at::Tensor(const at::Tensor&)>& decode,
+                           const DecodeProgress& progress = {});
 
 }  // namespace studio::models

@@ -58,7 +58,7 @@ int WanVae::output_frames(int latent_frames) const {
 }
 
 void WanVae::decode_frames(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch,
-                           RowExchange* rows, bool clamp) const {
+                           RowExchange* rows, bool clamp, const DecodeProgress& progress) const {
   // Not with a row split: c10d's Gloo works on threads of its own, which cannot touch inference tensors.
   // Nothing requires grad, so no graph is recorded either way.
   std::optional<c10::InferenceMode> guard;
@@ -72,12 +72,13 @@ void WanVae::decode_frames(const at::Tensor& z, const std::function<void(const a
   for (int64_t f = 0; f < z.size(2); ++f, state.first_chunk = false) {
     auto out = wan::unpatchify((*decoder_)(z.narrow(2, f, 1).to(device_, dtype_), state), cfg_.patch_size).to(at::kFloat);
     on_batch(clamp ? at::clamp(out, -1.0, 1.0) : out);
+    if (progress) progress(int(f + 1), int(z.size(2)));
   }
 }
 
 void WanVae::decode_batches(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch,
-                            RowExchange* rows) const {
-  decode_frames(z, on_batch, rows, /*clamp=*/true);
+                            RowExchange* rows, const DecodeProgress& progress) const {
+  decode_frames(z, on_batch, rows, /*clamp=*/true, progress);
 }
 
 at::Tensor WanVae::decode(const at::Tensor& z) const {
@@ -86,7 +87,7 @@ at::Tensor WanVae::decode(const at::Tensor& z) const {
   return at::cat(out, 2);
 }
 
-at::Tensor WanVae::decode_tiled(const at::Tensor& z, const TileOptions& tiles) const {
+at::Tensor WanVae::decode_tiled(const at::Tensor& z, const TileOptions& tiles, const DecodeProgress& progress) const {
   // diffusers 0.35.2 blends the tiles as decoded and, unlike its untiled decode, clamps nothing. Latents
   // that fit in one tile (the only case where a tile is all of z) it decodes untiled, clamped.
   if (cfg_.patch_size > 1)
@@ -98,7 +99,7 @@ at::Tensor WanVae::decode_tiled(const at::Tensor& z, const TileOptions& tiles) c
     decode_frames(tile, [&](const at::Tensor& frames) { out.push_back(frames); }, nullptr, /*clamp=*/whole);
     return at::cat(out, 2);
   };
-  return decode_in_tiles(z, spatial_compression(), tiles, {0.25, 0.25}, decode_tile);
+  return decode_in_tiles(z, spatial_compression(), tiles, {0.25, 0.25}, decode_tile, progress);
 }
 
 }  // namespace studio::models

@@ -34,11 +34,12 @@ class WanVae final : public VaeDecoder {
   // clamped to [-1, 1]. With `rows`, exact: convolutions take a halo row from each neighbour, RMS norms
   // are per pixel, the attention sees every rank's keys and values.
   void decode_batches(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch,
-                      RowExchange* rows = nullptr) const override;
+                      RowExchange* rows = nullptr, const DecodeProgress& progress = {}) const override;
   // diffusers' tiled_decode: tiles of tiles.sample_height x sample_width pixels starting every three
   // quarters of a tile (Wan's 256 / 192), blended over the quarter they overlap; as in diffusers 0.35.2,
   // not clamped (a tile's edge can overshoot [-1, 1]: the video writer clamps).
-  at::Tensor decode_tiled(const at::Tensor& z, const TileOptions& tiles) const override;
+  at::Tensor decode_tiled(const at::Tensor& z, const TileOptions& tiles,
+                          const DecodeProgress& progress = {}) const override;
   bool tiles() const override { return cfg_.patch_size == 1; }
   // decode_batches() collected into one tensor.
   at::Tensor decode(const at::Tensor& z) const;
@@ -57,7 +58,7 @@ class WanVae final : public VaeDecoder {
  private:
   // The batches as decode_batches() hands them out, unclamped when `clamp` is false.
   void decode_frames(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch, RowExchange* rows,
-                     bool clamp) const;
+                     bool clamp, const DecodeProgress& progress = {}) const;
 
   plan::WanVaeConfig cfg_;
   at::ScalarType dtype_ = at::kFloat;
