@@ -1,5 +1,13 @@
-// HunyuanVideo-1.5's VAE decoder against the hunyuan15_tiny reference (diffusers 0.42.1): its config, the
-// final latents made its input, and the decoded video.
+// HunyuanVideo-1.5's VAE against the references of diffusers 0.42.1: its config; the decoder on hunyuan15_tiny
+// (the final latents made its input, the decoded video); the encoder on hunyuan15_i2v_tiny (the picture's
+// moments and its latents).
+#include <ATen/ops/cat.h>
+#include <ATen/ops/rand.h>
+#include <ATen/ops/zeros.h>
+
+#include <filesystem>
+
+#include "io/safetensors/safetensors_file.h"
 #include "io/weights/weights.h"
 #include "models/hunyuan15/hunyuan15_vae.h"
 #include "plan/error.h"
@@ -11,21 +19,26 @@ using namespace studio;
 namespace {
 
 const std::string kCase = "hunyuan15_tiny";
+const std::string kPictureCase = "hunyuan15_i2v_tiny";
 
 at::Tensor golden(const std::string& name) { return test::golden_tensor(kCase, name); }
 
-std::string config_file() { return test::golden_case(kCase) + "/vae/config.json"; }
+std::string config_file(const std::string& c = kCase) { return test::golden_case(c) + "/vae/config.json"; }
 
-std::shared_ptr<models::Hunyuan15Vae> load() {
-  const auto cfg = plan::parse_hunyuan15_vae_config(plan::read_text_file(config_file()), config_file());
-  auto weights = io::WeightSet::open(test::golden_case(kCase) + "/vae", "diffusion_pytorch_model");
-  return models::Hunyuan15Vae::load(weights, cfg, at::kFloat, at::kCPU);
+plan::Hunyuan15VaeConfig config(const std::string& c = kCase) {
+  return plan::parse_hunyuan15_vae_config(plan::read_text_file(config_file(c)), config_file(c));
+}
+
+std::shared_ptr<models::Hunyuan15Vae> load(const std::string& c = kCase, bool with_encoder = false) {
+  auto weights = io::WeightSet::open(test::golden_case(c) + "/vae", "diffusion_pytorch_model");
+  return models::Hunyuan15Vae::load(weights, config(c), at::kFloat, at::kCPU, with_encoder);
 }
 
 }  // namespace
 
 TEST(Hunyuan15Vae, config_is_read_and_checked) {
-  const auto c = plan::parse_hunyuan15_vae_config(plan::read_text_file(config_file()), config_file());
+  const auto c = config();
+  EXPECT_EQ(c.in_channels, 3);
   EXPECT_EQ(c.latent_channels, 16);
   EXPECT_EQ(c.spatial_upsamples(), 4);
   EXPECT_EQ(c.temporal_upsamples(), 2);
@@ -40,6 +53,15 @@ TEST(Hunyuan15Vae, config_is_read_and_checked) {
   EXPECT_TRUE(test::throws_with<InputError>(
       [&] { plan::parse_hunyuan15_vae_config(edited("block_out_channels", "[8, 8, 16, 32]"), config_file()); },
       {"block_out_channels", "more levels than log2(spatial_compression_ratio) 4"}));
+  EXPECT_TRUE(test::throws_with<InputError>(
+      [&] { plan::parse_hunyuan15_vae_config(edited("block_out_channels", "[8, 8, 16, 16, 16]"), config_file()); },
+      {"block_out_channels", "multiple of 2 x latent_channels 32"}));
+  EXPECT_TRUE(test::throws_with<InputError>(
+      [&] { plan::parse_hunyuan15_vae_config(edited("block_out_channels", "[8, 8, 2, 8, 32]"), config_file()); },
+      {"block_out_channels", "downsampler cannot average"}));
+  EXPECT_TRUE(test::throws_with<InputError>(
+      [&] { plan::parse_hunyuan15_vae_config(edited("downsample_match_channel", "false"), config_file()); },
+      {"downsample_match_channel", "not supported"}));
 }
 
 TEST(Hunyuan15Vae, decodes_as_the_reference) {
@@ -58,4 +80,54 @@ TEST(Hunyuan15Vae, decodes_as_the_reference) {
   const double err = test::max_abs_diff(video, golden("video"));
   EXPECT_LT(err, test::kRunTolerance);
   std::printf("video: max abs diff %.3g (values up to %.3g)\n", err, test::max_abs(golden("video")));
+}
+
+TEST(Hunyuan15Vae, encodes_a_picture_as_the_reference) {
+  const auto vae = load(kPictureCase, /*with_encoder=*/true);
+  auto reference = [](const std::string& name) { return test::golden_tensor(kPictureCase, name); };
+  const auto moments = vae->encode(reference("vae_encoder_input"));
+  const double err = test::max_abs_diff(moments, reference("vae_encoder_output"));
+  EXPECT_LT(err, test::kCallTolerance);
+  const auto cfg = config(kPictureCase);
+  const auto latents = moments.narrow(1, 0, cfg.latent_channels) * cfg.scaling_factor;  // the mean, scaled
+  const double latents_err = test::max_abs_diff(latents, reference("image_latents"));
+  EXPECT_LT(latents_err, test::kCallTolerance);
+  std::printf("vae_encoder_output: max abs diff %.3g (values up to %.3g); image_latents: %.3g\n", err,
+              test::max_abs(reference("vae_encoder_output")), latents_err);
+
+  // Causal: the picture followed by 4 more frames encodes to its own moments, then one more latent frame.
+  const auto picture = reference("vae_encoder_input");
+  const auto video = vae->encode(at::cat({picture, at::rand({1, 3, 4, 48, 80}) * 2 - 1}, 2));
+  ASSERT_EQ(video.sizes(), at::IntArrayRef({1, 32, 2, 3, 5}));
+  EXPECT_LT(test::max_abs_diff(video.narrow(2, 0, 1), reference("vae_encoder_output")), test::kCallTolerance);
+}
+
+TEST(Hunyuan15Vae, encoder_refuses_what_it_cannot_encode) {
+  const auto vae = load(kPictureCase, /*with_encoder=*/true);
+  auto refused = [&](std::vector<int64_t> shape) {
+    return test::throws_with<InputError>([&] { vae->encode(at::zeros(shape)); },
+                                         {io::shape_str(shape).c_str(), "[B, 3, F, H, W]", "F = 1 + 4k", "16"});
+  };
+  EXPECT_TRUE(refused({1, 3, 48, 80}));  // a picture without its frame axis
+  EXPECT_TRUE(refused({1, 4, 1, 48, 80}));  // RGBA
+  EXPECT_TRUE(refused({1, 3, 2, 48, 80}));  // frames not 1 + 4k
+  EXPECT_TRUE(refused({1, 3, 1, 40, 80}));  // rows not a multiple of 16
+
+  // A vae/ folder with the decoder's weights only decodes, and says why it cannot encode.
+  test::TempDir tmp;
+  std::filesystem::create_directories(tmp.path("vae"));
+  std::filesystem::copy_file(config_file(kPictureCase), tmp.path("vae/config.json"));
+  const auto file =
+      io::SafetensorsFile::open(test::golden_case(kPictureCase) + "/vae/diffusion_pytorch_model.safetensors");
+  std::vector<io::TensorToWrite> decoder;
+  for (const auto& t : file->tensors())
+    if (t.name.rfind("encoder.", 0) != 0) decoder.push_back({t.name, t.dtype, t.shape, file->data(t)});
+  io::write_safetensors(tmp.path("vae/diffusion_pytorch_model.safetensors"), decoder);
+  auto weights = [&] { return io::WeightSet::open(tmp.path("vae"), "diffusion_pytorch_model"); };
+  auto decoder_only = weights();
+  EXPECT_NE(models::Hunyuan15Vae::load(decoder_only, config(kPictureCase), at::kFloat, at::kCPU), nullptr);
+  auto no_encoder = weights();
+  EXPECT_TRUE(test::throws_with<InputError>(
+      [&] { models::Hunyuan15Vae::load(no_encoder, config(kPictureCase), at::kFloat, at::kCPU, true); },
+      {tmp.path("vae").c_str(), "no encoder weights"}));
 }

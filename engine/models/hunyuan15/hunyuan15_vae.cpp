@@ -6,6 +6,7 @@
 #include <ATen/ops/conv3d.h>
 #include <ATen/ops/replication_pad3d.h>
 #include <ATen/ops/silu.h>
+#include <c10/core/InferenceMode.h>
 
 #include <cmath>
 #include <set>
@@ -32,6 +33,22 @@ at::Tensor unpack(const at::Tensor& t, int64_t r1, int64_t r2, int64_t r3) {
   return t.view({b, r1, r2, r3, c, f, h, w}).permute({0, 4, 5, 1, 6, 2, 7, 3}).reshape({b, c, f * r1, h * r2, w * r3});
 }
 
+// The inverse of unpack: (b, c, r1 f, r2 h, r3 w) -> (b, r1 r2 r3 c, f, h, w).
+at::Tensor pack(const at::Tensor& t, int64_t r1, int64_t r2, int64_t r3) {
+  const int64_t b = t.size(0), c = t.size(1), f = t.size(2) / r1, h = t.size(3) / r2, w = t.size(4) / r3;
+  return t.reshape({b, c, f, r1, h, r2, w, r3})
+      .permute({0, 3, 5, 7, 1, 2, 4, 6})
+      .reshape({b, r1 * r2 * r3 * c, f, h, w});
+}
+
+// The means of groups of `group` consecutive channels.
+at::Tensor average(const at::Tensor& t, int64_t group) {
+  auto sizes = t.sizes().vec();
+  sizes[1] /= group;
+  sizes.insert(sizes.begin() + 2, group);
+  return t.reshape(sizes).mean(2);
+}
+
 }  // namespace
 
 at::Tensor Hunyuan15Vae::Conv::operator()(const at::Tensor& x) const {
@@ -41,7 +58,10 @@ at::Tensor Hunyuan15Vae::Conv::operator()(const at::Tensor& x) const {
 }
 
 std::shared_ptr<Hunyuan15Vae> Hunyuan15Vae::load(io::WeightSet& weights, const plan::Hunyuan15VaeConfig& cfg,
-                                                 at::ScalarType dtype, at::Device device) {
+                                                 at::ScalarType dtype, at::Device device, bool with_encoder) {
+  if (with_encoder && !weights.contains("encoder.conv_in.conv.weight"))
+    throw InputError(weights.dir() + " holds no encoder weights (encoder.*): the picture cannot be encoded; use the "
+                     "model's complete vae/ folder as the Hub has it");
   WeightSource w{weights, dtype, device};
   auto m = std::make_shared<Hunyuan15Vae>();
   m->cfg_ = cfg;
@@ -58,12 +78,14 @@ std::shared_ptr<Hunyuan15Vae> Hunyuan15Vae::load(io::WeightSet& weights, const p
     if (in != out) r.shortcut = conv(p + ".conv_shortcut", in, out, 1);
     return r;
   };
+  auto attention = [&](const std::string& p, int64_t c) {
+    return Attention{gamma(p + "norm", c), conv(p + "to_q", c, c, 1), conv(p + "to_k", c, c, 1),
+                     conv(p + "to_v", c, c, 1), conv(p + "proj_out", c, c, 1)};
+  };
   const std::string d = "decoder.";
   m->conv_in_ = conv(d + "conv_in.conv", cfg.latent_channels, ch[0], 3);
   m->mid_1_ = resnet(d + "mid_block.resnets.0", ch[0], ch[0]);
-  const std::string a = d + "mid_block.attentions.0.";
-  m->mid_attention_ = {gamma(a + "norm", ch[0]), conv(a + "to_q", ch[0], ch[0], 1), conv(a + "to_k", ch[0], ch[0], 1),
-                       conv(a + "to_v", ch[0], ch[0], 1), conv(a + "proj_out", ch[0], ch[0], 1)};
+  m->mid_attention_ = attention(d + "mid_block.attentions.0.", ch[0]);
   m->mid_2_ = resnet(d + "mid_block.resnets.1", ch[0], ch[0]);
   int64_t in = ch[0];
   for (size_t i = 0; i < ch.size(); ++i) {
@@ -84,11 +106,41 @@ std::shared_ptr<Hunyuan15Vae> Hunyuan15Vae::load(io::WeightSet& weights, const p
   }
   m->norm_out_ = gamma(d + "norm_out", ch.back());
   m->conv_out_ = conv(d + "conv_out.conv", ch.back(), cfg.out_channels, 3);
-  // The encoder's weights stay in the file: decoding needs none of them.
-  std::set<std::string> encoder;
-  for (const auto& name : weights.names())
-    if (name.rfind("encoder.", 0) == 0) encoder.insert(name);
-  weights.expect_all_taken(encoder);
+  if (!with_encoder) {
+    // The encoder's weights stay in the file: decoding needs none of them.
+    std::set<std::string> encoder;
+    for (const auto& name : weights.names())
+      if (name.rfind("encoder.", 0) == 0) encoder.insert(name);
+    weights.expect_all_taken(encoder);
+    return m;
+  }
+  const std::string e = "encoder.";
+  const auto& down_ch = cfg.block_out_channels;
+  Encoder enc;
+  enc.conv_in = conv(e + "conv_in.conv", cfg.in_channels, down_ch[0], 3);
+  in = down_ch[0];
+  for (size_t i = 0; i < down_ch.size(); ++i) {
+    const std::string p = e + "down_blocks." + std::to_string(i);
+    DownBlock block;
+    for (int j = 0; j < cfg.layers_per_block; ++j, in = down_ch[i])
+      block.resnets.push_back(resnet(p + ".resnets." + std::to_string(j), in, down_ch[i]));
+    if (int(i) < cfg.spatial_upsamples()) {
+      const bool temporal = int(i) >= cfg.spatial_upsamples() - cfg.temporal_upsamples();
+      const int64_t out = down_ch[i + 1], factor = temporal ? 8 : 4;
+      block.downsampler = Downsampler{conv(p + ".downsamplers.0.conv.conv", down_ch[i], out / factor, 3), temporal,
+                                      factor * down_ch[i] / out};
+      in = out;
+    }
+    enc.down.push_back(std::move(block));
+  }
+  const int64_t c = down_ch.back();
+  enc.mid_1 = resnet(e + "mid_block.resnets.0", c, c);
+  enc.mid_attention = attention(e + "mid_block.attentions.0.", c);
+  enc.mid_2 = resnet(e + "mid_block.resnets.1", c, c);
+  enc.norm_out = gamma(e + "norm_out", c);
+  enc.conv_out = conv(e + "conv_out.conv", c, 2 * int64_t(cfg.latent_channels), 3);
+  m->encoder_ = std::move(enc);
+  weights.expect_all_taken();
   return m;
 }
 
@@ -132,6 +184,40 @@ at::Tensor Hunyuan15Vae::upsample(const Upsampler& u, const at::Tensor& x) const
   const auto s_first = unpack(x.narrow(2, 0, 1), 1, 2, 2).repeat_interleave(u.repeats / 2, 1);
   const auto s_rest = unpack(x.narrow(2, 1, rest), 2, 2, 2).repeat_interleave(u.repeats, 1);
   return h_all + at::cat({s_first, s_rest}, 2);
+}
+
+// Frame 0 is packed in space only, its channels twice; its shortcut averages half as many channels.
+at::Tensor Hunyuan15Vae::downsample(const Downsampler& d, const at::Tensor& x) const {
+  const auto h = d.conv(x);
+  if (!d.temporal) return pack(h, 1, 2, 2) + average(pack(x, 1, 2, 2), d.group);
+  const int64_t rest = x.size(2) - 1;
+  const auto first = pack(h.narrow(2, 0, 1), 1, 2, 2);
+  const auto h_all = at::cat({at::cat({first, first}, 1), pack(h.narrow(2, 1, rest), 2, 2, 2)}, 2);
+  const auto s_first = average(pack(x.narrow(2, 0, 1), 1, 2, 2), d.group / 2);
+  const auto s_rest = average(pack(x.narrow(2, 1, rest), 2, 2, 2), d.group);
+  return h_all + at::cat({s_first, s_rest}, 2);
+}
+
+at::Tensor Hunyuan15Vae::encode(const at::Tensor& video) const {
+  if (!encoder_) throw std::logic_error("internal error: HunyuanVideo-1.5's VAE was loaded without its encoder");
+  const int64_t s = cfg_.spatial_compression_ratio, t = cfg_.temporal_compression_ratio;
+  const bool fits = video.dim() == 5 && video.size(1) == cfg_.in_channels && video.size(2) >= 1 &&
+                    (video.size(2) - 1) % t == 0 && video.size(3) > 0 && video.size(3) % s == 0 &&
+                    video.size(4) > 0 && video.size(4) % s == 0;
+  if (!fits)
+    throw InputError("HunyuanVideo-1.5's VAE encoder got a video of shape " + io::shape_str(video.sizes().vec()) +
+                     "; it takes [B, " + std::to_string(cfg_.in_channels) + ", F, H, W] with F = 1 + " +
+                     std::to_string(t) + "k frames and H, W multiples of " + std::to_string(s));
+  c10::InferenceMode guard;
+  const auto& e = *encoder_;
+  auto h = e.conv_in(video.to(device_, dtype_));
+  for (const auto& block : e.down) {
+    for (const auto& r : block.resnets) h = resnet(r, h);
+    if (block.downsampler) h = downsample(*block.downsampler, h);
+  }
+  h = resnet(e.mid_2, attention(e.mid_attention, resnet(e.mid_1, h)));
+  const auto shortcut = average(h, h.size(1) / (2 * cfg_.latent_channels));
+  return (e.conv_out(at::silu(rms_norm(h, e.norm_out))) + shortcut).to(at::kFloat);
 }
 
 at::Tensor Hunyuan15Vae::decode(const at::Tensor& z, const DecodeProgress& progress) const {

@@ -1,8 +1,9 @@
-// HunyuanVideo-1.5's causal 3D VAE decoder (AutoencoderKLHunyuanVideo15 of diffusers v0.42.1): 16x in
-// pixels and 4x in frames. Every 3x3x3 convolution is causal (replicate padding, two frames in front); norms
-// are RMS norms over the channels of each pixel; the mid block's attention sees its own frame and the earlier
-// ones; each upsampler packs pixels (and frames, the first frame excepted) into channels, plus a shortcut
-// of its input spread the same way. The whole video is decoded at once, as the reference does.
+// HunyuanVideo-1.5's causal 3D VAE (AutoencoderKLHunyuanVideo15 of diffusers v0.42.1): 16x in pixels and 4x
+// in frames. Every 3x3x3 convolution is causal (replicate padding, two frames in front); norms are RMS norms
+// over the channels of each pixel; in each mid block's attention a frame sees itself and the earlier ones. Each
+// decoder upsampler spreads channels over pixels (and frames, the first frame excepted), plus a shortcut of
+// its input spread the same way; each encoder downsampler is its inverse, its shortcut averaging channels.
+// The whole video is decoded (encoded) at once, as the reference does.
 #pragma once
 #include <functional>
 #include <memory>
@@ -20,8 +21,9 @@ namespace studio::models {
 
 class Hunyuan15Vae final : public VaeDecoder {
  public:
+  // The decoder, and the encoder with `with_encoder` (an InputError naming the folder when it has none).
   static std::shared_ptr<Hunyuan15Vae> load(io::WeightSet& weights, const plan::Hunyuan15VaeConfig& cfg,
-                                            at::ScalarType dtype, at::Device device);
+                                            at::ScalarType dtype, at::Device device, bool with_encoder = false);
 
   // Latents [B, C, F, h, w] -> z: the padding frames dropped, divided by scaling_factor.
   at::Tensor prepare(const at::Tensor& final_latents, int pad_frames) const override;
@@ -35,6 +37,9 @@ class Hunyuan15Vae final : public VaeDecoder {
   bool tiles() const override { return false; }
   // `progress` counts the decoder's levels: the middle block, each up block, the output.
   at::Tensor decode(const at::Tensor& z, const DecodeProgress& progress = {}) const;
+  // A video [B, in_channels, 1 + 4k, 16 h, 16 w] in [-1, 1] -> its moments [B, 2 latent_channels, 1 + k, h, w]
+  // (mean, then log-variance), float32. Needs a load with_encoder; InputError for another shape.
+  at::Tensor encode(const at::Tensor& video) const;
 
  private:
   struct Conv {  // a causal 3x3x3 convolution, or a 1x1x1 one
@@ -58,9 +63,26 @@ class Hunyuan15Vae final : public VaeDecoder {
     std::vector<Resnet> resnets;
     std::optional<Upsampler> upsampler;
   };
+  struct Downsampler {
+    Conv conv;
+    bool temporal = false;
+    int64_t group = 1;  // the shortcut averages groups of this many packed input channels
+  };
+  struct DownBlock {
+    std::vector<Resnet> resnets;
+    std::optional<Downsampler> downsampler;
+  };
+  struct Encoder {
+    Conv conv_in, conv_out;
+    std::vector<DownBlock> down;
+    Resnet mid_1, mid_2;
+    Attention mid_attention;
+    at::Tensor norm_out;
+  };
   at::Tensor resnet(const Resnet& r, const at::Tensor& x) const;
   at::Tensor attention(const Attention& a, const at::Tensor& x) const;
   at::Tensor upsample(const Upsampler& u, const at::Tensor& x) const;
+  at::Tensor downsample(const Downsampler& d, const at::Tensor& x) const;
 
   plan::Hunyuan15VaeConfig cfg_;
   at::ScalarType dtype_ = at::kFloat;
@@ -70,6 +92,7 @@ class Hunyuan15Vae final : public VaeDecoder {
   Attention mid_attention_;
   std::vector<UpBlock> up_;
   at::Tensor norm_out_;
+  std::optional<Encoder> encoder_;
 };
 
 }  // namespace studio::models

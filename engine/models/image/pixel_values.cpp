@@ -18,6 +18,15 @@ at::Tensor picture_values(const video::Picture& p) {
       .to(at::kDouble);
 }
 
+// The processors' last steps: x rescale (in float64, then float32), (x - mean) / std.
+at::Tensor normalized(const at::Tensor& values, double rescale, const std::vector<double>& mean,
+                      const std::vector<double>& std_dev) {
+  const auto scaled = (values * rescale).to(at::kFloat);
+  const auto m = at::tensor(mean, at::kDouble).to(at::kFloat).view({1, 3, 1, 1});
+  const auto s = at::tensor(std_dev, at::kDouble).to(at::kFloat).view({1, 3, 1, 1});
+  return (scaled - m) / s;
+}
+
 }  // namespace
 
 at::Tensor clip_pixel_values(const video::Picture& picture, const plan::ClipImageProcessorConfig& cfg) {
@@ -34,10 +43,7 @@ at::Tensor clip_pixel_values(const video::Picture& picture, const plan::ClipImag
   const auto resized = video::resize(picture, w, h, video::Resample::Bicubic);
   const auto cropped = video::crop(resized, (w - cfg.crop_width) / 2, (h - cfg.crop_height) / 2, cfg.crop_width,
                                    cfg.crop_height);
-  const auto scaled = (picture_values(cropped) * cfg.rescale_factor).to(at::kFloat);
-  const auto mean = at::tensor(cfg.mean, at::kDouble).to(at::kFloat).view({1, 3, 1, 1});
-  const auto std = at::tensor(cfg.std, at::kDouble).to(at::kFloat).view({1, 3, 1, 1});
-  return (scaled - mean) / std;
+  return normalized(picture_values(cropped), cfg.rescale_factor, cfg.mean, cfg.std);
 }
 
 at::Tensor vae_pixel_values(const video::Picture& picture, int width, int height) {
@@ -45,6 +51,21 @@ at::Tensor vae_pixel_values(const video::Picture& picture, int width, int height
                            ? picture
                            : video::resize(picture, width, height, video::Resample::Lanczos);
   return picture_values(resized).to(at::kFloat) / 255.0f * 2.0f - 1.0f;
+}
+
+at::Tensor siglip_pixel_values(const video::Picture& picture, const plan::SiglipImageProcessorConfig& cfg) {
+  const auto resized = video::resize(picture, cfg.width, cfg.height, video::Resample::Bicubic);
+  return normalized(picture_values(resized), cfg.rescale_factor, cfg.mean, cfg.std);
+}
+
+video::Picture cover_and_crop(const video::Picture& p, int width, int height) {
+  // The side that already fits is the target's; the other follows the picture's aspect (int division).
+  const bool fit_width = double(width) / height > double(p.width) / p.height;
+  const int w = fit_width ? width : p.width * height / p.height;
+  const int h = fit_width ? p.height * width / p.width : height;
+  const auto resized = video::resize(p, w, h, video::Resample::Lanczos);
+  // Pasted centred into the target: the window starts where the paste's negative offset says.
+  return video::crop(resized, w / 2 - width / 2, h / 2 - height / 2, width, height);
 }
 
 }  // namespace studio::models

@@ -84,6 +84,7 @@ Hunyuan15VaeConfig parse_hunyuan15_vae_config(const std::string& text, const std
   Fields f(text, file);
   expect_class(f, file.c_str(), {"AutoencoderKLHunyuanVideo15"});
   Hunyuan15VaeConfig c;
+  c.in_channels = f.positive("in_channels", c.in_channels, 16);
   c.latent_channels = f.positive("latent_channels", c.latent_channels, 1024);
   c.out_channels = f.positive("out_channels", c.out_channels, 16);
   c.block_out_channels = f.positive_list("block_out_channels", c.block_out_channels, 8192, 16);
@@ -101,16 +102,25 @@ Hunyuan15VaeConfig parse_hunyuan15_vae_config(const std::string& text, const std
     f.fail("block_out_channels", f.dump("block_out_channels"),
            "needs more levels than log2(spatial_compression_ratio) " + std::to_string(c.spatial_upsamples()) +
                ", which must be at least log2(temporal_compression_ratio)");
-  if (!f.get<bool>("upsample_match_channel", true))
-    f.fail("upsample_match_channel", "false", "is not supported; HunyuanVideo-1.5 sets it true");
-  // The decoder repeats the latents over its first channels and each upsampler its input over its output's.
-  if (ch.back() % c.latent_channels)
+  for (const char* key : {"upsample_match_channel", "downsample_match_channel"})
+    if (!f.get<bool>(key, true)) f.fail(key, "false", "is not supported; HunyuanVideo-1.5 sets it true");
+  // The decoder repeats the latents over its first channels and each upsampler its input over its output's;
+  // the encoder's output averages groups of its last channels into the moments (2 x latent_channels).
+  if (ch.back() % (2 * c.latent_channels))
     f.fail("block_out_channels", f.dump("block_out_channels"),
-           "must end with a multiple of latent_channels " + std::to_string(c.latent_channels));
+           "must end with a multiple of 2 x latent_channels " + std::to_string(2 * c.latent_channels));
   for (size_t i = ch.size() - 1; i > 0 && int(ch.size() - 1 - i) < c.spatial_upsamples(); --i)
     if ((4 * ch[i - 1]) % ch[i])
       f.fail("block_out_channels", f.dump("block_out_channels"),
              "has levels whose upsampler cannot repeat its input over its output's channels");
+  // Each of the encoder's downsamplers makes out / 4 channels per pixel (out / 8 when it halves the frames
+  // too) and averages groups of 4 in / out of its input's (8 in / out).
+  for (int i = 0; i < c.spatial_upsamples(); ++i) {
+    const int factor = i >= c.spatial_upsamples() - c.temporal_upsamples() ? 8 : 4;
+    if (ch[i + 1] % factor || (4 * ch[i]) % ch[i + 1])
+      f.fail("block_out_channels", f.dump("block_out_channels"),
+             "has levels whose downsampler cannot average its input over its output's channels");
+  }
   return c;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/clip_config.h"
 #include "plan/families/flux_config.h"  // FlowMatchConfig
 #include "plan/model_folder.h"
 #include "plan/qwen_config.h"
@@ -32,8 +33,9 @@ struct Hunyuan15TransformerConfig {
   int mlp_dim() const { return int(inner_dim() * mlp_ratio); }
 };
 
-// vae/config.json of an AutoencoderKLHunyuanVideo15 (the decoder half is what the engine runs).
+// vae/config.json of an AutoencoderKLHunyuanVideo15: the decoder, and the encoder of image-to-video's picture.
 struct Hunyuan15VaeConfig {
+  int in_channels = 3;
   int latent_channels = 32;
   int out_channels = 3;
   std::vector<int> block_out_channels{128, 256, 512, 1024, 1024};  // the encoder's order; the decoder reverses it
@@ -42,6 +44,8 @@ struct Hunyuan15VaeConfig {
   int temporal_compression_ratio = 4;
   double scaling_factor = 1.03682;
   // Up blocks that double the pixels (the first log2(spatial) ones) and the frames (the first log2(temporal)).
+  // The encoder's down blocks halve them in the mirror order: the pixels in the first log2(spatial), the frames
+  // in the last log2(temporal) of those.
   int spatial_upsamples() const;
   int temporal_upsamples() const;
 };
@@ -57,6 +61,10 @@ struct Hunyuan15Parts final : FamilyParts {
   double guidance_scale = 6.0;           // the guider's
   std::optional<QwenTextConfig> qwen;    // text_encoder/
   bool has_qwen_tokenizer = false;       // tokenizer/vocab.json and merges.txt
+  // Image-to-video (task_type i2v): SigLIP (image_encoder/) and its processor (feature_extractor/).
+  std::optional<ClipVisionConfig> image_encoder;
+  std::optional<SiglipImageProcessorConfig> image_processor;
+  bool image_to_video() const { return transformer.task_type == "i2v"; }
 };
 
 Hunyuan15TransformerConfig parse_hunyuan15_transformer_config(const std::string& json_text, const std::string& file);

@@ -15,7 +15,10 @@ namespace studio::text {
 ClipLayers ClipLayers::load(const Take& take, const std::string& prefix, int count, int64_t width, int64_t inner,
                             int64_t heads, double eps, const std::string& hidden_act) {
   ClipLayers c;
-  c.heads = heads, c.width = width, c.eps = eps, c.exact_gelu = hidden_act == "gelu";
+  c.heads = heads, c.width = width, c.eps = eps;
+  c.activation = hidden_act == "gelu"                ? Activation::Gelu
+                 : hidden_act == "gelu_pytorch_tanh" ? Activation::GeluTanh
+                                                    : Activation::QuickGelu;
   auto affine = [&](const std::string& name, int64_t out, int64_t in) {
     return Affine{take(name + ".weight", in ? std::vector<int64_t>{out, in} : std::vector<int64_t>{out}),
                   take(name + ".bias", {out})};
@@ -47,7 +50,9 @@ at::Tensor ClipLayers::run(at::Tensor x, const at::Tensor& mask, size_t count) c
     auto attn = at::matmul(at::softmax(scores, -1).to(x.scalar_type()), split(layer.v));
     x = x + linear(attn.transpose(1, 2).reshape({B, L, width}), layer.out);
     y = linear(norm(x, layer.norm2), layer.fc1);
-    y = exact_gelu ? at::gelu(y) : y * at::sigmoid(1.702 * y);
+    y = activation == Activation::Gelu       ? at::gelu(y)
+        : activation == Activation::GeluTanh ? at::gelu(y, "tanh")
+                                             : y * at::sigmoid(1.702 * y);
     x = x + linear(y, layer.fc2);
   }
   return x;

@@ -1,5 +1,6 @@
-// CLIP's transformer layers (transformers' CLIPEncoderLayer), shared by its text tower (FLUX.1's prompt) and
-// its vision tower (Wan2.1 image-to-video's picture): pre-norm self-attention and a GELU or quick-GELU MLP.
+// CLIP's transformer layers (transformers' CLIPEncoderLayer), shared by its text tower (FLUX.1's prompt), its
+// vision tower (Wan2.1 image-to-video's picture) and SigLIP's, named alike (HunyuanVideo-1.5's picture):
+// pre-norm self-attention and a GELU, tanh-GELU or quick-GELU MLP.
 #pragma once
 #include <functional>
 #include <string>
@@ -19,7 +20,8 @@ struct ClipLayers {
   std::vector<Layer> layers;
   int64_t heads = 1, width = 0;
   double eps = 1e-5;
-  bool exact_gelu = false;  // hidden_act "gelu"; else quick_gelu
+  enum class Activation { QuickGelu, Gelu, GeluTanh };  // hidden_act quick_gelu, gelu, gelu_pytorch_tanh
+  Activation activation = Activation::QuickGelu;
 
   // `take(name, shape)` reads a weight; `prefix` is "text_model.encoder.layers." or "vision_model.encoder.layers.".
   using Take = std::function<at::Tensor(const std::string&, std::vector<int64_t>)>;
