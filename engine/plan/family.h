@@ -118,6 +118,12 @@ class Family {
   virtual bool takes_image(const ModelFolder&) const { return false; }
   virtual bool needs_image(const ModelFolder& m) const { return takes_image(m); }
   virtual bool takes_last_image(const ModelFolder&) const { return false; }
+  // The video's {width, height} for a picture of `width` x `height` pixels where the family sizes the video by
+  // the picture (HunyuanVideo-1.5 image-to-video's aspect-ratio buckets); {0, 0}: the job's size applies.
+  virtual std::pair<int, int> size_for_picture(const ModelFolder&, int, int) const { return {0, 0}; }
+  // Whether the picture is scaled to cover the video's size and cropped at the centre (HunyuanVideo-1.5),
+  // rather than stretched to it (CogVideoX, Wan).
+  virtual bool crops_picture(const ModelFolder&) const { return false; }
   virtual int pixel_step(const ModelFolder& m) const = 0;  // height and width are multiples of it
   virtual int attention_heads(const ModelFolder& m) const = 0;
   virtual int blocks(const ModelFolder& m) const = 0;      // what PipeFusion divides into stages

@@ -17,6 +17,12 @@ namespace studio::plan {
 
 void apply_model_defaults(JobSpec& job, const ModelFolder& model) { rules_of(model).apply_defaults(job, model); }
 
+void size_from_picture(JobSpec& job, const ModelFolder& model, int width, int height) {
+  if (job.width != 0 || job.height != 0) return;
+  const auto [w, h] = rules_of(model).size_for_picture(model, width, height);
+  if (w > 0 && h > 0) job.width = w, job.height = h;
+}
+
 namespace {
 
 std::string short_number(double x) {

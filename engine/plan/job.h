@@ -97,6 +97,9 @@ struct Problem {
 // Fills 0-valued sizes and steps and an unset guidance scale from the model's family and config, as the
 // reference pipeline does.
 void apply_model_defaults(JobSpec& job, const ModelFolder& model);
+// Where the family sizes the video by its picture (Family::size_for_picture) and the job gives no size: the
+// picture's `width` x `height` pixels decide job.width and job.height, as the reference pipeline decides them.
+void size_from_picture(JobSpec& job, const ModelFolder& model, int width, int height);
 
 // Every problem with the job for this model; empty when it can run.
 std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model);

@@ -1,9 +1,11 @@
-// HunyuanVideo-1.5's row in models/: HunyuanVideo15Pipeline of diffusers 0.42.1, text-to-video. The prompt and
+// HunyuanVideo-1.5's row in models/: HunyuanVideo15Pipeline of diffusers 0.42.1, text-to-video, and
+// HunyuanVideo15ImageToVideoPipeline (models/hunyuan15/hunyuan15_pictures.h). The prompt and
 // the negative prompt go through Qwen2.5-VL's language model and ByT5 (models/hunyuan15/hunyuan15_prompt.h); the
 // transformer is given each one's real rows alone (its text is ragged: a call per guidance branch).
 #include <ATen/ops/nonzero.h>
 
 #include "models/family_runtime.h"
+#include "models/hunyuan15/hunyuan15_pictures.h"
 #include "models/hunyuan15/hunyuan15_prompt.h"
 #include "models/hunyuan15/hunyuan15_transformer.h"
 #include "models/hunyuan15/hunyuan15_vae.h"
@@ -70,6 +72,12 @@ class Hunyuan15Runtime final : public FamilyRuntime {
       out.input_ids.push_back({name + "byt5_input_ids", e.glyph_ids.narrow(0, i, 1)});
     }
     return out;
+  }
+
+  PictureConditioning condition_on_pictures(const plan::ModelFolder& folder, const plan::JobSpec& job,
+                                            at::ScalarType dtype, at::Device device, sampling::SeededNoise&,
+                                            const text::Log& log, const RowShare*) const override {
+    return hunyuan15_picture_conditioning(folder, job, dtype, device, log);  // draws nothing: the VAE's mean
   }
 };
 

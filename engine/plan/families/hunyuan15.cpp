@@ -16,33 +16,58 @@ namespace {
 
 const Hunyuan15Parts& hy(const ModelFolder& m) { return m.parts_as<Hunyuan15Parts>(); }
 
-// The pipeline's default size: of the sizes in 16-pixel steps whose area is about target_size^2 (at most 4:1),
-// the one nearest 16:9 that is not wider (HunyuanVideo15ImageProcessor.calculate_default_height_width).
-std::pair<int, int> default_size(int target_size) {
-  const int n = int(std::lround(std::pow(target_size / 16.0, 2)));
+// HunyuanVideo15ImageProcessor's buckets: the sizes (height, width) in `step`-pixel units whose area is about
+// target_size^2 and whose sides differ at most 4:1, in the reference's order; of those whose height / width
+// (rounded to 5 decimals) is not beyond `aspect` on the far side of 1 (at most it for a tall picture, at least it
+// for a wide one), the first nearest to it (calculate_default_height_width).
+std::pair<int, int> bucket(int target_size, int step, double aspect) {
+  const int n = int(std::lround(std::pow(double(target_size) / step, 2)));
   int best_h = 0, best_w = 0;
   double best = 1e9;
   for (int a = n, b = 1; a > 0;) {
-    // (a, b) in 16-pixel steps: a is the height, b the width, as the reference's list reads them.
-    const double ratio = std::round(double(a) / b * 1e5) / 1e5, off = ratio - 9.0 / 16.0;
-    if (std::max(a, b) <= 4 * std::min(a, b) && off >= 0 && off < best) best = off, best_h = a * 16, best_w = b * 16;
+    const double ratio = std::round(double(a) / b * 1e5) / 1e5, off = ratio - aspect;
+    const bool side = aspect >= 1 ? off <= 0 : off >= 0;
+    if (std::max(a, b) <= 4 * std::min(a, b) && side && std::abs(off) < best)
+      best = std::abs(off), best_h = a * step, best_w = b * step;
     if ((b + 1) * a <= n) ++b;
     else --a;
   }
   return {best_h, best_w};
 }
 
+// image_encoder/ (SigLIP) and feature_extractor/ (its processor) of an image-to-video folder.
+void read_picture_parts(const ModelFolder& m, const Fields& idx, Hunyuan15Parts& p) {
+  for (const char* part : {"image_encoder", "feature_extractor"})
+    if (!idx.has(part))
+      idx.fail(part, "missing", "must name it: HunyuanVideo-1.5 image-to-video encodes its picture with SigLIP");
+  const std::string icfg = part_path(m, "image_encoder", "config.json"),
+                    pcfg = part_path(m, "feature_extractor", "preprocessor_config.json");
+  p.image_encoder = parse_siglip_vision_config(read_text_file(icfg), icfg);
+  p.image_processor = parse_siglip_image_processor_config(read_text_file(pcfg), pcfg);
+  if (p.image_encoder->hidden_size != p.transformer.image_embed_dim)
+    throw InputError(icfg + ": hidden_size " + std::to_string(p.image_encoder->hidden_size) + " does not match the "
+                     "transformer's image_embed_dim " + std::to_string(p.transformer.image_embed_dim));
+  if (p.image_processor->height != p.image_encoder->image_size || p.image_processor->width != p.image_encoder->image_size)
+    throw InputError(pcfg + ": size " + std::to_string(p.image_processor->width) + " x " +
+                     std::to_string(p.image_processor->height) + " is not the image encoder's image_size " +
+                     std::to_string(p.image_encoder->image_size));
+}
+
 class Hunyuan15 final : public Family {
  public:
   const char* name() const override { return "HunyuanVideo-1.5"; }
-  std::vector<std::string> pipelines() const override { return {"HunyuanVideo15Pipeline"}; }
+  std::vector<std::string> pipelines() const override {
+    return {"HunyuanVideo15Pipeline", "HunyuanVideo15ImageToVideoPipeline"};
+  }
   const char* class_prefix() const override { return "HunyuanVideo15"; }
   // The converted folders hunyuanvideo-community publishes. Sizes are estimated from the parameter counts in bf16
   // (transformer 8.3B, Qwen2.5-VL-7B's language model 7.1B, ByT5 and the VAE under 1 GB together), not measured.
   std::vector<KnownRepo> known_repos() const override {
     const char* note = "the bf16 transformer's weights alone (8.3B parameters), a floor; the text encoder runs before it";
     return {{"hunyuan15-t2v-480p", "HunyuanVideo-1.5 480p T2V", "hunyuanvideo-community/HunyuanVideo-1.5-480p_t2v",
-             32.0, 17, note, false}};
+             32.0, 17, note, false},
+            {"hunyuan15-i2v-480p", "HunyuanVideo-1.5 480p I2V", "hunyuanvideo-community/HunyuanVideo-1.5-480p_i2v",
+             33.0, 18, note, false, true}};
   }
 
   void read_parts(ModelFolder& m, const Fields& idx) const override {
@@ -51,9 +76,6 @@ class Hunyuan15 final : public Family {
                       gcfg = part_path(m, "guider", "guider_config.json"), qcfg = part_path(m, "text_encoder", "config.json");
     auto p = std::make_shared<Hunyuan15Parts>();
     p->transformer = parse_hunyuan15_transformer_config(read_text_file(tcfg), tcfg);
-    if (p->transformer.task_type != "t2v")
-      throw InputError(tcfg + ": task_type '" + p->transformer.task_type + "': HunyuanVideo-1.5 image-to-video is not "
-                       "supported yet; its text-to-video folders (task_type t2v) run");
     p->scheduler = parse_flow_match_config(read_text_file(scfg), scfg);
     if (std::filesystem::exists(vcfg)) p->vae = parse_hunyuan15_vae_config(read_text_file(vcfg), vcfg);
     if (p->vae && p->vae->latent_channels != p->transformer.out_channels)
@@ -67,9 +89,12 @@ class Hunyuan15 final : public Family {
                        "transformer's text_embed_dim " + std::to_string(p->transformer.text_embed_dim));
     p->has_qwen_tokenizer = std::filesystem::exists(part_path(m, "tokenizer", "vocab.json")) &&
                             std::filesystem::exists(part_path(m, "tokenizer", "merges.txt"));
-    m.variant = {"hunyuan15-t2v-480p", p->guidance_scale > 1
-                                           ? "HunyuanVideo-1.5 text-to-video (e.g. HunyuanVideo-1.5-480p_t2v)"
-                                           : "HunyuanVideo-1.5 text-to-video, CFG-distilled"};
+    if (p->image_to_video()) read_picture_parts(m, idx, *p);
+    const std::string kind = p->image_to_video() ? "image-to-video" : "text-to-video";
+    m.variant = {p->image_to_video() ? "hunyuan15-i2v-480p" : "hunyuan15-t2v-480p",
+                 "HunyuanVideo-1.5 " + kind +
+                     (p->guidance_scale > 1 ? " (e.g. HunyuanVideo-1.5-480p_" + std::string(p->image_to_video() ? "i2v" : "t2v") + ")"
+                                            : ", CFG-distilled")};
     m.parts = p;
   }
   std::pair<std::string, int> t5_width(const ModelFolder& m) const override {
@@ -95,6 +120,14 @@ class Hunyuan15 final : public Family {
     if (!hy(m).qwen) missing.push_back("text_encoder/ (Qwen2.5-VL's language model)");
     if (!m.text_encoder) missing.push_back("text_encoder_2/ (ByT5)");
     return missing;
+  }
+
+  bool takes_image(const ModelFolder& m) const override { return hy(m).image_to_video(); }
+  bool crops_picture(const ModelFolder& m) const override { return hy(m).image_to_video(); }
+  std::pair<int, int> size_for_picture(const ModelFolder& m, int width, int height) const override {
+    if (!hy(m).image_to_video() || width < 1 || height < 1) return {0, 0};
+    const auto [h, w] = bucket(hy(m).transformer.target_size, m.vae_scale_spatial(), double(height) / width);
+    return {w, h};
   }
 
   std::string sampler_name(const ModelFolder&) const override { return "FlowMatchEulerDiscreteScheduler"; }
@@ -136,7 +169,8 @@ class Hunyuan15 final : public Family {
   const char* gguf_architecture() const override { return "hunyuan-video-1.5"; }  // no GGUF layout is read yet
 
   void apply_defaults(JobSpec& job, const ModelFolder& m) const override {
-    const auto [height, width] = default_size(hy(m).transformer.target_size);
+    // The reference's default (from words): the bucket nearest 16:9 that is not wider.
+    const auto [height, width] = bucket(hy(m).transformer.target_size, 16, 9.0 / 16.0);
     if (job.height == 0) job.height = height;
     if (job.width == 0) job.width = width;
     if (job.num_frames == 0) job.num_frames = 121;
@@ -163,9 +197,6 @@ class Hunyuan15 final : public Family {
                                         "constant scale; leave it out"});
     if (job.vae_tiling)
       out.push_back({"enable_tiling", "--enable_tiling: not supported with HunyuanVideo-1.5's VAE yet; leave it out"});
-    if (!job.image_file.empty())
-      out.push_back({"image", "--image: HunyuanVideo-1.5 image-to-video is not supported yet; this folder makes "
-                              "video from words"});
   }
 
   LatentGeometry geometry(const JobSpec& job, const ModelFolder& m) const override {
@@ -177,7 +208,8 @@ class Hunyuan15 final : public Family {
     g.height = job.height / m.vae_scale_spatial();
     g.width = job.width / m.vae_scale_spatial();
     g.latent_tokens = int64_t(g.frames) * g.height * g.width;
-    g.text_tokens = job.max_sequence_length;  // at most; the ByT5 rows (up to 256) come on top
+    // At most; the ByT5 rows (up to 256) come on top, and a picture's SigLIP rows.
+    g.text_tokens = job.max_sequence_length + (hy(m).image_encoder ? hy(m).image_encoder->tokens() : 0);
     return g;
   }
 
