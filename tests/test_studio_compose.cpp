@@ -275,8 +275,6 @@ class TestStudioCompose : public QObject {
     QVERIFY2(empty.contains("not a model folder") && empty.contains("Models tab"), qPrintable(empty));
   }
 
-  // An image-to-video model asks for its picture, shows it as the model will see it (stretched to the output
-  // size), and puts it in the job; a text-to-video model hides the field and takes none.
   // HunyuanVideo-1.5's folder in the compose column: its fields (frames, negative prompt; no T5 prompt), its
   // defaults (848 x 480, 121 frames, the guider's 6), Generate on; what it refuses is said by field.
   void a_hunyuan_video_15_folder_is_composed() {
@@ -301,6 +299,35 @@ class TestStudioCompose : public QObject {
     QVERIFY2(c.problems().text("num_frames").contains("4k+1"), qPrintable(c.problems().text("num_frames")));
   }
 
+  // HunyuanVideo-1.5 image-to-video sizes the video by its picture, as its pipeline does (the aspect-ratio
+  // bucket: 112 x 56 makes 80 x 48 at this case's target size), and the thumbnail shows the crop it will see.
+  void a_hunyuan_picture_sizes_the_video_and_is_cropped() {
+    MainWindow w(tmp_.path() + "/hunyuan-i2v");
+    w.show();
+    wait_for_devices(w);
+    auto& c = w.compose_panel();
+    c.set_model_dir(QString::fromStdString(test::golden_case("hunyuan15_i2v_tiny")));
+    QVERIFY2(c.model(), qPrintable(c.model_error()));
+    c.prompt->setPlainText("the lighthouse beam sweeps over the waves");
+    QVERIFY(c.image->isVisibleTo(&c));
+    c.image->set_path(QString::fromStdString(test::golden_case("hunyuan15_i2v_tiny") + "/image.png"));
+    QCOMPARE(c.width->value(), 80);
+    QCOMPARE(c.height->value(), 48);
+    QCOMPARE(c.job().width, 80);
+    QCOMPARE(c.image->thumbnail->pixmap().width(), 160);  // 96 high, the output's 5:3
+    QVERIFY2(c.image->note->text().contains("112 x 56, scaled to cover the output's 80 x 48 and cropped"),
+             qPrintable(c.image->note->text()));
+    QCOMPARE(c.problems().text("image"), QString());
+    QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
+    // The size stays the user's to change; a Wan model stretches its picture instead.
+    c.width->setValue(96);
+    QCOMPARE(c.job().width, 96);
+    c.set_model_dir(QString::fromStdString(test::golden_case("wan21_i2v_tiny")));
+    QVERIFY2(c.image->note->text().contains("stretched"), qPrintable(c.image->note->text()));
+  }
+
+  // An image-to-video model asks for its picture, shows it as the model will see it (stretched to the output
+  // size), and puts it in the job; a text-to-video model hides the field and takes none.
   void image_to_video_takes_a_picture() {
     MainWindow w(tmp_.path() + "/pictures");
     w.show();

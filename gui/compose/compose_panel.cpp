@@ -143,6 +143,7 @@ QWidget* ComposePanel::build_prompt_section() {
   last_image = new PictureField("last_image");
   form->addRow(label("last_image"), last_image);
   for (auto* p : {image, last_image}) connect(p, &PictureField::changed, this, &ComposePanel::changed);
+  connect(image, &PictureField::changed, this, &ComposePanel::size_from_picture);
   connect(image, &PictureField::offer_chosen, this, &ComposePanel::model_offered);
   // Its line is kept: the hint that comes and goes as a prompt is written must not move Generate below it.
   form->addRow(problems_.make({"prompt", "prompt_2", "negative_prompt", "prompt_embeds", "max_sequence_length", "image",
@@ -371,6 +372,18 @@ void ComposePanel::apply_model_limits() {
   set_job(j);
 }
 
+// A family that sizes the video by its picture (HunyuanVideo-1.5 image-to-video's buckets) does so as the
+// picture or the model is chosen; the size stays the user's to change afterwards.
+void ComposePanel::size_from_picture() {
+  const QSize s = image->picture_size();
+  if (!model_ || s.isEmpty()) return;
+  plan::JobSpec j;
+  plan::size_from_picture(j, *model_, s.width(), s.height());
+  if (j.width == 0) return;
+  width->setValue(j.width);
+  height->setValue(j.height);
+}
+
 void ComposePanel::show_family_fields() {
   if (!model_) return;
   const auto& rules = plan::rules_of(*model_);
@@ -385,6 +398,8 @@ void ComposePanel::show_family_fields() {
       offers.push_back({QString::fromStdString(r.name), QString::fromStdString(r.repo_id)});
   prompt_form_->setRowVisible(image, takes_image || !offers.empty());
   image->set_offer(offers);
+  image->set_crop(rules.crops_picture(*model_));
+  size_from_picture();
   prompt_form_->setRowVisible(last_image, rules.takes_last_image(*model_));
   model_form_->setRowVisible(loras_2, rules.second_expert_boundary(*model_) > 0);
   sampling_form_->setRowVisible(dynamic_cfg, rules.dynamic_cfg());

@@ -103,6 +103,7 @@ class ComposePanel : public QWidget {
   void load_model();
   void apply_model_limits();
   void show_family_fields();
+  void size_from_picture();
   void show_tokens();
   void show_preset();
   std::optional<plan::ModelFolder> model_;

@@ -85,6 +85,12 @@ void PictureField::set_output_size(int width, int height) {
   show_picture();
 }
 
+void PictureField::set_crop(bool crop) {
+  if (crop == crop_) return;
+  crop_ = crop;
+  show_picture();
+}
+
 void PictureField::dragEnterEvent(QDragEnterEvent* e) {
   if (!local_file(e->mimeData()).isEmpty()) e->acceptProposedAction();
 }
@@ -97,6 +103,7 @@ void PictureField::dropEvent(QDropEvent* e) {
 void PictureField::show_picture() {
   thumbnail->clear();
   note->clear();
+  picture_size_ = {};
   thumbnail->setVisible(!path().isEmpty());
   note->setVisible(!path().isEmpty());
   if (path().isEmpty()) return;
@@ -107,14 +114,23 @@ void PictureField::show_picture() {
     thumbnail->setText(tr("Cannot show this file: %1").arg(reader.errorString()));
     return;
   }
-  // The pipeline stretches the picture to the output size: show that, at the thumbnail's height.
+  picture_size_ = picture.size();
+  // The pipeline stretches the picture to the output size, or covers it and crops the centre: show that, at
+  // the thumbnail's height.
   const int w = width_ > 0 ? width_ : picture.width(), h = height_ > 0 ? height_ : picture.height();
   const int shown_width = std::max(1, int(std::lround(double(kThumbnailHeight) * w / h)));
-  thumbnail->setPixmap(QPixmap::fromImage(
-      picture.scaled(shown_width, kThumbnailHeight, Qt::IgnoreAspectRatio, Qt::SmoothTransformation)));
   const double from = double(picture.width()) / picture.height(), to = double(w) / h;
+  QImage shown = picture;
+  if (crop_) {
+    const QImage covering = picture.scaled(w, h, Qt::KeepAspectRatioByExpanding, Qt::SmoothTransformation);
+    shown = covering.copy((covering.width() - w) / 2, (covering.height() - h) / 2, w, h);
+  }
+  thumbnail->setPixmap(QPixmap::fromImage(
+      shown.scaled(shown_width, kThumbnailHeight, Qt::IgnoreAspectRatio, Qt::SmoothTransformation)));
   QString text = tr("%1 x %2").arg(picture.width()).arg(picture.height());
-  if (std::abs(from / to - 1) > 0.01)
+  if (std::abs(from / to - 1) > 0.01 && crop_)
+    text += tr(", scaled to cover the output's %1 x %2 and cropped at the centre").arg(w).arg(h);
+  else if (std::abs(from / to - 1) > 0.01)
     text += tr(", stretched to the output's %1 x %2: choose a size of the picture's shape to keep it").arg(w).arg(h);
   else if (picture.width() != w)
     text += tr(", resized to %1 x %2").arg(w).arg(h);

@@ -1,9 +1,11 @@
 // The compose column's pictures for an image-to-video model: the one the clip starts from and, where the model
-// can use it, the one it ends on; for a text-to-video model, the family's image-to-video models to use instead. Each is a path (typed, chosen, or a file dropped on the field) with a
-// thumbnail of what the model will see: the picture stretched to the job's width and height, as the
-// pipeline resizes it, and a note when that changes its shape.
+// can use it, the one it ends on; for a text-to-video model, the family's image-to-video models to use instead.
+// Each is a path (typed, chosen, or a file dropped on the field) with a thumbnail of what the model will see:
+// the picture stretched to the job's width and height, or scaled to cover them and cropped at the centre
+// (plan::Family::crops_picture), as the pipeline resizes it, and a note when that changes its shape.
 #pragma once
 #include <QLabel>
+#include <QSize>
 #include <QWidget>
 
 #include <utility>
@@ -22,6 +24,10 @@ class PictureField : public QWidget {
   void set_path(const QString& path);
   // The job's output size: the thumbnail shows the picture stretched to it.
   void set_output_size(int width, int height);
+  // Whether the model crops the picture to the output's shape (else it stretches it).
+  void set_crop(bool crop);
+  // The picture's own size in pixels; empty when there is none or it cannot be read.
+  QSize picture_size() const { return picture_size_; }
   // For a model that takes no picture: the family's image-to-video models, each a link (its repository id),
   // shown under the field; empty for one that takes a picture.
   void set_offer(const std::vector<std::pair<QString, QString>>& name_and_repo);
@@ -42,6 +48,8 @@ class PictureField : public QWidget {
  private:
   void show_picture();
   int width_ = 0, height_ = 0;
+  bool crop_ = false;
+  QSize picture_size_;
 };
 
 }  // namespace studio::gui
