@@ -2,9 +2,11 @@
 // (the final latents made its input, the decoded video); the encoder on hunyuan15_i2v_tiny (the picture's
 // moments and its latents).
 #include <ATen/ops/cat.h>
+#include <ATen/ops/equal.h>
 #include <ATen/ops/rand.h>
 #include <ATen/ops/zeros.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "io/safetensors/safetensors_file.h"
@@ -130,4 +132,26 @@ TEST(Hunyuan15Vae, encoder_refuses_what_it_cannot_encode) {
   EXPECT_TRUE(test::throws_with<InputError>(
       [&] { models::Hunyuan15Vae::load(no_encoder, config(kPictureCase), at::kFloat, at::kCPU, true); },
       {tmp.path("vae").c_str(), "no encoder weights"}));
+}
+
+// Tiles as diffusers' tiled_decode makes them (the same blend as the other VAEs'): latents within one tile are
+// decoded untiled, and the part of the first tile no neighbour blends into is that tile's own decode.
+TEST(Hunyuan15Vae, decodes_in_tiles) {
+  const auto vae = load();
+  const auto z = vae->prepare(golden("final_latents"), 0);  // 3 x 4 latent pixels
+  const auto whole = vae->decode(z);
+  EXPECT_TRUE(at::equal(vae->decode_tiled(z, {48, 64}), whole));
+  // 32-pixel tiles (2 latent pixels, a new one every pixel): 3 rows of 4, blended over 8 pixels, each keeping 24.
+  std::vector<std::pair<int, int>> told;
+  const auto tiled = vae->decode_tiled(z, {32, 32}, [&](int done, int total) { told.push_back({done, total}); });
+  ASSERT_EQ(told.size(), 12u);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(told[size_t(i)], std::make_pair(i + 1, 12));
+  ASSERT_EQ(tiled.sizes(), whole.sizes());
+  const auto first = vae->decode(z.narrow(3, 0, 2).narrow(4, 0, 2));
+  auto kept = [](const at::Tensor& x) { return x.narrow(3, 0, 24).narrow(4, 0, 24); };  // 32 less a quarter
+  EXPECT_LT(test::max_abs_diff(kept(tiled), kept(first)), 1e-6);
+  const double seams = test::max_abs_diff(tiled, whole);
+  std::printf("tiled (32-pixel tiles) against the untiled decode: max %.3g\n", seams);
+  EXPECT_TRUE(std::isfinite(seams));
+  EXPECT_GT(seams, 1e-3) << "blending must change the seams";
 }

@@ -295,6 +295,11 @@ class TestStudioCompose : public QObject {
     QCOMPARE(filled.num_frames, 121);
     QCOMPARE(filled.guidance_scale, 6.0);
     QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
+    // Its presets: the 720p checkpoints' size beside the folder's 480p default.
+    QStringList presets;
+    for (int i = 0; i < c.preset->count(); ++i) presets << c.preset->itemText(i);
+    QVERIFY2(presets.filter("1280 x 720").size() == 1 && presets.filter("848 x 480").size() >= 1,
+             qPrintable(presets.join(" | ")));
     c.frames->setValue(10);
     QVERIFY2(c.problems().text("num_frames").contains("4k+1"), qPrintable(c.problems().text("num_frames")));
   }

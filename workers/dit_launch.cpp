@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "io/safetensors/folder_weights.h"
@@ -113,13 +114,13 @@ int main(int argc, char** argv) {
     } catch (const InputError& e) {
       throw InputError(std::string("--model ") + e.what());
     }
-    // A picture that does not decode is refused here, before any rank starts (each rank reads it again); a
-    // family that sizes the video by its picture sizes it now, so that every rank and the plan agree.
-    if (!args.job.image_file.empty()) {
-      const auto picture = video::read_picture(args.job.image_file, "--image");
-      plan::size_from_picture(args.job, model, picture.width, picture.height);
-    }
-    if (!args.job.last_image_file.empty()) video::read_picture(args.job.last_image_file, "--last_image");
+    // A family that sizes the video by its picture sizes it now, so that the plan and every rank agree. A
+    // picture that is missing or does not decode is refused below, after the job's other checks.
+    if (!args.job.image_file.empty() && std::filesystem::is_regular_file(args.job.image_file)) try {
+        const auto picture = video::read_picture(args.job.image_file, "--image");
+        plan::size_from_picture(args.job, model, picture.width, picture.height);
+      } catch (const InputError&) {
+      }
 
     // On one machine: one rank per visible GPU (choose them with CUDA_VISIBLE_DEVICES), or on the CPU as
     // many ranks as the degrees ask for. Several machines: --nproc_per_node ranks on each.
@@ -146,6 +147,9 @@ int main(int argc, char** argv) {
     if (const auto weights = io::weight_file_problems(model.dir); !weights.empty())
       throw InputError("--model " + model.dir + ": " + weights.front() +
                        (weights.size() > 1 ? " (and " + std::to_string(weights.size() - 1) + " more)" : ""));
+    // A picture that does not decode is refused here, before any rank starts (each rank reads it again).
+    if (!args.job.image_file.empty()) video::read_picture(args.job.image_file, "--image");
+    if (!args.job.last_image_file.empty()) video::read_picture(args.job.last_image_file, "--last_image");
     if (for_cluster) {
       plan::write_job_file(args.write_job, {args.job, args.parallel});
       std::cerr << prefix << "wrote " << args.write_job << " (" << args.parallel.describe() << ", " << world

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "compat/torch_compat.h"
+#include "models/vae/vae_tiling.h"
 #include "io/safetensors/safetensors_file.h"
 #include "plan/error.h"
 
@@ -246,8 +247,12 @@ void Hunyuan15Vae::decode_batches(const at::Tensor& z, const std::function<void(
   on_batch(decode(z.to(device_, dtype_), progress).to(at::kFloat));
 }
 
-at::Tensor Hunyuan15Vae::decode_tiled(const at::Tensor&, const TileOptions&, const DecodeProgress&) const {
-  throw std::logic_error("internal error: HunyuanVideo-1.5's VAE was asked to decode in tiles");
+at::Tensor Hunyuan15Vae::decode_tiled(const at::Tensor& z, const TileOptions& tiles,
+                                      const DecodeProgress& progress) const {
+  // diffusers 0.42.1's tiled_decode: tiles of every frame overlapping by a quarter both ways, blended.
+  return decode_in_tiles(z, cfg_.spatial_compression_ratio, tiles, {0.25, 0.25},
+                         [&](const at::Tensor& tile) { return decode(tile.to(device_, dtype_)).to(at::kFloat); },
+                         progress);
 }
 
 }  // namespace studio::models

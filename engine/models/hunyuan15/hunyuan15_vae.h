@@ -32,9 +32,10 @@ class Hunyuan15Vae final : public VaeDecoder {
   // One batch: the whole video, unclamped (the writers clamp). Not by rows (the caller's plan refuses that).
   void decode_batches(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch,
                       RowExchange* rows = nullptr, const DecodeProgress& progress = {}) const override;
+  // Tiles of tiles.sample_height x sample_width pixels (every frame) overlapping by a quarter, as diffusers'
+  // tiled_decode; memory follows the tile.
   at::Tensor decode_tiled(const at::Tensor& z, const TileOptions& tiles,
                           const DecodeProgress& progress = {}) const override;
-  bool tiles() const override { return false; }
   // `progress` counts the decoder's levels: the middle block, each up block, the output.
   at::Tensor decode(const at::Tensor& z, const DecodeProgress& progress = {}) const;
   // A video [B, in_channels, 1 + 4k, 16 h, 16 w] in [-1, 1] -> its moments [B, 2 latent_channels, 1 + k, h, w]

@@ -122,6 +122,14 @@ class Hunyuan15 final : public Family {
     return missing;
   }
 
+  // The checkpoints' two sizes (target_size 640 and 960): the one that is not the folder's default.
+  std::vector<SizePreset> size_presets(const ModelFolder& m) const override {
+    const auto [h, w] = bucket(hy(m).transformer.target_size, 16, 9.0 / 16.0);
+    std::vector<SizePreset> out;
+    for (const SizePreset& p : {SizePreset{"480p", 848, 480}, SizePreset{"720p", 1280, 720}})
+      if (p.width != w || p.height != h) out.push_back(p);
+    return out;
+  }
   bool takes_image(const ModelFolder& m) const override { return hy(m).image_to_video(); }
   bool crops_picture(const ModelFolder& m) const override { return hy(m).image_to_video(); }
   std::pair<int, int> size_for_picture(const ModelFolder& m, int width, int height) const override {
@@ -178,6 +186,8 @@ class Hunyuan15 final : public Family {
     if (job.max_sequence_length == 0) job.max_sequence_length = 1000;  // the pipeline's Qwen tokens
     if (job.num_inference_steps == 0) job.num_inference_steps = 50;
     if (std::isnan(job.guidance_scale)) job.guidance_scale = hy(m).guidance_scale;
+    if (job.tile_sample_min_height == 0) job.tile_sample_min_height = 256;  // the VAE's tiles, as diffusers'
+    if (job.tile_sample_min_width == 0) job.tile_sample_min_width = 256;
   }
 
   void validate(const JobSpec& job, const ModelFolder& m, std::vector<Problem>& out) const override {
@@ -196,7 +206,9 @@ class Hunyuan15 final : public Family {
       out.push_back({"use_dynamic_cfg", "--use_dynamic_cfg: CogVideoX's guidance rule; HunyuanVideo-1.5 guides with a "
                                         "constant scale; leave it out"});
     if (job.vae_tiling)
-      out.push_back({"enable_tiling", "--enable_tiling: not supported with HunyuanVideo-1.5's VAE yet; leave it out"});
+      for (auto [field, v] : {std::pair{"tile_sample_min_height", job.tile_sample_min_height},
+                              std::pair{"tile_sample_min_width", job.tile_sample_min_width}})
+        check_multiple(field, v, 4 * s, "whole latent pixels, and a quarter of a tile overlaps its neighbour", out);
   }
 
   LatentGeometry geometry(const JobSpec& job, const ModelFolder& m) const override {
@@ -227,8 +239,11 @@ class Hunyuan15 final : public Family {
     e.block_weight_gib = block_weight_gib(job, m, block, other, b);
     if (hy(m).qwen && !job.prompt.empty()) e.text_encoder_gib = hy(m).qwen->parameters() * b / kGiB;
     if (hy(m).vae && job.height > 0) {
-      // Decoded whole: the widest full-size level, a few copies, for every frame.
-      e.vae_gib = 6.0 * job.num_frames * job.height * job.width * hy(m).vae->block_out_channels.front() * b / kGiB + 0.5;
+      // Decoded whole (or a tile at a time): the widest full-size level, a few copies, for every frame.
+      const double pixels = job.vae_tiling ? double(std::min(job.height, job.tile_sample_min_height)) *
+                                                 std::min(job.width, job.tile_sample_min_width)
+                                           : double(job.height) * job.width;
+      e.vae_gib = 6.0 * job.num_frames * pixels * hy(m).vae->block_out_channels.front() * b / kGiB + 0.5;
     }
     return e;
   }
