@@ -322,6 +322,7 @@ class TestStudioCompose : public QObject {
     QCOMPARE(c.image->thumbnail->pixmap().width(), 160);  // 96 high, the output's 5:3
     QVERIFY2(c.image->note->text().contains("112 x 56, scaled to cover the output's 80 x 48 and cropped"),
              qPrintable(c.image->note->text()));
+    shoot_sizes_showing(&w, c.image, "compose-picture-crop");
     QCOMPARE(c.problems().text("image"), QString());
     QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
     // The size stays the user's to change; a Wan model stretches its picture instead.

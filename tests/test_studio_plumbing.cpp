@@ -269,6 +269,8 @@ class TestStudioPlumbing : public QObject {
       if (l->text().startsWith("rank 0")) row = l->text();
     QVERIFY2(row.contains("decoding") && row.contains("25%") && !row.contains("step 4/4"), qPrintable(row));
     QCOMPARE(view.bars.at(0)->value(), 25);
+    view.show();
+    shoot_sizes(&view, "run-decoding");
   }
 
   void a_rank_that_cannot_be_spawned_fails_the_start_at_once() {
