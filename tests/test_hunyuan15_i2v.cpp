@@ -64,7 +64,7 @@ TEST_P(Hunyuan15PictureThroughDitLaunch, from_the_picture_prompt_and_seed) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Mixes, Hunyuan15PictureThroughDitLaunch,
-                         ::testing::Values("", "--ulysses_degree 2", "--ring_degree 2",
+                         ::testing::Values("", "--ulysses_degree 2", "--ring_degree 2 --use_parallel_vae",
                                            "--use_cfg_parallel --ulysses_degree 2",
                                            "--use_cfg_parallel --pipefusion_parallel_degree 2 --warmup_steps 4"),
                          test::flags_name);

@@ -68,6 +68,8 @@ TEST_P(Hunyuan15ThroughDitLaunch, from_the_prompt_and_seed) {
 INSTANTIATE_TEST_SUITE_P(Mixes, Hunyuan15ThroughDitLaunch,
                          ::testing::Values("", "--ulysses_degree 2", "--ring_degree 2", "--use_cfg_parallel",
                                            "--enable_tiling",  // 256-pixel tiles: the whole picture in one
+                                           "--ulysses_degree 2 --use_parallel_vae",  // 3 latent rows: 2 + 1
+                                           "--use_cfg_parallel --use_parallel_vae",
                                            "--use_cfg_parallel --ulysses_degree 2",
                                            "--use_cfg_parallel --pipefusion_parallel_degree 2 --warmup_steps 4"),
                          test::flags_name);
@@ -82,7 +84,6 @@ TEST(Hunyuan15Refusals, what_the_family_cannot_do_yet_is_named) {
   };
   refused({"--pipefusion_parallel_degree", "2"},
           {"--pipefusion_parallel_degree 2", "separate calls", "--use_cfg_parallel"});
-  refused({"--ulysses_degree", "2", "--use_parallel_vae"}, {"--use_parallel_vae", "HunyuanVideo-1.5", "rows"});
   refused({"--use_teacache"}, {"--use_teacache", "no coefficients", "--use_fbcache"});
   refused({"--max_sequence_length", "512"}, {"--max_sequence_length 512", "1000 Qwen tokens"});
   refused({"--num_frames", "10"}, {"--num_frames 10", "4k+1", "9 or 13"});

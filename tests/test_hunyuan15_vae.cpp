@@ -14,6 +14,7 @@
 #include "models/hunyuan15/hunyuan15_vae.h"
 #include "plan/error.h"
 #include "plan/model_folder.h"
+#include "row_decode.h"
 #include "tensor_support.h"
 
 using namespace studio;
@@ -154,4 +155,23 @@ TEST(Hunyuan15Vae, decodes_in_tiles) {
   std::printf("tiled (32-pixel tiles) against the untiled decode: max %.3g\n", seams);
   EXPECT_TRUE(std::isfinite(seams));
   EXPECT_GT(seams, 1e-3) << "blending must change the seams";
+}
+
+// Split by rows over 2 and 3 ranks (3 latent rows: 2 + 1, 1 + 1 + 1): the halos (each edge row repeated where
+// the picture ends, as the replicate padding does), the mid attention over every rank's keys; rank 0 gets the
+// whole video, equal to one process's.
+TEST(Hunyuan15Vae, decodes_split_by_rows) {
+  const auto vae = load();
+  const auto z = vae->prepare(golden("final_latents"), 0);
+  const auto whole = vae->decode(z);
+  for (int ranks : {2, 3}) {
+    std::vector<std::string> failure;
+    const auto video = test::decode_on_ranks(*vae, z, ranks, failure);
+    for (int r = 0; r < ranks; ++r) ASSERT_TRUE(failure[size_t(r)].empty()) << "rank " << r << ": " << failure[size_t(r)];
+    ASSERT_TRUE(video.defined());
+    const double err = test::max_abs_diff(video, whole), ref = test::max_abs_diff(video, golden("video"));
+    std::printf("split by rows over %d ranks: %.3g from one process, %.3g from the reference\n", ranks, err, ref);
+    EXPECT_LT(err, 1e-5);
+    EXPECT_LT(ref, test::kRunTolerance);
+  }
 }

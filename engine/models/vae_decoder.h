@@ -21,6 +21,10 @@ class RowExchange {
   // Every rank's `t` joined along `dim`, in rank order; the ranks' sizes along `dim` may differ (an
   // attention over the whole picture needs every rank's keys and values).
   virtual at::Tensor gather(const at::Tensor& t, int64_t dim) = 0;
+  // Whether this rank holds the picture's first rows, its last: where a convolution that replicates the
+  // edge (rather than padding with zeros) repeats its own row instead of a neighbour's.
+  virtual bool at_top() const = 0;
+  virtual bool at_bottom() const = 0;
 };
 
 // Latent rows [begin, end) of rank r of n for a picture of h latent rows: the first h % n ranks take one more.

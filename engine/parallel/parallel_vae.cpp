@@ -38,6 +38,8 @@ class GroupRows : public models::RowExchange {
     for (size_t r = 0; r < parts.size(); ++r) trimmed.push_back(parts[r].narrow(dim, 0, int64_t(sizes[r].item<float>())));
     return at::cat(trimmed, dim);
   }
+  bool at_top() const override { return group_.rank() == 0; }
+  bool at_bottom() const override { return group_.rank() == group_.size() - 1; }
 
  private:
   Group& group_;

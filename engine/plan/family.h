@@ -138,8 +138,6 @@ class Family {
   // Whether those calls' texts differ in length (HunyuanVideo-1.5's real rows alone), so that they can never be
   // one batch: PipeFusion, whose pipelined steps keep one set of activations, cannot run them without CFG ranks.
   virtual bool branch_texts_differ() const { return false; }
-  // Whether the VAE decodes split by rows over the ranks (--use_parallel_vae).
-  virtual bool decodes_by_rows(const ModelFolder&) const { return true; }
   // The cost model's counts (plan/cost_model.h, docs/cost-model.md), FLOPs as 2 per multiply-add: one
   // block's GEMMs per token it holds (the linear layers' weights times 2); its attention per query-key pair
   // (Q K^T and P V over the inner width: 4 x heads x head_dim); whether the text joins the attended sequence

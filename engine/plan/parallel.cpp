@@ -157,9 +157,6 @@ void check_shape(const ParallelConfig& p, const JobSpec& job, const ModelFolder&
   if (p.shard_weights && job.offload == "blocks")
     out.push_back({"shard_weights", "--shard_weights and --offload blocks both keep the blocks' weights off the "
                                     "device between calls; choose one"});
-  if (p.use_parallel_vae && !rules.decodes_by_rows(model))
-    out.push_back({"use_parallel_vae", std::string("--use_parallel_vae: ") + rules.name() +
-                                           "'s VAE does not decode split by rows yet; leave it out"});
   if (p.pipefusion_parallel_degree > 1 && !p.use_cfg_parallel && rules.branch_texts_differ() &&
       rules.classifier_free() && job.guidance_scale > 1)
     out.push_back({"pipefusion_parallel_degree",

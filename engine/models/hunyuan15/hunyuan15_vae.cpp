@@ -52,10 +52,15 @@ at::Tensor average(const at::Tensor& t, int64_t group) {
 
 }  // namespace
 
-at::Tensor Hunyuan15Vae::Conv::operator()(const at::Tensor& x) const {
+at::Tensor Hunyuan15Vae::Conv::operator()(const at::Tensor& x, RowExchange* rows) const {
   if (weight.size(2) == 1) return at::conv3d(x, weight, bias);
   // Causal: replicate one pixel on each side and two frames in front.
-  return at::conv3d(at::replication_pad3d(x, {1, 1, 1, 1, 2, 0}), weight, bias);
+  if (!rows) return at::conv3d(at::replication_pad3d(x, {1, 1, 1, 1, 2, 0}), weight, bias);
+  // Split by rows: the neighbours' edge rows, or this rank's own where it holds the picture's edge.
+  const auto first = x.narrow(3, 0, 1).contiguous(), last = x.narrow(3, x.size(3) - 1, 1).contiguous();
+  auto [above, below] = rows->halo(first, last);
+  const auto tall = at::cat({rows->at_top() ? first : above, x, rows->at_bottom() ? last : below}, 3);
+  return at::conv3d(at::replication_pad3d(tall, {1, 1, 0, 0, 2, 0}), weight, bias);
 }
 
 std::shared_ptr<Hunyuan15Vae> Hunyuan15Vae::load(io::WeightSet& weights, const plan::Hunyuan15VaeConfig& cfg,
@@ -154,28 +159,32 @@ int Hunyuan15Vae::output_frames(int latent_frames) const {
   return 1 + cfg_.temporal_compression_ratio * (latent_frames - 1);
 }
 
-at::Tensor Hunyuan15Vae::resnet(const Resnet& r, const at::Tensor& x) const {
-  auto h = r.conv1(at::silu(rms_norm(x, r.norm1)));
-  h = r.conv2(at::silu(rms_norm(h, r.norm2)));
+at::Tensor Hunyuan15Vae::resnet(const Resnet& r, const at::Tensor& x, RowExchange* rows) const {
+  auto h = r.conv1(at::silu(rms_norm(x, r.norm1)), rows);
+  h = r.conv2(at::silu(rms_norm(h, r.norm2)), rows);
   return h + (r.shortcut.weight.defined() ? r.shortcut(x) : x);
 }
 
 // One head over every pixel; a pixel sees the pixels of its own frame and the earlier ones. Frame by frame,
-// so no mask is ever made: frame f's queries against the keys and values of frames 0..f.
-at::Tensor Hunyuan15Vae::attention(const Attention& a, const at::Tensor& x) const {
+// so no mask is ever made: frame f's queries against the keys and values of frames 0..f. Split by rows, a
+// rank's queries are its own pixels and the keys and values every rank's (their rows in order: the frame's).
+at::Tensor Hunyuan15Vae::attention(const Attention& a, const at::Tensor& x, RowExchange* rows) const {
   const auto n = rms_norm(x, a.norm);
   const int64_t B = x.size(0), C = x.size(1), F = x.size(2), hw = x.size(3) * x.size(4);
-  auto tokens = [&](const at::Tensor& t) { return t.reshape({B, C, F * hw}).transpose(1, 2).unsqueeze(1); };
-  const auto q = tokens(a.q(n)), k = tokens(a.k(n)), v = tokens(a.v(n));
+  auto tokens = [&](const at::Tensor& t) { return t.reshape({B, C, -1}).transpose(1, 2).unsqueeze(1); };
+  auto whole = [&](const at::Tensor& t) { return rows ? rows->gather(t, 3) : t; };
+  const auto keys = whole(a.k(n));
+  const int64_t HW = keys.size(3) * keys.size(4);
+  const auto q = tokens(a.q(n)), k = tokens(keys), v = tokens(whole(a.v(n)));
   std::vector<at::Tensor> frames;
   for (int64_t f = 0; f < F; ++f)
-    frames.push_back(compat::attention(q.narrow(2, f * hw, hw), k.narrow(2, 0, (f + 1) * hw), v.narrow(2, 0, (f + 1) * hw)));
+    frames.push_back(compat::attention(q.narrow(2, f * hw, hw), k.narrow(2, 0, (f + 1) * HW), v.narrow(2, 0, (f + 1) * HW)));
   const auto out = at::cat(frames, 2).squeeze(1).transpose(1, 2).reshape(x.sizes());
   return a.out(out) + x;
 }
 
-at::Tensor Hunyuan15Vae::upsample(const Upsampler& u, const at::Tensor& x) const {
-  const auto h = u.conv(x);
+at::Tensor Hunyuan15Vae::upsample(const Upsampler& u, const at::Tensor& x, RowExchange* rows) const {
+  const auto h = u.conv(x, rows);
   if (!u.temporal) return unpack(h, 1, 2, 2) + unpack(x.repeat_interleave(u.repeats, 1), 1, 2, 2);
   // The first frame is not doubled: it keeps the first half of its channels, and half the shortcut's copies.
   const int64_t rest = x.size(2) - 1;
@@ -221,30 +230,29 @@ at::Tensor Hunyuan15Vae::encode(const at::Tensor& video) const {
   return (e.conv_out(at::silu(rms_norm(h, e.norm_out))) + shortcut).to(at::kFloat);
 }
 
-at::Tensor Hunyuan15Vae::decode(const at::Tensor& z, const DecodeProgress& progress) const {
+at::Tensor Hunyuan15Vae::decode(const at::Tensor& z, const DecodeProgress& progress, RowExchange* rows) const {
   const int levels = int(up_.size()) + 2;
   int done = 0;
   auto tell = [&] {
     if (progress) progress(++done, levels);
   };
   const auto& c0 = conv_in_.weight;
-  auto h = conv_in_(z) + z.repeat_interleave(c0.size(0) / z.size(1), 1);
-  h = resnet(mid_2_, attention(mid_attention_, resnet(mid_1_, h)));
+  auto h = conv_in_(z, rows) + z.repeat_interleave(c0.size(0) / z.size(1), 1);
+  h = resnet(mid_2_, attention(mid_attention_, resnet(mid_1_, h, rows), rows), rows);
   tell();
   for (const auto& block : up_) {
-    for (const auto& r : block.resnets) h = resnet(r, h);
-    if (block.upsampler) h = upsample(*block.upsampler, h);
+    for (const auto& r : block.resnets) h = resnet(r, h, rows);
+    if (block.upsampler) h = upsample(*block.upsampler, h, rows);
     tell();
   }
-  h = conv_out_(at::silu(rms_norm(h, norm_out_)));
+  h = conv_out_(at::silu(rms_norm(h, norm_out_)), rows);
   tell();
   return h;
 }
 
 void Hunyuan15Vae::decode_batches(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch,
                                   RowExchange* rows, const DecodeProgress& progress) const {
-  if (rows) throw std::logic_error("internal error: HunyuanVideo-1.5's VAE was asked to decode by rows");
-  on_batch(decode(z.to(device_, dtype_), progress).to(at::kFloat));
+  on_batch(decode(z.to(device_, dtype_), progress, rows).to(at::kFloat));
 }
 
 at::Tensor Hunyuan15Vae::decode_tiled(const at::Tensor& z, const TileOptions& tiles,

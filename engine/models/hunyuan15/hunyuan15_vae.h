@@ -29,7 +29,9 @@ class Hunyuan15Vae final : public VaeDecoder {
   at::Tensor prepare(const at::Tensor& final_latents, int pad_frames) const override;
   int output_frames(int latent_frames) const override;
   int spatial_compression() const override { return cfg_.spatial_compression_ratio; }
-  // One batch: the whole video, unclamped (the writers clamp). Not by rows (the caller's plan refuses that).
+  // One batch: the whole video, unclamped (the writers clamp). With `rows`, z is this rank's rows and so is the
+  // video: convolutions take a halo row from each neighbour (their own edge row at the picture's edge, as the
+  // replicate padding does), RMS norms are per pixel, the mid attention sees every rank's keys and values.
   void decode_batches(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch,
                       RowExchange* rows = nullptr, const DecodeProgress& progress = {}) const override;
   // Tiles of tiles.sample_height x sample_width pixels (every frame) overlapping by a quarter, as diffusers'
@@ -37,7 +39,7 @@ class Hunyuan15Vae final : public VaeDecoder {
   at::Tensor decode_tiled(const at::Tensor& z, const TileOptions& tiles,
                           const DecodeProgress& progress = {}) const override;
   // `progress` counts the decoder's levels: the middle block, each up block, the output.
-  at::Tensor decode(const at::Tensor& z, const DecodeProgress& progress = {}) const;
+  at::Tensor decode(const at::Tensor& z, const DecodeProgress& progress = {}, RowExchange* rows = nullptr) const;
   // A video [B, in_channels, 1 + 4k, 16 h, 16 w] in [-1, 1] -> its moments [B, 2 latent_channels, 1 + k, h, w]
   // (mean, then log-variance), float32. Needs a load with_encoder; InputError for another shape.
   at::Tensor encode(const at::Tensor& video) const;
@@ -45,7 +47,7 @@ class Hunyuan15Vae final : public VaeDecoder {
  private:
   struct Conv {  // a causal 3x3x3 convolution, or a 1x1x1 one
     at::Tensor weight, bias;
-    at::Tensor operator()(const at::Tensor& x) const;
+    at::Tensor operator()(const at::Tensor& x, RowExchange* rows = nullptr) const;
   };
   struct Resnet {
     at::Tensor norm1, norm2;  // gamma [C, 1, 1, 1]
@@ -80,9 +82,9 @@ class Hunyuan15Vae final : public VaeDecoder {
     Attention mid_attention;
     at::Tensor norm_out;
   };
-  at::Tensor resnet(const Resnet& r, const at::Tensor& x) const;
-  at::Tensor attention(const Attention& a, const at::Tensor& x) const;
-  at::Tensor upsample(const Upsampler& u, const at::Tensor& x) const;
+  at::Tensor resnet(const Resnet& r, const at::Tensor& x, RowExchange* rows = nullptr) const;
+  at::Tensor attention(const Attention& a, const at::Tensor& x, RowExchange* rows = nullptr) const;
+  at::Tensor upsample(const Upsampler& u, const at::Tensor& x, RowExchange* rows = nullptr) const;
   at::Tensor downsample(const Downsampler& d, const at::Tensor& x) const;
 
   plan::Hunyuan15VaeConfig cfg_;

@@ -151,7 +151,6 @@ class Hunyuan15 final : public Family {
   double teacache_threshold() const override { return 0.1; }
   bool calls_per_guidance_branch() const override { return true; }  // the guider's two calls a step
   bool branch_texts_differ() const override { return true; }
-  bool decodes_by_rows(const ModelFolder&) const override { return false; }
   // Per token, a dual-stream block's own stream: q/k/v/out 4 D^2 and the feed-forward 8 D^2 (FLUX.1's double block).
   double gemm_flops_per_token(const ModelFolder& m) const override {
     const double D = hy(m).transformer.inner_dim();
@@ -244,6 +243,7 @@ class Hunyuan15 final : public Family {
                                                  std::min(job.width, job.tile_sample_min_width)
                                            : double(job.height) * job.width;
       e.vae_gib = 6.0 * job.num_frames * pixels * hy(m).vae->block_out_channels.front() * b / kGiB + 0.5;
+      if (p.use_parallel_vae) e.vae_gib = (e.vae_gib - 0.5) / p.world_size() + 0.5;
     }
     return e;
   }
