@@ -6,8 +6,8 @@
 #include <ATen/ops/zeros.h>
 
 #include "models/hunyuan15/hunyuan15_vae.h"
+#include "models/image/clip_vision_encoder.h"
 #include "models/image/pixel_values.h"
-#include "models/image/siglip_vision_encoder.h"
 #include "plan/families/hunyuan15_config.h"
 
 namespace studio::models {
@@ -27,8 +27,8 @@ PictureConditioning hunyuan15_picture_conditioning(const plan::ModelFolder& fold
   const auto pixel_values = siglip_pixel_values(crop, *parts.image_processor);
   log("encoding the picture with the SigLIP image encoder (" + std::to_string(parts.image_encoder->num_hidden_layers) +
       " layers) on " + device.str());
-  const auto siglip = SiglipVisionEncoder::load(part_path(folder, "image_encoder"), *parts.image_encoder, dtype, device);
-  out.image = siglip->last_hidden_state(pixel_values).cpu();
+  const auto siglip = ClipVisionEncoder::load(part_path(folder, "image_encoder"), *parts.image_encoder, dtype, device);
+  out.image = siglip->image_embeds(pixel_values).cpu();
   out.record.emplace_back("siglip_pixel_values", pixel_values);
   out.record.emplace_back("image_embeds", out.image);
 

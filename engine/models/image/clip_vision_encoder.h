@@ -1,7 +1,10 @@
-// CLIP's vision tower (transformers' CLIPVisionModel) as Wan2.1 image-to-video runs it: the picture cut in
-// patches, a class token, learned positions, pre_layrnorm, the encoder layers; the pipeline takes the hidden
-// states before the last layer (hidden_states[-2]), so the last layer, the post-layernorm and the
-// projection are never run. Its processor is models/image/pixel_values.h.
+// CLIP's vision tower (transformers' CLIPVisionModel) and SigLIP's (SiglipVisionModel), which share their
+// encoder layers: the picture cut in patches, learned positions, then the layers. CLIP adds a class token and
+// pre_layrnorm, and Wan2.1 image-to-video takes the hidden states before the last layer (hidden_states[-2]:
+// the last layer, the post-layernorm and the projection never run). SigLIP (HunyuanVideo-1.5 image-to-video)
+// has no class token and a patch bias, and its pipeline takes last_hidden_state, after the post-layernorm
+// (its pooling head never runs). Which tower a config is: plan::ClipVisionConfig::class_token. The
+// processors are models/image/pixel_values.h.
 #pragma once
 #include <memory>
 #include <string>
@@ -18,15 +21,16 @@ class ClipVisionEncoder {
   // image_encoder/ of a diffusers folder (model.safetensors, or shards).
   static std::shared_ptr<ClipVisionEncoder> load(const std::string& dir, const plan::ClipVisionConfig& cfg,
                                                  at::ScalarType dtype, at::Device device);
-  // pixel_values [B, 3, image_size, image_size] -> hidden_states[-2] [B, tokens, hidden_size], float32.
-  at::Tensor penultimate_hidden_states(const at::Tensor& pixel_values) const;
+  // pixel_values [B, 3, image_size, image_size] -> what the family's pipeline reads, [B, tokens, hidden_size]
+  // float32: CLIP's hidden_states[-2], SigLIP's last_hidden_state.
+  at::Tensor image_embeds(const at::Tensor& pixel_values) const;
 
  private:
   plan::ClipVisionConfig cfg_;
   at::ScalarType dtype_ = at::kFloat;
   at::Device device_ = at::kCPU;
-  at::Tensor class_embedding_, patch_weight_, positions_;
-  text::ClipLayers::Affine pre_norm_;
+  at::Tensor class_embedding_, patch_weight_, patch_bias_, positions_;  // class token: CLIP; bias: SigLIP
+  text::ClipLayers::Affine pre_norm_, post_norm_;                       // CLIP's before; SigLIP's after
   text::ClipLayers layers_;
 };
 

@@ -42,7 +42,7 @@ PictureConditioning wan_picture_conditioning(const plan::ModelFolder& folder, co
     log("encoding the picture" + std::string(pictures.size() > 1 ? "s" : "") + " with the CLIP image encoder (" +
         std::to_string(parts.image_encoder->num_hidden_layers) + " layers) on " + device.str());
     const auto clip = ClipVisionEncoder::load(part_path(folder, "image_encoder"), *parts.image_encoder, dtype, device);
-    const auto embeds = clip->penultimate_hidden_states(pixel_values).cpu();
+    const auto embeds = clip->image_embeds(pixel_values).cpu();
     out.record.emplace_back("clip_pixel_values", pixel_values);
     out.record.emplace_back("image_embeds", embeds);
     out.image = embeds.reshape({1, -1, embeds.size(2)});  // FLF2V: both pictures' tokens, one sequence
