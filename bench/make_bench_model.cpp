@@ -7,14 +7,16 @@
 // - flux: FLUX.1-dev (24 heads x 128, width 3072, 19 double and 38 single blocks: `--layers N` makes N of each
 //   kind), its embeds with pooled_prompt_embeds;
 // - wan22: the same expert twice (transformer/ and transformer_2/, different weights), boundary_ratio
-//   0.875 as Wan2.2 A14B, to show one expert resident at a time.
+//   0.875 as Wan2.2 A14B, to show one expert resident at a time;
+// - hunyuan15: HunyuanVideo-1.5 480p T2V (16 heads x 128, width 2048, 54 dual-stream blocks, Qwen 3584 wide ->
+//   up to 1000 tokens, ByT5 1472 wide), flow shift 5, the guider's 6; its embeds add prompt_embeds_2.
 // `--layers N` sets the blocks (both real models have 30); `--vae` adds vae/ with the real VAE config (the
 // decoder's weights: the engine has no encoder); `--bfloat16` stores the transformer in bfloat16 (half the
 // disk and, run with --dtype bfloat16, weights the engine maps instead of copying). No text encoder:
 // embeds.safetensors holds random prompt_embeds and negative_prompt_embeds for --prompt_embeds. Prints the
 // plan's estimate of the transformer weights per rank for 1, 2 and 4 PipeFusion stages. `--gguf Q8_0|Q4_K` also
 // writes the transformer as OUT_DIR/transformer-<type>.gguf (bench/gguf_quantize.h) for --transformer.
-// Usage: bench-make-model OUT_DIR [--family cogvideox|cogvideox-5b|wan21|wan21-14b|wan22|flux] [--layers N] [--height H
+// Usage: bench-make-model OUT_DIR [--family cogvideox|cogvideox-5b|wan21|wan21-14b|wan22|flux|hunyuan15] [--layers N] [--height H
 //        --width W --num_frames F] [--vae] [--bfloat16] [--gguf TYPE]
 #include <cstdio>
 #include <cstring>
@@ -29,11 +31,14 @@
 #include "models/cogvideox/cogvideox_transformer.h"
 #include "models/cogvideox/cogvideox_vae.h"
 #include "models/flux/flux_transformer.h"
+#include "models/hunyuan15/hunyuan15_transformer.h"
+#include "models/hunyuan15/hunyuan15_vae.h"
 #include "models/wan/wan_transformer.h"
 #include "models/wan/wan_vae.h"
 #include "plan/family.h"
 #include "plan/families/cogvideox_config.h"
 #include "plan/families/flux_config.h"
+#include "plan/families/hunyuan15_config.h"
 #include "plan/families/wan_config.h"
 #include "plan/parallel.h"
 #include "sampling/noise.h"
@@ -93,6 +98,29 @@ void write_flux_configs(const fs::path& out, const Options& o) {
       << R"({"_class_name": "FlowMatchEulerDiscreteScheduler", "base_image_seq_len": 256, "base_shift": 0.5,
     "max_image_seq_len": 4096, "max_shift": 1.15, "num_train_timesteps": 1000, "shift": 3.0,
     "use_dynamic_shifting": true})";
+}
+
+// hunyuanvideo-community/HunyuanVideo-1.5-480p_t2v's configs (diffusers 0.42.1), its text encoders left out.
+void write_hunyuan15_configs(const fs::path& out, const Options& o) {
+  fs::create_directories(out / "guider");
+  std::ofstream(out / "model_index.json") << R"({"_class_name": "HunyuanVideo15Pipeline", "guider": ["diffusers",
+    "ClassifierFreeGuidance"], "scheduler": ["diffusers", "FlowMatchEulerDiscreteScheduler"], "transformer": ["diffusers",
+    "HunyuanVideo15Transformer3DModel"])" << (o.vae ? R"(, "vae": ["diffusers", "AutoencoderKLHunyuanVideo15"]})" : "}");
+  std::ofstream(out / "transformer" / "config.json")
+      << R"({"_class_name": "HunyuanVideo15Transformer3DModel", "attention_head_dim": 128, "image_embed_dim": 1152,
+    "in_channels": 65, "mlp_ratio": 4.0, "num_attention_heads": 16, "num_layers": )" << o.layers
+      << R"(, "num_refiner_layers": 2, "out_channels": 32, "patch_size": 1, "patch_size_t": 1, "qk_norm": "rms_norm",
+    "rope_axes_dim": [16, 56, 56], "rope_theta": 256.0, "target_size": 640, "task_type": "t2v", "text_embed_2_dim": 1472,
+    "text_embed_dim": 3584, "use_meanflow": false})";
+  std::ofstream(out / "scheduler" / "scheduler_config.json")
+      << R"({"_class_name": "FlowMatchEulerDiscreteScheduler", "num_train_timesteps": 1000, "shift": 5.0,
+    "use_dynamic_shifting": false})";
+  std::ofstream(out / "guider" / "guider_config.json")
+      << R"({"_class_name": "ClassifierFreeGuidance", "enabled": true, "guidance_scale": 6.0})";
+  if (o.vae)
+    std::ofstream(out / "vae" / "config.json") << R"({"_class_name": "AutoencoderKLHunyuanVideo15",
+    "block_out_channels": [128, 256, 512, 1024, 1024], "in_channels": 3, "latent_channels": 32, "layers_per_block": 2,
+    "out_channels": 3, "scaling_factor": 1.03682, "spatial_compression_ratio": 16, "temporal_compression_ratio": 4})";
 }
 
 void write_wan_configs(const fs::path& out, const Options& o, bool two_experts) {
@@ -180,7 +208,7 @@ void print_weight_estimate(const plan::ModelFolder& folder, int bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const char* usage = "usage: bench-make-model OUT_DIR [--family cogvideox|cogvideox-5b|wan21|wan21-14b|wan22|flux] [--layers N] "
+  const char* usage = "usage: bench-make-model OUT_DIR [--family cogvideox|cogvideox-5b|wan21|wan21-14b|wan22|flux|hunyuan15] [--layers N] "
                       "[--height H --width W --num_frames F] [--vae] [--bfloat16]\n";
   if (argc < 2) return std::cerr << usage, 2;
   if (argv[1][0] == '-') {  // an option where the folder goes (--help too): no folder named after it
@@ -200,10 +228,11 @@ int main(int argc, char** argv) {
     else if (value && !std::strcmp(argv[i], "--num_frames")) o.frames = std::atoi(argv[++i]);
     else return std::cerr << "bench-make-model: unknown or incomplete option " << argv[i] << "\n" << usage, 2;
   }
-  const bool wan = o.family == "wan21" || o.family == "wan21-14b" || o.family == "wan22", flux = o.family == "flux";
-  if (!wan && !flux && o.family != "cogvideox" && o.family != "cogvideox-5b")
+  const bool wan = o.family == "wan21" || o.family == "wan21-14b" || o.family == "wan22", flux = o.family == "flux",
+             hunyuan = o.family == "hunyuan15";
+  if (!wan && !flux && !hunyuan && o.family != "cogvideox" && o.family != "cogvideox-5b")
     return std::cerr << "bench-make-model: --family " << o.family
-                     << ": cogvideox, cogvideox-5b, wan21, wan21-14b, wan22 or flux\n", 2;
+                     << ": cogvideox, cogvideox-5b, wan21, wan21-14b, wan22, flux or hunyuan15\n", 2;
   const auto gguf = plan::weight_format_named(o.gguf);
   if (!o.gguf.empty() && gguf != plan::WeightFormat::Q8_0 && gguf != plan::WeightFormat::Q4_K)
     return std::cerr << "bench-make-model: --gguf " << o.gguf << ": Q8_0 or Q4_K\n", 2;
@@ -213,6 +242,7 @@ int main(int argc, char** argv) {
   if (o.vae) fs::create_directories(out / "vae");
   if (wan) write_wan_configs(out, o, o.family == "wan22");
   else if (flux) write_flux_configs(out, o);
+  else if (hunyuan) write_hunyuan15_configs(out, o);
   else write_cogvideox_configs(out, o);
 
   const auto folder = plan::read_model_folder(out.string());
@@ -227,6 +257,14 @@ int main(int argc, char** argv) {
     if (o.vae)  // the decoder only (diffusers' encoder stays unloaded)
       write_weights(out / "vae", 13, false,
                     [&](io::WeightSet& w) { models::WanVae::load(w, *parts.vae, at::kFloat, at::kCPU); });
+  } else if (hunyuan) {
+    const auto& parts = folder.parts_as<plan::Hunyuan15Parts>();
+    write_weights(out / "transformer", 11, o.bfloat16, [&](io::WeightSet& w) {
+      models::Hunyuan15Transformer::load(w, parts.transformer, at::kFloat, at::kCPU);
+    });
+    if (o.vae)  // the decoder only
+      write_weights(out / "vae", 13, false,
+                    [&](io::WeightSet& w) { models::Hunyuan15Vae::load(w, *parts.vae, at::kFloat, at::kCPU); });
   } else if (flux) {
     write_weights(out / "transformer", 11, o.bfloat16, [&](io::WeightSet& w) {
       models::FluxTransformer::load(w, folder.parts_as<plan::FluxParts>().transformer, at::kFloat, at::kCPU);
@@ -241,10 +279,16 @@ int main(int argc, char** argv) {
   }
   const int64_t text_tokens = wan || flux ? 512 : 226;
   sampling::SeededNoise noise(12);
-  io::save_tensors((out / "embeds.safetensors").string(),
-                   {{"prompt_embeds", noise.draw({1, text_tokens, 4096})},
-                    {flux ? "pooled_prompt_embeds" : "negative_prompt_embeds",
-                     flux ? noise.draw({1, 768}) : noise.draw({1, text_tokens, 4096})}});
+  if (hunyuan)  // a prompt's real rows: about 100 Qwen rows and 20 ByT5 ones (a quoted word), 80 for the negative
+    io::save_tensors((out / "embeds.safetensors").string(),
+                     {{"prompt_embeds", noise.draw({1, 100, 3584})},
+                      {"negative_prompt_embeds", noise.draw({1, 80, 3584})},
+                      {"prompt_embeds_2", noise.draw({1, 20, 1472})}});
+  else
+    io::save_tensors((out / "embeds.safetensors").string(),
+                     {{"prompt_embeds", noise.draw({1, text_tokens, 4096})},
+                      {flux ? "pooled_prompt_embeds" : "negative_prompt_embeds",
+                       flux ? noise.draw({1, 768}) : noise.draw({1, text_tokens, 4096})}});
   if (gguf)
     bench::write_gguf_transformer((out / "transformer" / "diffusion_pytorch_model.safetensors").string(),
                                   (out / (std::string("transformer-") + plan::format_info(*gguf).name + ".gguf")).string(), *gguf,
