@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "io/safetensors/folder_weights.h"
 #include "plan/cost_model.h"
@@ -116,9 +117,10 @@ int main(int argc, char** argv) {
     }
     // A family that sizes the video by its picture sizes it now, so that the plan and every rank agree. A
     // picture that is missing or does not decode is refused below, after the job's other checks.
+    std::optional<video::Picture> picture;
     if (!args.job.image_file.empty() && std::filesystem::is_regular_file(args.job.image_file)) try {
-        const auto picture = video::read_picture(args.job.image_file, "--image");
-        plan::size_from_picture(args.job, model, picture.width, picture.height);
+        picture = video::read_picture(args.job.image_file, "--image");
+        plan::size_from_picture(args.job, model, picture->width, picture->height);
       } catch (const InputError&) {
       }
 
@@ -148,7 +150,7 @@ int main(int argc, char** argv) {
       throw InputError("--model " + model.dir + ": " + weights.front() +
                        (weights.size() > 1 ? " (and " + std::to_string(weights.size() - 1) + " more)" : ""));
     // A picture that does not decode is refused here, before any rank starts (each rank reads it again).
-    if (!args.job.image_file.empty()) video::read_picture(args.job.image_file, "--image");
+    if (!args.job.image_file.empty() && !picture) video::read_picture(args.job.image_file, "--image");
     if (!args.job.last_image_file.empty()) video::read_picture(args.job.last_image_file, "--last_image");
     if (for_cluster) {
       plan::write_job_file(args.write_job, {args.job, args.parallel});

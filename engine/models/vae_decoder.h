@@ -53,6 +53,15 @@ struct TileOptions {
 // shows progress. Empty: nobody is told.
 using DecodeProgress = std::function<void(int done, int total)>;
 
+// A one-pass decoder's levels as its progress: the middle block, each up block, the output; tell() after each.
+struct DecoderLevels {
+  const DecodeProgress& progress;
+  int total, done = 0;
+  void tell() {
+    if (progress) progress(++done, total);
+  }
+};
+
 class VaeDecoder {
  public:
   virtual ~VaeDecoder() = default;

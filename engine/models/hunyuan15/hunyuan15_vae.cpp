@@ -231,22 +231,18 @@ at::Tensor Hunyuan15Vae::encode(const at::Tensor& video) const {
 }
 
 at::Tensor Hunyuan15Vae::decode(const at::Tensor& z, const DecodeProgress& progress, RowExchange* rows) const {
-  const int levels = int(up_.size()) + 2;
-  int done = 0;
-  auto tell = [&] {
-    if (progress) progress(++done, levels);
-  };
+  DecoderLevels levels{progress, int(up_.size()) + 2};
   const auto& c0 = conv_in_.weight;
   auto h = conv_in_(z, rows) + z.repeat_interleave(c0.size(0) / z.size(1), 1);
   h = resnet(mid_2_, attention(mid_attention_, resnet(mid_1_, h, rows), rows), rows);
-  tell();
+  levels.tell();
   for (const auto& block : up_) {
     for (const auto& r : block.resnets) h = resnet(r, h, rows);
     if (block.upsampler) h = upsample(*block.upsampler, h, rows);
-    tell();
+    levels.tell();
   }
   h = conv_out_(at::silu(rms_norm(h, norm_out_)), rows);
-  tell();
+  levels.tell();
   return h;
 }
 

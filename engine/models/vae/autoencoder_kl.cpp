@@ -131,20 +131,16 @@ at::Tensor AutoencoderKL::decode(const at::Tensor& z_in, RowExchange* rows, cons
   h = mid_first_(h, rows);
   for (const auto& a : mid_attention_) h = a(h, rows);
   h = mid_second_(h, rows);
-  const int levels = int(up_blocks_.size()) + 2;
-  int done = 0;
-  auto tell = [&] {
-    if (progress) progress(++done, levels);
-  };
-  tell();
+  DecoderLevels levels{progress, int(up_blocks_.size()) + 2};
+  levels.tell();
   for (const auto& blk : up_blocks_) {
     for (const auto& r : blk.resnets) h = r(h, rows);
     if (blk.upsample.weight.defined())
       h = blk.upsample(at::upsample_nearest2d(h, {h.size(2) * 2, h.size(3) * 2}), rows);
-    tell();
+    levels.tell();
   }
   h = conv_out_(at::silu(norm_out_(h, rows)), rows).to(at::kFloat);
-  tell();
+  levels.tell();
   return h;
 }
 
