@@ -17,8 +17,10 @@
 #include "models/family_runtime.h"
 #include "models/layers/layers.h"
 #include "models/lora.h"
+#include "plan/error.h"
 #include "plan/lora_choice.h"
 #include "plan/model_folder.h"
+#include "text/encode/prompt.h"
 #include "video/image_writer.h"
 #include "process.h"
 #include "tensor_support.h"
@@ -92,6 +94,120 @@ TEST(LoraChanges, the_second_expert_takes_lora_2_and_the_first_does_not) {
   EXPECT_TRUE(at::equal(take(folder, 0), take(plain, 0)));
 }
 
+// What `loras` change in a weight of `weights` (a set the LoRAs were given to) against `base` (the same without).
+at::Tensor change_in(io::WeightSet& with, io::WeightSet& base, const std::string& name, const std::vector<int64_t>& shape) {
+  return with.take(name, shape, at::kFloat, at::kCPU) - base.take(name, shape, at::kFloat, at::kCPU);
+}
+
+// Whole differences as ComfyUI and Wan's distillation LoRAs carry them (.diff for a weight, a norm's included,
+// .diff_b for a bias), by the original checkpoint's names: strength * difference on the weight the name maps to
+// (Wan's norm3 is diffusers' norm2). A module with A, B and diff_b changes its layer's weight and bias (diffusers'
+// lora_B.bias, at the strength).
+TEST(LoraChanges, whole_differences_add_at_the_strength_where_the_original_names_map) {
+  test::TempDir tmp;
+  const std::string file = tmp.path("diffs.safetensors"), p = "diffusion_model.blocks.0.";
+  const auto down = at::randn({4, 32}), up = at::randn({32, 4}), bias = at::randn({32}), norm = at::randn({32}),
+             ffn = at::randn({48, 32}), norm_q = at::randn({32});
+  io::save_tensors(file, {{p + "self_attn.q.lora_down.weight", down}, {p + "self_attn.q.lora_up.weight", up},
+                          {p + "self_attn.q.diff_b", bias}, {p + "norm3.diff", norm}, {p + "ffn.0.diff", ffn},
+                          {p + "self_attn.norm_q.diff", norm_q}});
+  auto folder = plan::read_model_folder(test::golden_case("wan21_tiny"));
+  auto base = models::transformer_weights(folder, 0);
+  folder.loras = {{file, 0.7}};
+  auto with = models::transformer_weights(folder, 0);
+  EXPECT_LT(test::max_abs_diff(change_in(with, base, "blocks.0.attn1.to_q.weight", {32, 32}), at::mm(up, down) * 0.7), 1e-5);
+  EXPECT_LT(test::max_abs_diff(change_in(with, base, "blocks.0.attn1.to_q.bias", {32}), bias * 0.7), 1e-6);
+  EXPECT_LT(test::max_abs_diff(change_in(with, base, "blocks.0.norm2.weight", {32}), norm * 0.7), 1e-6);
+  EXPECT_LT(test::max_abs_diff(change_in(with, base, "blocks.0.ffn.net.0.proj.weight", {48, 32}), ffn * 0.7), 1e-6);
+  EXPECT_LT(test::max_abs_diff(change_in(with, base, "blocks.0.attn1.norm_q.weight", {32}), norm_q * 0.7), 1e-6);
+  EXPECT_TRUE(at::equal(with.take("blocks.0.attn1.to_k.weight", {32, 32}, at::kFloat, at::kCPU),
+                        base.take("blocks.0.attn1.to_k.weight", {32, 32}, at::kFloat, at::kCPU)));
+  // Wan's original norm2 (before the feed-forward) has no weight: not diffusers' norm2, which is norm3.
+  io::save_tensors(file, {{p + "norm2.diff", norm}});
+  EXPECT_THROW(models::transformer_weights(folder, 0), InputError);
+}
+
+// FLUX.1's fused original layers: img_attn.qkv's .diff and .diff_b split by rows into to_q, to_k, to_v as the
+// LoRAs' B does; a norm's ".scale.diff", in ComfyUI's names and in kohya's.
+TEST(LoraChanges, a_fused_layer_s_differences_split_by_its_rows) {
+  test::TempDir tmp;
+  const std::string file = tmp.path("diffs.safetensors");
+  const auto qkv = at::randn({96, 32}), qkv_b = at::randn({96}), key_norm = at::randn({16}), query_norm = at::randn({16});
+  io::save_tensors(file, {{"diffusion_model.double_blocks.0.img_attn.qkv.diff", qkv},
+                          {"diffusion_model.double_blocks.0.img_attn.qkv.diff_b", qkv_b},
+                          {"diffusion_model.double_blocks.0.img_attn.norm.key_norm.scale.diff", key_norm},
+                          {"lora_unet_double_blocks_0_img_attn_norm_query_norm_scale.diff", query_norm}});
+  auto folder = plan::read_model_folder(test::golden_case("flux_words_tiny"));
+  auto base = models::transformer_weights(folder, 0);
+  folder.loras = {{file, -0.5}};
+  auto with = models::transformer_weights(folder, 0);
+  const std::string a = "transformer_blocks.0.attn.";
+  EXPECT_LT(test::max_abs_diff(change_in(with, base, a + "to_k.weight", {32, 32}), qkv.narrow(0, 32, 32) * -0.5), 1e-6);
+  EXPECT_LT(test::max_abs_diff(change_in(with, base, a + "to_v.bias", {32}), qkv_b.narrow(0, 64, 32) * -0.5), 1e-6);
+  EXPECT_LT(test::max_abs_diff(change_in(with, base, a + "norm_k.weight", {16}), key_norm * -0.5), 1e-6);
+  EXPECT_LT(test::max_abs_diff(change_in(with, base, a + "norm_q.weight", {16}), query_norm * -0.5), 1e-6);
+}
+
+// FLUX.1 takes a LoRA's text-encoder modules: CLIP's in kohya's names (lora_te1_, with its alpha) and ComfyUI's,
+// T5's in kohya's (lora_te3_); the job's strength applies to them as to the transformer's, as diffusers'
+// set_adapters gives one weight to both.
+TEST(LoraTextEncoders, flux_clip_and_t5_modules_merge_into_the_encoders) {
+  test::TempDir tmp;
+  const std::string file = tmp.path("te.safetensors"), te1 = "lora_te1_text_model_encoder_layers_0_self_attn_q_proj.",
+                    comfy = "text_encoders.clip_l.transformer.text_model.encoder.layers.1.mlp.fc1.",
+                    te3 = "lora_te3_encoder_block_0_layer_0_SelfAttention_q.";
+  const auto q_down = at::randn({4, 32}), q_up = at::randn({32, 4}), fc1_down = at::randn({2, 32}),
+             fc1_up = at::randn({37, 2}), t5_down = at::randn({4, 32}), t5_up = at::randn({32, 4});
+  io::save_tensors(file, {{te1 + "lora_down.weight", q_down}, {te1 + "lora_up.weight", q_up},
+                          {te1 + "alpha", at::full({}, 2.0)}, {comfy + "lora_A.weight", fc1_down},
+                          {comfy + "lora_B.weight", fc1_up}, {te3 + "lora_down.weight", t5_down},
+                          {te3 + "lora_up.weight", t5_up}});
+  auto folder = plan::read_model_folder(test::golden_case("flux_words_tiny"));
+  auto clip_base = text::encoder_weights(folder, "text_encoder"), t5_base = text::encoder_weights(folder, "text_encoder_2");
+  folder.loras = {{file, 0.8}};
+  auto clip = text::encoder_weights(folder, "text_encoder"), t5 = text::encoder_weights(folder, "text_encoder_2");
+  const std::string l = "text_model.encoder.layers.";
+  EXPECT_LT(test::max_abs_diff(change_in(clip, clip_base, l + "0.self_attn.q_proj.weight", {32, 32}),
+                               at::mm(q_up, q_down) * (0.8 * 2 / 4)), 1e-5);
+  EXPECT_LT(test::max_abs_diff(change_in(clip, clip_base, l + "1.mlp.fc1.weight", {37, 32}), at::mm(fc1_up, fc1_down) * 0.8), 1e-5);
+  EXPECT_LT(test::max_abs_diff(change_in(t5, t5_base, "encoder.block.0.layer.0.SelfAttention.q.weight", {32, 32}),
+                               at::mm(t5_up, t5_down) * 0.8), 1e-5);
+  // The transformer's weights stay as they are: the file has no module for it.
+  const auto deltas = models::lora_deltas(folder, folder.loras, models::transformer_weights(folder, 0).names());
+  EXPECT_TRUE(deltas.empty());
+}
+
+// What the reference leaves out is left out, and said: DoRA's magnitudes, and a text encoder's modules in a
+// family whose pipeline takes LoRAs into its transformer alone (Wan). The run equals the one without them.
+TEST(LoraRuns, what_the_reference_leaves_out_is_named_in_the_log_and_changes_nothing) {
+  test::TempDir tmp;
+  const std::string m = "diffusion_model.blocks.0.self_attn.q.";
+  const auto down = at::randn({4, 32}), up = at::randn({32, 4});
+  const std::string plain = tmp.path("plain.safetensors"), extra = tmp.path("extra.safetensors");
+  io::save_tensors(plain, {{m + "lora_down.weight", down}, {m + "lora_up.weight", up}});
+  io::save_tensors(extra, {{m + "lora_down.weight", down}, {m + "lora_up.weight", up}, {m + "dora_scale", at::randn({32, 1})},
+                           {"lora_te_encoder_block_0_layer_0_SelfAttention_q.lora_down.weight", at::randn({4, 32})},
+                           {"lora_te_encoder_block_0_layer_0_SelfAttention_q.lora_up.weight", at::randn({32, 4})}});
+  const auto run = [&](const std::string& lora, const std::string& out) {
+    const auto r = test::run(test::bin("dit-launch"),
+                             {"--model", test::golden_case("wan21_tiny"), "--prompt", "a fox", "--height", "32", "--width",
+                              "32", "--num_frames", "5", "--num_inference_steps", "2", "--lora", lora, "--save_tensors",
+                              tmp.path(out)},
+                             240000);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.out + r.err;
+  };
+  const auto log = run(extra, "extra_run.safetensors");
+  run(plain, "plain_run.safetensors");
+  for (const char* said : {"1 tensors left out, DoRA", "dora_scale", "2 tensors left out, text-encoder modules",
+                           "lora_te_encoder_block_0_layer_0_SelfAttention_q.lora_down.weight"})
+    EXPECT_NE(log.find(said), std::string::npos) << "no '" << said << "' in: " << log;
+  const auto latents = [&](const std::string& out) {
+    return io::TensorFile(tmp.path(out), "run").get("final_latents", -1, "");
+  };
+  EXPECT_TRUE(at::equal(latents("extra_run.safetensors"), latents("plain_run.safetensors")));
+}
+
 TEST(LoraList, strengths_follow_the_last_colon_and_repeats_add) {
   const auto l = plan::parse_loras(plan::add_lora("a.safetensors:0.8", "C:\\x\\b.safetensors"));
   ASSERT_EQ(l.size(), 2u);
@@ -102,7 +218,6 @@ TEST(LoraList, strengths_follow_the_last_colon_and_repeats_add) {
   EXPECT_DOUBLE_EQ(plan::parse_loras("a.safetensors:-1.5e-1")[0].scale, -0.15);
 }
 
-// dit-launch from the case's words with `adapters` (name -> strength) and `flags`; the saved tensors.
 // dit-launch from the case's words with `adapters` (name -> strength) and `flags`; the file of saved tensors.
 std::string run_case(const test::TempDir& tmp, const std::string& c, const nlohmann::json& adapters,
                      const std::string& flags) {
@@ -212,6 +327,15 @@ TEST(LoraLayers, a_fused_layer_keeps_each_part_s_adapter_on_its_rows) {
   EXPECT_GT(test::max_abs_diff(parts[2](x), at::linear(x, parts[2].weight, parts[2].bias)), 1e-2);
 }
 
+// Beside a packed layer a whole difference (.diff) is one more product: y + scale * x D^T.
+TEST(LoraLayers, a_whole_difference_beside_the_layer_adds_its_product) {
+  models::Linear l;
+  l.weight = at::randn({6, 5}), l.bias = at::randn({6});
+  const auto diff = at::randn({6, 5}), x = at::randn({4, 5});
+  l.adapters.push_back({at::Tensor(), diff, 0.3});
+  EXPECT_LT(test::max_abs_diff(l(x), at::linear(x, l.weight + 0.3 * diff, l.bias)), 1e-5);
+}
+
 // Each rank merges the LoRAs into the blocks it holds: the mixes equal one process.
 TEST(LoraRuns, parallel_mixes_equal_one_process) {
   expect_variant("flux_lora_tiny", "both", "--ulysses_degree 2 --ring_degree 2");
@@ -242,6 +366,8 @@ TEST(LoraRefusals, wrong_model_missing_file_and_damaged_files_are_named) {
       {"rank", {{m + "lora_A.weight", at::randn({4, 32})}, {m + "lora_B.weight", at::randn({32, 3})}}},
       {"finite", {{m + "lora_A.weight", at::full({4, 32}, NAN)}, {m + "lora_B.weight", at::randn({32, 4})}}},
       {"other half", {{m + "lora_B.weight", at::randn({32, 4})}}},
+      {"has none", {{"diffusion_model.double_blocks.0.img_attn.norm.key_norm.scale.diff_b", at::randn({16})}}},
+      {"by a difference of [31, 32]", {{m + "diff", at::randn({31, 32})}}},
   };
   for (const auto& [why, tensors] : damaged) {
     const std::string file = tmp.path("damaged.safetensors");

@@ -1,6 +1,8 @@
 #include "models/lora.h"
 
 #include <cmath>
+#include <cstring>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -17,11 +19,72 @@ namespace studio::models {
 
 namespace {
 
-// One module of a LoRA file: its down (A) and up (B) matrices and its alpha, if the file gives one.
+// The tensors of one module of a LoRA file: its down (A) and up (B) matrices, its alpha if the file gives one,
+// PEFT's bias of B, and whole differences of the layer's weight and bias.
 struct Module {
-  at::Tensor down, up;
+  at::Tensor down, up, up_bias, diff, diff_b;
   std::optional<double> alpha;
 };
+
+enum class Piece { Down, Up, UpBias, Alpha, Diff, DiffBias, DoraScale, Unknown };
+
+// "x.lora_A.weight" -> {"x", Down}.
+std::pair<std::string, Piece> split_name(const std::string& tensor) {
+  static const std::pair<const char*, Piece> suffixes[] = {
+      {".lora_A.weight", Piece::Down}, {".lora_down.weight", Piece::Down}, {".lora_B.weight", Piece::Up},
+      {".lora_up.weight", Piece::Up},  {".lora_B.bias", Piece::UpBias},    {".alpha", Piece::Alpha},
+      {".diff", Piece::Diff},          {".diff_b", Piece::DiffBias},       {".dora_scale", Piece::DoraScale}};
+  for (const auto& [suffix, piece] : suffixes)
+    if (plan::ends_with(tensor, suffix)) return {tensor.substr(0, tensor.size() - std::strlen(suffix)), piece};
+  return {tensor, Piece::Unknown};
+}
+
+// Which part of the model a module of the file changes, and its name there.
+struct Route {
+  LoraTarget target = LoraTarget::Transformer;
+  std::string module;        // without the file's prefix
+  bool underscored = false;  // kohya's: dots written as underscores
+  bool original = false;     // the original checkpoint's names, where they may collide with diffusers' (Wan's norms)
+};
+
+Route route_of(const std::string& stem) {
+  static const struct {
+    const char* prefix;
+    LoraTarget target;
+    bool underscored;
+  } prefixes[] = {{"transformer.", LoraTarget::Transformer, false},
+                  {"lora_unet_", LoraTarget::Transformer, true},
+                  {"text_encoders.clip_l.transformer.", LoraTarget::ClipText, false},
+                  {"text_encoders.t5xxl.transformer.", LoraTarget::T5Text, false},
+                  {"text_encoder_2.", LoraTarget::T5Text, false},
+                  {"text_encoder.", LoraTarget::ClipText, false},
+                  {"lora_te1_", LoraTarget::ClipText, true},
+                  {"lora_te_", LoraTarget::ClipText, true},
+                  {"lora_te2_", LoraTarget::T5Text, true},
+                  {"lora_te3_", LoraTarget::T5Text, true}};
+  for (const auto& p : prefixes)
+    if (stem.rfind(p.prefix, 0) == 0)
+      return {p.target, stem.substr(std::strlen(p.prefix)), p.underscored, p.underscored && p.target == LoraTarget::Transformer};
+  const std::string module = plan::without_checkpoint_prefix(stem);
+  return {LoraTarget::Transformer, module, false, module != stem};
+}
+
+const char* target_name(LoraTarget t) {
+  return t == LoraTarget::Transformer ? "transformer" : t == LoraTarget::ClipText ? "CLIP text encoder" : "T5 text encoder";
+}
+
+// Why the run leaves a tensor of a LoRA file out, as diffusers 0.35.2 does; empty when it applies.
+std::string left_out_why(const plan::Family& family, const std::string& tensor) {
+  const auto [stem, piece] = split_name(tensor);
+  if (piece == Piece::DoraScale) return "DoRA magnitudes, which diffusers drops, applying the rest as a LoRA";
+  const Route r = route_of(stem);
+  if (r.target != LoraTarget::Transformer && !family.takes_text_encoder_loras())
+    return std::string("text-encoder modules: diffusers applies LoRAs to the ") + family.name() + " transformer only";
+  if (r.target == LoraTarget::ClipText &&
+      (r.module.find("position_embedding") != std::string::npos || r.module.find("text_projection") != std::string::npos))
+    return "CLIP's position embedding and text projection, which diffusers leaves out";
+  return "";
+}
 
 // PEFT's LoraConfig as diffusers writes it in the file's metadata ("transformer.lora_alpha", ...).
 struct PeftConfig {
@@ -47,37 +110,39 @@ PeftConfig peft_config(const io::SafetensorsFile& file) {
   return c;
 }
 
-// The file's modules by their name in it (without the A/B/alpha suffix).
-std::map<std::string, Module> read_modules(const std::shared_ptr<const io::SafetensorsFile>& file) {
-  const std::pair<const char*, int> suffixes[] = {{".lora_A.weight", 0},    {".lora_down.weight", 0},
-                                                  {".lora_B.weight", 1},    {".lora_up.weight", 1},
-                                                  {".alpha", 2}};
+// The file's modules that `wanted` keeps, by their name in it (without the A/B/alpha/diff suffix).
+std::map<std::string, Module> read_modules(const std::shared_ptr<const io::SafetensorsFile>& file,
+                                           const std::function<bool(const std::string&)>& wanted) {
   std::map<std::string, Module> modules;
   for (const auto& info : file->tensors()) {
-    int part = -1;
-    std::string stem;
-    for (const auto& [suffix, which] : suffixes)
-      if (plan::ends_with(info.name, suffix)) stem = info.name.substr(0, info.name.size() - std::string(suffix).size()), part = which;
-    if (part < 0)
+    const auto [stem, piece] = split_name(info.name);
+    if (piece == Piece::Unknown)
       throw InputError("--lora " + file->path() + ": tensor " + info.name + " is not a LoRA weight (lora_A / lora_B, "
-                       "lora_down / lora_up or alpha); diff weights and DoRA are not read yet");
+                       "lora_down / lora_up, alpha, or a whole difference: diff, diff_b)");
+    if (!wanted(info.name)) continue;
     const auto t = io::to_tensor(file, info, at::kFloat, at::kCPU).clone();
     if (!at::isfinite(t).all().item<bool>())
       throw InputError("--lora " + file->path() + ": tensor " + info.name + " holds values that are not finite "
                        "(NaN or infinity); the file is damaged");
     auto& m = modules[stem];
-    if (part == 2) {
+    if (piece == Piece::Alpha) {
       if (t.numel() != 1) throw InputError("--lora " + file->path() + ": " + info.name + " is not one number");
       m.alpha = t.item<double>();
-    } else {
+    } else if (piece == Piece::Down || piece == Piece::Up) {
       if (t.dim() != 2) throw InputError("--lora " + file->path() + ": " + info.name + " is not a matrix");
-      (part == 0 ? m.down : m.up) = t;
+      (piece == Piece::Down ? m.down : m.up) = t;
+    } else {
+      (piece == Piece::UpBias ? m.up_bias : piece == Piece::Diff ? m.diff : m.diff_b) = t;
     }
   }
   for (const auto& [stem, m] : modules) {
-    if (!m.down.defined() || !m.up.defined())
+    if (m.down.defined() != m.up.defined())
       throw InputError("--lora " + file->path() + ": module " + stem + " has " + (m.down.defined() ? "A" : "B") +
                        " (lora_" + (m.down.defined() ? "down" : "up") + ") but not the other half");
+    if (!m.down.defined() && !m.diff.defined() && !m.diff_b.defined())
+      throw InputError("--lora " + file->path() + ": module " + stem + " has " + (m.up_bias.defined() ? "a bias of B" : "an alpha") +
+                       " but no lora_A / lora_B matrices");
+    if (!m.down.defined()) continue;
     if (m.up.size(1) != m.down.size(0))
       throw InputError("--lora " + file->path() + ": module " + stem + " has rank " + std::to_string(m.down.size(0)) +
                        " in lora_A/lora_down and " + std::to_string(m.up.size(1)) + " in lora_B/lora_up");
@@ -88,82 +153,162 @@ std::map<std::string, Module> read_modules(const std::shared_ptr<const io::Safet
   return modules;
 }
 
-// Where the family's original modules go: "double_blocks.0.img_attn.qkv" -> its rows in each diffusers weight.
+// Where one of a file's modules goes: an engine weight, and the module's output rows that make it, in order.
 struct Target {
-  std::string weight;  // the engine's weight name
-  std::vector<plan::RowSlice> rows;  // the module's output rows that make it, in order
+  std::string weight;
+  std::vector<plan::RowSlice> rows;  // one slice of rows -1: all of them
 };
-struct OriginalLayout {
-  std::map<std::string, std::vector<Target>> modules;  // by original module name
-  std::map<std::string, std::string> underscored;      // "double_blocks_0_img_attn_qkv" -> the dotted name
+// What a module changes: its layer's weight (A/B, .diff) and bias (.diff_b, PEFT's bias of B).
+struct Targets {
+  std::vector<Target> weight, bias;
 };
 
-OriginalLayout original_layout(const plan::ModelFolder& folder) {
-  OriginalLayout out;
-  for (const auto& [weight, slices] : plan::rules_of(folder).original_layout(folder)) {
-    if (!plan::ends_with(weight, ".weight") || slices.empty() || !plan::ends_with(slices.front().tensor, ".weight")) continue;
-    const std::string module = slices.front().tensor.substr(0, slices.front().tensor.size() - 7);
-    out.modules[module].push_back({weight, slices});
-    std::string u = module;
-    for (auto& c : u) c = c == '.' ? '_' : c;
-    out.underscored[u] = module;
+std::string underscored(std::string name) {
+  for (auto& c : name) c = c == '.' ? '_' : c;
+  return name;
+}
+
+// A tensor's module: "x.weight" and "x.bias" -> "x"; a norm's "x.scale" stays whole (its .diff names it so).
+std::string module_of(const std::string& tensor) {
+  for (const char* suffix : {".weight", ".bias"})
+    if (plan::ends_with(tensor, suffix)) return tensor.substr(0, tensor.size() - std::strlen(suffix));
+  return tensor;
+}
+
+// Names a target part answers to: its weights by the engine's names, and, for the transformer, the family's
+// original checkpoint layout (a fused original tensor feeding several engine weights by rows).
+struct Names {
+  std::set<std::string> weights;
+  std::map<std::string, std::vector<Target>> original;  // by original tensor
+  std::map<std::string, std::string> underscored;       // "double_blocks_0_img_attn_qkv" -> the dotted module
+
+  Names(const plan::ModelFolder& folder, const std::vector<std::string>& weight_names, LoraTarget target)
+      : weights(weight_names.begin(), weight_names.end()) {
+    if (target != LoraTarget::Transformer) {
+      for (const auto& w : weights) underscored[models::underscored(module_of(w))] = module_of(w);
+      return;
+    }
+    for (const auto& [weight, slices] : plan::rules_of(folder).original_layout(folder)) {
+      if (slices.empty() || std::any_of(slices.begin(), slices.end(),
+                                        [&](const plan::RowSlice& s) { return s.tensor != slices.front().tensor; }))
+        continue;
+      original[slices.front().tensor].push_back({weight, slices});
+      underscored[models::underscored(module_of(slices.front().tensor))] = module_of(slices.front().tensor);
+    }
   }
-  return out;
+
+  Targets of(const Route& r) const {
+    std::string module = r.module;
+    if (r.underscored) {
+      const auto it = underscored.find(module);
+      if (it == underscored.end()) return {};
+      module = it->second;
+    }
+    // A name in the original layout is looked up there alone (Wan's original norm3 is diffusers' norm2).
+    if (r.original && !original.empty()) return in_original(module);
+    Targets t;
+    if (weights.count(module + ".weight")) t.weight.push_back({module + ".weight", {{}}});
+    if (weights.count(module + ".bias")) t.bias.push_back({module + ".bias", {{}}});
+    if (!t.weight.empty() || !t.bias.empty() || r.target != LoraTarget::Transformer) return t;
+    return in_original(module);
+  }
+
+  Targets in_original(const std::string& module) const {
+    const auto found = [&](const std::string& name) {
+      const auto it = original.find(name);
+      return it == original.end() ? std::vector<Target>{} : it->second;
+    };
+    Targets t{found(module + ".weight"), found(module + ".bias")};
+    if (t.weight.empty()) t.weight = found(module);
+    return t;
+  }
+};
+
+// `t`'s rows for a target: the module's output rows that make the target's weight, in order.
+at::Tensor rows_for(const at::Tensor& t, const Target& target, const std::string& where) {
+  std::vector<at::Tensor> rows;
+  for (const auto& s : target.rows) {
+    if (s.rows >= 0 && s.first + s.rows > t.size(0))
+      throw InputError("--lora " + where + " has " + std::to_string(t.size(0)) + " output rows; " + target.weight +
+                       " needs rows up to " + std::to_string(s.first + s.rows) +
+                       ": this LoRA was made for another model's sizes");
+    rows.push_back(s.rows < 0 ? t : t.narrow(0, s.first, s.rows));
+  }
+  return rows.size() == 1 ? rows[0] : at::cat(rows, 0);
 }
 
 }  // namespace
 
-std::map<std::string, std::vector<io::LowRankDelta>> lora_deltas(const plan::ModelFolder& folder,
-                                                                 const std::vector<plan::LoraUse>& loras,
-                                                                 const std::vector<std::string>& weight_names) {
-  const std::set<std::string> weights(weight_names.begin(), weight_names.end());
-  const auto layout = original_layout(folder);
-  const std::string family = plan::rules_of(folder).name();
-  std::map<std::string, std::vector<io::LowRankDelta>> out;
+std::map<std::string, std::vector<io::WeightDelta>> lora_deltas(const plan::ModelFolder& folder,
+                                                                const std::vector<plan::LoraUse>& loras,
+                                                                const std::vector<std::string>& weight_names,
+                                                                LoraTarget target) {
+  const Names names(folder, weight_names, target);
+  const plan::Family& family = plan::rules_of(folder);
+  const std::string part = std::string("this ") + family.name() + " " + target_name(target);
+  std::map<std::string, std::vector<io::WeightDelta>> out;
   for (const auto& use : loras) {
     const auto file = io::SafetensorsFile::open(use.file);
     const auto peft = peft_config(*file);
-    for (const auto& [stem, m] : read_modules(file)) {
-      const double rank = double(m.down.size(0));
+    const auto wanted = [&](const std::string& tensor) {
+      return left_out_why(family, tensor).empty() && route_of(split_name(tensor).first).target == target;
+    };
+    for (const auto& [stem, m] : read_modules(file, wanted)) {
+      const Route route = route_of(stem);
+      const std::string where = use.file + ": module " + stem;
       // Its alpha: the module's own, PEFT's pattern or lora_alpha, else the rank (a scale of 1).
-      std::string module = stem.rfind("transformer.", 0) == 0 ? stem.substr(12) : plan::without_checkpoint_prefix(stem);
-      double alpha = m.alpha.value_or(peft.lora_alpha.value_or(rank));
-      for (const auto& [pattern, value] : peft.alpha_pattern.items())
-        if (value.is_number() && (module == pattern || plan::ends_with(module, "." + pattern))) alpha = value.get<double>();
-      const double scale = use.scale * alpha / (peft.use_rslora ? std::sqrt(rank) : rank);
+      double low_rank_scale = 0;
+      if (m.down.defined()) {
+        const double rank = double(m.down.size(0));
+        double alpha = m.alpha.value_or(peft.lora_alpha.value_or(rank));
+        for (const auto& [pattern, value] : peft.alpha_pattern.items())
+          if (value.is_number() && (route.module == pattern || plan::ends_with(route.module, "." + pattern)))
+            alpha = value.get<double>();
+        low_rank_scale = use.scale * alpha / (peft.use_rslora ? std::sqrt(rank) : rank);
+      }
+      const Targets t = names.of(route);
+      if (t.weight.empty() && t.bias.empty())
+        throw InputError("--lora " + where + " is not a layer of " + part +
+                         " (in diffusers' names or its original checkpoint's); is the LoRA for another model?");
+      if ((m.down.defined() || m.diff.defined()) && t.weight.empty())
+        throw InputError("--lora " + where + " changes a weight; " + part + " has a bias there alone");
+      if ((m.diff_b.defined() || m.up_bias.defined()) && t.bias.empty())
+        throw InputError("--lora " + where + " changes a bias (diff_b or lora_B.bias); its layer in " + part +
+                         " has none");
       const std::string source = use.file + ", " + stem;
-      if (weights.count(module + ".weight")) {  // the engine's own name
-        out[module + ".weight"].push_back({m.up, m.down, scale, source});
-        continue;
+      for (const auto& w : t.weight) {
+        if (!names.weights.count(w.weight))
+          throw InputError("--lora " + where + " changes " + w.weight + ", which " + part +
+                           " does not have; is the LoRA for another variant?");
+        if (m.down.defined()) out[w.weight].push_back({rows_for(m.up, w, where), m.down, low_rank_scale, source});
+        if (m.diff.defined()) out[w.weight].push_back({rows_for(m.diff, w, where), {}, use.scale, source + ".diff"});
       }
-      if (stem.rfind("lora_unet_", 0) == 0) {  // kohya's: the original name with dots as underscores
-        const auto it = layout.underscored.find(stem.substr(10));
-        module = it == layout.underscored.end() ? "" : it->second;
-      }
-      if (stem.rfind("lora_te", 0) == 0 || stem.rfind("text_encoder", 0) == 0)
-        throw InputError("--lora " + use.file + ": module " + stem + " is the text encoder's; LoRAs are applied to the "
-                         "transformer only so far (the reference would change the text encoder too)");
-      const auto targets = layout.modules.find(module);
-      if (targets == layout.modules.end())
-        throw InputError("--lora " + use.file + ": module " + stem + " is not a layer of this " + family +
-                         " transformer (in diffusers' names or its original checkpoint's); is the LoRA for another model?");
-      for (const auto& t : targets->second) {
-        if (!weights.count(t.weight))
-          throw InputError("--lora " + use.file + ": module " + stem + " changes " + t.weight + ", which this " + family +
-                           " transformer does not have; is the LoRA for another variant?");
-        std::vector<at::Tensor> rows;
-        for (const auto& s : t.rows) {
-          if (s.rows >= 0 && s.first + s.rows > m.up.size(0))
-            throw InputError("--lora " + use.file + ": module " + stem + " has " + std::to_string(m.up.size(0)) +
-                             " output rows; " + t.weight + " needs rows up to " + std::to_string(s.first + s.rows) +
-                             ": this LoRA was made for another model's sizes");
-          rows.push_back(s.rows < 0 ? m.up : m.up.narrow(0, s.first, s.rows));
-        }
-        out[t.weight].push_back({rows.size() == 1 ? rows[0] : at::cat(rows, 0), m.down, scale, source});
+      for (const auto& b : t.bias) {
+        if (m.up_bias.defined()) out[b.weight].push_back({rows_for(m.up_bias, b, where), {}, low_rank_scale, source});
+        if (m.diff_b.defined()) out[b.weight].push_back({rows_for(m.diff_b, b, where), {}, use.scale, source + ".diff_b"});
       }
     }
   }
   return out;
+}
+
+std::vector<std::string> lora_left_out(const plan::ModelFolder& folder, const std::vector<plan::LoraUse>& loras) {
+  const plan::Family& family = plan::rules_of(folder);
+  std::vector<std::string> lines;
+  for (const auto& use : loras) {
+    std::map<std::string, std::vector<std::string>> by_why;
+    const auto file = io::SafetensorsFile::open(use.file);
+    for (const auto& info : file->tensors())
+      if (auto why = left_out_why(family, info.name); !why.empty()) by_why[why].push_back(info.name);
+    for (const auto& [why, tensors] : by_why) {
+      std::string named;
+      for (size_t i = 0; i < tensors.size() && i < 3; ++i) named += (i ? ", " : "") + tensors[i];
+      if (tensors.size() > 3) named += " and " + std::to_string(tensors.size() - 3) + " more";
+      lines.push_back("--lora " + use.file + ": " + std::to_string(tensors.size()) + " tensors left out, " + why +
+                      " (" + named + ")");
+    }
+  }
+  return lines;
 }
 
 }  // namespace studio::models

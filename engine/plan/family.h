@@ -113,6 +113,9 @@ class Family {
   virtual bool classifier_free() const = 0;     // guidance runs a second branch (CFG parallelism applies)
   virtual bool dynamic_cfg() const { return false; }  // --use_dynamic_cfg (CogVideoX's cosine schedule) applies
   virtual bool takes_prompt_2() const = 0;      // a second text encoder reads its own prompt (--prompt_2)
+  // Whether a LoRA's text-encoder modules apply (FLUX.1's CLIP and T5, as diffusers' FluxLoraLoaderMixin loads
+  // the text encoder's), or are left out as the reference leaves them out of the family's pipeline.
+  virtual bool takes_text_encoder_loras() const { return false; }
   // Image-to-video: whether the folder's model can start from a picture (--image), whether it needs one (else
   // it also runs from words alone: Wan2.2 TI2V-5B), and whether it can also end on one (--last_image).
   virtual bool takes_image(const ModelFolder&) const { return false; }

@@ -243,18 +243,22 @@ at::Tensor WeightSet::take(const std::string& name, const std::vector<int64_t>& 
   check_deltas(name, shape);
   // In float32 on the CPU, then once into the run's dtype: W + sum of scale * up @ down, as the reference merges.
   auto w = read(name, shape, at::kFloat, at::kCPU, config_note).clone();
-  for (const auto& d : deltas->second) w.addmm_(d.up, d.down, 1.0, d.scale);
+  for (const auto& d : deltas->second) d.down.defined() ? w.addmm_(d.up, d.down, 1.0, d.scale) : w.add_(d.up, d.scale);
   return w.to(device, dtype);
 }
 
 void WeightSet::check_deltas(const std::string& name, const std::vector<int64_t>& shape) const {
   const auto deltas = deltas_.find(name);
   if (deltas == deltas_.end()) return;
-  for (const auto& d : deltas->second)
-    if (shape.size() != 2 || d.up.size(0) != shape[0] || d.down.size(1) != shape[1])
+  for (const auto& d : deltas->second) {
+    if (!d.down.defined() && d.up.sizes().vec() != shape)
+      throw InputError("--lora " + d.source + ": changes " + name + " " + shape_str(shape) + " by a difference of " +
+                       shape_str(d.up.sizes().vec()) + "; this LoRA was made for another model's sizes");
+    if (d.down.defined() && (shape.size() != 2 || d.up.size(0) != shape[0] || d.down.size(1) != shape[1]))
       throw InputError("--lora " + d.source + ": changes " + name + " " + shape_str(shape) + " by [" +
                        std::to_string(d.up.size(0)) + ", " + std::to_string(d.down.size(1)) +
                        "] (lora_up rows x lora_down columns); this LoRA was made for another model's sizes");
+  }
 }
 
 at::Tensor WeightSet::read(const std::string& name, const std::vector<int64_t>& shape, at::ScalarType dtype,
@@ -287,7 +291,7 @@ LinearWeight WeightSet::take_linear(const std::string& name, const std::vector<i
     for (const auto& s : e) parts.push_back(s.tensor.packed().rows(s.first, s.rows));
     const auto beside = deltas_.find(name);
     return {{}, (parts.size() == 1 ? parts[0] : cat_rows(parts)).to(device),
-            beside == deltas_.end() ? std::vector<LowRankDelta>{} : beside->second};
+            beside == deltas_.end() ? std::vector<WeightDelta>{} : beside->second};
   }
   if (store_linear_as_ && shape.size() == 2) return {{}, quantize_fp8(take(name, shape, at::kFloat, at::kCPU), device)};
   return {take(name, shape, dtype, device, config_note), {}};

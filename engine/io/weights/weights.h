@@ -41,19 +41,20 @@ struct StoredTensor {
   PackedWeight packed() const;  // a view of the file's bytes, on the CPU
 };
 
-// A low-rank change to one weight (a LoRA module's share of it): weight += scale * up @ down, in float32.
-struct LowRankDelta {
-  at::Tensor up, down;  // [rows, r] and [r, in], float32 on the CPU
+// A change to one weight (a LoRA module's share of it), in float32: low-rank, weight += scale * up @ down; or,
+// with `down` undefined, whole (a LoRA's .diff or .diff_b): weight += scale * up.
+struct WeightDelta {
+  at::Tensor up, down;  // [rows, r] and [r, in] (or `up` of the weight's shape alone), float32 on the CPU
   double scale = 1.0;
   std::string source;  // "style.safetensors, lora_unet_double_blocks_0_img_attn_qkv": for messages
 };
 
 // A linear layer's weight: dense in the run's dtype, or packed (fp8, GGUF blocks) and dequantized per call; a
-// packed weight's low-rank changes are kept beside it (merging would make it dense), to be added to its output.
+// packed weight's changes are kept beside it (merging would make it dense), to be added to its output.
 struct LinearWeight {
   at::Tensor dense;
   PackedWeight packed;
-  std::vector<LowRankDelta> beside;
+  std::vector<WeightDelta> beside;
 };
 
 class WeightSet {
@@ -85,7 +86,7 @@ class WeightSet {
                            at::Device device, const std::string& config_note = "");
   // Changes merged into weights, by weight name, as each is taken (LoRAs: models/lora.h); a linear weight the
   // file keeps quantized keeps them beside it instead (LinearWeight::beside).
-  void add_deltas(std::map<std::string, std::vector<LowRankDelta>> deltas) { deltas_ = std::move(deltas); }
+  void add_deltas(std::map<std::string, std::vector<WeightDelta>> deltas) { deltas_ = std::move(deltas); }
   // Throws for weights nobody took, unless listed in `ignorable`.
   void expect_all_taken(const std::set<std::string>& ignorable = {}) const;
   const std::string& dir() const { return dir_; }
@@ -110,7 +111,7 @@ class WeightSet {
   bool gemm_in_fp8_ = false;
   std::shared_ptr<at::Generator> synthetic_;  // set for a synthetic set
   std::vector<std::pair<std::string, at::Tensor>> made_;
-  std::map<std::string, std::vector<LowRankDelta>> deltas_;
+  std::map<std::string, std::vector<WeightDelta>> deltas_;
 };
 
 }  // namespace studio::io

@@ -39,7 +39,8 @@ Linear Linear::load(const WeightSource& w, const std::string& prefix, int64_t in
   l.weight = taken.dense;
   l.packed = taken.packed;
   l.dtype = w.dtype;
-  for (const auto& d : taken.beside) l.adapters.push_back({d.down.to(w.device, w.dtype), d.up.to(w.device, w.dtype), d.scale});
+  for (const auto& d : taken.beside)
+    l.adapters.push_back({d.down.defined() ? d.down.to(w.device, w.dtype) : at::Tensor(), d.up.to(w.device, w.dtype), d.scale});
   if (bias) l.bias = w.take(prefix + ".bias", {out});
   if (w.weights.gemm_in_fp8() && in % 16 == 0 && out % 16 == 0) {
     l.fp8 = compat::quantize_fp8_rows(l.packed.defined() ? l.packed.dequantize(at::kFloat) : l.weight);
@@ -52,7 +53,7 @@ at::Tensor Linear::operator()(const at::Tensor& x) const {
   auto y = fp8.defined() ? compat::fp8_linear(x, fp8, bias, dtype)
                          : at::linear(x, packed.defined() ? packed.dequantize(dtype) : weight, bias);
   for (const auto& a : adapters)
-    y.narrow(-1, a.first_row, a.up.size(0)).add_(at::linear(at::linear(x, a.down), a.up), a.scale);
+    y.narrow(-1, a.first_row, a.up.size(0)).add_(at::linear(a.down.defined() ? at::linear(x, a.down) : x, a.up), a.scale);
   return y;
 }
 

@@ -28,7 +28,8 @@ struct Linear {
   io::PackedWeight packed;
   compat::Fp8Weight fp8;
   // LoRAs on a packed weight, added to the output beside it (a merge would make the weight dense): output rows
-  // [first_row, first_row + rows of up) += scale * up (down x), in `dtype`.
+  // [first_row, first_row + rows of up) += scale * up (down x), or scale * up x without `down` (a .diff), in
+  // `dtype`.
   struct Adapter {
     at::Tensor down, up;
     double scale = 1.0;

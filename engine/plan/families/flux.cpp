@@ -85,6 +85,7 @@ class Flux final : public Family {
   bool makes_video() const override { return false; }
   bool classifier_free() const override { return false; }
   bool takes_prompt_2() const override { return true; }
+  bool takes_text_encoder_loras() const override { return true; }
   // The VAE's 8x, times the 2x2 packing.
   int pixel_step(const ModelFolder& m) const override { return m.vae_scale_spatial() * 2; }
   int attention_heads(const ModelFolder& m) const override { return flux(m).transformer.num_attention_heads; }

@@ -5,6 +5,7 @@
 #include <ATen/ops/from_blob.h>
 
 #include "compat/torch_compat.h"
+#include "models/lora.h"
 #include "plan/error.h"
 #include "plan/single_file.h"
 #include "text/encode/t5_encoder.h"
@@ -45,9 +46,16 @@ void require_text_parts(const plan::ModelFolder& model) {
 // T5 on each text in turn: [1, L, d_model] float32 each, with the ids.
 io::WeightSet encoder_weights(const plan::ModelFolder& model, const std::string& part) {
   const auto file = model.weight_files.find(part);
-  if (file == model.weight_files.end()) return io::WeightSet::open(plan::part_path(model, part), "model");
-  if (part == model.t5_part()) return io::WeightSet::open_file(file->second, {"t5encoder", "t5"}, plan::t5_file_renames);
-  return io::WeightSet::open_file(file->second, {"clip"}, [](const std::set<std::string>&) { return plan::TensorRenames{}; });
+  const bool t5 = part == model.t5_part();
+  auto weights = file == model.weight_files.end() ? io::WeightSet::open(plan::part_path(model, part), "model")
+                 : t5 ? io::WeightSet::open_file(file->second, {"t5encoder", "t5"}, plan::t5_file_renames)
+                      : io::WeightSet::open_file(file->second, {"clip"},
+                                                 [](const std::set<std::string>&) { return plan::TensorRenames{}; });
+  // The LoRAs' text-encoder modules, where the family takes them (models/lora.h).
+  if (!model.loras.empty())
+    weights.add_deltas(models::lora_deltas(model, model.loras, weights.names(),
+                                           t5 ? models::LoraTarget::T5Text : models::LoraTarget::ClipText));
+  return weights;
 }
 
 std::string encoder_source(const plan::ModelFolder& model, const std::string& part) {

@@ -42,7 +42,8 @@ void choose_device(double parameters, const std::string& name, at::ScalarType& d
 
 // The weights of a text encoder part (text_encoder/, text_encoder_2/): its folder, or the single file the job
 // gave for it (ModelFolder::weight_files, --text_encoder FILE): for T5/umT5 a GGUF in llama.cpp's names or
-// safetensors in transformers' (fp8 included); for CLIP safetensors in transformers' names.
+// safetensors in transformers' (fp8 included); for CLIP safetensors in transformers' names. The job's LoRAs
+// change it where they have modules for it.
 io::WeightSet encoder_weights(const plan::ModelFolder& model, const std::string& part);
 // What a log line says the part is read from: the single file, or the part's folder.
 std::string encoder_source(const plan::ModelFolder& model, const std::string& part);
