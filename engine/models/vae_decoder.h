@@ -79,8 +79,6 @@ class VaeDecoder {
   // The same in overlapping tiles, whole: memory follows the tile, not the picture. `progress` counts tiles.
   virtual at::Tensor decode_tiled(const at::Tensor& z, const TileOptions& tiles,
                                   const DecodeProgress& progress = {}) const = 0;
-  // Whether decode_tiled runs for this VAE (the Wan2.2 VAE's patches do not tile yet).
-  virtual bool tiles() const { return true; }
 };
 
 }  // namespace studio::models

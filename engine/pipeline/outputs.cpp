@@ -164,7 +164,7 @@ at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& m
     try {
       decode_latents(*vae, r.final_latents, geo.pad_frames(), on_frames, opts);
     } catch (const std::exception& e) {
-      if (opts.tiling || opts.rows || !vae->tiles() || !is_out_of_memory(e.what())) throw;
+      if (opts.tiling || opts.rows || !is_out_of_memory(e.what())) throw;
       const std::string what = e.what();
       log("out of memory decoding at full size (" + what.substr(0, what.find('\n')) + "); decoding again in tiles of " +
           std::to_string(opts.tiles.sample_height) + " x " + std::to_string(opts.tiles.sample_width) +

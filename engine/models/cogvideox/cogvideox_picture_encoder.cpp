@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "models/layers/layers.h"
+#include "models/vae/vae_tiling.h"
 #include "plan/error.h"
 
 namespace studio::models {
@@ -117,6 +118,13 @@ std::shared_ptr<CogVideoXPictureEncoder> CogVideoXPictureEncoder::load(const std
   e->device_ = device;
   e->layers_ = l;
   return e;
+}
+
+at::Tensor CogVideoXPictureEncoder::moments_tiled(const at::Tensor& picture, const TileOptions& tiles,
+                                                  const DecodeProgress& progress) const {
+  const bool whole = picture.size(-2) <= tiles.sample_height && picture.size(-1) <= tiles.sample_width;
+  return encode_in_tiles(picture, cfg_.spatial_compression, tiles, {1.0 / 6, 1.0 / 5},
+                         [&](const at::Tensor& tile) { return moments(tile); }, whole, progress);
 }
 
 at::Tensor CogVideoXPictureEncoder::moments(const at::Tensor& picture) const {

@@ -9,6 +9,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "io/weights/weights.h"
+#include "models/vae_decoder.h"
 #include "plan/families/cogvideox_config.h"
 
 namespace studio::models {
@@ -21,6 +22,9 @@ class CogVideoXPictureEncoder {
   // A picture [B, 3, H, W] in [-1, 1] -> the moments of its latent distribution [B, 2 latent_channels, 1, h, w]
   // (mean, then log-variance), float32.
   at::Tensor moments(const at::Tensor& picture) const;
+  // The same in overlapping tiles, as diffusers' tiled_encode with enable_tiling() (a sixth of a tile overlaps
+  // down, a fifth across): memory follows the tile. `progress` counts tiles.
+  at::Tensor moments_tiled(const at::Tensor& picture, const TileOptions& tiles, const DecodeProgress& progress = {}) const;
 
   struct Layers;  // in the .cpp
 

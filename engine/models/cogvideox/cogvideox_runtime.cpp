@@ -56,8 +56,12 @@ class CogVideoXRuntime final : public FamilyRuntime {
                                             const text::Log& log, const RowShare*) const override {
     const auto& vae = *cog(folder).vae;
     const auto image = vae_pixel_values(video::read_picture(job.image_file, "--image"), job.width, job.height);
-    log("encoding the picture with the VAE encoder on " + device.str());
-    const auto moments = CogVideoXPictureEncoder::load(part_path(folder, "vae"), vae, dtype, device)->moments(image).cpu();
+    log("encoding the picture with the VAE encoder on " + device.str() + (job.vae_tiling ? ", in tiles (--enable_tiling)" : ""));
+    const auto encoder = CogVideoXPictureEncoder::load(part_path(folder, "vae"), vae, dtype, device);
+    // As the pipeline encodes with the VAE's tiling on: the same tiles as the decode's (--tile_sample_min_*).
+    const auto moments = (job.vae_tiling ? encoder->moments_tiled(image, {job.tile_sample_min_height, job.tile_sample_min_width})
+                                         : encoder->moments(image))
+                             .cpu();
     const int64_t V = noise.videos(), C = vae.latent_channels;
     const auto drawn = noise.draw({V, C, 1, moments.size(3), moments.size(4)});
     const auto sampled = sample_latents(moments.expand({V, -1, -1, -1, -1}), drawn);

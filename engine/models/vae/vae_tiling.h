@@ -1,5 +1,5 @@
-// Tiled decoding in one process, as diffusers' enable_tiling() does it (v0.32.2: AutoencoderKLCogVideoX,
-// AutoencoderKL):
+// Tiled decoding and encoding in one process, as diffusers' enable_tiling() does it (v0.32.2: AutoencoderKLCogVideoX,
+// AutoencoderKL; 0.35.2: AutoencoderKLWan):
 // overlapping tiles of the latents, each decoded whole (frame batches with their own causal caches),
 // each blended linearly into the tile above and the tile to the left over the overlap, then cropped.
 // Memory follows the tile size, not the video's; the result differs from an untiled decode near the
@@ -25,5 +25,13 @@ struct TileOverlap {
 at::Tensor decode_in_tiles(const at::Tensor& z, int64_t spatial_compression, const TileOptions& tiles,
                            const TileOverlap& overlap, const std::function<at::Tensor(const at::Tensor&)>& decode,
                            const DecodeProgress& progress = {});
+
+// The same the other way, diffusers' tiled_encode: tiles of tiles.sample_height x sample_width pixels of x, each
+// encoded whole by `encode` (latents `spatial_compression` times smaller), starting every (1 - overlap) of a
+// tile, blended over the overlap's share of a tile's latents, cropped to x's latent size. `whole`: the
+// reference's rule found x fits one tile, so it is encoded untiled.
+at::Tensor encode_in_tiles(const at::Tensor& x, int64_t spatial_compression, const TileOptions& tiles,
+                           const TileOverlap& overlap, const std::function<at::Tensor(const at::Tensor&)>& encode,
+                           bool whole, const DecodeProgress& progress = {});
 
 }  // namespace studio::models

@@ -60,9 +60,14 @@ PictureConditioning wan_picture_conditioning(const plan::ModelFolder& folder, co
   log("encoding " + (first_frame_only ? std::string("the picture") : "the conditioning video (" + std::to_string(F) +
                                                                           " frames)") +
       " with the VAE encoder on " + device.str() +
-      (rows ? ", split by rows over " + std::to_string(rows->ranks) + " ranks" : ""));
+      (rows ? ", split by rows over " + std::to_string(rows->ranks) + " ranks"
+            : job.vae_tiling ? ", in tiles (--enable_tiling)" : ""));
   const auto vae = WanVae::load(part_path(folder, "vae"), *parts.vae, dtype, device, /*with_encoder=*/true);
-  const auto moments = vae->encode(video, rows).cpu();
+  // As the pipeline encodes with the VAE's tiling on: the same tiles as the decode's (--tile_sample_min_*).
+  const auto moments = (job.vae_tiling && !rows
+                            ? vae->encode_tiled(video, {job.tile_sample_min_height, job.tile_sample_min_width})
+                            : vae->encode(video, rows))
+                           .cpu();
   const int64_t z = parts.vae->z_dim;
   const auto latent_condition = vae->normalize(moments.narrow(1, 0, z));  // the mean: the pipeline takes the mode
   out.record.emplace_back("vae_encoder_output", moments);

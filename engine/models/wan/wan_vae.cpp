@@ -58,7 +58,7 @@ int WanVae::output_frames(int latent_frames) const {
 }
 
 void WanVae::decode_frames(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch,
-                           RowExchange* rows, bool clamp, const DecodeProgress& progress) const {
+                           RowExchange* rows, bool clamp, const DecodeProgress& progress, bool unfold) const {
   // Not with a row split: c10d's Gloo works on threads of its own, which cannot touch inference tensors.
   // Nothing requires grad, so no graph is recorded either way.
   std::optional<c10::InferenceMode> guard;
@@ -70,7 +70,8 @@ void WanVae::decode_frames(const at::Tensor& z, const std::function<void(const a
   state.past.resize(decoder_->slots);
   state.rows = rows;
   for (int64_t f = 0; f < z.size(2); ++f, state.first_chunk = false) {
-    auto out = wan::unpatchify((*decoder_)(z.narrow(2, f, 1).to(device_, dtype_), state), cfg_.patch_size).to(at::kFloat);
+    auto out = (*decoder_)(z.narrow(2, f, 1).to(device_, dtype_), state);
+    out = (unfold ? wan::unpatchify(out, cfg_.patch_size) : out).to(at::kFloat);
     on_batch(clamp ? at::clamp(out, -1.0, 1.0) : out);
     if (progress) progress(int(f + 1), int(z.size(2)));
   }
@@ -89,17 +90,19 @@ at::Tensor WanVae::decode(const at::Tensor& z) const {
 
 at::Tensor WanVae::decode_tiled(const at::Tensor& z, const TileOptions& tiles, const DecodeProgress& progress) const {
   // diffusers 0.35.2 blends the tiles as decoded and, unlike its untiled decode, clamps nothing. Latents
-  // that fit in one tile (the only case where a tile is all of z) it decodes untiled, clamped.
-  if (cfg_.patch_size > 1)
-    throw InputError("tiled decoding is not supported with the Wan2.2 VAE (2x2 patches) yet; decode untiled (one latent "
-                     "frame at a time already) or split the rows over the ranks (--use_parallel_vae)");
+  // that fit in one tile (the only case where a tile is all of z) it decodes untiled, clamped. The Wan2.2 VAE's
+  // tiles (0.42.1) are decoded, blended and cropped in patches, then unfolded and clamped.
+  const int64_t p = cfg_.patch_size;
   const auto decode_tile = [&](const at::Tensor& tile) {
     const bool whole = tile.size(3) == z.size(3) && tile.size(4) == z.size(4);
     std::vector<at::Tensor> out;
-    decode_frames(tile, [&](const at::Tensor& frames) { out.push_back(frames); }, nullptr, /*clamp=*/whole);
+    decode_frames(tile, [&](const at::Tensor& frames) { out.push_back(frames); }, nullptr, /*clamp=*/whole && p == 1,
+                  {}, /*unfold=*/p == 1);
     return at::cat(out, 2);
   };
-  return decode_in_tiles(z, spatial_compression(), tiles, {0.25, 0.25}, decode_tile, progress);
+  const auto out = decode_in_tiles(z, spatial_compression() / p, {tiles.sample_height / int(p), tiles.sample_width / int(p)},
+                                   {0.25, 0.25}, decode_tile, progress);
+  return p == 1 ? out : at::clamp(wan::unpatchify(out, p), -1.0, 1.0);
 }
 
 }  // namespace studio::models

@@ -16,6 +16,10 @@
 
 namespace studio::models {
 
+namespace wan {
+struct DecodeState;
+}
+
 class WanVae final : public VaeDecoder {
  public:
   // The decoder, and the encoder too with `with_encoder` (when the folder holds its weights).
@@ -37,10 +41,10 @@ class WanVae final : public VaeDecoder {
                       RowExchange* rows = nullptr, const DecodeProgress& progress = {}) const override;
   // diffusers' tiled_decode: tiles of tiles.sample_height x sample_width pixels starting every three
   // quarters of a tile (Wan's 256 / 192), blended over the quarter they overlap; as in diffusers 0.35.2,
-  // not clamped (a tile's edge can overshoot [-1, 1]: the video writer clamps).
+  // not clamped (a tile's edge can overshoot [-1, 1]: the video writer clamps). The Wan2.2 VAE's as diffusers
+  // 0.42.1 tiles it (0.35.2 fails on its patches): the tiles blended in patches, then unfolded and clamped.
   at::Tensor decode_tiled(const at::Tensor& z, const TileOptions& tiles,
                           const DecodeProgress& progress = {}) const override;
-  bool tiles() const override { return cfg_.patch_size == 1; }
   // decode_batches() collected into one tensor.
   at::Tensor decode(const at::Tensor& z) const;
 
@@ -49,6 +53,9 @@ class WanVae final : public VaeDecoder {
   // With `rows`, this rank encodes its share of the rows (its convolutions take a halo row from each
   // neighbour, its attention every rank's keys and values) and the shares are gathered: exact.
   at::Tensor encode(const at::Tensor& video, const RowShare* rows = nullptr) const;
+  // The same in overlapping tiles, as diffusers' tiled_encode (0.35.2; the Wan2.2 VAE's as 0.42.1, in tiles
+  // of tiles.sample_height x sample_width patches): memory follows the tile. `progress` counts tiles.
+  at::Tensor encode_tiled(const at::Tensor& video, const TileOptions& tiles, const DecodeProgress& progress = {}) const;
   // A mean [B, z_dim, ...] normalised as WanImageToVideoPipeline does: (mean - latents_mean) * (1 / latents_std).
   at::Tensor normalize(const at::Tensor& mean) const;
 
@@ -57,8 +64,12 @@ class WanVae final : public VaeDecoder {
 
  private:
   // The batches as decode_batches() hands them out, unclamped when `clamp` is false.
+  // Without `unfold`, the Wan2.2 VAE's output stays in patches (what its tiles blend in).
   void decode_frames(const at::Tensor& z, const std::function<void(const at::Tensor&)>& on_batch, RowExchange* rows,
-                     bool clamp, const DecodeProgress& progress = {}) const;
+                     bool clamp, const DecodeProgress& progress = {}, bool unfold = true) const;
+  void check_encoder_input(const at::Tensor& video) const;
+  // Video already folded into patches, through the encoder a chunk of frames at a time with `state`'s caches.
+  at::Tensor encode_patches(const at::Tensor& video, wan::DecodeState& state) const;
 
   plan::WanVaeConfig cfg_;
   at::ScalarType dtype_ = at::kFloat;

@@ -11,6 +11,7 @@
 
 #include <optional>
 
+#include "models/vae/vae_tiling.h"
 #include "models/wan/wan_vae_blocks.h"
 #include "plan/error.h"
 
@@ -102,18 +103,23 @@ at::Tensor WanVae::Encoder::operator()(const at::Tensor& frames, wan::DecodeStat
   return quant_conv(conv_out(at::silu(norm_out(x)), s), s);
 }
 
-at::Tensor WanVae::encode(const at::Tensor& video_in, const RowShare* rows) const {
+void WanVae::check_encoder_input(const at::Tensor& video) const {
   if (!encoder_)
     throw InputError("vae/ holds no encoder weights (encoder.*): a picture cannot be encoded; use the model's "
                      "complete vae/ folder as the Hub has it");
   const int64_t tc = cfg_.temporal_compression();
   const int64_t s = cfg_.spatial_compression(), p = cfg_.patch_size;
   const int64_t channels = cfg_.in_channels / (p * p);
-  if (video_in.dim() != 5 || video_in.size(1) != channels || (video_in.size(2) - 1) % tc != 0 ||
-      video_in.size(3) % s != 0 || video_in.size(4) % s != 0)
-    throw InputError("VAE encoder input has shape " + io::shape_str(video_in.sizes().vec()) + "; expected [B, " +
+  if (video.dim() != 5 || video.size(1) != channels || (video.size(2) - 1) % tc != 0 || video.size(3) % s != 0 ||
+      video.size(4) % s != 0)
+    throw InputError("VAE encoder input has shape " + io::shape_str(video.sizes().vec()) + "; expected [B, " +
                      std::to_string(channels) + ", " + std::to_string(tc) + "k+1, H, W] with H and W multiples of " +
                      std::to_string(s));
+}
+
+at::Tensor WanVae::encode(const at::Tensor& video_in, const RowShare* rows) const {
+  check_encoder_input(video_in);
+  const int64_t s = cfg_.spatial_compression(), p = cfg_.patch_size;
   // Not with a row split: c10d's Gloo works on threads of its own, which cannot touch inference tensors.
   std::optional<c10::InferenceMode> guard;
   if (!rows) guard.emplace();
@@ -129,12 +135,32 @@ at::Tensor WanVae::encode(const at::Tensor& video_in, const RowShare* rows) cons
     video = video_in.narrow(3, begin * s, (end - begin) * s);
     state.rows = rows->exchange;
   }
-  video = wan::patchify(video, p);
+  const auto mine = encode_patches(wan::patchify(video, p), state);
+  return rows ? rows->exchange->gather(mine.contiguous(), 3) : mine;
+}
+
+at::Tensor WanVae::encode_patches(const at::Tensor& video, wan::DecodeState& state) const {
+  const int64_t tc = cfg_.temporal_compression();
   std::vector<at::Tensor> out;
   for (int64_t f = 0; f < video.size(2); f += f == 0 ? 1 : tc)
     out.push_back((*encoder_)(video.narrow(2, f, f == 0 ? 1 : tc).to(device_, dtype_), state).to(at::kFloat));
-  const auto mine = at::cat(out, 2);
-  return rows ? rows->exchange->gather(mine.contiguous(), 3) : mine;
+  return at::cat(out, 2);
+}
+
+at::Tensor WanVae::encode_tiled(const at::Tensor& video, const TileOptions& tiles, const DecodeProgress& progress) const {
+  check_encoder_input(video);
+  // diffusers 0.42.1 (0.35.2 fails on the Wan2.2 VAE's patches): the pixels folded into patches first, tiles of
+  // tiles.sample_height x sample_width patches (so the Wan2.2 VAE's cover twice the pixels), each encoded with
+  // caches of its own; untiled when the picture's pixels fit one tile.
+  const int64_t p = cfg_.patch_size;
+  const bool whole = video.size(3) <= tiles.sample_height && video.size(4) <= tiles.sample_width;
+  return encode_in_tiles(wan::patchify(video, p), cfg_.spatial_compression() / p, tiles, {0.25, 0.25},
+                         [&](const at::Tensor& tile) {
+                           wan::DecodeState state;
+                           state.past.resize(encoder_->slots);
+                           return encode_patches(tile, state);
+                         },
+                         whole, progress);
 }
 
 }  // namespace studio::models

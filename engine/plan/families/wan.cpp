@@ -269,10 +269,6 @@ class Wan final : public Family {
     if (wan(m).transformer.expand_timesteps && job.use_teacache)
       out.push_back({"use_teacache", "--use_teacache: TeaCache has published no coefficients for Wan2.2-TI2V-5B; use "
                                      "--use_fbcache or --use_magcache instead"});
-    if (wan(m).vae && wan(m).vae->patch_size > 1 && job.vae_tiling)
-      out.push_back({"enable_tiling", "--enable_tiling: not supported with the Wan2.2 VAE (its 2x2 patches) yet; leave "
-                                      "it out (the decoder already works one latent frame at a time), or add "
-                                      "--use_parallel_vae to split its rows over the ranks"});
     if (!job.image_file.empty() && !wan(m).vae)
       out.push_back({"image", "--image " + job.image_file + ": the picture is encoded by the model's VAE, and this "
                               "folder has no vae/; use the model's complete folder as the Hub has it"});
