@@ -12,6 +12,7 @@
 #include <ATen/ops/randn.h>
 
 #include "hub/hashing.h"
+#include "io/safetensors/lora_files.h"
 #include "io/safetensors/safetensors_file.h"
 #include "io/weights/tensor_file.h"
 #include "models/family_runtime.h"
@@ -19,6 +20,7 @@
 #include "models/lora.h"
 #include "plan/error.h"
 #include "plan/lora_choice.h"
+#include "plan/lora_fit.h"
 #include "plan/model_folder.h"
 #include "text/encode/prompt.h"
 #include "video/image_writer.h"
@@ -208,6 +210,27 @@ TEST(LoraRuns, what_the_reference_leaves_out_is_named_in_the_log_and_changes_not
   EXPECT_TRUE(at::equal(latents("extra_run.safetensors"), latents("plain_run.safetensors")));
 }
 
+// The family a LoRA is for, from its header: each case's files, and what a model of another family or size says.
+TEST(LoraFit, the_family_and_width_come_from_the_names_and_shapes) {
+  const auto fit = [](const std::string& c, const std::string& adapter) { return io::lora_fit_of(lora_file(c, adapter)); };
+  EXPECT_EQ(plan::describe(fit(kFlux.name, "kohya")), "FLUX.1, width 32");  // double_blocks: FLUX.1's own names
+  EXPECT_EQ(plan::describe(fit(kFlux.name, "peft")), "FLUX.1, width 32");  // its single blocks are FLUX.1's alone
+  // diffusers' transformer_blocks.N.attn alone names a dual-stream block, FLUX.1's or HunyuanVideo-1.5's.
+  EXPECT_EQ(plan::describe(plan::lora_fit({{"transformer.transformer_blocks.0.attn.to_q.lora_A.weight", {4, 2048}},
+                                           {"transformer.transformer_blocks.0.attn.to_q.lora_B.weight", {2048, 4}}})),
+            "FLUX.1 or HunyuanVideo-1.5, width 2048");
+  for (const char* a : {"peft", "comfy", "musubi"}) EXPECT_EQ(plan::describe(fit(kWan.name, a)), "Wan, width 32") << a;
+  const auto flux = plan::read_model_folder(test::golden_case("flux_words_tiny"));
+  EXPECT_EQ(plan::lora_mismatch(fit(kFlux.name, "peft"), flux, "f"), "");
+  EXPECT_TRUE(test::contains(plan::lora_mismatch(fit(kWan.name, "comfy"), flux, "f"), "a LoRA for Wan"));
+  auto wider = fit(kFlux.name, "kohya");
+  wider.width = 3072;
+  EXPECT_TRUE(test::contains(plan::lora_mismatch(wider, flux, "f"), "reads width 3072, and this FLUX.1 transformer is 32"));
+  plan::LoraFit none;  // no LoRA names at all: the loader names what it cannot place
+  EXPECT_FALSE(plan::lora_fit({{"model.weight", {4, 4}}}).is_lora);
+  EXPECT_EQ(plan::lora_mismatch(none, flux, "f"), "");
+}
+
 TEST(LoraList, strengths_follow_the_last_colon_and_repeats_add) {
   const auto l = plan::parse_loras(plan::add_lora("a.safetensors:0.8", "C:\\x\\b.safetensors"));
   ASSERT_EQ(l.size(), 2u);
@@ -354,8 +377,9 @@ TEST(LoraRefusals, wrong_model_missing_file_and_damaged_files_are_named) {
   const std::string flux = test::golden_case("flux_words_tiny"), wan_lora = lora_file(kWan.name, "comfy");
   const test::Args base{"--model", flux, "--prompt", "a fox", "--height", "64", "--width", "96",
                         "--num_inference_steps", "1"};
-  // A Wan LoRA on FLUX: its first module is not a layer of this transformer.
-  expect_refused(base + test::Args{"--lora", wan_lora}, {"--lora", wan_lora, "blocks.0.cross_attn.q", "FLUX"});
+  // A Wan LoRA on FLUX: refused from its header before any work, naming a tensor of its Wan blocks.
+  expect_refused(base + test::Args{"--lora", wan_lora},
+                 {"--lora " + wan_lora + ": a LoRA for Wan", "diffusion_model.blocks.0.", "choose a LoRA made for FLUX.1"});
   expect_refused(base + test::Args{"--lora", "/nonexistent/style.safetensors:0.5"},
                  {"--lora /nonexistent/style.safetensors", "cannot be read"});
   expect_refused(base + test::Args{"--lora_2", lora_file(kFlux.name, "peft")}, {"--lora_2", "one transformer"});

@@ -196,6 +196,37 @@ class TestModelsView : public QObject {
     fs::remove_all(dir);
   }
 
+  // A LoRA repository's file (flux_lora_tiny's kohya one): listed by the family its blocks are and the width they
+  // read, and Use adds it to the compose LoRA list; on a Wan model the studio refuses it before the run.
+  void a_lora_is_listed_by_its_family_and_used_as_a_lora() {
+    const std::string repo = "someone/flux-style-lora", commit = "1123456789abcdef0123456789abcdef01234567";
+    const std::string dir = hub::repo_dir(cache_, repo), blob = std::string(64, 'b');
+    fs::create_directories(dir + "/blobs");
+    fs::copy_file(test::golden_case("flux_lora_tiny") + "/lora_kohya.safetensors", dir + "/blobs/" + blob);
+    hub::link_snapshot_file(dir, commit, "style.safetensors", blob);
+    hub::write_ref(dir, "main", commit);
+    MainWindow w(tmp_.path() + "/lora");
+    w.show();
+    ModelsView& v = w.models_view();
+    v.refresh();
+    int row = -1;
+    for (int i = 0; i < v.cache_table->rowCount(); ++i)
+      if (v.cache_table->item(i, 0)->text() == QString::fromStdString(repo)) row = i;
+    QVERIFY(row >= 0);
+    QCOMPARE(v.cache_table->item(row, 1)->text(), QString("LoRA for FLUX.1, width 32: style.safetensors"));
+    v.cache_table->selectRow(row);
+    v.use_button->click();
+    const QString file = QString::fromStdString(hub::snapshot_dir(cache_, repo)) + "/style.safetensors";
+    QCOMPARE(w.compose_panel().job().lora, file.toStdString() + ":1");
+    w.compose_panel().set_model_dir(QString::fromStdString(test::golden_case("wan21_tiny")));
+    bool refused = false;
+    for (const auto& p : w.validate())
+      refused |= p.field == "lora" && p.message.find("a LoRA for FLUX.1") != std::string::npos &&
+                 p.message.find("choose a LoRA made for Wan") != std::string::npos;
+    QVERIFY(refused);
+    fs::remove_all(dir);
+  }
+
   void a_cancelled_download_leaves_nothing() {
     ModelsView v;
     v.show();

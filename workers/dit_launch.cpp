@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "io/safetensors/folder_weights.h"
+#include "io/safetensors/lora_files.h"
 #include "plan/cost_model.h"
 #include "plan/error.h"
 #include "plan/family.h"
@@ -143,7 +144,8 @@ int main(int argc, char** argv) {
                           : run.nnodes > 1 ? run.nnodes * run.nproc_per_node
                           : gpus           ? int(devices.gpus.size())
                                            : world;
-    const auto problems = plan::check_job(args.job, args.parallel, model, {processes, memory_gib, gpus});
+    auto problems = plan::check_job(args.job, args.parallel, model, {processes, memory_gib, gpus});
+    io::check_lora_fits(args.job, model, problems);  // a LoRA for another model, from its header
     if (!problems.empty()) throw workers::ArgError(problems.front().message);
     // A weight file cut short or a shard missing is found from the headers now, not by every rank at load.
     if (const auto weights = io::weight_file_problems(model.dir); !weights.empty())

@@ -116,6 +116,10 @@ class Family {
   // Whether a LoRA's text-encoder modules apply (FLUX.1's CLIP and T5, as diffusers' FluxLoraLoaderMixin loads
   // the text encoder's), or are left out as the reference leaves them out of the family's pipeline.
   virtual bool takes_text_encoder_loras() const { return false; }
+  // Whether a LoRA module's name (its file's prefix dropped, dots and underscores both written as dots: kohya's
+  // "double_blocks_0_img_attn_qkv" reads "double.blocks.0.img.attn.qkv") is a block of this family's transformer,
+  // in diffusers' layout or the original checkpoint's (plan/lora_fit.h).
+  virtual bool names_lora_module(const std::string& module) const = 0;
   // Image-to-video: whether the folder's model can start from a picture (--image), whether it needs one (else
   // it also runs from words alone: Wan2.2 TI2V-5B), and whether it can also end on one (--last_image).
   virtual bool takes_image(const ModelFolder&) const { return false; }
@@ -129,6 +133,7 @@ class Family {
   virtual bool crops_picture(const ModelFolder&) const { return false; }
   virtual int pixel_step(const ModelFolder& m) const = 0;  // height and width are multiples of it
   virtual int attention_heads(const ModelFolder& m) const = 0;
+  virtual int hidden_size(const ModelFolder& m) const = 0;  // the transformer's width (what its blocks' layers read)
   virtual int blocks(const ModelFolder& m) const = 0;      // what PipeFusion divides into stages
   virtual int train_steps(const ModelFolder& m) const = 0; // the sampler's training timesteps
   // TeaCache's published rescaling polynomial for the model (highest power first, as numpy's poly1d) and

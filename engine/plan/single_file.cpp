@@ -2,6 +2,8 @@
 
 namespace studio::plan {
 
+bool starts_with(const std::string& name, const std::string& head) { return name.rfind(head, 0) == 0; }
+
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }

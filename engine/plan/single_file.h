@@ -23,6 +23,7 @@ using TensorRenames = std::map<std::string, std::vector<RowSlice>>;
 std::string without_checkpoint_prefix(const std::string& name);
 // Whether a tensor's or file's name ends with `tail` (C++17 has no std::string::ends_with, and 1.13 builds in it).
 bool ends_with(const std::string& name, const std::string& tail);
+bool starts_with(const std::string& name, const std::string& head);
 
 // A file's tensor that is not a weight but describes one: ComfyUI's scaled fp8 keeps `<layer>.scale_weight`
 // (the weight's per-tensor scale), `<layer>.scale_input` and a `scaled_fp8` marker. The weight it belongs to,

@@ -11,13 +11,25 @@
 
 #include "gui/widgets/open_folder.h"
 #include "hub/known_models.h"
+#include "io/safetensors/lora_files.h"
 #include "plan/human_bytes.h"
+#include "plan/single_file.h"
 
 namespace fs = std::filesystem;
 
 namespace studio::gui {
 
 namespace {
+
+// What a single-file repository's first file is as a LoRA, from its header (not a LoRA when unreadable).
+plan::LoraFit lora_fit(const hub::CachedRepo& r) {
+  if (r.single_files.empty() || !plan::ends_with(r.single_files.front(), ".safetensors")) return {};
+  try {
+    return io::lora_fit_of(r.snapshot + "/" + r.single_files.front());
+  } catch (const std::exception&) {
+    return {};
+  }
+}
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
@@ -194,6 +206,9 @@ void ModelsView::refresh() {
       QStringList files;
       for (const auto& f : r.single_files) files << qs(f);
       family = tr("single file: %1").arg(files.join(", "));
+      if (const auto fit = lora_fit(r); fit.is_lora)  // a LoRA repository: the family its blocks are
+        family = fit.families.empty() ? tr("LoRA: %1").arg(files.join(", "))
+                                      : tr("LoRA for %1: %2").arg(qs(plan::describe(fit)), files.join(", "));
     }
     set_row(cache_table, int(i),
             {qs(r.repo_id), family, qs(plan::human_bytes(r.bytes_on_disk)), revision,
@@ -391,6 +406,11 @@ void ModelsView::use_selected() {
     if (qs(r.repo_id) == repo && !r.snapshot.empty()) {
       if (!r.single_files.empty()) {
         const QString file = qs(r.snapshot) + "/" + qs(r.single_files.front());
+        if (lora_fit(r).is_lora) {
+          show_status(tr("Added %1 to the LoRAs (Compose).").arg(file));
+          Q_EMIT use_lora(file);
+          continue;
+        }
         show_status(tr("Using %1 as the transformer file (Memory), with the model folder chosen.").arg(file));
         Q_EMIT use_file(file);
         continue;

@@ -1,6 +1,7 @@
 // The Models tab: what the Hugging Face Hub's cache holds (the one huggingface-cli and diffusers use): pipelines,
-// and repositories of single files (a GGUF quant, an fp8 checkpoint), with Use (the compose panel's model folder,
-// or for a single file the Memory group's transformer file), Verify, Remove and Open folder; the models we run with
+// and repositories of single files (a GGUF quant, an fp8 checkpoint, a LoRA: listed by the family its blocks
+// are, plan/lora_fit.h), with Use (the compose panel's model folder, for a single file the Memory group's
+// transformer file, for a LoRA a row of the compose LoRA list), Verify, Remove and Open folder; the models we run with
 // their sizes and GPU memory (hub::known_models); a download with per-file and overall progress, speed
 // and ETA, pause/resume and cancel, off the GUI thread (HubTask); the token for gated models, kept in the
 // desktop's secret store (TokenStore). HF_TOKEN in the environment wins over it, as in huggingface_hub.
@@ -54,6 +55,7 @@ class ModelsView : public QWidget {
  Q_SIGNALS:
   void use(const QString& model_dir);
   void use_file(const QString& file);  // a single file's repository: the file, as the transformer's
+  void use_lora(const QString& file);  // a LoRA's repository: the file, added to the compose LoRA list
   void task_finished(int ending);  // HubTask::Ending, once the view has shown it
 
  private:

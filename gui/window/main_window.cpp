@@ -13,6 +13,7 @@
 
 #include <algorithm>
 
+#include "io/safetensors/lora_files.h"
 #include "plan/job_check.h"
 #include "plan/job_file.h"
 #include "gui/compose/output_settings.h"
@@ -93,6 +94,10 @@ void MainWindow::build_tabs() {
   connect(compose_, &ComposePanel::model_offered, this, [this](const QString& repo_id) {
     tabs_->setCurrentWidget(models_view_);
     models_view_->show_known(repo_id);
+  });
+  connect(models_view_, &ModelsView::use_lora, this, [this](const QString& file) {
+    compose_->loras->add(file, 1.0);
+    validate();
   });
   connect(models_view_, &ModelsView::use_file, this, [this](const QString& file) {
     compose_->memory->transformer->setText(file);
@@ -194,7 +199,8 @@ std::vector<plan::Problem> MainWindow::validate() {
   plan::JobSpec job = compose_->job();
   if (model) {
     const auto p = parallel_->config();
-    const auto more = plan::check_job(job, p, *model, {parallel_->processes(), parallel_->memory_gib(), parallel_->on_gpus()});
+    auto more = plan::check_job(job, p, *model, {parallel_->processes(), parallel_->memory_gib(), parallel_->on_gpus()});
+    io::check_lora_fits(job, *model, more);
     problems.insert(problems.end(), more.begin(), more.end());
     const auto machine = parallel_->machine_problems(job, *model);
     problems.insert(problems.end(), machine.begin(), machine.end());

@@ -6,6 +6,7 @@
 
 #include "plan/families/cogvideox_config.h"
 #include "plan/family.h"
+#include "plan/single_file.h"
 #include "plan/json_fields.h"
 #include "plan/parallel.h"
 
@@ -84,9 +85,13 @@ class CogVideoX final : public Family {
   bool makes_video() const override { return true; }
   bool classifier_free() const override { return true; }
   bool dynamic_cfg() const override { return true; }
+  bool names_lora_module(const std::string& m) const override {
+    return starts_with(m, "transformer.blocks.") && m.find(".attn1.") != std::string::npos;
+  }
   bool takes_prompt_2() const override { return false; }
   int pixel_step(const ModelFolder& m) const override { return m.vae_scale_spatial() * cog(m).transformer.patch_size; }
   int attention_heads(const ModelFolder& m) const override { return cog(m).transformer.num_attention_heads; }
+  int hidden_size(const ModelFolder& m) const override { return cog(m).transformer.inner_dim(); }
   int blocks(const ModelFolder& m) const override { return cog(m).transformer.num_layers; }
   int train_steps(const ModelFolder& m) const override { return cog(m).scheduler.num_train_timesteps; }
   // TeaCache4CogVideoX1.5/teacache_sample_video.py's coefficients_dict (text to video); 0.1 is the mildest

@@ -8,6 +8,7 @@
 #include "plan/families/flux_config.h"
 #include "plan/families/flux_single_file.h"
 #include "plan/family.h"
+#include "plan/single_file.h"
 #include "plan/json_fields.h"
 #include "plan/parallel.h"
 
@@ -84,11 +85,17 @@ class Flux final : public Family {
   std::string sampler_name(const ModelFolder&) const override { return "FlowMatchEulerDiscreteScheduler"; }
   bool makes_video() const override { return false; }
   bool classifier_free() const override { return false; }
+  bool names_lora_module(const std::string& m) const override {
+    return starts_with(m, "double.blocks.") || starts_with(m, "single.blocks.") ||
+           starts_with(m, "single.transformer.blocks.") ||
+           (starts_with(m, "transformer.blocks.") && m.find(".attn.") != std::string::npos);
+  }
   bool takes_prompt_2() const override { return true; }
   bool takes_text_encoder_loras() const override { return true; }
   // The VAE's 8x, times the 2x2 packing.
   int pixel_step(const ModelFolder& m) const override { return m.vae_scale_spatial() * 2; }
   int attention_heads(const ModelFolder& m) const override { return flux(m).transformer.num_attention_heads; }
+  int hidden_size(const ModelFolder& m) const override { return flux(m).transformer.inner_dim(); }
   int blocks(const ModelFolder& m) const override {
     return flux(m).transformer.num_layers + flux(m).transformer.num_single_layers;
   }

@@ -7,6 +7,7 @@
 
 #include "plan/families/hunyuan15_config.h"
 #include "plan/family.h"
+#include "plan/single_file.h"
 #include "plan/json_fields.h"
 #include "plan/parallel.h"
 
@@ -141,9 +142,14 @@ class Hunyuan15 final : public Family {
   std::string sampler_name(const ModelFolder&) const override { return "FlowMatchEulerDiscreteScheduler"; }
   bool makes_video() const override { return true; }
   bool classifier_free() const override { return true; }
+  bool names_lora_module(const std::string& m) const override {
+    return (starts_with(m, "transformer.blocks.") && m.find(".attn.") != std::string::npos) ||
+           starts_with(m, "context.embedder.token.refiner.");
+  }
   bool takes_prompt_2() const override { return false; }
   int pixel_step(const ModelFolder& m) const override { return m.vae_scale_spatial(); }
   int attention_heads(const ModelFolder& m) const override { return hy(m).transformer.num_attention_heads; }
+  int hidden_size(const ModelFolder& m) const override { return hy(m).transformer.inner_dim(); }
   int blocks(const ModelFolder& m) const override { return hy(m).transformer.num_layers; }
   int train_steps(const ModelFolder& m) const override { return hy(m).scheduler.num_train_timesteps; }
   // TeaCache has published no coefficients for HunyuanVideo-1.5 (validate refuses it).

@@ -1,5 +1,6 @@
 // Wan2.1 and Wan2.2 text-to-video (WanPipeline of diffusers 0.35.2): the rules of its jobs. Wan2.2 A14B has
 // two experts of one shape; a run holds one at a time, so its memory is one expert's.
+#include <cctype>
 #include <cmath>
 
 #include <filesystem>
@@ -7,6 +8,7 @@
 #include "plan/families/wan_config.h"
 #include "plan/families/wan_single_file.h"
 #include "plan/family.h"
+#include "plan/single_file.h"
 #include "plan/json_fields.h"
 #include "plan/parallel.h"
 
@@ -174,11 +176,15 @@ class Wan final : public Family {
   std::string sampler_name(const ModelFolder&) const override { return "UniPCMultistepScheduler"; }
   bool makes_video() const override { return true; }
   bool classifier_free() const override { return true; }
+  bool names_lora_module(const std::string& m) const override {
+    return starts_with(m, "blocks.") && m.size() > 7 && std::isdigit(static_cast<unsigned char>(m[7]));
+  }
   bool takes_prompt_2() const override { return false; }
   int pixel_step(const ModelFolder& m) const override {
     return m.vae_scale_spatial() * wan(m).transformer.patch_size[1];
   }
   int attention_heads(const ModelFolder& m) const override { return wan(m).transformer.num_attention_heads; }
+  int hidden_size(const ModelFolder& m) const override { return wan(m).transformer.inner_dim(); }
   int blocks(const ModelFolder& m) const override { return wan(m).transformer.num_layers; }
   int train_steps(const ModelFolder& m) const override { return wan(m).scheduler.num_train_timesteps; }
   // TeaCache4Wan2.1/teacache_generate.py (without its "ret steps" mode): for text to video the 1.3B set for a
