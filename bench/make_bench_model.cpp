@@ -16,13 +16,17 @@
 // embeds.safetensors holds random prompt_embeds and negative_prompt_embeds for --prompt_embeds. Prints the
 // plan's estimate of the transformer weights per rank for 1, 2 and 4 PipeFusion stages. `--gguf Q8_0|Q4_K` also
 // writes the transformer as OUT_DIR/transformer-<type>.gguf (bench/gguf_quantize.h) for --transformer.
+// `--lora RANK` writes OUT_DIR/lora-r<RANK>.safetensors, a LoRA of that rank on every linear layer of the
+// blocks, for --lora.
 // Usage: bench-make-model OUT_DIR [--family cogvideox|cogvideox-5b|wan21|wan21-14b|wan22|flux|hunyuan15] [--layers N] [--height H
-//        --width W --num_frames F] [--vae] [--bfloat16] [--gguf TYPE]
+//        --width W --num_frames F] [--vae] [--bfloat16] [--gguf TYPE] [--lora RANK]
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+
+#include <ATen/TensorOperators.h>
 
 #include "gguf_quantize.h"
 #include "io/safetensors/safetensors_file.h"
@@ -53,6 +57,7 @@ struct Options {
   int layers = 30, height = 480, width = 720, frames = 49;
   bool vae = false, bfloat16 = false;
   std::string gguf;
+  int lora_rank = 0;
 };
 
 void write_cogvideox_configs(const fs::path& out, const Options& o) {
@@ -195,6 +200,29 @@ void write_weights(const fs::path& part, uint64_t seed, bool bfloat16, Load load
   if (bfloat16) store_as_bfloat16(file);
 }
 
+// A LoRA of rank `rank` on every linear layer of the transformer's blocks (what a style or character LoRA
+// trains), as diffusers saves one: transformer.<module>.lora_A.weight [rank, in] and .lora_B.weight [out, rank],
+// bfloat16, random; no alpha, so a scale of 1.
+void write_lora(const fs::path& transformer_file, const fs::path& out, int rank) {
+  const auto in = io::SafetensorsFile::open(transformer_file.string());
+  sampling::SeededNoise noise(21);
+  std::vector<at::Tensor> kept;
+  std::vector<io::TensorToWrite> rows;
+  for (const auto& t : in->tensors()) {
+    const size_t dot = t.name.rfind(".weight");
+    if (t.shape.size() != 2 || dot == std::string::npos || dot + 7 != t.name.size() ||
+        t.name.find("blocks.") == std::string::npos)
+      continue;
+    const std::string module = "transformer." + t.name.substr(0, dot);
+    for (const auto& [name, shape] : {std::pair{module + ".lora_A.weight", std::vector<int64_t>{rank, t.shape[1]}},
+                                      std::pair{module + ".lora_B.weight", std::vector<int64_t>{t.shape[0], rank}}}) {
+      kept.push_back((noise.draw(shape) * 0.01).to(at::kBFloat16).contiguous());
+      rows.push_back({name, io::DType::BF16, shape, kept.back().data_ptr()});
+    }
+  }
+  io::write_safetensors(out.string(), rows);
+}
+
 void print_weight_estimate(const plan::ModelFolder& folder, int bytes) {
   plan::JobSpec weights_only;  // no sample size: the estimate holds no activations
   for (int stages : {1, 2, 4}) {
@@ -209,7 +237,7 @@ void print_weight_estimate(const plan::ModelFolder& folder, int bytes) {
 
 int main(int argc, char** argv) {
   const char* usage = "usage: bench-make-model OUT_DIR [--family cogvideox|cogvideox-5b|wan21|wan21-14b|wan22|flux|hunyuan15] [--layers N] "
-                      "[--height H --width W --num_frames F] [--vae] [--bfloat16]\n";
+                      "[--height H --width W --num_frames F] [--vae] [--bfloat16] [--gguf TYPE] [--lora RANK]\n";
   if (argc < 2) return std::cerr << usage, 2;
   if (argv[1][0] == '-') {  // an option where the folder goes (--help too): no folder named after it
     const bool help = !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h");
@@ -222,6 +250,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--bfloat16")) o.bfloat16 = true;
     else if (value && !std::strcmp(argv[i], "--family")) o.family = argv[++i];
     else if (value && !std::strcmp(argv[i], "--gguf")) o.gguf = argv[++i];
+    else if (value && !std::strcmp(argv[i], "--lora")) o.lora_rank = std::atoi(argv[++i]);
     else if (value && !std::strcmp(argv[i], "--layers")) o.layers = std::atoi(argv[++i]);
     else if (value && !std::strcmp(argv[i], "--height")) o.height = std::atoi(argv[++i]);
     else if (value && !std::strcmp(argv[i], "--width")) o.width = std::atoi(argv[++i]);
@@ -293,6 +322,9 @@ int main(int argc, char** argv) {
     bench::write_gguf_transformer((out / "transformer" / "diffusion_pytorch_model.safetensors").string(),
                                   (out / (std::string("transformer-") + plan::format_info(*gguf).name + ".gguf")).string(), *gguf,
                                   plan::rules_of(folder).gguf_architecture());
+  if (o.lora_rank > 0)
+    write_lora(out / "transformer" / "diffusion_pytorch_model.safetensors",
+               out / ("lora-r" + std::to_string(o.lora_rank) + ".safetensors"), o.lora_rank);
   std::cout << "wrote " << out.string() << " (" << o.family << ", " << o.layers << " layers"
             << (o.vae ? ", vae" : "") << (o.bfloat16 ? ", bfloat16" : "") << ")\n";
   print_weight_estimate(folder, o.bfloat16 ? 2 : 4);

@@ -242,7 +242,11 @@ at::Tensor WeightSet::take(const std::string& name, const std::vector<int64_t>& 
   if (deltas == deltas_.end()) return read(name, shape, dtype, device, config_note);
   check_deltas(name, shape);
   // In float32 on the CPU, then once into the run's dtype: W + sum of scale * up @ down, as the reference merges.
-  auto w = read(name, shape, at::kFloat, at::kCPU, config_note).clone();
+  // A float32 file's weight reads as a view of the file, to be copied before it changes; any other is read
+  // into a tensor of its own already (a copy more would cost a pass and fresh pages per weight).
+  auto w = read(name, shape, at::kFloat, at::kCPU, config_note);
+  const StoredTensor& first = find(name, shape, config_note).front().tensor;
+  if (first.format && native_type(*first.format) == at::kFloat && first.scale == 1.0f) w = w.clone();
   for (const auto& d : deltas->second) d.down.defined() ? w.addmm_(d.up, d.down, 1.0, d.scale) : w.add_(d.up, d.scale);
   return w.to(device, dtype);
 }
