@@ -11,7 +11,7 @@
 // - hunyuan15: HunyuanVideo-1.5 480p T2V (16 heads x 128, width 2048, 54 dual-stream blocks, Qwen 3584 wide ->
 //   up to 1000 tokens, ByT5 1472 wide), flow shift 5, the guider's 6; its embeds add prompt_embeds_2.
 // `--layers N` sets the blocks (both real models have 30); `--vae` adds vae/ with the real VAE config (the
-// decoder's weights: the engine has no encoder); `--bfloat16` stores the transformer in bfloat16 (half the
+// decoder's weights: text-to-video needs no encoder; bench-vae-encode times the encoder); `--bfloat16` stores the transformer in bfloat16 (half the
 // disk and, run with --dtype bfloat16, weights the engine maps instead of copying). No text encoder:
 // embeds.safetensors holds random prompt_embeds and negative_prompt_embeds for --prompt_embeds. Prints the
 // plan's estimate of the transformer weights per rank for 1, 2 and 4 PipeFusion stages. `--gguf Q8_0|Q4_K` also

@@ -4,10 +4,6 @@
 // (each batch's frames are dropped once handed over, as dit-launch --output does). With --ranks N, N
 // processes decode it split by rows (parallel/parallel_vae.*) over Gloo, and each reports its own peak.
 // Usage: bench-vae-decode [--latent_frames N] [--height H --width W] [--ranks N]
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -18,28 +14,22 @@
 #include <ATen/core/Generator.h>
 #include <ATen/Context.h>
 
+#include "forked_ranks.h"
 #include "io/weights/weights.h"
 #include "models/cogvideox/cogvideox_vae.h"
 #include "parallel/mesh.h"
 #include "parallel/parallel_vae.h"
-#include "workers/launch/supervisor.h"
 
 using namespace studio;
 
 namespace {
-
-double peak_rss_gib() {
-  struct rusage ru {};
-  getrusage(RUSAGE_SELF, &ru);
-  return double(ru.ru_maxrss) / (1024.0 * 1024.0);  // ru_maxrss is in KiB
-}
 
 // One rank's decode (the whole decode when ranks == 1); rank 0 prints the table.
 void decode(int rank, int ranks, int port, int frames, int height, int width) {
   plan::CogVideoXVaeConfig cfg;  // the defaults are CogVideoX-2b's vae/config.json
   auto weights = io::WeightSet::synthetic(7);
   auto vae = models::CogVideoXVae::load(weights, cfg, at::kFloat, at::kCPU);
-  const double after_weights = peak_rss_gib();
+  const double after_weights = bench::peak_rss_gib();
   at::manual_seed(0);
   auto z = at::randn({1, cfg.latent_channels, frames, height / 8, width / 8});
   plan::ParallelConfig p;
@@ -59,14 +49,14 @@ void decode(int rank, int ranks, int port, int frames, int height, int width) {
   auto t0 = std::chrono::steady_clock::now(), start = t0;
   parallel::decode_by_rows(*vae, mesh->world(), z, [&](const at::Tensor& f) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("| %d | %ld | %.1f | %.2f |\n", ++batch, long(f.size(2)), s, peak_rss_gib());
+    std::printf("| %d | %ld | %.1f | %.2f |\n", ++batch, long(f.size(2)), s, bench::peak_rss_gib());
     std::fflush(stdout);
     t0 = std::chrono::steady_clock::now();
   });
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const auto [b, e] = models::rows_of(height / 8, rank, ranks);
   std::printf("rank %d (latent rows %ld-%ld): total %.1f s, peak RSS %.2f GiB\n", rank, long(b), long(e - 1), total,
-              peak_rss_gib());
+              bench::peak_rss_gib());
   std::fflush(stdout);
 }
 
@@ -80,23 +70,5 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--width")) width = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--ranks")) ranks = std::max(1, std::atoi(argv[i + 1]));
   }
-  if (ranks == 1) return decode(0, 1, 0, frames, height, width), 0;
-  const int port = workers::free_loopback_port();
-  std::vector<pid_t> pids;
-  for (int r = 0; r < ranks; ++r) {
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      decode(r, ranks, port, frames, height, width);
-      std::fflush(stdout);
-      ::_exit(0);
-    }
-    pids.push_back(pid);
-  }
-  int failed = 0;
-  for (pid_t pid : pids) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
-  return failed ? 1 : 0;
+  return bench::run_ranks(ranks, [&](int rank, int port) { decode(rank, ranks, port, frames, height, width); });
 }

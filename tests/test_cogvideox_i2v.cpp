@@ -2,16 +2,20 @@
 // CogVideoXImageToVideoPipeline, from words and the picture): the VAE encoder's moments, the posterior drawn
 // from the seed before the noise, the picture's latents as the transformer takes them (5B-I2V scaled,
 // 1.5-I2V divided and padded to an even frame count), one transformer call (learned positions on top of
-// RoPE; the ofs embedding), and the whole run through dit-launch in one process and the parallel mixes.
+// RoPE; the ofs embedding), the picture's encode split by rows, and the whole run through dit-launch in one
+// process and the parallel mixes.
 #include <sstream>
 
 #include "io/weights/tensor_file.h"
 #include "mixes.h"
 #include "models/cogvideox/cogvideox_picture_encoder.h"
 #include "models/family_runtime.h"
+#include "parallel/parallel_vae.h"
+#include "plan/families/cogvideox_config.h"
 #include "plan/error.h"
 #include "plan/job.h"
 #include "process.h"
+#include "rank_threads.h"
 #include "tensor_support.h"
 #include "video/picture.h"
 
@@ -62,6 +66,34 @@ TEST_P(CogVideoXPictures, transformer_call) {
   EXPECT_THROW(model->forward(in, model->positions(model->token_grid(in.latents))), InputError);
 }
 
+// Split by rows over 2 and 3 ranks (threads over real Gloo sockets): each rank encodes its rows (a halo row from
+// each neighbour for the convolutions and the stride-2 halving, the whole picture's group statistics) and every
+// rank gets the whole picture's moments, as one process's.
+TEST_P(CogVideoXPictures, moments_split_by_rows) {
+  const std::string c = GetParam();
+  const auto folder = plan::read_model_folder(test::golden_case(c));
+  const auto encoder = models::CogVideoXPictureEncoder::load(
+      folder.dir + "/vae", *folder.parts_as<plan::CogVideoXParts>().vae, at::kFloat, at::kCPU);
+  const auto picture = golden(c, "image"), want = golden(c, "vae_encoder_output");
+  for (int ranks : {2, 3}) {
+    plan::ParallelConfig p;
+    p.ulysses_degree = ranks;  // any layout: the encode uses the world group
+    std::vector<at::Tensor> got(static_cast<size_t>(ranks));
+    for (const auto& failure : test::run_ranks(p, [&](int r, parallel::Mesh& mesh) {
+           const auto exchange = parallel::row_exchange(mesh.world());
+           const models::RowShare share{exchange.get(), r, ranks};
+           got[size_t(r)] = encoder->moments(picture, &share);
+         }))
+      EXPECT_EQ(failure, "");
+    for (int r = 0; r < ranks; ++r) {
+      ASSERT_TRUE(got[size_t(r)].defined());
+      const double err = test::max_abs_diff(got[size_t(r)], want);
+      std::printf("%s moments on rank %d of %d: %.3g\n", c.c_str(), r, ranks, err);
+      EXPECT_LT(err, test::kCallTolerance);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, CogVideoXPictures, ::testing::Values("cogvx5b_i2v_tiny", "cogvx15_i2v_tiny"),
                          [](const auto& info) { return info.param; });
 
@@ -101,7 +133,8 @@ INSTANTIATE_TEST_SUITE_P(
                       std::tuple{"cogvx5b_i2v_tiny", "--use_cfg_parallel --ring_degree 2"},
                       std::tuple{"cogvx5b_i2v_tiny", "--pipefusion_parallel_degree 2 --warmup_steps 5"},
                       std::tuple{"cogvx5b_i2v_tiny", "--data_parallel_degree 2 --num_videos_per_prompt 2"},
-                      std::tuple{"cogvx15_i2v_tiny", ""}, std::tuple{"cogvx15_i2v_tiny", "--ulysses_degree 2 --ring_degree 2"},
+                      std::tuple{"cogvx15_i2v_tiny", ""},
+                      std::tuple{"cogvx15_i2v_tiny", "--ulysses_degree 2 --ring_degree 2 --use_parallel_vae"},
                       std::tuple{"cogvx15_i2v_tiny", "--pipefusion_parallel_degree 2 --warmup_steps 4"}),
     [](const auto& info) {
       return std::string(std::get<0>(info.param)).substr(0, 7) + "_" +

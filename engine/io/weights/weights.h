@@ -69,6 +69,7 @@ class WeightSet {
   // shape asked for (biases 0, 1-D weights 1, others N(0, 1/fan_in)). The built-in demo model is made
   // this way, so the weight layout has one home: the loaders.
   static WeightSet synthetic(uint64_t seed);
+  bool makes_weights() const { return synthetic_ != nullptr; }  // a synthetic set: it has every weight asked for
   // Writes every weight a synthetic set has made, as float32.
   void save(const std::string& file) const;
   // Linear weights stored in a float format are kept in `f` instead (--quantize fp8).

@@ -4,12 +4,15 @@
 #include <ATen/ops/clamp.h>
 #include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/conv2d.h>
+#include <ATen/ops/cat.h>
 #include <ATen/ops/conv3d.h>
 #include <ATen/ops/exp.h>
 #include <ATen/ops/group_norm.h>
+#include <ATen/ops/rsqrt.h>
 #include <ATen/ops/silu.h>
 #include <c10/core/InferenceMode.h>
 
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -21,29 +24,52 @@ namespace studio::models {
 
 namespace {
 
-// CogVideoXCausalConv3d on one frame: the frame repeated over the kernel's time (its "first" padding), zero
-// padding in space.
-struct CausalConv {
-  at::Tensor weight, bias;
-  at::Tensor operator()(const at::Tensor& x) const {
-    const int64_t kt = weight.size(2), pad = weight.size(3) / 2;
-    return at::conv3d(x.expand({-1, -1, kt, -1, -1}), weight, bias, 1, {0, pad, pad});
+// With a row split, this rank's rows and how it reaches the others (nullptr: this process has every row).
+struct Rows {
+  RowExchange* exchange = nullptr;
+  // x [B, C, 1, h, W] with the neighbours' adjacent rows (`above`, `below`: whether each side is wanted);
+  // zeros at the picture's edges, which is the zero padding one process adds there.
+  at::Tensor with_halo(const at::Tensor& x, bool above, bool below) const {
+    auto [up, down] = exchange->halo(x.narrow(3, 0, 1).contiguous(), x.narrow(3, x.size(3) - 1, 1).contiguous());
+    std::vector<at::Tensor> parts;
+    if (above) parts.push_back(up);
+    parts.push_back(x);
+    if (below) parts.push_back(down);
+    return at::cat(parts, 3);
   }
 };
 
-struct GroupNorm {  // nn.GroupNorm over channels, time, rows and columns
+// CogVideoXCausalConv3d on one frame: the frame repeated over the kernel's time (its "first" padding), zero
+// padding in space; split by rows, a halo row each side stands for the padding between ranks.
+struct CausalConv {
+  at::Tensor weight, bias;
+  at::Tensor operator()(const at::Tensor& x, const Rows& rows) const {
+    const int64_t kt = weight.size(2), pad = weight.size(3) / 2;
+    const auto in = rows.exchange && pad ? rows.with_halo(x, true, true) : x;
+    return at::conv3d(in.expand({-1, -1, kt, -1, -1}), weight, bias, 1, {0, rows.exchange ? 0 : pad, pad});
+  }
+};
+
+struct GroupNorm {  // nn.GroupNorm over channels, time, rows and columns; of the whole picture when split by rows
   at::Tensor weight, bias;
   int64_t groups = 32;
   double eps = 1e-6;
-  at::Tensor operator()(const at::Tensor& x) const { return at::group_norm(x, groups, weight, bias, eps); }
+  at::Tensor operator()(const at::Tensor& x, const Rows& rows) const {
+    if (!rows.exchange) return at::group_norm(x, groups, weight, bias, eps);
+    const int64_t B = x.size(0), C = x.size(1);
+    const auto [mean, var] = group_mean_var(x.reshape({B, groups, -1}), rows.exchange);
+    const auto shape = x.sizes().vec();
+    const auto y = ((x.reshape({B, groups, -1}).to(at::kFloat) - mean) * at::rsqrt(var + eps)).view(shape);
+    return (y * weight.view({1, C, 1, 1, 1}) + bias.view({1, C, 1, 1, 1})).to(x.scalar_type());
+  }
 };
 
 struct Resnet {  // CogVideoXResnetBlock3D without a time embedding or spatial norm
   GroupNorm norm1, norm2;
   CausalConv conv1, conv2;
   at::Tensor shortcut_w, shortcut_b;  // 1 x 1 x 1, when the channel count changes
-  at::Tensor operator()(const at::Tensor& x) const {
-    auto h = conv2(at::silu(norm2(conv1(at::silu(norm1(x))))));
+  at::Tensor operator()(const at::Tensor& x, const Rows& rows) const {
+    auto h = conv2(at::silu(norm2(conv1(at::silu(norm1(x, rows)), rows), rows)), rows);
     return h + (shortcut_w.defined() ? at::conv3d(x, shortcut_w, shortcut_b) : x);
   }
 };
@@ -127,20 +153,39 @@ at::Tensor CogVideoXPictureEncoder::moments_tiled(const at::Tensor& picture, con
                          [&](const at::Tensor& tile) { return moments(tile); }, whole, progress);
 }
 
-at::Tensor CogVideoXPictureEncoder::moments(const at::Tensor& picture) const {
-  c10::InferenceMode guard;
-  if (picture.dim() != 4 || picture.size(1) != cfg_.in_channels)
+at::Tensor CogVideoXPictureEncoder::moments(const at::Tensor& picture, const RowShare* share) const {
+  // Not with a row split: c10d's Gloo works on threads of its own, which cannot touch inference tensors.
+  std::optional<c10::InferenceMode> guard;
+  if (!share) guard.emplace();
+  const int64_t s = cfg_.spatial_compression;
+  if (picture.dim() != 4 || picture.size(1) != cfg_.in_channels || picture.size(2) % s || picture.size(3) % s)
     throw InputError("VAE encoder input has shape " + io::shape_str(picture.sizes().vec()) + "; expected [B, " +
-                     std::to_string(cfg_.in_channels) + ", H, W]");
-  const auto& l = *layers_;
-  auto x = l.conv_in(picture.to(device_, dtype_).unsqueeze(2));
-  for (const auto& blk : l.down_blocks) {
-    for (const auto& r : blk.resnets) x = r(x);
-    if (blk.down_w.defined())  // one frame: halving time keeps it; then the spatial halving, frame by frame
-      x = at::conv2d(at::constant_pad_nd(x.squeeze(2), {0, 1, 0, 1}), blk.down_w, blk.down_b, 2).unsqueeze(2);
+                     std::to_string(cfg_.in_channels) + ", H, W] with H and W multiples of " + std::to_string(s));
+  Rows rows;
+  at::Tensor mine = picture;
+  if (share) {  // whole latent rows each, so every halving keeps a rank's rows even
+    const int64_t h = picture.size(2) / s;
+    if (h < share->ranks)
+      throw InputError("parallel VAE encoding: " + std::to_string(share->ranks) + " ranks cannot share " +
+                       std::to_string(h) + " latent rows; use at most " + std::to_string(h) + " ranks");
+    const auto [begin, end] = rows_of(h, share->rank, share->ranks);
+    mine = picture.narrow(2, begin * s, (end - begin) * s);
+    rows.exchange = share->exchange;
   }
-  x = l.mid[1](l.mid[0](x));
-  return l.conv_out(at::silu(l.norm_out(x))).to(at::kFloat);
+  const auto& l = *layers_;
+  auto x = l.conv_in(mine.to(device_, dtype_).unsqueeze(2), rows);
+  for (const auto& blk : l.down_blocks) {
+    for (const auto& r : blk.resnets) x = r(x, rows);
+    if (!blk.down_w.defined()) continue;
+    // One frame: halving time keeps it; then the spatial halving, zero padding right and below (split by
+    // rows: the next rank's first row below).
+    const auto in = rows.exchange ? at::constant_pad_nd(rows.with_halo(x, false, true).squeeze(2), {0, 1})
+                                  : at::constant_pad_nd(x.squeeze(2), {0, 1, 0, 1});
+    x = at::conv2d(in, blk.down_w, blk.down_b, 2).unsqueeze(2);
+  }
+  x = l.mid[1](l.mid[0](x, rows), rows);
+  const auto out = l.conv_out(at::silu(l.norm_out(x, rows)), rows).to(at::kFloat);
+  return share ? share->exchange->gather(out.contiguous(), 3) : out;
 }
 
 at::Tensor sample_latents(const at::Tensor& moments, const at::Tensor& noise) {

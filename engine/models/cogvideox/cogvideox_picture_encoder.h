@@ -1,7 +1,8 @@
 // The encoder of CogVideoX's causal 3D VAE (CogVideoXEncoder3D, diffusers 0.35.2) for what the image-to-video
 // pipelines give it: one picture, a video of one frame. On one frame every causal convolution sees that
 // frame repeated (its past is the first frame), and halving time leaves a lone first frame as it is, so
-// nothing is carried between frame batches. A video of several frames is not encoded here.
+// nothing is carried between frame batches. A video of several frames is not encoded here. Whole, in tiles,
+// or split by rows over the ranks (--use_parallel_vae).
 #pragma once
 #include <memory>
 #include <string>
@@ -20,8 +21,10 @@ class CogVideoXPictureEncoder {
   static std::shared_ptr<CogVideoXPictureEncoder> load(const std::string& part_dir, const plan::CogVideoXVaeConfig& cfg,
                                                        at::ScalarType dtype, at::Device device);
   // A picture [B, 3, H, W] in [-1, 1] -> the moments of its latent distribution [B, 2 latent_channels, 1, h, w]
-  // (mean, then log-variance), float32.
-  at::Tensor moments(const at::Tensor& picture) const;
+  // (mean, then log-variance), float32. With `rows`, this rank encodes its share of the rows (its convolutions
+  // take a halo row from each neighbour, its group norms the whole picture's statistics) and the shares are
+  // gathered: exact.
+  at::Tensor moments(const at::Tensor& picture, const RowShare* rows = nullptr) const;
   // The same in overlapping tiles, as diffusers' tiled_encode with enable_tiling() (a sixth of a tile overlaps
   // down, a fifth across): memory follows the tile. `progress` counts tiles.
   at::Tensor moments_tiled(const at::Tensor& picture, const TileOptions& tiles, const DecodeProgress& progress = {}) const;

@@ -48,20 +48,23 @@ class CogVideoXRuntime final : public FamilyRuntime {
     out.input_ids = {{"input_ids", t5[0].first}, {"negative_input_ids", t5[1].first}};
     return out;
   }
-  // prepare_latents' picture: encoded whole on every rank (one frame; not split by rows), its latent distribution
+  // prepare_latents' picture: encoded on every rank, whole, in tiles or split by rows; its latent distribution
   // sampled from each video's generator (before that video's noise), scaled, in latent frame 0 of otherwise zero
   // frames as many as the noise's.
   PictureConditioning condition_on_pictures(const plan::ModelFolder& folder, const plan::JobSpec& job,
                                             at::ScalarType dtype, at::Device device, sampling::SeededNoise& noise,
-                                            const text::Log& log, const RowShare*) const override {
+                                            const text::Log& log, const RowShare* rows) const override {
     const auto& vae = *cog(folder).vae;
     const auto image = vae_pixel_values(video::read_picture(job.image_file, "--image"), job.width, job.height);
-    log("encoding the picture with the VAE encoder on " + device.str() + (job.vae_tiling ? ", in tiles (--enable_tiling)" : ""));
+    log("encoding the picture with the VAE encoder on " + device.str() +
+        (rows ? ", split by rows over " + std::to_string(rows->ranks) + " ranks"
+              : job.vae_tiling ? ", in tiles (--enable_tiling)" : ""));
     const auto encoder = CogVideoXPictureEncoder::load(part_path(folder, "vae"), vae, dtype, device);
     // As the pipeline encodes with the VAE's tiling on: the same tiles as the decode's (--tile_sample_min_*).
-    const auto moments = (job.vae_tiling ? encoder->moments_tiled(image, {job.tile_sample_min_height, job.tile_sample_min_width})
-                                         : encoder->moments(image))
-                             .cpu();
+    const auto moments =
+        (job.vae_tiling && !rows ? encoder->moments_tiled(image, {job.tile_sample_min_height, job.tile_sample_min_width})
+                                 : encoder->moments(image, rows))
+            .cpu();
     const int64_t V = noise.videos(), C = vae.latent_channels;
     const auto drawn = noise.draw({V, C, 1, moments.size(3), moments.size(4)});
     const auto sampled = sample_latents(moments.expand({V, -1, -1, -1, -1}), drawn);

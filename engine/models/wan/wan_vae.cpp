@@ -29,7 +29,7 @@ std::shared_ptr<WanVae> WanVae::load(io::WeightSet& weights, const plan::WanVaeC
   std::set<std::string> encoder;
   for (const auto& name : weights.names())
     if (name.rfind("encoder.", 0) == 0 || name.rfind("quant_conv.", 0) == 0) encoder.insert(name);
-  if (with_encoder && !encoder.empty()) vae->encoder_ = Encoder::load(WeightSource{weights, dtype, device}, cfg);
+  if (with_encoder && (!encoder.empty() || weights.makes_weights())) vae->encoder_ = Encoder::load(WeightSource{weights, dtype, device}, cfg);
   weights.expect_all_taken(encoder);
   vae->cfg_ = cfg;
   vae->dtype_ = dtype;
