@@ -66,6 +66,24 @@ class TestModelsView : public QObject {
   std::unique_ptr<test::FakeHub> hub_;
   std::string cache_;
 
+  // `source` in the cache as repository `repo`'s one file `name` (as `dit-models download REPO FILE` leaves it);
+  // returns the repository's folder.
+  std::string cache_one_file(const std::string& repo, const std::string& source, const std::string& name) {
+    const std::string commit = "0123456789abcdef0123456789abcdef01234567";
+    const std::string dir = hub::repo_dir(cache_, repo), blob = std::string(64, 'a');
+    fs::create_directories(dir + "/blobs");
+    fs::copy_file(source, dir + "/blobs/" + blob);
+    hub::link_snapshot_file(dir, commit, name, blob);
+    hub::write_ref(dir, "main", commit);
+    return dir;
+  }
+  // The cache table's row of `repo`, -1 when it is not listed.
+  static int row_of(ModelsView& v, const std::string& repo) {
+    for (int i = 0; i < v.cache_table->rowCount(); ++i)
+      if (v.cache_table->item(i, 0)->text() == QString::fromStdString(repo)) return i;
+    return -1;
+  }
+
   // Whether the download is inside the held file, part of it written.
   static bool inside_held_file(ModelsView& v) {
     return v.progress_label->text().contains("transformer/") && v.file_bar->value() > 0 && v.file_bar->value() < 1000;
@@ -171,19 +189,14 @@ class TestModelsView : public QObject {
   // A GGUF repository's one quant, as `dit-models download REPO FILE` leaves it: listed as a single file, not as
   // an incomplete pipeline, and Use makes it the transformer file of the folder chosen.
   void a_single_file_is_listed_and_used_as_the_transformer() {
-    const std::string repo = "city96/FLUX.1-dev-gguf", commit = "0123456789abcdef0123456789abcdef01234567";
-    const std::string dir = hub::repo_dir(cache_, repo), blob = std::string(64, 'a');
-    fs::create_directories(dir + "/blobs");
-    fs::copy_file(test::golden_case("flux_gguf_tiny") + "/transformer-Q4_0.gguf", dir + "/blobs/" + blob);
-    hub::link_snapshot_file(dir, commit, "flux1-dev-Q4_0.gguf", blob);
-    hub::write_ref(dir, "main", commit);
+    const std::string repo = "city96/FLUX.1-dev-gguf";
+    const std::string dir =
+        cache_one_file(repo, test::golden_case("flux_gguf_tiny") + "/transformer-Q4_0.gguf", "flux1-dev-Q4_0.gguf");
     MainWindow w(tmp_.path() + "/single");
     w.show();
     ModelsView& v = w.models_view();
     v.refresh();
-    int row = -1;
-    for (int i = 0; i < v.cache_table->rowCount(); ++i)
-      if (v.cache_table->item(i, 0)->text() == QString::fromStdString(repo)) row = i;
+    const int row = row_of(v, repo);
     QVERIFY(row >= 0);
     QCOMPARE(v.cache_table->item(row, 1)->text(), QString("single file: flux1-dev-Q4_0.gguf"));
     QVERIFY2(v.cache_table->item(row, 4)->text().startsWith("complete"), qPrintable(v.cache_table->item(row, 4)->text()));
@@ -199,19 +212,14 @@ class TestModelsView : public QObject {
   // A LoRA repository's file (flux_lora_tiny's kohya one): listed by the family its blocks are and the width they
   // read, and Use adds it to the compose LoRA list; on a Wan model the studio refuses it before the run.
   void a_lora_is_listed_by_its_family_and_used_as_a_lora() {
-    const std::string repo = "someone/flux-style-lora", commit = "1123456789abcdef0123456789abcdef01234567";
-    const std::string dir = hub::repo_dir(cache_, repo), blob = std::string(64, 'b');
-    fs::create_directories(dir + "/blobs");
-    fs::copy_file(test::golden_case("flux_lora_tiny") + "/lora_kohya.safetensors", dir + "/blobs/" + blob);
-    hub::link_snapshot_file(dir, commit, "style.safetensors", blob);
-    hub::write_ref(dir, "main", commit);
+    const std::string repo = "someone/flux-style-lora";
+    const std::string dir =
+        cache_one_file(repo, test::golden_case("flux_lora_tiny") + "/lora_kohya.safetensors", "style.safetensors");
     MainWindow w(tmp_.path() + "/lora");
     w.show();
     ModelsView& v = w.models_view();
     v.refresh();
-    int row = -1;
-    for (int i = 0; i < v.cache_table->rowCount(); ++i)
-      if (v.cache_table->item(i, 0)->text() == QString::fromStdString(repo)) row = i;
+    const int row = row_of(v, repo);
     QVERIFY(row >= 0);
     QCOMPARE(v.cache_table->item(row, 1)->text(), QString("LoRA for FLUX.1, width 32: style.safetensors"));
     v.cache_table->selectRow(row);
