@@ -348,3 +348,27 @@ TEST(PlanWan, memory_of_the_real_model_is_one_expert) {
   EXPECT_FALSE(plan::validate_parallel(ulysses, job, model, 4, 24.0, 2).empty());
   EXPECT_TRUE(plan::validate_parallel(stages, job, model, 4, 24.0, 2).empty());
 }
+
+// Wan2.2 TI2V-5B gives each token its own timestep, so each token its own six modulation vectors (float32): at
+// 704 x 1280 x 121 (27,280 tokens, both guidance branches in one batch) 3.75 GiB more than one vector a sample.
+TEST(PlanWan, ti2v_counts_each_token_s_modulation) {
+  test::TempDir tmp;
+  const auto folder_of = [&](const std::string& name, bool per_token) {
+    const std::string dir = tmp.path(name);
+    test::copy_tree(test::golden_case("wan22_ti2v_tiny"), dir);
+    test::edit_json(dir + "/transformer/config.json", [](nlohmann::json& j) {
+      j.update({{"num_layers", 30}, {"attention_head_dim", 128}, {"num_attention_heads", 24}, {"ffn_dim", 14336},
+                {"freq_dim", 256}});  // text_dim stays the tiny umT5's
+    });
+    test::edit_json(dir + "/model_index.json", [&](nlohmann::json& j) { j["expand_timesteps"] = per_token; });
+    return plan::read_model_folder(dir);
+  };
+  const auto ti2v = folder_of("ti2v", true), plain = folder_of("plain", false);
+  plan::JobSpec job;
+  job.height = 704, job.width = 1280, job.num_frames = 121;
+  plan::apply_model_defaults(job, ti2v);
+  ASSERT_EQ(plan::latent_geometry(job, ti2v).latent_tokens, 31 * 22 * 40);
+  const double extra = plan::estimate_memory({}, job, ti2v, 2).transformer_gib -
+                       plan::estimate_memory({}, job, plain, 2).transformer_gib;
+  EXPECT_NEAR(extra, 2 * 6 * 27280.0 * 3072 * 4 / plan::kGiB, 0.01);
+}

@@ -261,7 +261,7 @@ std::string calibration_dtype(const JobSpec& job, bool on_gpu) {
 double MemoryEstimate::peak_gib() const { return std::max({transformer_gib, text_encoder_gib, vae_gib}); }
 
 double transformer_gib(const ParallelConfig& p, const JobSpec& job, const ModelFolder& m, double block_params,
-                       double other_params, double width, int b) {
+                       double other_params, double width, int b, double float32_per_token) {
   const auto [first, end] = stage_blocks(rules_of(m).blocks(m), 0, p.pipefusion_parallel_degree);  // the largest
   const int blocks_here = end - first;
   const double all = rules_of(m).blocks(m) * block_params + other_params;
@@ -271,13 +271,17 @@ double transformer_gib(const ParallelConfig& p, const JobSpec& job, const ModelF
                            : p.shard_weights       ? blocks_here / double(p.replica_degree()) + 1
                                                    : blocks_here;
   const double weights = (resident * block_params + other_params) * weight_bytes_per_param(job, all, b);
-  double tokens = 0;
-  if (job.height > 0 && job.width > 0 && job.num_frames > 0)
-    tokens = double(latent_geometry(job, m).latent_tokens + job.max_sequence_length);
+  double tokens = 0, latent = 0;
+  if (job.height > 0 && job.width > 0 && job.num_frames > 0) {
+    latent = double(latent_geometry(job, m).latent_tokens);
+    tokens = latent + job.max_sequence_length;
+  }
   const double batch = double(std::max(1, job.num_videos_per_prompt)) / p.data_parallel_degree *
                        (rules_of(m).classifier_free() && job.guidance_scale > 1 && !p.use_cfg_parallel ? 2 : 1);
   const double local = tokens / p.sp_degree();
-  return (weights + batch * width * b * (16 * local + 2 * tokens / p.ring_degree)) / kGiB;
+  return (weights + batch * width * (b * (16 * local + 2 * tokens / p.ring_degree) +
+                                     4 * float32_per_token * latent / p.sp_degree())) /
+         kGiB;
 }
 
 double block_weight_gib(const JobSpec& job, const ModelFolder& m, double block_params, double other_params, int b) {
