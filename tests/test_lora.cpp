@@ -17,10 +17,9 @@
 #include "io/weights/tensor_file.h"
 #include "models/family_runtime.h"
 #include "models/layers/layers.h"
-#include "models/lora.h"
+#include "io/weights/lora.h"
 #include "plan/error.h"
 #include "plan/lora_choice.h"
-#include "plan/lora_fit.h"
 #include "plan/model_folder.h"
 #include "text/encode/prompt.h"
 #include "video/image_writer.h"
@@ -43,7 +42,7 @@ std::string lora_file(const std::string& c, const std::string& adapter) {
 at::Tensor change_of(const std::string& c, const std::vector<plan::LoraUse>& loras, const std::string& weight) {
   const auto folder = plan::read_model_folder(test::golden_case(test::golden_json(c)["model"]));
   auto weights = models::transformer_weights(folder, 0);
-  const auto deltas = models::lora_deltas(folder, loras, weights.names());
+  const auto deltas = io::lora_deltas(folder, loras, weights.names());
   at::Tensor sum;
   for (const auto& d : deltas.at(weight)) {
     const auto one = at::mm(d.up, d.down) * d.scale;
@@ -175,7 +174,7 @@ TEST(LoraTextEncoders, flux_clip_and_t5_modules_merge_into_the_encoders) {
   EXPECT_LT(test::max_abs_diff(change_in(t5, t5_base, "encoder.block.0.layer.0.SelfAttention.q.weight", {32, 32}),
                                at::mm(t5_up, t5_down) * 0.8), 1e-5);
   // The transformer's weights stay as they are: the file has no module for it.
-  const auto deltas = models::lora_deltas(folder, folder.loras, models::transformer_weights(folder, 0).names());
+  const auto deltas = io::lora_deltas(folder, folder.loras, models::transformer_weights(folder, 0).names());
   EXPECT_TRUE(deltas.empty());
 }
 
@@ -213,22 +212,22 @@ TEST(LoraRuns, what_the_reference_leaves_out_is_named_in_the_log_and_changes_not
 // The family a LoRA is for, from its header: each case's files, and what a model of another family or size says.
 TEST(LoraFit, the_family_and_width_come_from_the_names_and_shapes) {
   const auto fit = [](const std::string& c, const std::string& adapter) { return io::lora_fit_of(lora_file(c, adapter)); };
-  EXPECT_EQ(plan::describe(fit(kFlux.name, "kohya")), "FLUX.1, width 32");  // double_blocks: FLUX.1's own names
-  EXPECT_EQ(plan::describe(fit(kFlux.name, "peft")), "FLUX.1, width 32");  // its single blocks are FLUX.1's alone
+  EXPECT_EQ(io::describe(fit(kFlux.name, "kohya")), "FLUX.1, width 32");  // double_blocks: FLUX.1's own names
+  EXPECT_EQ(io::describe(fit(kFlux.name, "peft")), "FLUX.1, width 32");  // its single blocks are FLUX.1's alone
   // diffusers' transformer_blocks.N.attn alone names a dual-stream block, FLUX.1's or HunyuanVideo-1.5's.
-  EXPECT_EQ(plan::describe(plan::lora_fit({{"transformer.transformer_blocks.0.attn.to_q.lora_A.weight", {4, 2048}},
+  EXPECT_EQ(io::describe(io::lora_fit({{"transformer.transformer_blocks.0.attn.to_q.lora_A.weight", {4, 2048}},
                                            {"transformer.transformer_blocks.0.attn.to_q.lora_B.weight", {2048, 4}}})),
             "FLUX.1 or HunyuanVideo-1.5, width 2048");
-  for (const char* a : {"peft", "comfy", "musubi"}) EXPECT_EQ(plan::describe(fit(kWan.name, a)), "Wan, width 32") << a;
+  for (const char* a : {"peft", "comfy", "musubi"}) EXPECT_EQ(io::describe(fit(kWan.name, a)), "Wan, width 32") << a;
   const auto flux = plan::read_model_folder(test::golden_case("flux_words_tiny"));
-  EXPECT_EQ(plan::lora_mismatch(fit(kFlux.name, "peft"), flux, "f"), "");
-  EXPECT_TRUE(test::contains(plan::lora_mismatch(fit(kWan.name, "comfy"), flux, "f"), "a LoRA for Wan"));
+  EXPECT_EQ(io::lora_mismatch(fit(kFlux.name, "peft"), flux, "f"), "");
+  EXPECT_TRUE(test::contains(io::lora_mismatch(fit(kWan.name, "comfy"), flux, "f"), "a LoRA for Wan"));
   auto wider = fit(kFlux.name, "kohya");
   wider.width = 3072;
-  EXPECT_TRUE(test::contains(plan::lora_mismatch(wider, flux, "f"), "reads width 3072, and this FLUX.1 transformer is 32"));
-  plan::LoraFit none;  // no LoRA names at all: the loader names what it cannot place
-  EXPECT_FALSE(plan::lora_fit({{"model.weight", {4, 4}}}).is_lora);
-  EXPECT_EQ(plan::lora_mismatch(none, flux, "f"), "");
+  EXPECT_TRUE(test::contains(io::lora_mismatch(wider, flux, "f"), "reads width 3072, and this FLUX.1 transformer is 32"));
+  io::LoraFit none;  // no LoRA names at all: the loader names what it cannot place
+  EXPECT_FALSE(io::lora_fit({{"model.weight", {4, 4}}}).is_lora);
+  EXPECT_EQ(io::lora_mismatch(none, flux, "f"), "");
 }
 
 TEST(LoraList, strengths_follow_the_last_colon_and_repeats_add) {

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "models/lora.h"
+#include "io/weights/lora.h"
 
 namespace studio::models {
 
@@ -43,7 +43,7 @@ io::WeightSet transformer_weights(const plan::ModelFolder& folder, int expert) {
   weights.store_linear_as(folder.quantize);
   weights.gemm_in_fp8(folder.fp8_gemm);
   if (const auto& loras = expert == 1 ? folder.loras_2 : folder.loras; !loras.empty())
-    weights.add_deltas(lora_deltas(folder, loras, weights.names()));
+    weights.add_deltas(io::lora_deltas(folder, loras, weights.names()));
   return weights;
 }
 

@@ -10,10 +10,10 @@
 #include "compat/heap.h"
 #include "compat/torch_compat.h"
 #include "io/safetensors/safetensors_file.h"
+#include "io/weights/lora.h"
 #include "io/weights/tensor_file.h"
 #include "cache/step_cache.h"
 #include "models/family_runtime.h"
-#include "models/lora.h"
 #include "models/offloaded_blocks.h"
 #include "parallel/job_ranks.h"
 #include "parallel/parallel_model.h"
@@ -245,7 +245,7 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
       (weights_from.quantize ? ", linear weights kept in fp8" : "") +
       (job.fp8_gemm ? ", linear layers multiplied in float8 (--fp8_gemm)" : ""));
   for (const auto* loras : {&weights_from.loras, &weights_from.loras_2})
-    for (const auto& line : models::lora_left_out(weights_from, *loras)) log(line);
+    for (const auto& line : io::lora_left_out(weights_from, *loras)) log(line);
   r.final_latents = denoise_stage(job, weights_from, mesh, hooks, dtype, device, std::move(in),
                                   recorded ? recorded.get() : &seeded, r, log, t0);
   if (!parallel::decodes(mesh)) return r;

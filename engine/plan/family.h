@@ -118,7 +118,7 @@ class Family {
   virtual bool takes_text_encoder_loras() const { return false; }
   // Whether a LoRA module's name (its file's prefix dropped, dots and underscores both written as dots: kohya's
   // "double_blocks_0_img_attn_qkv" reads "double.blocks.0.img.attn.qkv") is a block of this family's transformer,
-  // in diffusers' layout or the original checkpoint's (plan/lora_fit.h).
+  // in diffusers' layout or the original checkpoint's (io/safetensors/lora_files.h).
   virtual bool names_lora_module(const std::string& module) const = 0;
   // Image-to-video: whether the folder's model can start from a picture (--image), whether it needs one (else
   // it also runs from words alone: Wan2.2 TI2V-5B), and whether it can also end on one (--last_image).

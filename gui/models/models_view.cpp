@@ -22,7 +22,7 @@ namespace studio::gui {
 namespace {
 
 // What a single-file repository's first file is as a LoRA, from its header (not a LoRA when unreadable).
-plan::LoraFit lora_fit(const hub::CachedRepo& r) {
+io::LoraFit lora_fit(const hub::CachedRepo& r) {
   if (r.single_files.empty() || !plan::ends_with(r.single_files.front(), ".safetensors")) return {};
   try {
     return io::lora_fit_of(r.snapshot + "/" + r.single_files.front());
@@ -208,7 +208,7 @@ void ModelsView::refresh() {
       family = tr("single file: %1").arg(files.join(", "));
       if (const auto fit = lora_fit(r); fit.is_lora)  // a LoRA repository: the family its blocks are
         family = fit.families.empty() ? tr("LoRA: %1").arg(files.join(", "))
-                                      : tr("LoRA for %1: %2").arg(qs(plan::describe(fit)), files.join(", "));
+                                      : tr("LoRA for %1: %2").arg(qs(io::describe(fit)), files.join(", "));
     }
     set_row(cache_table, int(i),
             {qs(r.repo_id), family, qs(plan::human_bytes(r.bytes_on_disk)), revision,

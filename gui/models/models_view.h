@@ -1,6 +1,6 @@
 // The Models tab: what the Hugging Face Hub's cache holds (the one huggingface-cli and diffusers use): pipelines,
 // and repositories of single files (a GGUF quant, an fp8 checkpoint, a LoRA: listed by the family its blocks
-// are, plan/lora_fit.h), with Use (the compose panel's model folder, for a single file the Memory group's
+// are, io/safetensors/lora_files.h), with Use (the compose panel's model folder, for a single file the Memory group's
 // transformer file, for a LoRA a row of the compose LoRA list), Verify, Remove and Open folder; the models we run with
 // their sizes and GPU memory (hub::known_models); a download with per-file and overall progress, speed
 // and ETA, pause/resume and cancel, off the GUI thread (HubTask); the token for gated models, kept in the

@@ -1,27 +1,114 @@
 #include "io/safetensors/lora_files.h"
 
+#include <algorithm>
+
 #include "io/safetensors/safetensors_file.h"
+#include "plan/families/registry.h"
+#include "plan/family.h"
 #include "plan/lora_choice.h"
+#include "plan/single_file.h"
 
 namespace studio::io {
 
-plan::LoraFit lora_fit_of(const std::string& file) {
-  std::vector<plan::TensorShape> tensors;
+using plan::ends_with;
+using plan::starts_with;
+
+namespace {
+
+// A LoRA tensor's module, as Family::names_lora_module reads it: the LoRA suffix and the file's prefix dropped,
+// dots and underscores both dots. Empty for a tensor that is no LoRA part.
+std::string module_of(const std::string& tensor, bool& is_a) {
+  static const char* suffixes[] = {".lora_A.weight", ".lora_down.weight", ".lora_B.weight", ".lora_up.weight",
+                                   ".alpha", ".diff", ".diff_b", ".lora_B.bias", ".dora_scale"};
+  std::string m;
+  for (const char* s : suffixes)
+    if (ends_with(tensor, s)) {
+      m = tensor.substr(0, tensor.size() - std::string(s).size());
+      is_a = std::string(s) == ".lora_A.weight" || std::string(s) == ".lora_down.weight";
+      break;
+    }
+  if (m.empty()) return "";
+  for (const char* prefix : {"transformer.", "model.diffusion_model.", "diffusion_model.", "lora_unet_"})
+    if (starts_with(m, prefix)) {
+      m = m.substr(std::string(prefix).size());
+      break;
+    }
+  for (auto& c : m) c = c == '_' ? '.' : c;
+  return m;
+}
+
+// The layers whose input is the transformer's width: attention's q (or fused qkv) and FLUX's single linear1.
+bool reads_width(const std::string& module) {
+  for (const char* tail : {".to.q", ".q", ".qkv", ".linear1"})
+    if (ends_with(module, tail)) return true;
+  return false;
+}
+
+}  // namespace
+
+LoraFit lora_fit(const std::vector<TensorShape>& tensors) {
+  LoraFit fit;
+  for (const auto& t : tensors) {
+    bool is_a = false;
+    const std::string m = module_of(t.name, is_a);
+    if (m.empty()) continue;
+    fit.is_lora = true;
+    std::vector<std::string> names;
+    for (const plan::Family* f : plan::families())
+      if (f->names_lora_module(m)) names.push_back(f->name());
+    if (names.empty()) continue;
+    // The families every block named so far belongs to: a dual-stream block's names are FLUX.1's and
+    // HunyuanVideo-1.5's, FLUX.1's single blocks FLUX.1's alone.
+    std::vector<std::string> both;
+    for (const auto& n : names)
+      if (fit.families.empty() || std::find(fit.families.begin(), fit.families.end(), n) != fit.families.end())
+        both.push_back(n);
+    if (fit.families.empty()) fit.tensor = t.name;
+    if (!both.empty()) fit.families = both;
+    if (!fit.width && is_a && t.shape.size() == 2 && reads_width(m)) fit.width = t.shape[1], fit.width_tensor = t.name;
+  }
+  return fit;
+}
+
+std::string describe(const LoraFit& fit) {
+  std::string out;
+  for (size_t i = 0; i < fit.families.size(); ++i) out += (i ? " or " : "") + fit.families[i];
+  if (!out.empty() && fit.width) out += ", width " + std::to_string(fit.width);
+  return out;
+}
+
+std::string lora_mismatch(const LoraFit& fit, const plan::ModelFolder& model, const std::string& file) {
+  const plan::Family& family = plan::rules_of(model);
+  if (fit.families.empty()) return "";  // names no family's blocks: the loader names what it cannot place
+  bool named = false;
+  for (const auto& f : fit.families) named = named || f == family.name();
+  if (!named)
+    return file + ": a LoRA for " + describe(fit) + " (its tensor " + fit.tensor + " is a block of that model); " +
+           model.dir + " is " + family.name() + ": choose a LoRA made for " + family.name();
+  if (fit.width && fit.width != family.hidden_size(model))
+    return file + ": its tensor " + fit.width_tensor + " reads width " + std::to_string(fit.width) + ", and this " +
+           family.name() + " transformer is " + std::to_string(family.hidden_size(model)) +
+           " wide: the LoRA was made for another size of the model";
+  return "";
+}
+
+LoraFit lora_fit_of(const std::string& file) {
+  std::vector<TensorShape> tensors;
   const auto header = SafetensorsFile::open(file);
   for (const auto& t : header->tensors()) tensors.push_back({t.name, t.shape});
-  return plan::lora_fit(tensors);
+  return lora_fit(tensors);
 }
 
 void check_lora_fits(const plan::JobSpec& job, const plan::ModelFolder& model, std::vector<plan::Problem>& out) {
   for (const auto& [flag, list] : {std::pair{"lora", &job.lora}, std::pair{"lora_2", &job.lora_2}})
     for (const auto& use : plan::parse_loras(*list)) {
-      plan::LoraFit fit;
+      LoraFit fit;
       try {
         fit = lora_fit_of(use.file);
       } catch (const std::exception&) {
         continue;  // unreadable: check_loras names it
       }
-      if (const auto why = plan::lora_mismatch(fit, model, "--" + std::string(flag) + " " + use.file); !why.empty())
+      if (const auto why = lora_mismatch(fit, model, "--" + std::string(flag) + " " + use.file); !why.empty())
         out.push_back({flag, why});
     }
 }

@@ -5,7 +5,7 @@
 #include <ATen/ops/from_blob.h>
 
 #include "compat/torch_compat.h"
-#include "models/lora.h"
+#include "io/weights/lora.h"
 #include "plan/error.h"
 #include "plan/single_file.h"
 #include "text/encode/t5_encoder.h"
@@ -51,10 +51,10 @@ io::WeightSet encoder_weights(const plan::ModelFolder& model, const std::string&
                  : t5 ? io::WeightSet::open_file(file->second, {"t5encoder", "t5"}, plan::t5_file_renames)
                       : io::WeightSet::open_file(file->second, {"clip"},
                                                  [](const std::set<std::string>&) { return plan::TensorRenames{}; });
-  // The LoRAs' text-encoder modules, where the family takes them (models/lora.h).
+  // The LoRAs' text-encoder modules, where the family takes them (io/weights/lora.h).
   if (!model.loras.empty())
-    weights.add_deltas(models::lora_deltas(model, model.loras, weights.names(),
-                                           t5 ? models::LoraTarget::T5Text : models::LoraTarget::ClipText));
+    weights.add_deltas(io::lora_deltas(model, model.loras, weights.names(),
+                                           t5 ? io::LoraTarget::T5Text : io::LoraTarget::ClipText));
   return weights;
 }
 

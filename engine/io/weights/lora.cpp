@@ -1,4 +1,4 @@
-#include "models/lora.h"
+#include "io/weights/lora.h"
 
 #include <cmath>
 #include <cstring>
@@ -15,7 +15,7 @@
 #include "plan/family.h"
 #include "plan/single_file.h"
 
-namespace studio::models {
+namespace studio::io {
 
 namespace {
 
@@ -93,7 +93,7 @@ struct PeftConfig {
   bool use_rslora = false;
 };
 
-PeftConfig peft_config(const io::SafetensorsFile& file) {
+PeftConfig peft_config(const SafetensorsFile& file) {
   PeftConfig c;
   const auto it = file.metadata().find("lora_adapter_metadata");
   if (it == file.metadata().end()) return c;
@@ -111,7 +111,7 @@ PeftConfig peft_config(const io::SafetensorsFile& file) {
 }
 
 // The file's modules that `wanted` keeps, by their name in it (without the A/B/alpha/diff suffix).
-std::map<std::string, Module> read_modules(const std::shared_ptr<const io::SafetensorsFile>& file,
+std::map<std::string, Module> read_modules(const std::shared_ptr<const SafetensorsFile>& file,
                                            const std::function<bool(const std::string&)>& wanted) {
   std::map<std::string, Module> modules;
   for (const auto& info : file->tensors()) {
@@ -120,7 +120,7 @@ std::map<std::string, Module> read_modules(const std::shared_ptr<const io::Safet
       throw InputError("--lora " + file->path() + ": tensor " + info.name + " is not a LoRA weight (lora_A / lora_B, "
                        "lora_down / lora_up, alpha, or a whole difference: diff, diff_b)");
     if (!wanted(info.name)) continue;
-    const auto t = io::to_tensor(file, info, at::kFloat, at::kCPU).clone();
+    const auto t = to_tensor(file, info, at::kFloat, at::kCPU).clone();
     if (!at::isfinite(t).all().item<bool>())
       throw InputError("--lora " + file->path() + ": tensor " + info.name + " holds values that are not finite "
                        "(NaN or infinity); the file is damaged");
@@ -185,7 +185,7 @@ struct Names {
   Names(const plan::ModelFolder& folder, const std::vector<std::string>& weight_names, LoraTarget target)
       : weights(weight_names.begin(), weight_names.end()) {
     if (target != LoraTarget::Transformer) {
-      for (const auto& w : weights) underscored[models::underscored(module_of(w))] = module_of(w);
+      for (const auto& w : weights) underscored[io::underscored(module_of(w))] = module_of(w);
       return;
     }
     for (const auto& [weight, slices] : plan::rules_of(folder).original_layout(folder)) {
@@ -193,7 +193,7 @@ struct Names {
                                         [&](const plan::RowSlice& s) { return s.tensor != slices.front().tensor; }))
         continue;
       original[slices.front().tensor].push_back({weight, slices});
-      underscored[models::underscored(module_of(slices.front().tensor))] = module_of(slices.front().tensor);
+      underscored[io::underscored(module_of(slices.front().tensor))] = module_of(slices.front().tensor);
     }
   }
 
@@ -239,16 +239,16 @@ at::Tensor rows_for(const at::Tensor& t, const Target& target, const std::string
 
 }  // namespace
 
-std::map<std::string, std::vector<io::WeightDelta>> lora_deltas(const plan::ModelFolder& folder,
+std::map<std::string, std::vector<WeightDelta>> lora_deltas(const plan::ModelFolder& folder,
                                                                 const std::vector<plan::LoraUse>& loras,
                                                                 const std::vector<std::string>& weight_names,
                                                                 LoraTarget target) {
   const Names names(folder, weight_names, target);
   const plan::Family& family = plan::rules_of(folder);
   const std::string part = std::string("this ") + family.name() + " " + target_name(target);
-  std::map<std::string, std::vector<io::WeightDelta>> out;
+  std::map<std::string, std::vector<WeightDelta>> out;
   for (const auto& use : loras) {
-    const auto file = io::SafetensorsFile::open(use.file);
+    const auto file = SafetensorsFile::open(use.file);
     const auto peft = peft_config(*file);
     const auto wanted = [&](const std::string& tensor) {
       return left_out_why(family, tensor).empty() && route_of(split_name(tensor).first).target == target;
@@ -297,7 +297,7 @@ std::vector<std::string> lora_left_out(const plan::ModelFolder& folder, const st
   std::vector<std::string> lines;
   for (const auto& use : loras) {
     std::map<std::string, std::vector<std::string>> by_why;
-    const auto file = io::SafetensorsFile::open(use.file);
+    const auto file = SafetensorsFile::open(use.file);
     for (const auto& info : file->tensors())
       if (auto why = left_out_why(family, info.name); !why.empty()) by_why[why].push_back(info.name);
     for (const auto& [why, tensors] : by_why) {
@@ -311,4 +311,4 @@ std::vector<std::string> lora_left_out(const plan::ModelFolder& folder, const st
   return lines;
 }
 
-}  // namespace studio::models
+}  // namespace studio::io

@@ -21,7 +21,7 @@
 #include "io/weights/weights.h"
 #include "plan/model_folder.h"
 
-namespace studio::models {
+namespace studio::io {
 
 // The part of a model whose weights a LoRA module changes.
 enum class LoraTarget { Transformer, ClipText, T5Text };
@@ -29,7 +29,7 @@ enum class LoraTarget { Transformer, ClipText, T5Text };
 // The changes `loras` make to the weights named `weight_names` (`target`'s, as the engine names them).
 // InputError, naming the file and the tensor, for what the reference would refuse: a module the model does not
 // have, A without B, ranks that disagree, values that are not finite, tensors that are not LoRA weights.
-std::map<std::string, std::vector<io::WeightDelta>> lora_deltas(const plan::ModelFolder& folder,
+std::map<std::string, std::vector<WeightDelta>> lora_deltas(const plan::ModelFolder& folder,
                                                                 const std::vector<plan::LoraUse>& loras,
                                                                 const std::vector<std::string>& weight_names,
                                                                 LoraTarget target = LoraTarget::Transformer);
@@ -39,4 +39,4 @@ std::map<std::string, std::vector<io::WeightDelta>> lora_deltas(const plan::Mode
 // naming them and why. Reads the files' headers only.
 std::vector<std::string> lora_left_out(const plan::ModelFolder& folder, const std::vector<plan::LoraUse>& loras);
 
-}  // namespace studio::models
+}  // namespace studio::io
