@@ -349,8 +349,8 @@ TEST(PlanWan, memory_of_the_real_model_is_one_expert) {
   EXPECT_TRUE(plan::validate_parallel(stages, job, model, 4, 24.0, 2).empty());
 }
 
-// Wan2.2 TI2V-5B gives each token its own timestep, so each token its own six modulation vectors (float32): at
-// 704 x 1280 x 121 (27,280 tokens, both guidance branches in one batch) 3.75 GiB more than one vector a sample.
+// Wan2.2 TI2V-5B gives each token its own timestep, so each token its own six modulation vectors (float32): six
+// values per latent token and channel, for both guidance branches, more than the same folder without.
 TEST(PlanWan, ti2v_counts_each_token_s_modulation) {
   test::TempDir tmp;
   const auto folder_of = [&](const std::string& name, bool per_token) {
