@@ -127,10 +127,17 @@ events::Picture picture(const at::Tensor& rgb /* [H, W, 3] uint8 CPU contiguous 
   return p;
 }
 
-// LibTorch's CPU threads: this machine's cores shared among its ranks, unless OMP_NUM_THREADS says.
+// LibTorch's CPU threads: this machine's physical cores shared among its ranks, unless OMP_NUM_THREADS says.
+// LibTorch's own default, read before it is changed, is the physical cores: a second hyperthread of a core
+// adds no arithmetic, and a process alone (a test, say) runs with that many, so a rank alone does too.
+int physical_cores() {
+  static const int cores = std::max(1, at::get_num_threads());
+  return cores;
+}
+
 void share_cores(const parallel::DistEnv& env) {
-  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-  if (const int n = parallel::cpu_threads_per_rank(cores, env.local_world_size, std::getenv("OMP_NUM_THREADS")))
+  if (const int n =
+          parallel::cpu_threads_per_rank(physical_cores(), env.local_world_size, std::getenv("OMP_NUM_THREADS")))
     at::set_num_threads(n);
 }
 
@@ -148,8 +155,8 @@ void run_rank(const plan::JobFile& file, const plan::ModelFolder& model, const p
   if (env.rank == 0 && device.is_cpu())
     reporter.log("CPU threads per rank: " + std::to_string(at::get_num_threads()) +
                  (std::getenv("OMP_NUM_THREADS") ? std::string(" (OMP_NUM_THREADS)")
-                                                 : " (" + std::to_string(std::thread::hardware_concurrency()) +
-                                                       " cores shared by " + std::to_string(env.local_world_size) +
+                                                 : " (" + std::to_string(physical_cores()) +
+                                                       " physical cores shared by " + std::to_string(env.local_world_size) +
                                                        " rank(s) on this machine; OMP_NUM_THREADS overrides)"));
 
   const auto preview_rgb = models::latent_rgb(model);

@@ -10,12 +10,14 @@ namespace studio::models {
 
 namespace {
 
-// [H, W, 3] bytes -> [1, 3, H, W] float64 values 0..255.
+// [H, W, 3] bytes -> [1, 3, H, W] float64 values 0..255, contiguous: a channels-last picture would send the
+// encoders' CPU convolutions down another kernel than the one their reference cases check.
 at::Tensor picture_values(const video::Picture& p) {
   return at::from_blob(const_cast<uint8_t*>(p.rgb.data()), {p.height, p.width, 3}, at::kByte)
       .permute({2, 0, 1})
       .unsqueeze(0)
-      .to(at::kDouble);
+      .to(at::kDouble)
+      .contiguous();
 }
 
 // The processors' last steps: x rescale (in float64, then float32), (x - mean) / std.
