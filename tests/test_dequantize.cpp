@@ -7,6 +7,7 @@
 #include <random>
 
 #include <ATen/ops/cat.h>
+#include <ATen/ops/equal.h>
 #include <ATen/ops/from_blob.h>
 
 #include "io/gguf/gguf_file.h"
@@ -163,6 +164,42 @@ TEST(Dequantize, every_block_format_walks_its_values_as_ggml_does) {
     for (size_t i = 0; i < want.size(); ++i) differ += g[i] != want[i];
     EXPECT_EQ(differ, 0u) << info.name << ": " << differ << " of " << want.size() << " values differ";
   }
+}
+
+// A layer's weight as a call takes it (PackedWeight::dequantize_for_call): slice by slice into the buffer the
+// model's weights share, Q8_0 and fp8 written straight in. The same values as the whole weight dequantized in
+// float32 and then rounded, to the bit, in float32 and in bfloat16; rows enough for several slices (2^20 values on
+// the CPU); and two weights through one buffer, the larger first, in the same memory.
+TEST(Dequantize, a_call_takes_the_same_values_in_the_shared_buffer) {
+  std::mt19937 rng(11);
+  const auto scratch = std::make_shared<io::DenseScratch>();
+  for (auto f : {WeightFormat::Q8_0, WeightFormat::Q4_K, WeightFormat::F8_E4M3, WeightFormat::F8_E5M2}) {
+    const auto& info = plan::format_info(f);
+    const int64_t rows = 80, row_values = 16384;  // 1.25 slices of 2^20 values
+    const int64_t row_bytes = row_values / info.block_values * info.block_bytes;
+    auto bytes = f == WeightFormat::Q8_0 || f == WeightFormat::Q4_K
+                     ? random_blocks(f, int(rows * row_values / info.block_values), rng)
+                     : std::vector<uint8_t>(size_t(rows * row_bytes));
+    if (f == WeightFormat::F8_E4M3 || f == WeightFormat::F8_E5M2)
+      for (auto& b : bytes) b = uint8_t(rng() % 0x70) | uint8_t(rng() % 2 ? 0x80 : 0);  // finite values
+    io::PackedWeight w{f, {rows, row_values}, at::from_blob(bytes.data(), {rows, row_bytes}, at::kByte).clone(),
+                       f == WeightFormat::F8_E4M3 ? 0.37f : 1.0f, scratch};
+    auto whole = io::dequantize_rows(f, w.bytes, row_values);
+    if (w.scale != 1.0f) whole = whole * w.scale;
+    for (auto dtype : {at::kFloat, at::kBFloat16}) {
+      const auto got = w.dequantize_for_call(dtype);
+      EXPECT_EQ(got.sizes().vec(), w.shape) << info.name;
+      EXPECT_TRUE(at::equal(got, whole.to(dtype))) << info.name << " " << dtype;
+      EXPECT_TRUE(at::equal(w.dequantize(dtype), whole.to(dtype))) << info.name << " " << dtype;
+    }
+  }
+  // The buffer is the largest weight's: a smaller one after it takes the same memory.
+  std::vector<uint8_t> small = random_blocks(WeightFormat::Q8_0, 4, rng), large = random_blocks(WeightFormat::Q8_0, 64, rng);
+  io::PackedWeight a{WeightFormat::Q8_0, {8, 512}, at::from_blob(large.data(), {8, 16 * 34}, at::kByte), 1.0f, scratch};
+  io::PackedWeight b{WeightFormat::Q8_0, {2, 64}, at::from_blob(small.data(), {2, 2 * 34}, at::kByte), 1.0f, scratch};
+  const void* first = a.dequantize_for_call(at::kFloat).data_ptr();
+  EXPECT_EQ(b.dequantize_for_call(at::kFloat).data_ptr(), first);
+  EXPECT_TRUE(at::equal(b.dequantize_for_call(at::kFloat), b.dequantize(at::kFloat)));
 }
 
 // Hand-made Q4_K block: d = 1, dmin = 0.5, sub-block 0's scale 3 and min 2, sub-block 5's (a 6-bit pair split

@@ -252,7 +252,8 @@ TEST(PlanFlux, memory_of_the_real_model) {
 }
 
 // How the weights are kept changes what they take: FLUX.1-dev's weights in bfloat16, fp8 (half), or a single
-// file (its own size: a sparse file on disk the size of a Q4_K quant).
+// file (its own size: a sparse file on disk the size of a Q4_K quant); kept packed, the layer that runs is
+// dequantized into one buffer, as large as the widest layer (a double block's modulation, 6 x 3072 x 3072).
 TEST(PlanFlux, memory_follows_how_the_weights_are_kept) {
   test::TempDir tmp;
   const std::string dir = tmp.path("flux-dev");
@@ -263,18 +264,23 @@ TEST(PlanFlux, memory_follows_how_the_weights_are_kept) {
   plan::ParallelConfig one;
   const double bf16 = plan::estimate_memory(one, job, model, 2).transformer_gib;
   EXPECT_NEAR(bf16, 22.2, 0.5);
+  const double dense_layer = 6.0 * 3072 * 3072 * 2 / plan::kGiB;
   job.quantize = "fp8";
-  EXPECT_NEAR(plan::estimate_memory(one, job, model, 2).transformer_gib, bf16 / 2, 0.01);
+  EXPECT_NEAR(plan::estimate_memory(one, job, model, 2).transformer_gib, bf16 / 2 + dense_layer, 0.01);
   job.quantize = "";
   const std::string file = tmp.path("flux1-dev-Q4_K.gguf");
   test::write_file(file, "GGUF");
   std::filesystem::resize_file(file, 6'800'000'000);
   job.transformer_file = file;
-  EXPECT_NEAR(plan::estimate_memory(one, job, model, 2).transformer_gib, 6.8e9 / plan::kGiB, 0.01);
+  EXPECT_NEAR(plan::estimate_memory(one, job, model, 2).transformer_gib, 6.8e9 / plan::kGiB + dense_layer, 0.01);
   plan::ParallelConfig stages;  // PipeFusion divides a file's blocks as it divides a folder's
   stages.pipefusion_parallel_degree = 2;
   stages.num_pipeline_patch = 2;
   EXPECT_LT(plan::estimate_memory(stages, job, model, 2).transformer_gib, 0.55 * 6.8e9 / plan::kGiB);
+  // A file of float types (2 bytes a weight here) loads as the run's dtype: in float32, what the folder takes.
+  std::filesystem::resize_file(file, uint64_t(bf16 * plan::kGiB));
+  EXPECT_NEAR(plan::estimate_memory(one, job, model, 4).transformer_gib, 2 * bf16, 0.01);
+  std::filesystem::resize_file(file, 6'800'000'000);
   // A 16 GiB GPU: bfloat16 does not fit; the quantized file does, and the refusal names the choices.
   job.transformer_file.clear();
   const auto refused = plan::validate_parallel(one, job, model, 1, 16.0, 2);
@@ -291,7 +297,7 @@ TEST(PlanFlux, memory_follows_how_the_weights_are_kept) {
   EXPECT_FALSE(choices[0].fits);
   EXPECT_EQ(choices[1].flag, "--quantize fp8");
   EXPECT_TRUE(choices[1].fits);
-  EXPECT_NEAR(choices[1].peak_gib, bf16 / 2, 0.01);
+  EXPECT_NEAR(choices[1].peak_gib, bf16 / 2 + dense_layer, 0.01);
   EXPECT_EQ(choices[2].flag, "--offload blocks");
   EXPECT_TRUE(choices[2].fits);
   EXPECT_LT(choices[2].peak_gib, 1.0);  // one of 57 blocks, and the layers outside them

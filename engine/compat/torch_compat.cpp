@@ -21,13 +21,13 @@ namespace studio::compat {
 
 #if TORCH_VERSION_MAJOR >= 2
 
-at::Tensor float8_to_float(const at::Tensor& bytes, bool e5m2) {
-  return bytes.view(e5m2 ? at::kFloat8_e5m2 : at::kFloat8_e4m3fn).to(at::kFloat);
+at::Tensor float8_view(const at::Tensor& bytes, bool e5m2) {
+  return bytes.view(e5m2 ? at::kFloat8_e5m2 : at::kFloat8_e4m3fn);
 }
 
 #else
 
-at::Tensor float8_to_float(const at::Tensor&, bool) { return {}; }
+at::Tensor float8_view(const at::Tensor&, bool) { return {}; }
 
 #endif
 

@@ -69,9 +69,10 @@ void synchronize(const at::Device& device);
 // Makes a CUDA device the calling thread's current one (NCCL and the caching allocator follow it).
 void bind_device(const at::Device& device);
 
-// fp8 bytes (uint8, float8_e4m3fn or, with `e5m2`, float8_e5m2) as float32 values through LibTorch's own
-// float8 types; undefined in a LibTorch without them (1.13), where the caller looks the bytes up in a table.
-at::Tensor float8_to_float(const at::Tensor& bytes, bool e5m2);
+// fp8 bytes (uint8, float8_e4m3fn or, with `e5m2`, float8_e5m2) viewed as LibTorch's own float8 type, which
+// converts to the float types exactly; undefined in a LibTorch without them (1.13), where the caller looks the
+// bytes up in a table.
+at::Tensor float8_view(const at::Tensor& bytes, bool e5m2);
 
 // softmax(q k^T / sqrt(head_dim)) v for q, k, v of shape [B, heads, S, head_dim].
 // 2.x: on CUDA the fused kernel compat/attention_kernels.h chooses (defined there); on the CPU LibTorch's.

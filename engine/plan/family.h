@@ -185,12 +185,14 @@ const Family& rules_of(const ModelFolder& m);
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 // A rank's transformer memory: the weights (`block_params` per block, PipeFusion dividing the blocks,
-// `other_params` once) and the activations of the tokens it holds for its share of the batch through one
-// block at a time (about 16 values per token and channel of `width`), plus the keys and values an
-// attention gathers, plus `float32_per_token` values per latent token and channel held in float32 (Wan2.2
-// TI2V's six modulation vectors, one per token).
+// `other_params` once), with packed weights (quantized) the dense copy of the one that runs (`widest_linear`
+// values: the largest linear layer's, in the run's dtype; io::DenseScratch), and the activations of the tokens
+// it holds for its share of the batch through one block at a time (about 16 values per token and channel of
+// `width`), plus the keys and values an attention gathers, plus `float32_per_token` values per latent token and
+// channel held in float32 (Wan2.2 TI2V's six modulation vectors, one per token).
 double transformer_gib(const ParallelConfig& p, const JobSpec& job, const ModelFolder& m, double block_params,
-                       double other_params, double width, int bytes_per_value, double float32_per_token = 0);
+                       double other_params, double widest_linear, double width, int bytes_per_value,
+                       double float32_per_token = 0);
 // One block's weights as the job keeps them (plan::weight_bytes_per_param).
 double block_weight_gib(const JobSpec& job, const ModelFolder& m, double block_params, double other_params,
                         int bytes_per_value);

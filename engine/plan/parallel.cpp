@@ -261,7 +261,7 @@ std::string calibration_dtype(const JobSpec& job, bool on_gpu) {
 double MemoryEstimate::peak_gib() const { return std::max({transformer_gib, text_encoder_gib, vae_gib}); }
 
 double transformer_gib(const ParallelConfig& p, const JobSpec& job, const ModelFolder& m, double block_params,
-                       double other_params, double width, int b, double float32_per_token) {
+                       double other_params, double widest_linear, double width, int b, double float32_per_token) {
   const auto [first, end] = stage_blocks(rules_of(m).blocks(m), 0, p.pipefusion_parallel_degree);  // the largest
   const int blocks_here = end - first;
   const double all = rules_of(m).blocks(m) * block_params + other_params;
@@ -270,7 +270,9 @@ double transformer_gib(const ParallelConfig& p, const JobSpec& job, const ModelF
   const double resident = job.offload == "blocks" ? 1
                            : p.shard_weights       ? blocks_here / double(p.replica_degree()) + 1
                                                    : blocks_here;
-  const double weights = (resident * block_params + other_params) * weight_bytes_per_param(job, all, b);
+  const double kept = weight_bytes_per_param(job, all, b);
+  const bool packed = kept < b && !job.fp8_gemm;  // dequantized per call (fp8 GEMMs take the fp8 values)
+  const double weights = (resident * block_params + other_params) * kept + (packed ? widest_linear * b : 0);
   double tokens = 0, latent = 0;
   if (job.height > 0 && job.width > 0 && job.num_frames > 0) {
     latent = double(latent_geometry(job, m).latent_tokens);

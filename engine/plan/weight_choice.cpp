@@ -57,8 +57,10 @@ void check_weight_choices(const JobSpec& job, const ModelFolder& model, std::vec
 
 double weight_bytes_per_param(const JobSpec& job, double params, int bytes_per_value) {
   std::error_code ec;
+  // A file of 2 bytes a weight or more holds float types, which load as the run's dtype.
   if (!job.transformer_file.empty() && params > 0)
-    if (const auto size = std::filesystem::file_size(job.transformer_file, ec); !ec) return double(size) / params;
+    if (const auto size = std::filesystem::file_size(job.transformer_file, ec); !ec && double(size) / params < 1.9)
+      return double(size) / params;
   return job.quantize == "fp8" || job.fp8_gemm ? 1.0 : double(bytes_per_value);
 }
 

@@ -12,9 +12,10 @@
 namespace studio::plan {
 
 void check_weight_choices(const JobSpec& job, const ModelFolder& model, std::vector<Problem>& out);
-// Bytes per transformer weight as the job keeps them, for a transformer of `params` weights: a single file's own
-// size over them (a GGUF keeps its small tensors in F32, so its size says more than its type), one byte under
-// --quantize fp8 (the few weights that are not linear layers' are a rounding error), else `bytes_per_value`.
+// Bytes per transformer weight as the job keeps them, for a transformer of `params` weights: a quantized single
+// file's own size over them (a GGUF keeps its small tensors in F32, so its size says more than its type), one
+// byte under --quantize fp8 (the few weights that are not linear layers' are a rounding error), else
+// `bytes_per_value` (a file of float types included: it loads as the run's dtype).
 double weight_bytes_per_param(const JobSpec& job, double params, int bytes_per_value);
 // T5's weights as the job keeps them: a single file (--text_encoder, FLUX.1's --text_encoder_2) by its size plus
 // the token table, which is made whole in the run's dtype; else every weight in `bytes_per_value`.

@@ -1,5 +1,6 @@
 #include "io/weights/packed_weight.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <stdexcept>
@@ -15,6 +16,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/index_select.h>
+#include <ATen/ops/mul.h>
 
 #include "compat/torch_compat.h"
 
@@ -121,7 +123,7 @@ float e5m2_value(uint8_t c) {
 
 // Every byte's value: LibTorch's own float8 conversion, or a table indexed by the stored bytes.
 at::Tensor fp8_values(const at::Tensor& bytes, WeightFormat f) {
-  if (auto v = compat::float8_to_float(bytes, f == WeightFormat::F8_E5M2); v.defined()) return v;
+  if (auto v = compat::float8_view(bytes, f == WeightFormat::F8_E5M2); v.defined()) return v.to(at::kFloat);
   static const auto tables = [] {
     std::array<std::array<float, 256>, 2> t{};
     for (int c = 0; c < 256; ++c) t[0][c] = e4m3fn_value(uint8_t(c)), t[1][c] = e5m2_value(uint8_t(c));
@@ -151,13 +153,77 @@ at::Tensor dequantize_rows(WeightFormat f, const at::Tensor& bytes, int64_t row_
   return values.view({rows, row_values});
 }
 
+at::Tensor DenseScratch::take(int64_t numel, at::ScalarType dtype, at::Device device) {
+  if (!buffer_.defined() || buffer_.scalar_type() != dtype || buffer_.device() != device || buffer_.numel() < numel) {
+    buffer_ = at::Tensor();  // the old one goes before the larger one comes
+    buffer_ = at::empty({numel}, at::TensorOptions(dtype).device(device));
+  }
+  return buffer_.narrow(0, 0, numel);
+}
+
+namespace {
+
+// Values dequantized per slice of rows: small float32 temporaries on the CPU; on a GPU large enough that a
+// layer takes a few slices (each slice is a dozen kernel launches), still far below a large layer's size.
+int64_t slice_values(const at::Device& device) { return device.is_cpu() ? int64_t(1) << 20 : int64_t(1) << 23; }
+
+// The most common formats written straight into `out` (no float32 copy of the slice to pass over again), with
+// the values the general path gives: Q8_0's d * q computed in float32 and rounded once to out's dtype; fp8's
+// values, which every float type holds exactly. False where this LibTorch or format has no such path.
+bool into_directly(WeightFormat f, const at::Tensor& bytes, const at::Tensor& out) {
+  if (f == WeightFormat::Q8_0) {
+    const auto blocks = bytes.contiguous().view({-1, plan::format_info(f).block_bytes});
+    auto values = out.view({blocks.size(0), 32});
+    at::mul_out(values, half_field(blocks, 0), blocks.narrow(1, 2, 32).view(at::kChar));
+    return true;
+  }
+  if (f != WeightFormat::F8_E4M3 && f != WeightFormat::F8_E5M2) return false;
+  const auto v = compat::float8_view(bytes, f == WeightFormat::F8_E5M2);
+  if (v.defined()) out.copy_(v);
+  return v.defined();
+}
+
+// The weight's values into `out` ([rows, row_values] contiguous, any float dtype), in float32 slice by slice,
+// each scaled in float32 and then rounded to out's dtype: the values .to(dtype) of the whole would give.
+void dequantize_into(const PackedWeight& w, const at::Tensor& out, int64_t row_values) {
+  const int64_t rows = w.bytes.size(0);
+  const int64_t step = std::max<int64_t>(1, slice_values(w.bytes.device()) / std::max<int64_t>(1, row_values));
+  for (int64_t first = 0; first < rows; first += step) {
+    const int64_t n = std::min(step, rows - first);
+    const auto bytes = w.bytes.narrow(0, first, n);
+    auto slice = out.narrow(0, first, n);
+    // A scale is applied in float32 (a narrower out would round it first): straight in only for float32 then.
+    if ((w.scale == 1.0f || out.scalar_type() == at::kFloat) && into_directly(w.format, bytes, slice)) {
+      if (w.scale != 1.0f) slice.mul_(w.scale);
+      continue;
+    }
+    auto v = dequantize_rows(w.format, bytes, row_values);
+    if (w.scale != 1.0f) v = w.format == WeightFormat::F32 ? v * w.scale : v.mul_(w.scale);
+    slice.copy_(v);
+  }
+}
+
+int64_t values_per_row(const PackedWeight& w) {
+  int64_t values = 1;
+  for (const int64_t d : w.shape) values *= d;
+  return w.bytes.size(0) ? values / w.bytes.size(0) : 0;
+}
+
+}  // namespace
+
 at::Tensor PackedWeight::dequantize(at::ScalarType dtype) const {
-  int64_t row_values = 1;
-  for (size_t i = 1; i < shape.size(); ++i) row_values *= shape[i];
-  auto w = dequantize_rows(format, bytes, row_values);
-  // Scaled in place unless the values are the stored bytes themselves (F32): one temporary of the layer's size.
-  if (scale != 1.0f) w = format == WeightFormat::F32 ? w * scale : w.mul_(scale);
-  return w.view(shape).to(dtype);
+  const int64_t row_values = values_per_row(*this);
+  auto out = at::empty({bytes.size(0), row_values}, at::TensorOptions(dtype).device(bytes.device()));
+  dequantize_into(*this, out, row_values);
+  return out.view(shape);
+}
+
+at::Tensor PackedWeight::dequantize_for_call(at::ScalarType dtype) const {
+  if (!scratch) return dequantize(dtype);
+  const int64_t row_values = values_per_row(*this);
+  const auto out = scratch->take(bytes.size(0) * row_values, dtype, bytes.device()).view({bytes.size(0), row_values});
+  dequantize_into(*this, out, row_values);
+  return out.view(shape);
 }
 
 PackedWeight PackedWeight::rows(int64_t first, int64_t count) const {

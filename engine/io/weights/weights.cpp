@@ -278,6 +278,13 @@ at::Tensor WeightSet::read(const std::string& name, const std::vector<int64_t>& 
 
 LinearWeight WeightSet::take_linear(const std::string& name, const std::vector<int64_t>& shape, at::ScalarType dtype,
                                     at::Device device, const std::string& config_note) {
+  auto w = linear_as_kept(name, shape, dtype, device, config_note);
+  if (w.packed.defined()) w.packed.scratch = scratch_;  // the model's layers share one dense weight's memory
+  return w;
+}
+
+LinearWeight WeightSet::linear_as_kept(const std::string& name, const std::vector<int64_t>& shape,
+                                       at::ScalarType dtype, at::Device device, const std::string& config_note) {
   if (synthetic_) {
     const auto w = synthetic_take(name, shape);
     if (store_linear_as_) return {{}, quantize_fp8(w, device)};

@@ -105,6 +105,8 @@ class WeightSet {
                   const std::string& config_note);
   void check_deltas(const std::string& name, const std::vector<int64_t>& shape) const;  // their sizes fit the weight
   at::Tensor synthetic_take(const std::string& name, const std::vector<int64_t>& shape);
+  LinearWeight linear_as_kept(const std::string& name, const std::vector<int64_t>& shape, at::ScalarType dtype,
+                              at::Device device, const std::string& config_note);
   std::string dir_;
   std::map<std::string, Entry> where_;
   std::set<std::string> taken_;
@@ -113,6 +115,7 @@ class WeightSet {
   std::shared_ptr<at::Generator> synthetic_;  // set for a synthetic set
   std::vector<std::pair<std::string, at::Tensor>> made_;
   std::map<std::string, std::vector<WeightDelta>> deltas_;
+  std::shared_ptr<DenseScratch> scratch_ = std::make_shared<DenseScratch>();  // for the packed weights it gives
 };
 
 }  // namespace studio::io

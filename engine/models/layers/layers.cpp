@@ -51,7 +51,7 @@ Linear Linear::load(const WeightSource& w, const std::string& prefix, int64_t in
 
 at::Tensor Linear::operator()(const at::Tensor& x) const {
   auto y = fp8.defined() ? compat::fp8_linear(x, fp8, bias, dtype)
-                         : at::linear(x, packed.defined() ? packed.dequantize(dtype) : weight, bias);
+                         : at::linear(x, packed.defined() ? packed.dequantize_for_call(dtype) : weight, bias);
   for (const auto& a : adapters)
     y.narrow(-1, a.first_row, a.up.size(0)).add_(at::linear(a.down.defined() ? at::linear(x, a.down) : x, a.up), a.scale);
   return y;

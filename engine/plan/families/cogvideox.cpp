@@ -210,7 +210,7 @@ class CogVideoX final : public Family {
     const double block = 12 * D * E + 12 * D * D;
     const double other = t.text_embed_dim * D + 2 * D * E + 2 * E * D + D * t.in_channels * t.patch_size * t.patch_size * 2;
     MemoryEstimate e;
-    e.transformer_gib = transformer_gib(p, job, m, block, other, D, b);
+    e.transformer_gib = transformer_gib(p, job, m, block, other, 4 * D * D, D, b);  // widest: the feed-forward's
     e.block_weight_gib = block_weight_gib(job, m, block, other, b);
     if (cog(m).vae && job.height > 0) {
       // One batch of 8 frames at full size through the widest full-size blocks (measured: docs/performance.md).

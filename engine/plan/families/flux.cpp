@@ -202,7 +202,7 @@ class Flux final : public Family {
     const double other = t.in_channels * D + t.joint_attention_dim * D + 2 * 256 * D + t.pooled_projection_dim * D +
                          6 * D * D + 2 * D * D + D * t.out_channels;
     MemoryEstimate e;
-    e.transformer_gib = transformer_gib(p, job, m, block, other, D, b);
+    e.transformer_gib = transformer_gib(p, job, m, block, other, 6 * D * D, D, b);  // widest: a double block's modulation
     e.block_weight_gib = block_weight_gib(job, m, block, other, b);
     if (flux(m).vae && job.height > 0) {
       // The widest full-size block's activations, a few copies, for the one image.

@@ -240,7 +240,7 @@ class Hunyuan15 final : public Family {
     const double other = t.in_channels * D + t.num_refiner_layers * 14 * D * D + 2 * T * D + 3 * D * D + G * 2048 +
                          2048.0 * 2048 + 2048 * D + I * I + I * D + 256 * D + D * D + 2 * D * D + D * t.out_channels;
     MemoryEstimate e;
-    e.transformer_gib = transformer_gib(p, job, m, block, other, D, b);
+    e.transformer_gib = transformer_gib(p, job, m, block, other, std::max(6.0, t.mlp_ratio) * D * D, D, b);  // modulation or MLP
     e.block_weight_gib = block_weight_gib(job, m, block, other, b);
     if (hy(m).qwen && !job.prompt.empty()) e.text_encoder_gib = hy(m).qwen->parameters() * b / kGiB;
     if (hy(m).vae && job.height > 0) {

@@ -313,7 +313,8 @@ class Wan final : public Family {
                          D * D + 6 * D * D;
     MemoryEstimate e;
     // TI2V-5B gives each token its own timestep, so each token its own six modulation vectors, in float32.
-    e.transformer_gib = transformer_gib(p, job, m, block, other, D, b, t.expand_timesteps ? 6 : 0);
+    e.transformer_gib = transformer_gib(p, job, m, block, other, std::max(D * t.ffn_dim, 6 * D * D), D, b,
+                                       t.expand_timesteps ? 6 : 0);  // widest: the feed-forward's, or the time projection
     e.block_weight_gib = block_weight_gib(job, m, block, other, b);
     if (wan(m).vae && job.height > 0) {
       // The decoder's widest full-size level, a few copies, for a batch of four frames and its two-frame cache.
