@@ -258,7 +258,9 @@ std::string calibration_dtype(const JobSpec& job, bool on_gpu) {
   return job.dtype == "float16" ? "float16" : "bfloat16";
 }
 
-double MemoryEstimate::peak_gib() const { return std::max({transformer_gib, text_encoder_gib, vae_gib}); }
+double MemoryEstimate::peak_gib() const {
+  return kProcessGiB + std::max({transformer_gib, text_encoder_gib, vae_gib});
+}
 
 double transformer_gib(const ParallelConfig& p, const JobSpec& job, const ModelFolder& m, double block_params,
                        double other_params, double widest_linear, double width, int b, double float32_per_token) {

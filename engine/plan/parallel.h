@@ -61,7 +61,8 @@ std::vector<int> group_of(int rank, Dim dim, const ParallelConfig& p);
 
 // A rough upper estimate of one rank's memory for a job, from the configs alone: the transformer's
 // weights (split by PipeFusion) plus the activations of the tokens it holds (split by ring x Ulysses, CFG
-// and data parallel), the text encoder (released before denoising), and the VAE decode (one rank).
+// and data parallel), the text encoder (released before denoising), and the VAE decode (one rank); the peak
+// adds what the process holds of its own whatever the job (kProcessGiB).
 struct MemoryEstimate {
   double transformer_gib = 0;   // weights + activations while denoising
   double text_encoder_gib = 0;  // weights + activations, before denoising
@@ -69,6 +70,10 @@ struct MemoryEstimate {
   double block_weight_gib = 0;  // one transformer block's weights, as the job keeps them
   double peak_gib() const;
 };
+// A rank's own memory before any weight: on the CPU, LibTorch's libraries and buffers resident in the process
+// (docs/memory.md says how it was measured); on a GPU it stands for the CUDA context and the libraries'
+// workspaces, not yet measured.
+constexpr double kProcessGiB = 0.45;
 // Bytes per weight and activation the job will use: 2 on a GPU (bfloat16 unless float32 is asked for),
 // 4 on the CPU (float32), as the engine picks its dtype.
 int bytes_per_value(const JobSpec& job, bool on_gpu);
