@@ -1,5 +1,5 @@
 """Reference tensors for *tiled* VAE encode and decode, made by diffusers itself (AutoencoderKLWan,
-AutoencoderKLCogVideoX; whichever release the python has: 0.35.2 for the goldens' rules, 0.42.1 for the Wan2.2
+AutoencoderKLCogVideoX, AutoencoderKLHunyuanVideo15; whichever release the python has: 0.35.2 for the goldens' rules, 0.42.1 for the Wan2.2
 VAE, whose tiling 0.35.2 cannot run), float32 on CPU, so that the engine's tiled encode/decode can be compared with
 it (tests/data/vae_tiles/make_vae_tiles.sh keeps what tests/test_vae_tiles.cpp reads).
 
@@ -15,6 +15,8 @@ Arguments: CASE_VAE_DIR (a diffusers VAE folder; the class is config.json's `_cl
   * AutoencoderKLWan:       vae.enable_tiling(tile_sample_min_height=TH, tile_sample_min_width=TW,
                                               tile_sample_stride_height=SH, tile_sample_stride_width=SW)
                             (a stride left out keeps diffusers' default 192, which enable_tiling keeps via `or`).
+  * AutoencoderKLHunyuanVideo15 (0.42.1): vae.enable_tiling(tile_sample_min_height=TH, tile_sample_min_width=TW,
+                            tile_latent_min_height=TH // 16, tile_latent_min_width=TW // 16); a quarter overlaps.
   * AutoencoderKLCogVideoX: vae.enable_tiling(tile_sample_min_height=TH, tile_sample_min_width=TW,
                                               tile_overlap_factor_height=FH, tile_overlap_factor_width=FW)
                             where FH, FW are --overlap_h/--overlap_w, or else 1 - SH/TH and 1 - SW/TW (so that
@@ -70,7 +72,7 @@ def main():
     with open(os.path.join(a.vae_dir, "config.json")) as f:
         config = json.load(f)
     class_name = config["_class_name"]
-    if class_name not in ("AutoencoderKLWan", "AutoencoderKLCogVideoX"):
+    if class_name not in ("AutoencoderKLWan", "AutoencoderKLCogVideoX", "AutoencoderKLHunyuanVideo15"):
         sys.exit(f"unsupported VAE class {class_name}")
     vae = getattr(diffusers, class_name).from_pretrained(a.vae_dir, torch_dtype=torch.float32).eval()
 
@@ -95,6 +97,10 @@ def main():
         if class_name == "AutoencoderKLWan":
             vae.enable_tiling(tile_sample_min_height=a.tile_h, tile_sample_min_width=a.tile_w,
                               tile_sample_stride_height=a.stride_h, tile_sample_stride_width=a.stride_w)
+        elif class_name == "AutoencoderKLHunyuanVideo15":  # its latent tile is not derived: given with the sample's
+            r = vae.spatial_compression_ratio
+            vae.enable_tiling(tile_sample_min_height=a.tile_h, tile_sample_min_width=a.tile_w,
+                              tile_latent_min_height=a.tile_h // r, tile_latent_min_width=a.tile_w // r)
         else:
             fh, fw = a.overlap_h, a.overlap_w
             if fh is None and a.stride_h is not None:
@@ -117,6 +123,10 @@ def main():
             settings = {k: getattr(vae, k) for k in ("tile_sample_min_height", "tile_sample_min_width",
                                                      "tile_sample_stride_height", "tile_sample_stride_width",
                                                      "spatial_compression_ratio")}
+        elif class_name == "AutoencoderKLHunyuanVideo15":
+            settings = {k: getattr(vae, k) for k in ("tile_sample_min_height", "tile_sample_min_width",
+                                                     "tile_latent_min_height", "tile_latent_min_width",
+                                                     "tile_overlap_factor", "spatial_compression_ratio")}
         else:
             settings = {k: getattr(vae, k) for k in ("tile_sample_min_height", "tile_sample_min_width",
                                                      "tile_latent_min_height", "tile_latent_min_width",

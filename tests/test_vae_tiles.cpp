@@ -1,14 +1,16 @@
 // Tiled VAE encoding (--enable_tiling reaches the picture's encode, as the pipelines' vae.encode with tiling on)
 // and decoding against diffusers itself: tests/data/vae_tiles, made by make_vae_tiles.sh there, holds diffusers
 // 0.35.2's tiles of the Wan2.1 VAE and CogVideoX's and 0.42.1's of the Wan2.2 VAE (0.35.2's fail on its patches:
-// docs/image-to-video.md). The input is torch's randn from seed 0, which LibTorch's CPU generator draws alike.
+// docs/image-to-video.md) and of HunyuanVideo-1.5's. The input is torch's randn from seed 0, which LibTorch's CPU generator draws alike.
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ops/randn.h>
 
 #include "io/weights/tensor_file.h"
 #include "models/cogvideox/cogvideox_picture_encoder.h"
 #include "models/cogvideox/cogvideox_vae.h"
+#include "models/hunyuan15/hunyuan15_vae.h"
 #include "models/wan/wan_vae.h"
+#include "plan/families/hunyuan15_config.h"
 #include "plan/families/wan_config.h"
 #include "plan/model_folder.h"
 #include "tensor_support.h"
@@ -94,6 +96,32 @@ TEST(VaeTiles, cogvideox_encodes_the_picture_and_decodes_in_tiles_as_diffusers) 
   const double decode_err = test::max_abs_diff(vae->decode_tiled(reference("cogvideox", "z_1"), {48, 40}),
                                                reference("cogvideox", "decoded_tiled_1"));
   std::printf("cogvx5b_i2v_tiny: tiled decode %.3g from diffusers'\n", decode_err);
+  EXPECT_LT(decode_err, 1e-4);
+}
+
+TEST(VaeTiles, hunyuan15_encodes_and_decodes_in_tiles_as_diffusers) {
+  const auto folder = plan::read_model_folder(test::golden_case("hunyuan15_i2v_tiny"));
+  auto weights = io::WeightSet::open(folder.dir + "/vae", "diffusion_pytorch_model");
+  const auto vae = models::Hunyuan15Vae::load(weights, *folder.parts_as<plan::Hunyuan15Parts>().vae, at::kFloat,
+                                              at::kCPU, /*with_encoder=*/true);
+  // 64-pixel tiles every 48 over 64 x 96 pixels: 2 x 2 (the second row's tiles 16 pixels high).
+  for (int frames : {1, 5}) {
+    const auto x = input(frames);
+    Told told;
+    const auto ours = vae->encode_tiled(x, {64, 64}, told.fn());
+    const auto want = reference("hunyuan15", "moments_tiled_" + std::to_string(frames));
+    ASSERT_EQ(ours.sizes(), want.sizes());
+    const double err = test::max_abs_diff(ours, want), tiling = test::max_abs_diff(vae->encode(x), want);
+    std::printf("hunyuan15, %d frame(s): tiled encode %.3g from diffusers' (untiled is %.3g from it)\n", frames, err,
+                tiling);
+    EXPECT_LT(err, 1e-4);
+    EXPECT_GT(tiling, 1e-2) << "the tiles must change the moments";
+    EXPECT_EQ(told.total, 4);
+  }
+  EXPECT_TRUE(at::equal(vae->encode_tiled(input(1), {64, 96}), vae->encode(input(1))));  // one tile: whole
+  const double decode_err = test::max_abs_diff(vae->decode_tiled(reference("hunyuan15", "z_1"), {64, 64}),
+                                               reference("hunyuan15", "decoded_tiled_1"));
+  std::printf("hunyuan15: tiled decode %.3g from diffusers'\n", decode_err);
   EXPECT_LT(decode_err, 1e-4);
 }
 

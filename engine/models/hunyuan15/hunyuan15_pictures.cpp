@@ -33,10 +33,15 @@ PictureConditioning hunyuan15_picture_conditioning(const plan::ModelFolder& fold
   out.record.emplace_back("image_embeds", out.image);
 
   const auto image = vae_pixel_values(crop, job.width, job.height);  // already the size: no resize
-  log("encoding the picture with the VAE encoder on " + device.str());
+  log("encoding the picture with the VAE encoder on " + device.str() +
+      (job.vae_tiling ? ", in tiles (--enable_tiling)" : ""));
   auto weights = io::WeightSet::open(part_path(folder, "vae"), "diffusion_pytorch_model");
   const auto vae = Hunyuan15Vae::load(weights, *parts.vae, dtype, device, /*with_encoder=*/true);
-  const auto moments = vae->encode(image.unsqueeze(2)).cpu();
+  // As the pipeline encodes with the VAE's tiling on: the same tiles as the decode's (--tile_sample_min_*).
+  const auto moments = (job.vae_tiling ? vae->encode_tiled(image.unsqueeze(2),
+                                                           {job.tile_sample_min_height, job.tile_sample_min_width})
+                                       : vae->encode(image.unsqueeze(2)))
+                           .cpu();
   const int64_t C = parts.vae->latent_channels;
   // The pipeline takes the distribution's mode (the mean), scaled as the latents are.
   const auto image_latents = moments.narrow(1, 0, C) * parts.vae->scaling_factor;  // [1, C, 1, h, w]

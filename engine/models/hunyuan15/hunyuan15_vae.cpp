@@ -230,6 +230,13 @@ at::Tensor Hunyuan15Vae::encode(const at::Tensor& video) const {
   return (e.conv_out(at::silu(rms_norm(h, e.norm_out))) + shortcut).to(at::kFloat);
 }
 
+at::Tensor Hunyuan15Vae::encode_tiled(const at::Tensor& video, const TileOptions& tiles,
+                                      const DecodeProgress& progress) const {
+  const bool whole = video.size(3) <= tiles.sample_height && video.size(4) <= tiles.sample_width;
+  return encode_in_tiles(video, cfg_.spatial_compression_ratio, tiles, {0.25, 0.25},
+                         [&](const at::Tensor& tile) { return encode(tile); }, whole, progress);
+}
+
 at::Tensor Hunyuan15Vae::decode(const at::Tensor& z, const DecodeProgress& progress, RowExchange* rows) const {
   DecoderLevels levels{progress, int(up_.size()) + 2};
   const auto& c0 = conv_in_.weight;

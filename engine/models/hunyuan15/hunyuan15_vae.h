@@ -3,7 +3,7 @@
 // over the channels of each pixel; in each mid block's attention a frame sees itself and the earlier ones. Each
 // decoder upsampler spreads channels over pixels (and frames, the first frame excepted), plus a shortcut of
 // its input spread the same way; each encoder downsampler is its inverse, its shortcut averaging channels.
-// The whole video is decoded (encoded) at once, as the reference does.
+// The whole video is decoded (encoded) at once, as the reference does, or in tiles as its tiling does.
 #pragma once
 #include <functional>
 #include <memory>
@@ -43,6 +43,9 @@ class Hunyuan15Vae final : public VaeDecoder {
   // A video [B, in_channels, 1 + 4k, 16 h, 16 w] in [-1, 1] -> its moments [B, 2 latent_channels, 1 + k, h, w]
   // (mean, then log-variance), float32. Needs a load with_encoder; InputError for another shape.
   at::Tensor encode(const at::Tensor& video) const;
+  // The same in tiles of tiles.sample_height x sample_width pixels overlapping by a quarter, as diffusers 0.42.1's
+  // tiled_encode (the pipeline's vae.encode once tiling is on); whole where the video fits one tile.
+  at::Tensor encode_tiled(const at::Tensor& video, const TileOptions& tiles, const DecodeProgress& progress = {}) const;
 
  private:
   struct Conv {  // a causal 3x3x3 convolution, or a 1x1x1 one
