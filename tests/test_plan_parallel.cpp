@@ -253,7 +253,7 @@ TEST(PlanFlux, memory_of_the_real_model) {
 
 // How the weights are kept changes what they take: FLUX.1-dev's weights in bfloat16, fp8 (half), or a single
 // file (its own size: a sparse file on disk the size of a Q4_K quant); kept packed, the layer that runs is
-// dequantized into one buffer, as large as the widest layer (a double block's modulation, 6 x 3072 x 3072).
+// dequantized into one buffer, as large as the widest layer (a double block's modulation, 6 D^2).
 TEST(PlanFlux, memory_follows_how_the_weights_are_kept) {
   test::TempDir tmp;
   const std::string dir = tmp.path("flux-dev");

@@ -104,7 +104,7 @@ TEST(VaeTiles, hunyuan15_encodes_and_decodes_in_tiles_as_diffusers) {
   auto weights = io::WeightSet::open(folder.dir + "/vae", "diffusion_pytorch_model");
   const auto vae = models::Hunyuan15Vae::load(weights, *folder.parts_as<plan::Hunyuan15Parts>().vae, at::kFloat,
                                               at::kCPU, /*with_encoder=*/true);
-  // 64-pixel tiles every 48 over 64 x 96 pixels: 2 x 2 (the second row's tiles 16 pixels high).
+  // Tiles of 64 pixels starting every three quarters of a tile: two rows of two over the input.
   for (int frames : {1, 5}) {
     const auto x = input(frames);
     Told told;
