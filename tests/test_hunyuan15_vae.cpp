@@ -175,3 +175,44 @@ TEST(Hunyuan15Vae, decodes_split_by_rows) {
     EXPECT_LT(ref, test::kRunTolerance);
   }
 }
+
+// The encode split by rows over 2 and 3 ranks (threads over real Gloo sockets): the picture's 3 latent rows as
+// 2 + 1 and 1 + 1 + 1, and the picture followed by 4 frames (the mid attention's second frame seeing the first
+// across the ranks); every rank gets the whole moments, equal to one process's.
+TEST(Hunyuan15Vae, encodes_split_by_rows) {
+  const auto vae = load(kPictureCase, /*with_encoder=*/true);
+  const auto picture = test::golden_tensor(kPictureCase, "vae_encoder_input");
+  const auto video = at::cat({picture, at::rand({1, 3, 4, 48, 80}) * 2 - 1}, 2);
+  const auto one_process = vae->encode(video);
+  for (int ranks : {2, 3}) {
+    plan::ParallelConfig p;
+    p.ulysses_degree = ranks;  // any layout: the encode uses the world group
+    std::vector<at::Tensor> got(size_t(ranks) * 2);
+    for (const auto& failure : test::run_ranks(p, [&](int r, parallel::Mesh& mesh) {
+           const auto exchange = parallel::row_exchange(mesh.world());
+           const models::RowShare share{exchange.get(), r, ranks};
+           got[size_t(r) * 2] = vae->encode(picture, &share);
+           got[size_t(r) * 2 + 1] = vae->encode(video, &share);
+         }))
+      EXPECT_EQ(failure, "");
+    for (int r = 0; r < ranks; ++r) {
+      ASSERT_TRUE(got[size_t(r) * 2].defined() && got[size_t(r) * 2 + 1].defined());
+      const auto want = test::golden_tensor(kPictureCase, "vae_encoder_output");
+      const double err = test::max_abs_diff(got[size_t(r) * 2], want);
+      const double video_err = test::max_abs_diff(got[size_t(r) * 2 + 1], one_process);
+      std::printf("encoded on rank %d of %d: the picture %.3g from the reference, the video %.3g from one process\n", r,
+                  ranks, err, video_err);
+      EXPECT_LT(err, test::kCallTolerance);
+      EXPECT_LT(video_err, 1e-5);
+    }
+  }
+  // More ranks than latent rows is refused, naming the most that can share them.
+  plan::ParallelConfig p;
+  p.ulysses_degree = 4;
+  const auto failures = test::run_ranks(p, [&](int r, parallel::Mesh& mesh) {
+    const auto exchange = parallel::row_exchange(mesh.world());
+    const models::RowShare share{exchange.get(), r, 4};
+    vae->encode(picture, &share);
+  });
+  for (const auto& failure : failures) EXPECT_NE(failure.find("use at most 3 ranks"), std::string::npos) << failure;
+}

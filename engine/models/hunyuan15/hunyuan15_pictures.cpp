@@ -13,7 +13,8 @@
 namespace studio::models {
 
 PictureConditioning hunyuan15_picture_conditioning(const plan::ModelFolder& folder, const plan::JobSpec& job,
-                                                   at::ScalarType dtype, at::Device device, const text::Log& log) {
+                                                   at::ScalarType dtype, at::Device device, const text::Log& log,
+                                                   const RowShare* rows) {
   const auto& parts = folder.parts_as<plan::Hunyuan15Parts>();
   const auto picture = video::read_picture(job.image_file, "--image");
   const auto crop = cover_and_crop(picture, job.width, job.height);
@@ -34,14 +35,15 @@ PictureConditioning hunyuan15_picture_conditioning(const plan::ModelFolder& fold
 
   const auto image = vae_pixel_values(crop, job.width, job.height);  // already the size: no resize
   log("encoding the picture with the VAE encoder on " + device.str() +
-      (job.vae_tiling ? ", in tiles (--enable_tiling)" : ""));
+      (rows ? ", split by rows over " + std::to_string(rows->ranks) + " ranks"
+            : job.vae_tiling ? ", in tiles (--enable_tiling)" : ""));
   auto weights = io::WeightSet::open(part_path(folder, "vae"), "diffusion_pytorch_model");
   const auto vae = Hunyuan15Vae::load(weights, *parts.vae, dtype, device, /*with_encoder=*/true);
   // As the pipeline encodes with the VAE's tiling on: the same tiles as the decode's (--tile_sample_min_*).
-  const auto moments = (job.vae_tiling ? vae->encode_tiled(image.unsqueeze(2),
-                                                           {job.tile_sample_min_height, job.tile_sample_min_width})
-                                       : vae->encode(image.unsqueeze(2)))
-                           .cpu();
+  const TileOptions tiles{job.tile_sample_min_height, job.tile_sample_min_width};
+  const auto moments =
+      (job.vae_tiling && !rows ? vae->encode_tiled(image.unsqueeze(2), tiles) : vae->encode(image.unsqueeze(2), rows))
+          .cpu();
   const int64_t C = parts.vae->latent_channels;
   // The pipeline takes the distribution's mode (the mean), scaled as the latents are.
   const auto image_latents = moments.narrow(1, 0, C) * parts.vae->scaling_factor;  // [1, C, 1, h, w]

@@ -76,8 +76,8 @@ class Hunyuan15Runtime final : public FamilyRuntime {
 
   PictureConditioning condition_on_pictures(const plan::ModelFolder& folder, const plan::JobSpec& job,
                                             at::ScalarType dtype, at::Device device, sampling::SeededNoise&,
-                                            const text::Log& log, const RowShare*) const override {
-    return hunyuan15_picture_conditioning(folder, job, dtype, device, log);  // draws nothing: the VAE's mean
+                                            const text::Log& log, const RowShare* rows) const override {
+    return hunyuan15_picture_conditioning(folder, job, dtype, device, log, rows);  // draws nothing: the VAE's mean
   }
 };
 

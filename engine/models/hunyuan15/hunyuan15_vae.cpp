@@ -196,9 +196,10 @@ at::Tensor Hunyuan15Vae::upsample(const Upsampler& u, const at::Tensor& x, RowEx
   return h_all + at::cat({s_first, s_rest}, 2);
 }
 
-// Frame 0 is packed in space only, its channels twice; its shortcut averages half as many channels.
-at::Tensor Hunyuan15Vae::downsample(const Downsampler& d, const at::Tensor& x) const {
-  const auto h = d.conv(x);
+// Frame 0 is packed in space only, its channels twice; its shortcut averages half as many channels. Split by
+// rows, every rank's share is whole latent rows, so an even number of rows at every level: packing stays local.
+at::Tensor Hunyuan15Vae::downsample(const Downsampler& d, const at::Tensor& x, RowExchange* rows) const {
+  const auto h = d.conv(x, rows);
   if (!d.temporal) return pack(h, 1, 2, 2) + average(pack(x, 1, 2, 2), d.group);
   const int64_t rest = x.size(2) - 1;
   const auto first = pack(h.narrow(2, 0, 1), 1, 2, 2);
@@ -208,7 +209,7 @@ at::Tensor Hunyuan15Vae::downsample(const Downsampler& d, const at::Tensor& x) c
   return h_all + at::cat({s_first, s_rest}, 2);
 }
 
-at::Tensor Hunyuan15Vae::encode(const at::Tensor& video) const {
+at::Tensor Hunyuan15Vae::encode(const at::Tensor& video, const RowShare* share) const {
   if (!encoder_) throw std::logic_error("internal error: HunyuanVideo-1.5's VAE was loaded without its encoder");
   const int64_t s = cfg_.spatial_compression_ratio, t = cfg_.temporal_compression_ratio;
   const bool fits = video.dim() == 5 && video.size(1) == cfg_.in_channels && video.size(2) >= 1 &&
@@ -218,16 +219,30 @@ at::Tensor Hunyuan15Vae::encode(const at::Tensor& video) const {
     throw InputError("HunyuanVideo-1.5's VAE encoder got a video of shape " + io::shape_str(video.sizes().vec()) +
                      "; it takes [B, " + std::to_string(cfg_.in_channels) + ", F, H, W] with F = 1 + " +
                      std::to_string(t) + "k frames and H, W multiples of " + std::to_string(s));
-  c10::InferenceMode guard;
-  const auto& e = *encoder_;
-  auto h = e.conv_in(video.to(device_, dtype_));
-  for (const auto& block : e.down) {
-    for (const auto& r : block.resnets) h = resnet(r, h);
-    if (block.downsampler) h = downsample(*block.downsampler, h);
+  // Not with a row split: c10d's Gloo works on threads of its own, which cannot touch inference tensors.
+  std::optional<c10::InferenceMode> guard;
+  if (!share) guard.emplace();
+  at::Tensor mine = video;
+  RowExchange* rows = nullptr;
+  if (share) {
+    const int64_t h = video.size(3) / s;
+    if (h < share->ranks)
+      throw InputError("parallel VAE encoding: " + std::to_string(share->ranks) + " ranks cannot share " +
+                       std::to_string(h) + " latent rows; use at most " + std::to_string(h) + " ranks");
+    const auto [begin, end] = rows_of(h, share->rank, share->ranks);
+    mine = video.narrow(3, begin * s, (end - begin) * s);
+    rows = share->exchange;
   }
-  h = resnet(e.mid_2, attention(e.mid_attention, resnet(e.mid_1, h)));
+  const auto& e = *encoder_;
+  auto h = e.conv_in(mine.to(device_, dtype_), rows);
+  for (const auto& block : e.down) {
+    for (const auto& r : block.resnets) h = resnet(r, h, rows);
+    if (block.downsampler) h = downsample(*block.downsampler, h, rows);
+  }
+  h = resnet(e.mid_2, attention(e.mid_attention, resnet(e.mid_1, h, rows), rows), rows);
   const auto shortcut = average(h, h.size(1) / (2 * cfg_.latent_channels));
-  return (e.conv_out(at::silu(rms_norm(h, e.norm_out))) + shortcut).to(at::kFloat);
+  const auto moments = (e.conv_out(at::silu(rms_norm(h, e.norm_out)), rows) + shortcut).to(at::kFloat);
+  return rows ? rows->gather(moments.contiguous(), 3) : moments;
 }
 
 at::Tensor Hunyuan15Vae::encode_tiled(const at::Tensor& video, const TileOptions& tiles,

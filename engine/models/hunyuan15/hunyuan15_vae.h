@@ -41,8 +41,10 @@ class Hunyuan15Vae final : public VaeDecoder {
   // `progress` counts the decoder's levels: the middle block, each up block, the output.
   at::Tensor decode(const at::Tensor& z, const DecodeProgress& progress = {}, RowExchange* rows = nullptr) const;
   // A video [B, in_channels, 1 + 4k, 16 h, 16 w] in [-1, 1] -> its moments [B, 2 latent_channels, 1 + k, h, w]
-  // (mean, then log-variance), float32. Needs a load with_encoder; InputError for another shape.
-  at::Tensor encode(const at::Tensor& video) const;
+  // (mean, then log-variance), float32. Needs a load with_encoder; InputError for another shape. With `rows`
+  // (parallel VAE encoding) this rank encodes its share of whole latent rows, the convolutions and the mid
+  // attention reaching the other ranks as the split decode does, and every rank gets the whole moments.
+  at::Tensor encode(const at::Tensor& video, const RowShare* rows = nullptr) const;
   // The same in tiles of tiles.sample_height x sample_width pixels overlapping by a quarter, as diffusers 0.42.1's
   // tiled_encode (the pipeline's vae.encode once tiling is on); whole where the video fits one tile.
   at::Tensor encode_tiled(const at::Tensor& video, const TileOptions& tiles, const DecodeProgress& progress = {}) const;
@@ -88,7 +90,7 @@ class Hunyuan15Vae final : public VaeDecoder {
   at::Tensor resnet(const Resnet& r, const at::Tensor& x, RowExchange* rows = nullptr) const;
   at::Tensor attention(const Attention& a, const at::Tensor& x, RowExchange* rows = nullptr) const;
   at::Tensor upsample(const Upsampler& u, const at::Tensor& x, RowExchange* rows = nullptr) const;
-  at::Tensor downsample(const Downsampler& d, const at::Tensor& x) const;
+  at::Tensor downsample(const Downsampler& d, const at::Tensor& x, RowExchange* rows = nullptr) const;
 
   plan::Hunyuan15VaeConfig cfg_;
   at::ScalarType dtype_ = at::kFloat;
