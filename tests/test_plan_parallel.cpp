@@ -301,6 +301,16 @@ TEST(PlanFlux, memory_follows_how_the_weights_are_kept) {
   EXPECT_EQ(choices[2].flag, "--offload blocks");
   EXPECT_TRUE(choices[2].fits);
   EXPECT_LT(choices[2].peak_gib, plan::kProcessGiB + 1.0);  // one of 57 blocks, and the layers outside them
+  // On the CPU the blocks run in the memory they would be offloaded to: offloading saves nothing there, so the
+  // plan counts every block and does not offer it.
+  plan::JobSpec on_cpu = job;
+  on_cpu.device = "cpu";
+  on_cpu.offload = "blocks";
+  plan::JobSpec kept = on_cpu;
+  kept.offload.clear();
+  EXPECT_DOUBLE_EQ(plan::estimate_memory(one, on_cpu, model, 4).transformer_gib,
+                   plan::estimate_memory(one, kept, model, 4).transformer_gib);
+  for (const auto& c : plan::storage_choices(one, kept, model, 4, 0)) EXPECT_NE(c.flag, "--offload blocks");
   plan::ParallelConfig two;
   two.ulysses_degree = 2;
   const auto with_ranks = plan::storage_choices(two, job, model, 2, 16.0);

@@ -41,7 +41,7 @@ bool plan_configs(studio::workers::LaunchArgs& args, const studio::plan::ModelFo
                   studio::workers::Devices devices, double memory_gib) {
   using namespace studio;
   if (devices.cpu_cores == 0) devices = workers::list_devices(worker);  // the cache's key, on the CPU too
-  const bool gpus = !devices.gpus.empty();
+  const bool gpus = !devices.gpus.empty() && args.job.device != "cpu";
   const int processes = args.run.nproc_per_node > 0 ? args.run.nproc_per_node
                         : gpus                      ? int(devices.gpus.size())
                                                     : std::max(1, devices.cpu_cores);
@@ -132,6 +132,8 @@ int main(int argc, char** argv) {
     const bool for_cluster = !args.write_job.empty();
     if (args.job.device != "cpu" && !for_cluster) devices = workers::list_devices(worker);
     const bool gpus = !devices.gpus.empty();
+    // Without a GPU every rank runs on the CPU; said so, the plan counts the memory the blocks run in.
+    if (!gpus && !for_cluster && args.job.device == "auto") args.job.device = "cpu";
     double memory_gib = 0;  // the smallest GPU's
     for (const auto& g : devices.gpus)
       memory_gib = memory_gib == 0 ? double(g.memory_bytes) / (1 << 30) : std::min(memory_gib, double(g.memory_bytes) / (1 << 30));

@@ -35,6 +35,8 @@ class ParallelPanel : public QWidget {
   plan::ParallelConfig config() const;
   void set_config(const plan::ParallelConfig& p);
   bool on_gpus() const { return !devices_.gpus.empty(); }
+  // The job's device on these devices ("cuda" or "cpu"): what a run asks for, and what the plan counts in.
+  std::string device() const { return on_gpus() ? "cuda" : "cpu"; }
   // Processes the configuration must fill: the selected GPUs, or on the CPU as many as it asks for.
   int processes() const;
   // The smallest selected GPU's memory in GiB; 0 on the CPU.

@@ -197,6 +197,7 @@ std::vector<plan::Problem> MainWindow::validate() {
   const plan::ModelFolder* model = compose_->model();
   if (!model) problems.push_back({"model", compose_->model_error().toStdString()});
   plan::JobSpec job = compose_->job();
+  job.device = parallel_->device();  // as the run will ask: on the CPU, offloaded blocks save no memory
   if (model) {
     const auto p = parallel_->config();
     auto more = plan::check_job(job, p, *model, {parallel_->processes(), parallel_->memory_gib(), parallel_->on_gpus()});

@@ -72,7 +72,7 @@ std::optional<MainWindow::Queued> MainWindow::make_job(const plan::ParallelConfi
   Queued q;
   q.job.job = compose_->job();
   q.job.job.seed = compose_->next_seed();
-  q.job.job.device = parallel_->on_gpus() ? "cuda" : "cpu";
+  q.job.job.device = parallel_->device();
   q.job.parallel = p;
   return q;
 }
