@@ -4,6 +4,8 @@
 // - cogvideox-5b: CogVideoX-5B's transformer (48 heads x 64, width 3072, rotary positions), the same sampler;
 // - wan21: Wan2.1-T2V-1.3B (12 heads x 128, ffn 8960, text 4096 -> 512 tokens, flow_shift 3.0 for 480p);
 // - wan21-14b: Wan2.1-T2V-14B (40 heads x 128, width 5120, ffn 13824), likewise;
+// - wan21-i2v-14b: Wan2.1-I2V-14B-480P (the same blocks, 36 input channels, an image cross-attention of 257
+//   tokens) with its CLIP ViT-H/14 image encoder (32 layers, width 1280) and the VAE's encoder (`--vae` implied);
 // - flux: FLUX.1-dev (24 heads x 128, width 3072, 19 double and 38 single blocks: `--layers N` makes N of each
 //   kind), its embeds with pooled_prompt_embeds;
 // - wan22: the same expert twice (transformer/ and transformer_2/, different weights), boundary_ratio
@@ -18,7 +20,8 @@
 // writes the transformer as OUT_DIR/transformer-<type>.gguf (bench/gguf_quantize.h) for --transformer.
 // `--lora RANK` writes OUT_DIR/lora-r<RANK>.safetensors, a LoRA of that rank on every linear layer of the
 // blocks, for --lora.
-// Usage: bench-make-model OUT_DIR [--family cogvideox|cogvideox-5b|wan21|wan21-14b|wan22|flux|hunyuan15] [--layers N] [--height H
+// Usage: bench-make-model OUT_DIR [--family cogvideox|cogvideox-5b|wan21|wan21-14b|wan21-i2v-14b|wan22|flux|hunyuan15]
+//        [--layers N] [--height H
 //        --width W --num_frames F] [--vae] [--bfloat16] [--gguf TYPE] [--lora RANK]
 #include <cstdio>
 #include <cstring>
@@ -37,8 +40,10 @@
 #include "models/flux/flux_transformer.h"
 #include "models/hunyuan15/hunyuan15_transformer.h"
 #include "models/hunyuan15/hunyuan15_vae.h"
+#include "models/image/clip_vision_encoder.h"
 #include "models/wan/wan_transformer.h"
 #include "models/wan/wan_vae.h"
+#include "plan/clip_config.h"
 #include "plan/family.h"
 #include "plan/families/cogvideox_config.h"
 #include "plan/families/flux_config.h"
@@ -130,10 +135,15 @@ void write_hunyuan15_configs(const fs::path& out, const Options& o) {
 
 void write_wan_configs(const fs::path& out, const Options& o, bool two_experts) {
   const char* expert = R"("WanTransformer3DModel"])";
+  const bool i2v = o.family == "wan21-i2v-14b", wide = o.family == "wan21-14b" || i2v;
   std::ofstream(out / "model_index.json")
-      << R"({"_class_name": "WanPipeline", "_diffusers_version": "0.35.2", "scheduler": ["diffusers",
-    "UniPCMultistepScheduler"], "text_encoder": [null, null], "tokenizer": [null, null],
-    "transformer": ["diffusers", )" << expert
+      << R"({"_class_name": ")" << (i2v ? "WanImageToVideoPipeline" : "WanPipeline")
+      << R"(", "_diffusers_version": "0.35.2", "scheduler": ["diffusers",
+    "UniPCMultistepScheduler"], "text_encoder": [null, null], "tokenizer": [null, null],)"
+      << (i2v ? R"( "image_encoder": ["transformers", "CLIPVisionModelWithProjection"],
+    "image_processor": ["transformers", "CLIPImageProcessor"],)"
+              : "")
+      << R"( "transformer": ["diffusers", )" << expert
       << (o.vae ? R"(, "vae": ["diffusers", "AutoencoderKLWan"])" : "") << R"(, "expand_timesteps": false, )"
       << (two_experts ? std::string(R"("boundary_ratio": 0.875, "transformer_2": ["diffusers", )") + expert
                       : std::string(R"("boundary_ratio": null, "transformer_2": [null, null])"))
@@ -142,11 +152,11 @@ void write_wan_configs(const fs::path& out, const Options& o, bool two_experts) 
     if (!two_experts && std::string(part) == "transformer_2") continue;
     fs::create_directories(out / part);
     std::ofstream(out / part / "config.json")
-        << R"({"_class_name": "WanTransformer3DModel", "_diffusers_version": "0.35.2", "added_kv_proj_dim": null,
-    "attention_head_dim": 128, "cross_attn_norm": true, "eps": 1e-06, "ffn_dim": )"
-        << (o.family == "wan21-14b" ? 13824 : 8960) << R"(, "freq_dim": 256,
-    "image_dim": null, "in_channels": 16, "num_attention_heads": )"
-        << (o.family == "wan21-14b" ? 40 : 12) << R"(, "num_layers": )" << o.layers << R"(, "out_channels": 16, "patch_size": [1, 2, 2],
+        << R"({"_class_name": "WanTransformer3DModel", "_diffusers_version": "0.35.2", "added_kv_proj_dim": )"
+        << (i2v ? "5120" : "null") << R"(, "attention_head_dim": 128, "cross_attn_norm": true, "eps": 1e-06, "ffn_dim": )"
+        << (wide ? 13824 : 8960) << R"(, "freq_dim": 256, "image_dim": )" << (i2v ? "1280" : "null")
+        << R"(, "in_channels": )" << (i2v ? 36 : 16) << R"(, "num_attention_heads": )" << (wide ? 40 : 12)
+        << R"(, "num_layers": )" << o.layers << R"(, "out_channels": 16, "patch_size": [1, 2, 2],
     "pos_embed_seq_len": null, "qk_norm": "rms_norm_across_heads", "rope_max_seq_len": 1024, "text_dim": 4096})";
   }
   // wan21_tiny's scheduler config (diffusers' own for Wan2.1) with flow_shift 3.0, the 480p value.
@@ -169,6 +179,18 @@ void write_wan_configs(const fs::path& out, const Options& o, bool two_experts) 
       1.5579, 1.6382, 1.1253, 2.8251, 1.916],
     "num_res_blocks": 2, "out_channels": 3, "patch_size": null, "scale_factor_spatial": 8,
     "scale_factor_temporal": 4, "temperal_downsample": [false, true, true], "z_dim": 16})";
+  if (!i2v) return;
+  fs::create_directories(out / "image_encoder");
+  fs::create_directories(out / "image_processor");
+  std::ofstream(out / "image_encoder" / "config.json")
+      << R"({"architectures": ["CLIPVisionModelWithProjection"], "hidden_act": "gelu", "hidden_size": 1280,
+    "image_size": 224, "intermediate_size": 5120, "layer_norm_eps": 1e-05, "model_type": "clip_vision_model",
+    "num_attention_heads": 16, "num_channels": 3, "num_hidden_layers": 32, "patch_size": 14, "projection_dim": 1024})";
+  std::ofstream(out / "image_processor" / "preprocessor_config.json")
+      << R"({"crop_size": {"height": 224, "width": 224}, "do_center_crop": true, "do_convert_rgb": true,
+    "do_normalize": true, "do_rescale": true, "do_resize": true, "image_mean": [0.48145466, 0.4578275, 0.40821073],
+    "image_processor_type": "CLIPImageProcessor", "image_std": [0.26862954, 0.26130258, 0.27577711], "resample": 3,
+    "rescale_factor": 0.00392156862745098, "size": {"shortest_edge": 224}})";
 }
 
 // Rewrites a float32 safetensors file in bfloat16, one tensor at a time (a 1.3B model is 5.2 GB in float32).
@@ -190,8 +212,9 @@ void store_as_bfloat16(const fs::path& file) {
 
 // Makes `part`'s weights with `seed` by loading the model from a synthetic set, and saves them.
 template <class Load>
-void write_weights(const fs::path& part, uint64_t seed, bool bfloat16, Load load) {
-  const fs::path file = part / "diffusion_pytorch_model.safetensors";
+void write_weights(const fs::path& part, uint64_t seed, bool bfloat16, Load load,
+                   const char* name = "diffusion_pytorch_model.safetensors") {
+  const fs::path file = part / name;
   {
     auto w = io::WeightSet::synthetic(seed);
     load(w);
@@ -236,7 +259,8 @@ void print_weight_estimate(const plan::ModelFolder& folder, int bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const char* usage = "usage: bench-make-model OUT_DIR [--family cogvideox|cogvideox-5b|wan21|wan21-14b|wan22|flux|hunyuan15] [--layers N] "
+  const char* usage = "usage: bench-make-model OUT_DIR [--family cogvideox|cogvideox-5b|wan21|wan21-14b|wan21-i2v-14b|wan22|"
+                      "flux|hunyuan15] [--layers N] "
                       "[--height H --width W --num_frames F] [--vae] [--bfloat16] [--gguf TYPE] [--lora RANK]\n";
   if (argc < 2) return std::cerr << usage, 2;
   if (argv[1][0] == '-') {  // an option where the folder goes (--help too): no folder named after it
@@ -257,11 +281,13 @@ int main(int argc, char** argv) {
     else if (value && !std::strcmp(argv[i], "--num_frames")) o.frames = std::atoi(argv[++i]);
     else return std::cerr << "bench-make-model: unknown or incomplete option " << argv[i] << "\n" << usage, 2;
   }
-  const bool wan = o.family == "wan21" || o.family == "wan21-14b" || o.family == "wan22", flux = o.family == "flux",
-             hunyuan = o.family == "hunyuan15";
+  const bool i2v = o.family == "wan21-i2v-14b";
+  const bool wan = o.family == "wan21" || o.family == "wan21-14b" || i2v || o.family == "wan22",
+             flux = o.family == "flux", hunyuan = o.family == "hunyuan15";
+  o.vae = o.vae || i2v;  // the picture is encoded
   if (!wan && !flux && !hunyuan && o.family != "cogvideox" && o.family != "cogvideox-5b")
     return std::cerr << "bench-make-model: --family " << o.family
-                     << ": cogvideox, cogvideox-5b, wan21, wan21-14b, wan22, flux or hunyuan15\n", 2;
+                     << ": cogvideox, cogvideox-5b, wan21, wan21-14b, wan21-i2v-14b, wan22, flux or hunyuan15\n", 2;
   const auto gguf = plan::weight_format_named(o.gguf);
   if (!o.gguf.empty() && gguf != plan::WeightFormat::Q8_0 && gguf != plan::WeightFormat::Q4_K)
     return std::cerr << "bench-make-model: --gguf " << o.gguf << ": Q8_0 or Q4_K\n", 2;
@@ -283,9 +309,14 @@ int main(int argc, char** argv) {
       write_weights(out / experts[e], 11 + 10 * e, o.bfloat16, [&](io::WeightSet& w) {
         models::WanTransformer::load(w, parts.transformer, at::kFloat, at::kCPU);
       });
-    if (o.vae)  // the decoder only (diffusers' encoder stays unloaded)
+    if (o.vae)  // the decoder only (diffusers' encoder stays unloaded), but for image-to-video
       write_weights(out / "vae", 13, false,
-                    [&](io::WeightSet& w) { models::WanVae::load(w, *parts.vae, at::kFloat, at::kCPU); });
+                    [&](io::WeightSet& w) { models::WanVae::load(w, *parts.vae, at::kFloat, at::kCPU, i2v); });
+    if (i2v)
+      write_weights(
+          out / "image_encoder", 14, o.bfloat16,
+          [&](io::WeightSet& w) { models::ClipVisionEncoder::load(w, *parts.image_encoder, at::kFloat, at::kCPU); },
+          "model.safetensors");
   } else if (hunyuan) {
     const auto& parts = folder.parts_as<plan::Hunyuan15Parts>();
     write_weights(out / "transformer", 11, o.bfloat16, [&](io::WeightSet& w) {

@@ -14,7 +14,12 @@ namespace studio::models {
 
 std::shared_ptr<ClipVisionEncoder> ClipVisionEncoder::load(const std::string& dir, const plan::ClipVisionConfig& cfg,
                                                            at::ScalarType dtype, at::Device device) {
-  auto w = io::WeightSet::open(dir, "model");
+  auto weights = io::WeightSet::open(dir, "model");
+  return load(weights, cfg, dtype, device);
+}
+
+std::shared_ptr<ClipVisionEncoder> ClipVisionEncoder::load(io::WeightSet& w, const plan::ClipVisionConfig& cfg,
+                                                           at::ScalarType dtype, at::Device device) {
   auto e = std::make_shared<ClipVisionEncoder>();
   e->cfg_ = cfg;
   e->dtype_ = dtype;

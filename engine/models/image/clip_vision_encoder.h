@@ -14,12 +14,18 @@
 #include "plan/clip_config.h"
 #include "text/encode/clip_layers.h"
 
+namespace studio::io {
+class WeightSet;
+}
+
 namespace studio::models {
 
 class ClipVisionEncoder {
  public:
   // image_encoder/ of a diffusers folder (model.safetensors, or shards).
   static std::shared_ptr<ClipVisionEncoder> load(const std::string& dir, const plan::ClipVisionConfig& cfg,
+                                                 at::ScalarType dtype, at::Device device);
+  static std::shared_ptr<ClipVisionEncoder> load(io::WeightSet& weights, const plan::ClipVisionConfig& cfg,
                                                  at::ScalarType dtype, at::Device device);
   // pixel_values [B, 3, image_size, image_size] -> what the family's pipeline reads, [B, tokens, hidden_size]
   // float32: CLIP's hidden_states[-2], SigLIP's last_hidden_state.
