@@ -118,6 +118,21 @@ TEST(Hunyuan15Prompt, embeddings_equal_the_reference) {
   const double glyphs = test::max_abs_diff(out.glyph_embeds, golden("prompt_embeds_2"));
   std::printf("qwen25vl_text_tiny prompt_embeds_2: %.3g\n", glyphs);
   EXPECT_LT(glyphs, test::kCallTolerance);
+  // A run computes each batch's real rows alone: the same values, and nothing real is left out.
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const auto real = models::hunyuan15::encode_prompts({prompts[i]}, text::QwenTokenizer::load(part("tokenizer")),
+                                                        *qwen(), text::ByT5Tokenizer::load(part("tokenizer_2")), *byt5,
+                                                        models::hunyuan15::Rows::Real);
+    const int64_t n = real.mask.size(1), i64 = int64_t(i);
+    EXPECT_TRUE(at::equal(real.mask[0], out.mask[i64].narrow(0, 0, n))) << i;
+    EXPECT_EQ(out.mask[i64].narrow(0, n, out.mask.size(1) - n).sum().item<int64_t>(), 0) << i;
+    const auto rows = real.mask[0].nonzero().squeeze(1);
+    EXPECT_LT(test::max_abs_diff(real.embeds[0].index_select(0, rows), golden("prompt_embeds")[i64].index_select(0, rows)),
+              test::kCallTolerance)
+        << i;
+    // The prompt's tokens (a byte or more each; "" is " ") and the 5 closing the chat, not the pipeline's 1000.
+    if (real.chat_tokens[0] < 1108) EXPECT_LE(n, int64_t(std::max<size_t>(prompts[i].size(), 1)) + 5) << i;
+  }
   // Quotes: straight or curly, the shortest, each once, never across a line.
   EXPECT_EQ(models::hunyuan15::glyph_text("say \"hi\" and \"hi\" then \u201cbye\u201d"), "Text \"hi\". Text \"bye\". ");
   EXPECT_EQ(models::hunyuan15::glyph_text("\"open\nquote\" no"), "");

@@ -64,7 +64,7 @@ std::string glyph_text(const std::string& prompt) {
 
 PromptEmbeds encode_prompts(const std::vector<std::string>& prompts, const text::QwenTokenizer& tokenizer,
                             const text::QwenEncoder& encoder, const text::ByT5Tokenizer& glyph_tokenizer,
-                            const text::T5Encoder& glyph_encoder) {
+                            const text::T5Encoder& glyph_encoder, Rows rows) {
   c10::InferenceMode guard;
   PromptEmbeds out;
   std::vector<std::vector<int64_t>> ids, masks, glyph_ids, glyph_masks;
@@ -81,9 +81,14 @@ PromptEmbeds encode_prompts(const std::vector<std::string>& prompts, const text:
   }
   out.input_ids = rows_of(ids);
   out.attention_mask = rows_of(masks);
-  const int64_t keep = int64_t(kPromptTokens);
-  out.embeds = encoder.hidden_state(out.input_ids, out.attention_mask, kHiddenState).narrow(1, int64_t(kCropStart), keep);
-  out.mask = out.attention_mask.narrow(1, int64_t(kCropStart), keep);
+  const int64_t crop = int64_t(kCropStart);  // the template alone is longer, with Qwen's vocabulary
+  const int64_t length =
+      rows == Rows::All ? out.input_ids.size(1) : std::max(crop, out.attention_mask.sum(1).max().item<int64_t>());
+  const int64_t keep = length - crop;
+  const auto hidden = encoder.hidden_state(out.input_ids.narrow(1, 0, length), out.attention_mask.narrow(1, 0, length),
+                                           kHiddenState);
+  out.embeds = hidden.narrow(1, crop, keep);
+  out.mask = out.attention_mask.narrow(1, crop, keep);
 
   out.glyph_ids = rows_of(glyph_ids);
   out.glyph_mask = rows_of(glyph_masks);

@@ -30,14 +30,20 @@ std::string glyph_text(const std::string& prompt);
 
 struct PromptEmbeds {
   at::Tensor input_ids, attention_mask;  // [B, 1108] int64: the chat's tokens, before the crop
-  at::Tensor embeds, mask;               // [B, 1000, hidden], [B, 1000] int64
+  at::Tensor embeds, mask;               // [B, 1000, hidden], [B, 1000] int64 (fewer rows with Rows::Real)
   at::Tensor glyph_ids;                  // [B, 256] int64 (zeros where nothing is quoted)
   at::Tensor glyph_embeds, glyph_mask;   // [B, 256, d_model], [B, 256] int64
   std::vector<size_t> chat_tokens;       // each chat's tokens before the cut
 };
 
+// Which rows the language model computes. All: the pipeline's 1108, padding rows included (their values are the
+// reference's too). Real: up to the batch's longest chat alone; as the padding is on the right and the mask causal,
+// no real row depends on a padding row, so the real rows are the same, and embeds and mask end there (a run reads
+// the real rows only: the transformer drops the padding; a prompt of 150 tokens costs 1/7 of the 1108).
+enum class Rows { All, Real };
+
 PromptEmbeds encode_prompts(const std::vector<std::string>& prompts, const text::QwenTokenizer& tokenizer,
                             const text::QwenEncoder& encoder, const text::ByT5Tokenizer& glyph_tokenizer,
-                            const text::T5Encoder& glyph_encoder);
+                            const text::T5Encoder& glyph_encoder, Rows rows = Rows::All);
 
 }  // namespace studio::models::hunyuan15

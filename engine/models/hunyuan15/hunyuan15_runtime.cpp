@@ -59,7 +59,8 @@ class Hunyuan15Runtime final : public FamilyRuntime {
     auto byt5_weights = text::encoder_weights(folder, "text_encoder_2");
     const auto byt5 = text::T5Encoder::load(byt5_weights, *folder.text_encoder, dtype, device);
     const auto e = hunyuan15::encode_prompts(texts, text::QwenTokenizer::load(part_path(folder, "tokenizer")), *qwen,
-                                             text::ByT5Tokenizer::load(part_path(folder, "tokenizer_2")), *byt5);
+                                             text::ByT5Tokenizer::load(part_path(folder, "tokenizer_2")), *byt5,
+                                             hunyuan15::Rows::Real);
     text::PromptEmbeds out;
     for (int64_t i = 0; i < int64_t(texts.size()); ++i) {
       const std::string what = i == 0 ? "the prompt" : "the negative prompt", name = i == 0 ? "" : "negative_";
