@@ -2,13 +2,15 @@
 # diffusers 0.42.1's HunyuanVideo15Transformer3DModel on the same weights and sizes as our run: one step is its
 # two calls (the prompt's, the negative prompt's), texts padded to 1000 Qwen and 256 ByT5 rows with masks and
 # the picture's 729 rows zeroed, as HunyuanVideo15Pipeline calls it from words.
+# Usage: hunyuan15_peer_step.py FOLDER STEPS [HEIGHT WIDTH FRAMES]   (default 480 x 848 x 9)
 import sys, time, torch
 from diffusers import HunyuanVideo15Transformer3DModel
 torch.set_num_threads(2)
 folder, steps = sys.argv[1], int(sys.argv[2])
+height, width, frames = map(int, sys.argv[3:6]) if len(sys.argv) > 5 else (480, 848, 9)
 m = HunyuanVideo15Transformer3DModel.from_pretrained(folder + "/transformer", torch_dtype=torch.float32).eval()
 g = torch.Generator().manual_seed(0)
-lat = torch.randn(1, 65, 3, 30, 53, generator=g)
+lat = torch.randn(1, 65, (frames - 1) // 4 + 1, height // 16, width // 16, generator=g)
 def inputs(q, b):
     e = torch.zeros(1, 1000, 3584); e[:, :q] = torch.randn(1, q, 3584, generator=g)
     em = torch.zeros(1, 1000, dtype=torch.long); em[:, :q] = 1

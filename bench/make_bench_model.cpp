@@ -11,18 +11,22 @@
 // - wan22: the same expert twice (transformer/ and transformer_2/, different weights), boundary_ratio
 //   0.875 as Wan2.2 A14B, to show one expert resident at a time;
 // - hunyuan15: HunyuanVideo-1.5 480p T2V (16 heads x 128, width 2048, 54 dual-stream blocks, Qwen 3584 wide ->
-//   up to 1000 tokens, ByT5 1472 wide), flow shift 5, the guider's 6; its embeds add prompt_embeds_2.
+//   up to 1000 tokens, ByT5 1472 wide), flow shift 5, the guider's 6; its embeds add prompt_embeds_2; 720p's
+//   target_size (960) with --height 720. `--text_encoders` adds Qwen2.5-VL-7B's language model (--layers + 2
+//   layers) and ByT5-small's encoder with random weights; their tokenizers are not written (copy tokenizer/ and
+//   tokenizer_2/ from a folder that has them, as bench/hunyuan15_text.sh does).
 // `--layers N` sets the blocks (both real models have 30); `--vae` adds vae/ with the real VAE config (the
 // decoder's weights: text-to-video needs no encoder; bench-vae-encode times the encoder); `--bfloat16` stores the transformer in bfloat16 (half the
-// disk and, run with --dtype bfloat16, weights the engine maps instead of copying). No text encoder:
+// disk and, run with --dtype bfloat16, weights the engine maps instead of copying). No text encoder (but hunyuan15's
+// --text_encoders):
 // embeds.safetensors holds random prompt_embeds and negative_prompt_embeds for --prompt_embeds. Prints the
 // plan's estimate of the transformer weights per rank for 1, 2 and 4 PipeFusion stages. `--gguf Q8_0|Q4_K` also
 // writes the transformer as OUT_DIR/transformer-<type>.gguf (bench/gguf_quantize.h) for --transformer.
 // `--lora RANK` writes OUT_DIR/lora-r<RANK>.safetensors, a LoRA of that rank on every linear layer of the
 // blocks, for --lora.
 // Usage: bench-make-model OUT_DIR [--family cogvideox|cogvideox-5b|wan21|wan21-14b|wan21-i2v-14b|wan22|flux|hunyuan15]
-//        [--layers N] [--height H
-//        --width W --num_frames F] [--vae] [--bfloat16] [--gguf TYPE] [--lora RANK]
+//        [--layers N] [--height H --width W --num_frames F] [--vae] [--text_encoders] [--bfloat16] [--gguf TYPE]
+//        [--lora RANK]
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -51,6 +55,8 @@
 #include "plan/families/wan_config.h"
 #include "plan/parallel.h"
 #include "sampling/noise.h"
+#include "text/encode/qwen_encoder.h"
+#include "text/encode/t5_encoder.h"
 
 namespace fs = std::filesystem;
 using namespace studio;
@@ -60,7 +66,7 @@ namespace {
 struct Options {
   std::string family = "cogvideox";
   int layers = 30, height = 480, width = 720, frames = 49;
-  bool vae = false, bfloat16 = false;
+  bool vae = false, bfloat16 = false, text_encoders = false;
   std::string gguf;
   int lora_rank = 0;
 };
@@ -115,13 +121,18 @@ void write_hunyuan15_configs(const fs::path& out, const Options& o) {
   fs::create_directories(out / "guider");
   std::ofstream(out / "model_index.json") << R"({"_class_name": "HunyuanVideo15Pipeline", "guider": ["diffusers",
     "ClassifierFreeGuidance"], "scheduler": ["diffusers", "FlowMatchEulerDiscreteScheduler"], "transformer": ["diffusers",
-    "HunyuanVideo15Transformer3DModel"])" << (o.vae ? R"(, "vae": ["diffusers", "AutoencoderKLHunyuanVideo15"]})" : "}");
+    "HunyuanVideo15Transformer3DModel"])"
+      << (o.text_encoders ? R"(, "text_encoder": ["transformers", "Qwen2_5_VLTextModel"], "text_encoder_2":
+    ["transformers", "T5EncoderModel"], "tokenizer": ["transformers", "Qwen2TokenizerFast"], "tokenizer_2":
+    ["transformers", "ByT5Tokenizer"])"
+                          : "")
+      << (o.vae ? R"(, "vae": ["diffusers", "AutoencoderKLHunyuanVideo15"]})" : "}");
   std::ofstream(out / "transformer" / "config.json")
       << R"({"_class_name": "HunyuanVideo15Transformer3DModel", "attention_head_dim": 128, "image_embed_dim": 1152,
     "in_channels": 65, "mlp_ratio": 4.0, "num_attention_heads": 16, "num_layers": )" << o.layers
       << R"(, "num_refiner_layers": 2, "out_channels": 32, "patch_size": 1, "patch_size_t": 1, "qk_norm": "rms_norm",
-    "rope_axes_dim": [16, 56, 56], "rope_theta": 256.0, "target_size": 640, "task_type": "t2v", "text_embed_2_dim": 1472,
-    "text_embed_dim": 3584, "use_meanflow": false})";
+    "rope_axes_dim": [16, 56, 56], "rope_theta": 256.0, "target_size": )" << (o.height >= 720 ? 960 : 640)
+      << R"(, "task_type": "t2v", "text_embed_2_dim": 1472, "text_embed_dim": 3584, "use_meanflow": false})";
   std::ofstream(out / "scheduler" / "scheduler_config.json")
       << R"({"_class_name": "FlowMatchEulerDiscreteScheduler", "num_train_timesteps": 1000, "shift": 5.0,
     "use_dynamic_shifting": false})";
@@ -131,6 +142,23 @@ void write_hunyuan15_configs(const fs::path& out, const Options& o) {
     std::ofstream(out / "vae" / "config.json") << R"({"_class_name": "AutoencoderKLHunyuanVideo15",
     "block_out_channels": [128, 256, 512, 1024, 1024], "in_channels": 3, "latent_channels": 32, "layers_per_block": 2,
     "out_channels": 3, "scaling_factor": 1.03682, "spatial_compression_ratio": 16, "temporal_compression_ratio": 4})";
+  if (!o.text_encoders) return;
+  // Qwen2.5-VL-7B's language model with --layers + 2 layers (the pipeline reads hidden_states[-3], so --layers of
+  // them run; the real model runs 26 of 28), and ByT5-small's encoder with the glyph tokenizer's vocabulary.
+  fs::create_directories(out / "text_encoder");
+  fs::create_directories(out / "text_encoder_2");
+  std::ofstream(out / "text_encoder" / "config.json")
+      << R"({"architectures": ["Qwen2_5_VLTextModel"], "attention_dropout": 0.0, "hidden_act": "silu",
+    "hidden_size": 3584, "intermediate_size": 18944, "max_position_embeddings": 128000, "model_type": "qwen2_5_vl_text",
+    "num_attention_heads": 28, "num_hidden_layers": )" << o.layers + 2 << R"(, "num_key_value_heads": 4,
+    "rms_norm_eps": 1e-06, "rope_scaling": {"mrope_section": [16, 24, 24], "rope_type": "default", "type": "default"},
+    "rope_theta": 1000000.0, "sliding_window": null, "use_sliding_window": false, "vocab_size": 152064})";
+  std::ofstream(out / "text_encoder_2" / "config.json")
+      << R"({"architectures": ["T5EncoderModel"], "d_ff": 3584, "d_kv": 64, "d_model": 1472, "dense_act_fn": "gelu_new",
+    "eos_token_id": 1, "feed_forward_proj": "gated-gelu", "is_encoder_decoder": true, "is_gated_act": true,
+    "layer_norm_epsilon": 1e-06, "model_type": "t5", "num_decoder_layers": 4, "num_heads": 6, "num_layers": 12,
+    "pad_token_id": 0, "relative_attention_max_distance": 128, "relative_attention_num_buckets": 32,
+    "tie_word_embeddings": false, "tokenizer_class": "ByT5Tokenizer", "vocab_size": 1510})";
 }
 
 void write_wan_configs(const fs::path& out, const Options& o, bool two_experts) {
@@ -261,7 +289,7 @@ void print_weight_estimate(const plan::ModelFolder& folder, int bytes) {
 int main(int argc, char** argv) {
   const char* usage = "usage: bench-make-model OUT_DIR [--family cogvideox|cogvideox-5b|wan21|wan21-14b|wan21-i2v-14b|wan22|"
                       "flux|hunyuan15] [--layers N] "
-                      "[--height H --width W --num_frames F] [--vae] [--bfloat16] [--gguf TYPE] [--lora RANK]\n";
+                      "[--height H --width W --num_frames F] [--vae] [--text_encoders] [--bfloat16] [--gguf TYPE] [--lora RANK]\n";
   if (argc < 2) return std::cerr << usage, 2;
   if (argv[1][0] == '-') {  // an option where the folder goes (--help too): no folder named after it
     const bool help = !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h");
@@ -271,6 +299,7 @@ int main(int argc, char** argv) {
   for (int i = 2; i < argc; ++i) {
     const bool value = i + 1 < argc;
     if (!std::strcmp(argv[i], "--vae")) o.vae = true;
+    else if (!std::strcmp(argv[i], "--text_encoders")) o.text_encoders = true;
     else if (!std::strcmp(argv[i], "--bfloat16")) o.bfloat16 = true;
     else if (value && !std::strcmp(argv[i], "--family")) o.family = argv[++i];
     else if (value && !std::strcmp(argv[i], "--gguf")) o.gguf = argv[++i];
@@ -325,6 +354,15 @@ int main(int argc, char** argv) {
     if (o.vae)  // the decoder only
       write_weights(out / "vae", 13, false,
                     [&](io::WeightSet& w) { models::Hunyuan15Vae::load(w, *parts.vae, at::kFloat, at::kCPU); });
+    if (o.text_encoders) {
+      write_weights(
+          out / "text_encoder", 15, o.bfloat16,
+          [&](io::WeightSet& w) { text::QwenEncoder::load(w, *parts.qwen, at::kFloat, at::kCPU); }, "model.safetensors");
+      write_weights(
+          out / "text_encoder_2", 16, o.bfloat16,
+          [&](io::WeightSet& w) { text::T5Encoder::load(w, *folder.text_encoder, at::kFloat, at::kCPU); },
+          "model.safetensors");
+    }
   } else if (flux) {
     write_weights(out / "transformer", 11, o.bfloat16, [&](io::WeightSet& w) {
       models::FluxTransformer::load(w, folder.parts_as<plan::FluxParts>().transformer, at::kFloat, at::kCPU);
