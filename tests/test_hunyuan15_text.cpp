@@ -9,6 +9,7 @@
 
 #include "models/hunyuan15/hunyuan15_prompt.h"
 #include "plan/error.h"
+#include "plan/families/hunyuan15_config.h"
 #include "plan/model_folder.h"
 #include "plan/qwen_config.h"
 #include "plan/t5_config.h"
@@ -25,10 +26,10 @@ const std::string kCase = "qwen25vl_text_tiny";
 std::string part(const std::string& p) { return test::golden_case(kCase) + "/" + p; }
 at::Tensor golden(const std::string& name) { return test::golden_tensor(kCase, name); }
 
-std::shared_ptr<text::QwenEncoder> qwen() {
+std::shared_ptr<text::QwenEncoder> qwen(std::optional<int> reads = {}) {
   const auto file = part("text_encoder/config.json");
   return text::QwenEncoder::load(part("text_encoder"), plan::parse_qwen_text_config(plan::read_text_file(file), file),
-                                 at::kFloat, at::kCPU);
+                                 at::kFloat, at::kCPU, reads);
 }
 
 std::vector<std::string> pieces(const std::string& text) {
@@ -93,6 +94,18 @@ TEST(QwenEncoder, every_hidden_state_equals_the_reference) {
   }
   EXPECT_TRUE(at::equal(encoder->hidden_state(ids, mask, -1), encoder->hidden_state(ids, mask, 4)));
   EXPECT_THROW(encoder->hidden_state(ids, mask, 5), std::out_of_range);
+
+  // Loaded to read hidden_states[-3] (HunyuanVideo-1.5's): the same values, and nothing after it to ask for.
+  const auto partial = qwen(plan::kQwenHiddenState);
+  EXPECT_TRUE(at::equal(partial->hidden_state(ids, mask, -3), encoder->hidden_state(ids, mask, -3)));
+  EXPECT_TRUE(at::equal(partial->hidden_state(ids, mask, 1), encoder->hidden_state(ids, mask, 1)));
+  for (int after : {3, 4, -1}) EXPECT_THROW(partial->hidden_state(ids, mask, after), std::logic_error) << after;
+  EXPECT_THROW(qwen(5), std::out_of_range);
+  // Qwen2.5-VL-7B's language model: 7.1B weights, of which the pipeline's 26 of 28 layers hold 0.47B less.
+  const plan::QwenTextConfig real;
+  EXPECT_EQ(real.layers_for(plan::kQwenHiddenState), 26);
+  EXPECT_NEAR(real.parameters() / 1e9, 7.07, 0.05);
+  EXPECT_NEAR((real.parameters() - real.parameters(26)) / 1e9, 0.47, 0.01);
 }
 
 TEST(Hunyuan15Prompt, embeddings_equal_the_reference) {

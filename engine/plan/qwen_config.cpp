@@ -1,13 +1,23 @@
 #include "plan/qwen_config.h"
 
+#include <stdexcept>
+
 #include "plan/json_fields.h"
 
 namespace studio::plan {
 
-double QwenTextConfig::parameters() const {
+int QwenTextConfig::layers_for(int index) const {
+  const int i = index < 0 ? index + num_hidden_layers + 1 : index;
+  if (i < 0 || i > num_hidden_layers)
+    throw std::out_of_range("Qwen: no hidden state " + std::to_string(index) + " of " +
+                            std::to_string(num_hidden_layers + 1));
+  return i;
+}
+
+double QwenTextConfig::parameters(int layers) const {
   const double d = hidden_size, kv = double(num_key_value_heads) * head_dim();
   // The token table, then per layer q and o (d x d), k and v (d x kv, biases on q, k, v), the gated MLP's three.
-  return double(vocab_size) * d + num_hidden_layers * (2 * d * d + 2 * d * kv + d + 2 * kv + 3 * d * intermediate_size);
+  return double(vocab_size) * d + layers * (2 * d * d + 2 * d * kv + d + 2 * kv + 3 * d * intermediate_size);
 }
 
 QwenTextConfig parse_qwen_text_config(const std::string& text, const std::string& file) {

@@ -17,7 +17,13 @@ struct QwenTextConfig {
   double rms_norm_eps = 1e-6;
   double rope_theta = 1e6;
   int head_dim() const { return hidden_size / num_attention_heads; }
-  double parameters() const;  // the weights' count (7.1B for Qwen2.5-VL-7B's language model without its head)
+  // The layers that compute hidden state `index` (transformers' hidden_states[index]; negative from the end, -1
+  // the last, after the final norm): the ones before it. std::out_of_range for no such hidden state.
+  int layers_for(int index) const;
+  // The weights' count with the first `layers` layers (7.1B for Qwen2.5-VL-7B's language model, all, without its
+  // head); the final norm is a rounding error.
+  double parameters(int layers) const;
+  double parameters() const { return parameters(num_hidden_layers); }
 };
 
 QwenTextConfig parse_qwen_text_config(const std::string& json_text, const std::string& file);

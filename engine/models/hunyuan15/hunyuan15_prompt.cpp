@@ -7,6 +7,7 @@
 #include <ATen/ops/zeros.h>
 #include <c10/core/InferenceMode.h>
 
+#include "plan/families/hunyuan15_config.h"
 #include "text/encode/prompt.h"
 
 namespace studio::models::hunyuan15 {
@@ -86,7 +87,7 @@ PromptEmbeds encode_prompts(const std::vector<std::string>& prompts, const text:
       rows == Rows::All ? out.input_ids.size(1) : std::max(crop, out.attention_mask.sum(1).max().item<int64_t>());
   const int64_t keep = length - crop;
   const auto hidden = encoder.hidden_state(out.input_ids.narrow(1, 0, length), out.attention_mask.narrow(1, 0, length),
-                                           kHiddenState);
+                                           plan::kQwenHiddenState);
   out.embeds = hidden.narrow(1, crop, keep);
   out.mask = out.attention_mask.narrow(1, crop, keep);
 

@@ -20,7 +20,6 @@ namespace studio::models::hunyuan15 {
 // The pipeline's constants.
 constexpr size_t kPromptTokens = 1000;  // tokenizer_max_length
 constexpr size_t kCropStart = 108;      // the template's tokens before the prompt, with Qwen2.5-VL's vocabulary
-constexpr int kHiddenState = -3;        // num_hidden_layers_to_skip 2
 constexpr size_t kGlyphBytes = 256;
 
 // The chat the language model reads for a prompt.

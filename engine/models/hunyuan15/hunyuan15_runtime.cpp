@@ -50,12 +50,14 @@ class Hunyuan15Runtime final : public FamilyRuntime {
     std::vector<std::string> texts{job.prompt};
     if (negative) texts.push_back(job.negative_prompt);
     const auto& qwen_cfg = *hy(folder).qwen;
-    text::choose_device(qwen_cfg.parameters(), "Qwen2.5-VL's language model", dtype, device, log);
+    const int layers = qwen_cfg.layers_for(plan::kQwenHiddenState);  // the last two never run
+    text::choose_device(qwen_cfg.parameters(layers), "Qwen2.5-VL's language model", dtype, device, log);
     log("encoding with " + text::encoder_source(folder, "text_encoder") + " (Qwen2.5-VL's language model, " +
-        std::to_string(qwen_cfg.num_hidden_layers) + " layers) and " + text::encoder_source(folder, "text_encoder_2") +
+        std::to_string(layers) + " of its " + std::to_string(qwen_cfg.num_hidden_layers) +
+        " layers) and " + text::encoder_source(folder, "text_encoder_2") +
         " (ByT5, for the text in quotes) on " + device.str());
     auto qwen_weights = text::encoder_weights(folder, "text_encoder");
-    const auto qwen = text::QwenEncoder::load(qwen_weights, qwen_cfg, dtype, device);
+    const auto qwen = text::QwenEncoder::load(qwen_weights, qwen_cfg, dtype, device, plan::kQwenHiddenState);
     auto byt5_weights = text::encoder_weights(folder, "text_encoder_2");
     const auto byt5 = text::T5Encoder::load(byt5_weights, *folder.text_encoder, dtype, device);
     const auto e = hunyuan15::encode_prompts(texts, text::QwenTokenizer::load(part_path(folder, "tokenizer")), *qwen,

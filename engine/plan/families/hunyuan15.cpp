@@ -242,7 +242,7 @@ class Hunyuan15 final : public Family {
     MemoryEstimate e;
     e.transformer_gib = transformer_gib(p, job, m, block, other, std::max(6.0, t.mlp_ratio) * D * D, D, b);  // modulation or MLP
     e.block_weight_gib = block_weight_gib(job, m, block, other, b);
-    if (hy(m).qwen && !job.prompt.empty()) e.text_encoder_gib = hy(m).qwen->parameters() * b / kGiB;
+    if (hy(m).qwen && !job.prompt.empty()) e.text_encoder_gib = hy(m).qwen->parameters(hy(m).qwen->layers_for(kQwenHiddenState)) * b / kGiB;
     if (hy(m).vae && job.height > 0) {
       // Decoded whole (or a tile at a time): the widest full-size level, a few copies, for every frame.
       const double pixels = job.vae_tiling ? double(std::min(job.height, job.tile_sample_min_height)) *

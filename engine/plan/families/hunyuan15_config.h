@@ -53,6 +53,10 @@ struct Hunyuan15VaeConfig {
 // guider/guider_config.json of a ClassifierFreeGuidance: the scale the pipeline guides with (1 turns CFG off).
 double parse_hunyuan15_guidance_scale(const std::string& json_text, const std::string& file);
 
+// The Qwen hidden state the pipeline reads: hidden_states[-3] (num_hidden_layers_to_skip 2), so the last two
+// layers and the final norm never run and are not loaded.
+constexpr int kQwenHiddenState = -3;
+
 // The parts of a HunyuanVideo-1.5 folder (HunyuanVideo15Pipeline) the engine runs.
 struct Hunyuan15Parts final : FamilyParts {
   Hunyuan15TransformerConfig transformer;

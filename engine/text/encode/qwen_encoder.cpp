@@ -54,13 +54,15 @@ std::string weights_prefix(const io::WeightSet& w) {
 }  // namespace
 
 std::shared_ptr<QwenEncoder> QwenEncoder::load(const std::string& dir, const plan::QwenTextConfig& cfg,
-                                               at::ScalarType dtype, at::Device device) {
+                                               at::ScalarType dtype, at::Device device, std::optional<int> reads) {
   auto weights = io::WeightSet::open(dir, "model");
-  return load(weights, cfg, dtype, device);
+  return load(weights, cfg, dtype, device, reads);
 }
 
 std::shared_ptr<QwenEncoder> QwenEncoder::load(io::WeightSet& w, const plan::QwenTextConfig& cfg, at::ScalarType dtype,
-                                               at::Device device) {
+                                               at::Device device, std::optional<int> reads) {
+  const int layers = reads ? cfg.layers_for(*reads) : cfg.num_hidden_layers;
+  const bool final_norm = layers == cfg.num_hidden_layers;
   auto e = std::make_shared<QwenEncoder>();
   e->cfg_ = cfg;
   e->dtype_ = dtype;
@@ -70,7 +72,7 @@ std::shared_ptr<QwenEncoder> QwenEncoder::load(io::WeightSet& w, const plan::Qwe
                 kv = int64_t(cfg.num_key_value_heads) * cfg.head_dim(), ff = cfg.intermediate_size;
   const models::WeightSource src{w, dtype, device};
   e->embed_tokens_ = src.take(p + "embed_tokens.weight", {cfg.vocab_size, d});
-  for (int i = 0; i < cfg.num_hidden_layers; ++i) {
+  for (int i = 0; i < layers; ++i) {
     const std::string l = p + "layers." + std::to_string(i) + ".";
     Layer layer;
     layer.input_norm = src.take(l + "input_layernorm.weight", {d});
@@ -84,11 +86,16 @@ std::shared_ptr<QwenEncoder> QwenEncoder::load(io::WeightSet& w, const plan::Qwe
     layer.down = models::Linear::load(src, l + "mlp.down_proj", ff, d, false);
     e->layers_.push_back(std::move(layer));
   }
-  e->final_norm_ = src.take(p + "norm.weight", {d});
-  // A whole model's file also holds its vision tower and its head, which a text encoder does not read.
+  if (final_norm) e->final_norm_ = src.take(p + "norm.weight", {d});
+  // A whole model's file also holds its vision tower and its head, which a text encoder does not read; the layers
+  // after the hidden state read are not read either.
   std::set<std::string> others;
   for (const auto& name : w.names())
-    if (name.rfind(p, 0) != 0 || name.rfind(p + "visual.", 0) == 0) others.insert(name);
+    if (name.rfind(p, 0) != 0 || name.rfind(p + "visual.", 0) == 0 || (!final_norm && name == p + "norm.weight"))
+      others.insert(name);
+  for (int i = layers; i < cfg.num_hidden_layers; ++i)
+    for (const auto& name : w.names())
+      if (name.rfind(p + "layers." + std::to_string(i) + ".", 0) == 0) others.insert(name);
   others.insert("lm_head.weight");
   w.expect_all_taken(others);
   return e;
@@ -97,10 +104,10 @@ std::shared_ptr<QwenEncoder> QwenEncoder::load(io::WeightSet& w, const plan::Qwe
 at::Tensor QwenEncoder::hidden_state(const at::Tensor& ids_in, const at::Tensor& mask_in, int index) const {
   c10::InferenceMode guard;
   const int n = num_layers();
-  if (index < 0) index += n + 1;
-  if (index < 0 || index > n)
-    throw std::out_of_range("QwenEncoder::hidden_state: no hidden state " + std::to_string(index) + " of " +
-                            std::to_string(n + 1));
+  index = cfg_.layers_for(index);
+  if (index > int(layers_.size()) || (index == n && !final_norm_.defined()))
+    throw std::logic_error("QwenEncoder::hidden_state: hidden state " + std::to_string(index) +
+                           " is after what the encoder was loaded to read");
   if (ids_in.dim() != 2 || mask_in.sizes() != ids_in.sizes())
     throw std::invalid_argument("QwenEncoder::hidden_state: ids and mask must be [B, L] alike");
   const auto ids = ids_in.to(device_, at::kLong);
