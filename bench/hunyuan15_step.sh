@@ -6,7 +6,7 @@
 # Ours: dit-launch with embeds of the real rows (100 Qwen + 20 ByT5 for the prompt, 80 for the negative); the
 # peer: its transformer called as HunyuanVideo15Pipeline calls it from words (texts padded to 1000 + 256 rows with
 # masks, the picture's 729 rows zeroed; bench/hunyuan15_peer_step.py). Seconds per step after the first.
-# The peer's Python: PEER_PYTHON, else BUILD_DIR/bench-venv-042 (made on first use from the project's torch).
+# The peer's Python: PEER_PYTHON, else BUILD_DIR/bench-venv-042 (bench/peer_042.sh).
 # Usage: bench/hunyuan15_step.sh [BUILD_DIR] [LAYERS] [STEPS] [480p|720p]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,14 +18,9 @@ case ${4:-480p} in
   720p) height=720 width=1280 ;;
   *) echo "hunyuan15_step: SIZE ${4}: 480p or 720p" >&2; exit 2 ;;
 esac
-python=${PEER_PYTHON:-$build/bench-venv-042/bin/python}
-if ! "$python" -c 'import diffusers; assert diffusers.__version__ == "0.42.1"' 2>/dev/null; then
-  [[ -z ${PEER_PYTHON:-} ]] || { echo "hunyuan15_step: PEER_PYTHON=$python has no diffusers 0.42.1" >&2; exit 2; }
-  echo "making $build/bench-venv-042" >&2
-  python3 -m venv "$build/bench-venv-042"
-  "$build/bench-venv-042/bin/pip" install -q --no-index --no-deps "$root"/.deps/wheels-2.15.0/*.whl
-  "$build/bench-venv-042/bin/pip" install -q --find-links "$root/.deps/wheels-2.15.0" torch==2.15.0 diffusers==0.42.1
-fi
+# shellcheck source=bench/peer_042.sh
+source "$root/bench/peer_042.sh"
+python=$(peer_python "$build")
 work=$(mktemp -d /tmp/dit-hy15-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 "$build/bin/bench-make-model" "$work/model" --family hunyuan15 --layers "$layers" --height "$height" >/dev/null

@@ -7,7 +7,7 @@
 # (bench/hunyuan15_peer_text.py). The tokenizers come from the reference case hunyuan15_tiny (STUDIO_GOLDENS_DIR,
 # default ../shared/goldens): a small vocabulary with Qwen's template, so a prompt takes more tokens than with
 # Qwen's own, which makes our real-token figure an upper bound.
-# The peer's Python: PEER_PYTHON, else BUILD_DIR/bench-venv-042 (made on first use from the project's torch).
+# The peer's Python: PEER_PYTHON, else BUILD_DIR/bench-venv-042 (bench/peer_042.sh).
 # Usage: bench/hunyuan15_text.sh [BUILD_DIR] [LAYERS] [REPEATS]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,15 +17,9 @@ repeats=${3:-3}
 goldens=${STUDIO_GOLDENS_DIR:-$root/../shared/goldens}
 [[ -d $goldens/hunyuan15_tiny/tokenizer ]] ||
   { echo "hunyuan15_text: no hunyuan15_tiny tokenizers in $goldens (set STUDIO_GOLDENS_DIR)" >&2; exit 2; }
-python=${PEER_PYTHON:-$build/bench-venv-042/bin/python}
-if ! "$python" -c 'import diffusers, transformers; assert transformers.__version__ == "5.24.0"' 2>/dev/null; then
-  [[ -z ${PEER_PYTHON:-} ]] || { echo "hunyuan15_text: PEER_PYTHON=$python has no transformers 5.24.0" >&2; exit 2; }
-  echo "making $build/bench-venv-042" >&2
-  python3 -m venv "$build/bench-venv-042"
-  "$build/bench-venv-042/bin/pip" install -q --no-index --no-deps "$root"/.deps/wheels-2.15.0/*.whl
-  "$build/bench-venv-042/bin/pip" install -q --find-links "$root/.deps/wheels-2.15.0" torch==2.15.0 diffusers==0.42.1 \
-    transformers==5.24.0
-fi
+# shellcheck source=bench/peer_042.sh
+source "$root/bench/peer_042.sh"
+python=$(peer_python "$build")
 work=$(mktemp -d /tmp/dit-hy15-text-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 "$build/bin/bench-make-model" "$work/model" --family hunyuan15 --layers "$layers" --text_encoders --bfloat16 >/dev/null

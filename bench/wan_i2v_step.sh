@@ -6,7 +6,7 @@
 # an image cross-attention over CLIP's 257 rows in every block. Ours: dit-launch with --prompt_embeds (and
 # --image: CLIP and the VAE's encode run before the steps, outside the figure); the peer: its transformer called
 # as its pipelines call it (bench/wan_peer_step.py). Seconds per step after the first.
-# The peer's Python: PEER_PYTHON, else BUILD_DIR/bench-venv-042 (made on first use from the project's torch).
+# The peer's Python: PEER_PYTHON, else BUILD_DIR/bench-venv-042 (bench/peer_042.sh).
 # Usage: bench/wan_i2v_step.sh [BUILD_DIR] [LAYERS] [STEPS] [HEIGHT WIDTH FRAMES]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,14 +14,9 @@ build=$(cd "${1:-$root/build}" && pwd)
 layers=${2:-2}
 steps=${3:-3}
 height=${4:-480} width=${5:-832} frames=${6:-5}
-python=${PEER_PYTHON:-$build/bench-venv-042/bin/python}
-if ! "$python" -c 'import diffusers; assert diffusers.__version__ == "0.42.1"' 2>/dev/null; then
-  [[ -z ${PEER_PYTHON:-} ]] || { echo "wan_i2v_step: PEER_PYTHON=$python has no diffusers 0.42.1" >&2; exit 2; }
-  echo "making $build/bench-venv-042" >&2
-  python3 -m venv "$build/bench-venv-042"
-  "$build/bench-venv-042/bin/pip" install -q --no-index --no-deps "$root"/.deps/wheels-2.15.0/*.whl
-  "$build/bench-venv-042/bin/pip" install -q --find-links "$root/.deps/wheels-2.15.0" torch==2.15.0 diffusers==0.42.1
-fi
+# shellcheck source=bench/peer_042.sh
+source "$root/bench/peer_042.sh"
+python=$(peer_python "$build")
 work=$(mktemp -d /tmp/dit-wan-i2v-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 # The picture: any 8-bit RGB file does; the pipeline's resize to the video's size runs before the steps.

@@ -5,12 +5,25 @@
 #include <ATen/ops/full_like.h>
 #include <ATen/ops/var_mean.h>
 
+#include <string>
+
+#include "plan/error.h"
+
 namespace studio::models {
 
 std::pair<int64_t, int64_t> rows_of(int64_t h, int r, int n) {
   const int64_t base = h / n, extra = h % n;
   const int64_t begin = r * base + std::min<int64_t>(r, extra);
   return {begin, begin + base + (r < extra ? 1 : 0)};
+}
+
+at::Tensor rows_of_share(const at::Tensor& pixels, int64_t dim, int64_t spatial, const RowShare& share) {
+  const int64_t h = pixels.size(dim) / spatial;
+  if (h < share.ranks)
+    throw InputError("parallel VAE encoding: " + std::to_string(share.ranks) + " ranks cannot share " +
+                     std::to_string(h) + " latent rows; use at most " + std::to_string(h) + " ranks");
+  const auto [begin, end] = rows_of(h, share.rank, share.ranks);
+  return pixels.narrow(dim, begin * spatial, (end - begin) * spatial);
 }
 
 std::pair<at::Tensor, at::Tensor> group_mean_var(const at::Tensor& x, RowExchange* rows) {

@@ -36,6 +36,9 @@ struct RowShare {
   RowExchange* exchange = nullptr;
   int rank = 0, ranks = 1;
 };
+// This rank's share of `pixels`, whose rows are along `dim`: whole latent rows (so every halving of an encoder
+// keeps a rank's rows even) of a VAE compressing `spatial`x. An InputError when there are more ranks than rows.
+at::Tensor rows_of_share(const at::Tensor& pixels, int64_t dim, int64_t spatial, const RowShare& share);
 
 // The mean and (biased) variance of each group of `x` [B, G, ...], in float32, [B, G, 1] each. With `rows`,
 // of the whole picture the ranks' rows make: every rank's count, sum and sum of squares (in float64, from

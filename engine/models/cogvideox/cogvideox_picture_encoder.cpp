@@ -163,13 +163,8 @@ at::Tensor CogVideoXPictureEncoder::moments(const at::Tensor& picture, const Row
                      std::to_string(cfg_.in_channels) + ", H, W] with H and W multiples of " + std::to_string(s));
   Rows rows;
   at::Tensor mine = picture;
-  if (share) {  // whole latent rows each, so every halving keeps a rank's rows even
-    const int64_t h = picture.size(2) / s;
-    if (h < share->ranks)
-      throw InputError("parallel VAE encoding: " + std::to_string(share->ranks) + " ranks cannot share " +
-                       std::to_string(h) + " latent rows; use at most " + std::to_string(h) + " ranks");
-    const auto [begin, end] = rows_of(h, share->rank, share->ranks);
-    mine = picture.narrow(2, begin * s, (end - begin) * s);
+  if (share) {
+    mine = rows_of_share(picture, 2, s, *share);
     rows.exchange = share->exchange;
   }
   const auto& l = *layers_;

@@ -225,12 +225,7 @@ at::Tensor Hunyuan15Vae::encode(const at::Tensor& video, const RowShare* share) 
   at::Tensor mine = video;
   RowExchange* rows = nullptr;
   if (share) {
-    const int64_t h = video.size(3) / s;
-    if (h < share->ranks)
-      throw InputError("parallel VAE encoding: " + std::to_string(share->ranks) + " ranks cannot share " +
-                       std::to_string(h) + " latent rows; use at most " + std::to_string(h) + " ranks");
-    const auto [begin, end] = rows_of(h, share->rank, share->ranks);
-    mine = video.narrow(3, begin * s, (end - begin) * s);
+    mine = rows_of_share(video, 3, s, *share);
     rows = share->exchange;
   }
   const auto& e = *encoder_;

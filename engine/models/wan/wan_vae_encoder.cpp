@@ -127,12 +127,7 @@ at::Tensor WanVae::encode(const at::Tensor& video_in, const RowShare* rows) cons
   state.past.resize(encoder_->slots);
   at::Tensor video = video_in;
   if (rows) {
-    const int64_t h = video_in.size(3) / s;
-    if (h < rows->ranks)
-      throw InputError("parallel VAE encoding: " + std::to_string(rows->ranks) + " ranks cannot share " +
-                       std::to_string(h) + " latent rows; use at most " + std::to_string(h) + " ranks");
-    const auto [begin, end] = rows_of(h, rows->rank, rows->ranks);
-    video = video_in.narrow(3, begin * s, (end - begin) * s);
+    video = rows_of_share(video_in, 3, s, *rows);
     state.rows = rows->exchange;
   }
   const auto mine = encode_patches(wan::patchify(video, p), state);
