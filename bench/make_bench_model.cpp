@@ -357,7 +357,8 @@ int main(int argc, char** argv) {
     if (o.text_encoders) {
       write_weights(
           out / "text_encoder", 15, o.bfloat16,
-          [&](io::WeightSet& w) { text::QwenEncoder::load(w, *parts.qwen, at::kFloat, at::kCPU); }, "model.safetensors");
+          [&](io::WeightSet& w) { text::QwenEncoder::load(w, *parts.qwen, at::kFloat, at::kCPU); },
+          "model.safetensors");
       write_weights(
           out / "text_encoder_2", 16, o.bfloat16,
           [&](io::WeightSet& w) { text::T5Encoder::load(w, *folder.text_encoder, at::kFloat, at::kCPU); },

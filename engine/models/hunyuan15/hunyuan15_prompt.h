@@ -38,7 +38,7 @@ struct PromptEmbeds {
 // Which rows the language model computes. All: the pipeline's 1108, padding rows included (their values are the
 // reference's too). Real: up to the batch's longest chat alone; as the padding is on the right and the mask causal,
 // no real row depends on a padding row, so the real rows are the same, and embeds and mask end there (a run reads
-// the real rows only: the transformer drops the padding; a prompt of 150 tokens costs 1/7 of the 1108).
+// the real rows only: the transformer drops the padding; the work follows the prompt's length, not 1108).
 enum class Rows { All, Real };
 
 PromptEmbeds encode_prompts(const std::vector<std::string>& prompts, const text::QwenTokenizer& tokenizer,

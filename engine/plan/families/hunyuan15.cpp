@@ -240,9 +240,11 @@ class Hunyuan15 final : public Family {
     const double other = t.in_channels * D + t.num_refiner_layers * 14 * D * D + 2 * T * D + 3 * D * D + G * 2048 +
                          2048.0 * 2048 + 2048 * D + I * I + I * D + 256 * D + D * D + 2 * D * D + D * t.out_channels;
     MemoryEstimate e;
-    e.transformer_gib = transformer_gib(p, job, m, block, other, std::max(6.0, t.mlp_ratio) * D * D, D, b);  // modulation or MLP
+    const double widest = std::max(6.0, t.mlp_ratio) * D * D;  // the modulation's, or the MLP's
+    e.transformer_gib = transformer_gib(p, job, m, block, other, widest, D, b);
     e.block_weight_gib = block_weight_gib(job, m, block, other, b);
-    if (hy(m).qwen && !job.prompt.empty()) e.text_encoder_gib = hy(m).qwen->parameters(hy(m).qwen->layers_for(kQwenHiddenState)) * b / kGiB;
+    if (const auto& qwen = hy(m).qwen; qwen && !job.prompt.empty())
+      e.text_encoder_gib = qwen->parameters(qwen->layers_for(kQwenHiddenState)) * b / kGiB;
     if (hy(m).vae && job.height > 0) {
       // Decoded whole (or a tile at a time): the widest full-size level, a few copies, for every frame.
       const double pixels = job.vae_tiling ? double(std::min(job.height, job.tile_sample_min_height)) *

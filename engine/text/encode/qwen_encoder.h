@@ -24,7 +24,7 @@ class QwenEncoder {
   // its weights as Qwen2_5_VLTextModel saves them, or under a whole model's "model." or "model.language_model."
   // (the rest of a whole model's file, its vision tower and head, is not read). With `reads`, the one hidden
   // state the caller will ask for (hidden_state's index): the layers after it, and the final norm unless it is
-  // the last, are not loaded (HunyuanVideo-1.5 reads -3: 26 of 28 layers, 1 GB less in bfloat16).
+  // the last, are not loaded (HunyuanVideo-1.5 reads -3: the last two layers never load).
   static std::shared_ptr<QwenEncoder> load(const std::string& dir, const plan::QwenTextConfig& cfg,
                                            at::ScalarType dtype, at::Device device, std::optional<int> reads = {});
   static std::shared_ptr<QwenEncoder> load(io::WeightSet& weights, const plan::QwenTextConfig& cfg,
