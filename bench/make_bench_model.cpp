@@ -116,7 +116,7 @@ void write_flux_configs(const fs::path& out, const Options& o) {
     "use_dynamic_shifting": true})";
 }
 
-// hunyuanvideo-community/HunyuanVideo-1.5-480p_t2v's configs (diffusers 0.42.1), its text encoders left out.
+// hunyuanvideo-community/HunyuanVideo-1.5-Diffusers-480p_t2v's configs (diffusers 0.42.1), its text encoders left out.
 void write_hunyuan15_configs(const fs::path& out, const Options& o) {
   fs::create_directories(out / "guider");
   std::ofstream(out / "model_index.json") << R"({"_class_name": "HunyuanVideo15Pipeline", "guider": ["diffusers",

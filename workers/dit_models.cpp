@@ -1,6 +1,7 @@
 // dit-models: the models in the Hugging Face Hub's cache, shared with huggingface-cli and diffusers:
 // lists them, downloads a repository (only what the engine reads, resumable, every file hashed before it
 // is linked), verifies one again, removes one. Links no LibTorch. Exit statuses as dit-launch's.
+#include <algorithm>
 #include <unistd.h>
 
 #include <atomic>
@@ -163,7 +164,12 @@ int list(const hub::HubSettings& s) {
     std::cout << "no models in " << s.cache_dir << "; fetch one with e.g. `dit-models download THUDM/CogVideoX-2b`\n";
     return workers::kOk;
   }
-  std::printf("%-44s %-12s %10s  %-10s %s\n", "REPO", "REVISION", "SIZE", "FAMILY", "STATE");
+  int repo = 4, family = 6;
+  for (const auto& r : repos) {
+    repo = std::max(repo, int(r.repo_id.size()));
+    family = std::max(family, int(r.family.size()));
+  }
+  std::printf("%-*s %-12s %10s  %-*s %s\n", repo, "REPO", "REVISION", "SIZE", family, "FAMILY", "STATE");
   for (const auto& r : repos) {
     std::string revision = r.commit.substr(0, 8);
     for (const auto& [ref, commit] : r.refs)
@@ -171,18 +177,25 @@ int list(const hub::HubSettings& s) {
     const std::string state = !r.complete ? "incomplete: " + (r.problems.empty() ? std::string("?") : r.problems.front())
                               : r.verified ? "complete, verified"
                                            : "complete, not verified (dit-models verify " + r.repo_id + ")";
-    std::printf("%-44s %-12s %10s  %-10s %s\n", r.repo_id.c_str(), revision.c_str(), plan::human_bytes(r.bytes_on_disk).c_str(),
-                r.family.empty() ? "-" : r.family.c_str(), state.c_str());
+    std::printf("%-*s %-12s %10s  %-*s %s\n", repo, r.repo_id.c_str(), revision.c_str(),
+                plan::human_bytes(r.bytes_on_disk).c_str(), family, r.family.empty() ? "-" : r.family.c_str(),
+                state.c_str());
   }
   std::cout << "cache: " << s.cache_dir << "\n";
   return workers::kOk;
 }
 
 int known() {
-  std::printf("%-10s %-46s %9s %11s  %s\n", "FAMILY", "REPO", "DOWNLOAD", "GPU MEMORY", "TAKES");
-  for (const auto& m : hub::known_models())
-    std::printf("%-10s %-46s %6.1f GB %8.1f GB  %s%s\n", m.family.c_str(), m.repo_id.c_str(), m.download_gb,
-                m.gpu_memory_gb, m.image_to_video ? "words and a picture (--image)" : "words",
+  const auto models = hub::known_models();
+  int family = 6, repo = 4;  // the columns as wide as their longest entry
+  for (const auto& m : models) {
+    family = std::max(family, int(m.family.size()));
+    repo = std::max(repo, int(m.repo_id.size()));
+  }
+  std::printf("%-*s %-*s %9s %11s  %s\n", family, "FAMILY", repo, "REPO", "DOWNLOAD", "GPU MEMORY", "TAKES");
+  for (const auto& m : models)
+    std::printf("%-*s %-*s %6.1f GB %8.1f GB  %s%s\n", family, m.family.c_str(), repo, m.repo_id.c_str(),
+                m.download_gb, m.gpu_memory_gb, m.image_to_video ? "words and a picture (--image)" : "words",
                 m.gated ? "; gated: accept the license on its page, set HF_TOKEN" : "");
   std::cout << "GPU memory: one GPU's for the default job (the Models tab of dit-studio says what each assumes)\n";
   return workers::kOk;

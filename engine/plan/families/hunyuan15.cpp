@@ -61,14 +61,24 @@ class Hunyuan15 final : public Family {
     return {"HunyuanVideo15Pipeline", "HunyuanVideo15ImageToVideoPipeline"};
   }
   const char* class_prefix() const override { return "HunyuanVideo15"; }
-  // The converted folders hunyuanvideo-community publishes. Sizes are estimated from the parameter counts in bf16
-  // (transformer 8.3B, Qwen2.5-VL-7B's language model 7.1B, ByT5 and the VAE under 1 GB together), not measured.
+  // The converted folders hunyuanvideo-community publishes (HunyuanVideo-1.5-Diffusers-<size>_<task>[_distilled]:
+  // the CFG-distilled ones differ in their guider's scale only). Sizes are estimated from the parameter counts in
+  // bf16 (transformer 8.3B, Qwen2.5-VL-7B's language model 7.1B, ByT5 and the VAE under 1 GB together), not
+  // measured. The 480p I2V step-distilled checkpoint is left out: its transformer's second timestep
+  // (use_meanflow) is not supported.
   std::vector<KnownRepo> known_repos() const override {
     const char* note = "the bf16 transformer's weights alone (8.3B parameters), a floor; the text encoder runs before it";
-    return {{"hunyuan15-t2v-480p", "HunyuanVideo-1.5 480p T2V", "hunyuanvideo-community/HunyuanVideo-1.5-480p_t2v",
-             32.0, 17, note, false},
-            {"hunyuan15-i2v-480p", "HunyuanVideo-1.5 480p I2V", "hunyuanvideo-community/HunyuanVideo-1.5-480p_i2v",
-             33.0, 18, note, false, true}};
+    std::vector<KnownRepo> out;
+    for (const std::string tail : {"480p_t2v", "720p_t2v", "480p_t2v_distilled", "480p_i2v", "720p_i2v",
+                                   "480p_i2v_distilled", "720p_i2v_distilled"}) {
+      const std::string size = tail.substr(0, 4), task = tail.substr(5, 3);
+      const bool i2v = task == "i2v", distilled = tail.size() > 8;
+      out.push_back({"hunyuan15-" + task + "-" + size,
+                     "HunyuanVideo-1.5 " + size + (i2v ? " I2V" : " T2V") + (distilled ? " CFG-distilled" : ""),
+                     "hunyuanvideo-community/HunyuanVideo-1.5-Diffusers-" + tail, i2v ? 33.0 : 32.0, i2v ? 18.0 : 17.0,
+                     note, false, i2v});
+    }
+    return out;
   }
 
   void read_parts(ModelFolder& m, const Fields& idx) const override {
@@ -91,10 +101,13 @@ class Hunyuan15 final : public Family {
     p->has_qwen_tokenizer = std::filesystem::exists(part_path(m, "tokenizer", "vocab.json")) &&
                             std::filesystem::exists(part_path(m, "tokenizer", "merges.txt"));
     if (p->image_to_video()) read_picture_parts(m, idx, *p);
-    const std::string kind = p->image_to_video() ? "image-to-video" : "text-to-video";
-    m.variant = {p->image_to_video() ? "hunyuan15-i2v-480p" : "hunyuan15-t2v-480p",
-                 "HunyuanVideo-1.5 " + kind +
-                     (p->guidance_scale > 1 ? " (e.g. HunyuanVideo-1.5-480p_" + std::string(p->image_to_video() ? "i2v" : "t2v") + ")"
+    // The size the checkpoint was trained for: its default video's area is about target_size^2.
+    const int target = p->transformer.target_size;
+    const std::string task = p->image_to_video() ? "i2v" : "t2v",
+                      size = target == 640 ? "480p" : target == 960 ? "720p" : std::to_string(target) + "px";
+    m.variant = {"hunyuan15-" + task + "-" + size,
+                 "HunyuanVideo-1.5 " + std::string(p->image_to_video() ? "image-to-video " : "text-to-video ") + size +
+                     (p->guidance_scale > 1 ? " (e.g. HunyuanVideo-1.5-Diffusers-" + size + "_" + task + ")"
                                             : ", CFG-distilled")};
     m.parts = p;
   }
