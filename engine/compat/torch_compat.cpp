@@ -9,23 +9,6 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 #include <ATen/Context.h>
-#include <ATen/ops/acos.h>
-#include <ATen/ops/asin.h>
-#include <ATen/ops/atan.h>
-#include <ATen/ops/cos.h>
-#include <ATen/ops/erf.h>
-#include <ATen/ops/erfc.h>
-#include <ATen/ops/erfinv.h>
-#include <ATen/ops/exp.h>
-#include <ATen/ops/full.h>
-#include <ATen/ops/log.h>
-#include <ATen/ops/log10.h>
-#include <ATen/ops/log2.h>
-#include <ATen/ops/sin.h>
-#include <ATen/ops/sqrt.h>
-#include <ATen/ops/tan.h>
-#include <ATen/ops/tanh.h>
-#include <ATen/ops/trunc.h>
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
@@ -208,29 +191,5 @@ void synchronize(const at::Device& device) {
 void bind_device(const at::Device& device) {
   if (device.is_cuda()) c10::impl::getDeviceGuardImpl(at::kCUDA)->setDevice(device);
 }
-
-namespace {
-
-// LibTorch 2.x hands float unary ops on the CPU (sqrt, exp, log, sin, tanh, erf, ...) to MKL's VML, each
-// intra-op thread its chunk. oneMKL 2024.2, the one in its wheels, picks each VML function's kernel on the
-// function's first call; when that first call runs on two threads at once, one of them can run a
-// low-accuracy kernel for its whole chunk (pytorch/pytorch#188792): a rank's first rms-norm then came out
-// 1e-4 off on half its rows, now and then. One single-element call per function and precision, before
-// anything runs in parallel, settles the choice; each later call is as accurate as one thread makes it.
-// Without MKL (Debian's LibTorch 1.13) these are a few ordinary tiny ops.
-bool settle_vector_math_kernels() {
-  for (const auto dtype : {at::kFloat, at::kDouble}) {
-    const auto x = at::full({1}, 0.5, at::TensorOptions(dtype));
-    for (auto* op : {&at::acos, &at::asin, &at::atan, &at::cos, &at::erf, &at::erfc, &at::erfinv, &at::exp,
-                     &at::log, &at::log10, &at::log2, &at::sin, &at::sqrt, &at::tan, &at::tanh, &at::trunc})
-      op(x);
-  }
-  return true;
-}
-
-// At load: every process that runs a job or a model links this file.
-[[maybe_unused]] const bool vector_math_settled = settle_vector_math_kernels();
-
-}  // namespace
 
 }  // namespace studio::compat
