@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
   const auto tokenizer = text::QwenTokenizer::load(plan::part_path(folder, "tokenizer"));
   const auto glyph_tokenizer = text::ByT5Tokenizer::load(plan::part_path(folder, "tokenizer_2"));
   std::printf("Qwen2.5-VL-7B widths, %d layers (%d run), ByT5-small; float32 on the CPU; best of %d\n\n",
-              parts.qwen->num_hidden_layers, parts.qwen->num_hidden_layers - 2, repeats);
+              parts.qwen->num_hidden_layers, parts.qwen_layers(), repeats);
   std::printf("| rows computed | chat tokens (prompt, negative) | seconds for both prompts |\n|---|---|---|\n");
   for (const auto rows : {models::hunyuan15::Rows::Real, models::hunyuan15::Rows::All}) {
     double best = 1e30;

@@ -166,6 +166,11 @@ TEST(QwenRefusals, other_tokenizers_and_configs_are_named) {
   config["model_type"] = "llama";
   EXPECT_TRUE(test::throws_with<InputError>([&] { plan::parse_qwen_text_config(config.dump(), "config.json"); },
                                             {"'model_type'", "qwen2_5_vl_text"}));
+  // A language model too shallow for the hidden state HunyuanVideo-1.5 reads, named when the folder is read.
+  test::copy_tree(test::golden_case("hunyuan15_tiny"), tmp.path("hy"));
+  test::edit_json(tmp.path("hy") + "/text_encoder/config.json", [](nlohmann::json& j) { j["num_hidden_layers"] = 1; });
+  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::read_model_folder(tmp.path("hy")); },
+                                            {"text_encoder/config.json", "num_hidden_layers 1", "hidden_states[-3]", "at least 2 layers"}));
 }
 
 }  // namespace

@@ -50,7 +50,7 @@ class Hunyuan15Runtime final : public FamilyRuntime {
     std::vector<std::string> texts{job.prompt};
     if (negative) texts.push_back(job.negative_prompt);
     const auto& qwen_cfg = *hy(folder).qwen;
-    const int layers = qwen_cfg.layers_for(plan::kQwenHiddenState);  // the last two never run
+    const int layers = hy(folder).qwen_layers();  // the last two never run
     text::choose_device(qwen_cfg.parameters(layers), "Qwen2.5-VL's language model", dtype, device, log);
     log("encoding with " + text::encoder_source(folder, "text_encoder") + " (Qwen2.5-VL's language model, " +
         std::to_string(layers) + " of its " + std::to_string(qwen_cfg.num_hidden_layers) +

@@ -95,6 +95,10 @@ class Hunyuan15 final : public Family {
     if (!idx.has("guider")) idx.fail("guider", "missing", "must name the guider (guider/guider_config.json holds the scale)");
     p->guidance_scale = parse_hunyuan15_guidance_scale(read_text_file(gcfg), gcfg);
     if (std::filesystem::exists(qcfg)) p->qwen = parse_qwen_text_config(read_text_file(qcfg), qcfg);
+    if (p->qwen && p->qwen->num_hidden_layers + 1 + kQwenHiddenState < 0)
+      throw InputError(qcfg + ": num_hidden_layers " + std::to_string(p->qwen->num_hidden_layers) + " is too few: "
+                       "the pipeline reads hidden_states[" + std::to_string(kQwenHiddenState) + "], which the language "
+                       "model has with at least " + std::to_string(-kQwenHiddenState - 1) + " layers");
     if (p->qwen && p->qwen->hidden_size != p->transformer.text_embed_dim)
       throw InputError(qcfg + ": hidden_size " + std::to_string(p->qwen->hidden_size) + " does not match the "
                        "transformer's text_embed_dim " + std::to_string(p->transformer.text_embed_dim));
@@ -257,7 +261,7 @@ class Hunyuan15 final : public Family {
     e.transformer_gib = transformer_gib(p, job, m, block, other, widest, D, b);
     e.block_weight_gib = block_weight_gib(job, m, block, other, b);
     if (const auto& qwen = hy(m).qwen; qwen && !job.prompt.empty())
-      e.text_encoder_gib = qwen->parameters(qwen->layers_for(kQwenHiddenState)) * b / kGiB;
+      e.text_encoder_gib = qwen->parameters(hy(m).qwen_layers()) * b / kGiB;
     if (hy(m).vae && job.height > 0) {
       // Decoded whole (or a tile at a time): the widest full-size level, a few copies, for every frame.
       const double pixels = job.vae_tiling ? double(std::min(job.height, job.tile_sample_min_height)) *

@@ -69,6 +69,8 @@ struct Hunyuan15Parts final : FamilyParts {
   std::optional<ClipVisionConfig> image_encoder;
   std::optional<SiglipImageProcessorConfig> image_processor;
   bool image_to_video() const { return transformer.task_type == "i2v"; }
+  // The Qwen layers that run: those before hidden state kQwenHiddenState (read_parts checks it exists).
+  int qwen_layers() const { return qwen->layers_for(kQwenHiddenState); }
 };
 
 Hunyuan15TransformerConfig parse_hunyuan15_transformer_config(const std::string& json_text, const std::string& file);
