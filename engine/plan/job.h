@@ -62,6 +62,9 @@ struct JobSpec {
   std::string text_encoder_device = "auto";  // "auto" or "cpu"
 };
 
+// Whether --offload blocks saves the device's memory: off the CPU only (on the CPU the blocks run where they are).
+inline bool offload_saves_memory(const JobSpec& job) { return job.device != "cpu"; }
+
 // First-Block Cache's default threshold: diffusers' FirstBlockCacheConfig. The largest accepted.
 constexpr double kFirstBlockCacheThreshold = 0.05;
 constexpr double kMagCacheThreshold = 0.12;  // MagCache's own default (its Wan2.1 scripts' magcache_thresh)

@@ -268,9 +268,8 @@ double transformer_gib(const ParallelConfig& p, const JobSpec& job, const ModelF
   const int blocks_here = end - first;
   const double all = rules_of(m).blocks(m) * block_params + other_params;
   // Sharded, a rank keeps 1/N of each block and gathers the one that runs into a buffer kept from block to block
-  // (parallel/sharded_blocks.cpp); offloaded, the blocks stay in host memory and one is copied in at a time, which
-  // saves the device's memory only where the device is not the host (on the CPU the blocks run where they are).
-  const double resident = job.offload == "blocks" && job.device != "cpu" ? 1
+  // (parallel/sharded_blocks.cpp); offloaded, the blocks stay in host memory and one is copied in at a time.
+  const double resident = job.offload == "blocks" && offload_saves_memory(job) ? 1
                            : p.shard_weights       ? blocks_here / double(p.replica_degree()) + 1
                                                    : blocks_here;
   const double kept = weight_bytes_per_param(job, all, b);

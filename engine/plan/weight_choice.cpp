@@ -87,7 +87,7 @@ std::vector<StorageChoice> storage_choices(const ParallelConfig& p, const JobSpe
     j.quantize = "fp8";
     add("--quantize fp8", p, j);
   }
-  if (job.offload.empty() && !p.shard_weights && job.device != "cpu") {  // on the CPU it would save nothing
+  if (job.offload.empty() && !p.shard_weights && offload_saves_memory(job)) {
     JobSpec j = job;
     j.offload = "blocks";
     add("--offload blocks", p, j);
