@@ -432,7 +432,7 @@ TEST(Flux, latent_preview_through_the_familys_factors) {
   ASSERT_TRUE(rgb.factors.defined());
   auto latents = at::zeros({1, 16, 2, 3});
   latents[0][13][1][2] = 1;  // one channel, one pixel
-  const auto p = pipeline::latent_preview(latents, rgb);
+  const auto p = pipeline::latent_preview(latents, rgb, false);
   ASSERT_EQ(p.sizes(), (std::vector<int64_t>{2, 3, 3}));
   ASSERT_EQ(p.scalar_type(), at::kByte);
   // Zero latents are the bias: (-0.0329, -0.0718, -0.0851) -> 123, 118, 117.
@@ -444,6 +444,14 @@ TEST(Flux, latent_preview_through_the_familys_factors) {
   EXPECT_EQ(p[1][2][1].item<int>(), 112);
   EXPECT_EQ(p[1][2][2].item<int>(), 103);
   EXPECT_FALSE(models::latent_rgb(plan::read_model_folder(test::golden_case("cogvx2b_tiny"))).factors.defined());
-  const auto cog = pipeline::latent_preview(at::randn({1, 2, 16, 4, 6}), {});
+  const auto cog = pipeline::latent_preview(at::randn({1, 2, 16, 4, 6}), {}, false);
   EXPECT_EQ(cog.sizes(), (std::vector<int64_t>{4, 6, 3}));
+  // HunyuanVideo-1.5's [B, C, F, h, w], two latent frames (5 frames): the second frame's channels 0-2, whatever
+  // the frame count (the preview once read the channel axis as frames and stopped a 5-frame run).
+  auto hy = at::zeros({1, 16, 2, 4, 6});
+  hy[0][1][1][2][3] = 1;  // channel 1 of the middle frame, one pixel: green there, flat elsewhere
+  const auto shown = pipeline::latent_preview(hy, {}, true);
+  ASSERT_EQ(shown.sizes(), (std::vector<int64_t>{4, 6, 3}));
+  EXPECT_EQ(shown[2][3][1].item<int>(), 255);
+  EXPECT_EQ(shown[0][0][1].item<int>(), shown[0][1][1].item<int>());
 }

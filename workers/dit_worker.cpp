@@ -160,6 +160,7 @@ void run_rank(const plan::JobFile& file, const plan::ModelFolder& model, const p
                                                        " rank(s) on this machine; OMP_NUM_THREADS overrides)"));
 
   const auto preview_rgb = models::latent_rgb(model);
+  const bool channels_first = plan::latent_geometry(file.job, model).channels_first;
   pipeline::Hooks hooks;
   hooks.stop_requested = [&] { return g_signalled.load() || reporter.cancel_requested(); };
   hooks.on_phase = [&](const std::string& p) { reporter.phase(p); };
@@ -168,7 +169,7 @@ void run_rank(const plan::JobFile& file, const plan::ModelFolder& model, const p
     if (d.step == 1 && fault) compat::limit_cpu_tensor_memory(fault->bytes, fault->setting);
     reporter.progress({env.rank, d.step, d.total, d.seconds, d.full, resources(device, *mesh), d.calls});
     if (env.rank == 0 && reporter.connected()) {
-      auto p = picture(pipeline::latent_preview(d.latents, preview_rgb));
+      auto p = picture(pipeline::latent_preview(d.latents, preview_rgb, channels_first));
       p.rank = env.rank;
       p.step = d.step;
       reporter.picture(events::Kind::Preview, p);

@@ -29,7 +29,6 @@ namespace studio::models {
 struct LatentRgb {
   at::Tensor factors;  // [C, 3] float32
   at::Tensor bias;     // [3]
-  bool channels_first = false;  // a video's latents are [B, C, F, h, w] (Wan), not [B, F, C, h, w]
 };
 
 // What the job's pictures give an image-to-video run: for one sample when the same for every sample

@@ -46,10 +46,10 @@ at::Tensor to_rgb8(const at::Tensor& video) {
   return at::round(x).to(at::kByte).permute({0, 2, 3, 4, 1}).contiguous().cpu();
 }
 
-at::Tensor latent_preview(const at::Tensor& latents, const models::LatentRgb& rgb) {
+at::Tensor latent_preview(const at::Tensor& latents, const models::LatentRgb& rgb, bool channels_first) {
   // A video's middle latent frame [C, h, w], or an image's latents.
   const auto frame = latents.dim() != 5      ? latents[0]
-                     : rgb.channels_first ? latents[0].select(1, latents.size(2) / 2)
+                     : channels_first ? latents[0].select(1, latents.size(2) / 2)
                                           : latents[0][latents.size(1) / 2];
   if (rgb.factors.defined() && frame.size(0) == rgb.factors.size(0)) {
     const auto y = at::matmul(frame.to(at::kFloat).cpu().permute({1, 2, 0}), rgb.factors) + rgb.bias;  // [h, w, 3]

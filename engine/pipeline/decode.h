@@ -35,10 +35,11 @@ void decode_latents(const models::VaeDecoder& vae, const at::Tensor& latents, in
 // (x / 2 + 0.5) clamped to [0, 1], times 255, rounded.
 at::Tensor to_rgb8(const at::Tensor& video);
 
-// A cheap look at latents [B, F, C, h, w] (or an image's [B, C, h, w]) while denoising, as RGB8 [h, w, 3] on
-// the CPU: the middle latent frame of the first video (or the first image) through the family's factors
-// (models::latent_rgb), whose colours approximate the picture; without factors, channels 0-2 each
-// stretched over mean +- 2 standard deviations, which shows where structure forms but not its colours.
-at::Tensor latent_preview(const at::Tensor& latents, const models::LatentRgb& rgb);
+// A cheap look at latents [B, F, C, h, w] ([B, C, F, h, w] where the geometry is `channels_first`, or an image's
+// [B, C, h, w]) while denoising, as RGB8 [h, w, 3] on the CPU: the middle latent frame of the first video (or
+// the first image) through the family's factors (models::latent_rgb), whose colours approximate the picture;
+// without factors, channels 0-2 each stretched over mean +- 2 standard deviations, which shows where structure
+// forms but not its colours.
+at::Tensor latent_preview(const at::Tensor& latents, const models::LatentRgb& rgb, bool channels_first);
 
 }  // namespace studio::pipeline

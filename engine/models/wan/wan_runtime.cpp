@@ -75,7 +75,7 @@ text::PromptEmbeds encode_wan_prompts(const plan::ModelFolder& model, const plan
 // A video's latent-to-RGB factors [channels, 3] and bias [3], copied into tensors.
 LatentRgb rgb_table(const float* factors, int64_t channels, const float* bias) {
   return {at::from_blob(const_cast<float*>(factors), {channels, 3}, at::kFloat).clone(),
-          at::from_blob(const_cast<float*>(bias), {3}, at::kFloat).clone(), true};
+          at::from_blob(const_cast<float*>(bias), {3}, at::kFloat).clone()};
 }
 
 class WanRuntime final : public FamilyRuntime {
@@ -130,7 +130,7 @@ class WanRuntime final : public FamilyRuntime {
       static const float bias[3] = {0.0317f, -0.0878f, -0.1388f};
       return rgb_table(&factors[0][0], 48, bias);
     }
-    if (wan(folder).transformer.out_channels != 16) return {at::Tensor(), at::Tensor(), true};
+    if (wan(folder).transformer.out_channels != 16) return {};
     // Wan2.1's 16 latent channels (ComfyUI's latent_formats.Wan21; Wan2.2 A14B shares its VAE).
     static const float factors[16][3] = {
         {-0.1299f, -0.1692f, 0.2932f}, {0.0671f, 0.0406f, 0.0442f},   {0.3568f, 0.2548f, 0.1747f},
