@@ -89,3 +89,30 @@ TEST(Hunyuan15Refusals, what_the_family_cannot_do_yet_is_named) {
   refused({"--num_frames", "10"}, {"--num_frames 10", "4k+1", "9 or 13"});
   refused({"--enable_tiling", "--tile_sample_min_height", "48"}, {"--tile_sample_min_height 48", "64"});
 }
+
+// Several videos from one prompt with guidance on: each sample's text rows counted for both branches, in one
+// process and where CFG or Ulysses splits the call (a count per branch, not per sample, once stopped these runs);
+// and the fewest frames, 1 and 5, whose latents have fewer frames than the preview's colour channels.
+TEST(Hunyuan15Videos, several_per_prompt_and_the_fewest_frames) {
+  test::TempDir tmp;
+  std::vector<at::Tensor> runs;
+  for (const char* flags : {"", "--use_cfg_parallel", "--ulysses_degree 2"}) {
+    const std::string out = tmp.path("videos" + std::to_string(runs.size()) + ".safetensors");
+    auto args = words_args(out) + test::Args{"--num_videos_per_prompt", "2"};
+    std::istringstream more(flags);
+    for (std::string w; more >> w;) args.push_back(w);
+    const auto r = test::run(test::bin("dit-launch"), args, 300000);
+    ASSERT_EQ(r.code, 0) << flags << ": " << r.err;
+    runs.push_back(io::TensorFile(out, "run").get("final_latents", 5, ""));
+  }
+  ASSERT_EQ(runs[0].size(0), 2);
+  EXPECT_GT(test::max_abs_diff(runs[0][0], runs[0][1]), 0.1);  // two noises, two videos
+  EXPECT_LT(test::max_abs_diff(runs[1], runs[0]), 1e-5);
+  EXPECT_LT(test::max_abs_diff(runs[2], runs[0]), 1e-5);
+  for (const char* frames : {"1", "5"}) {
+    auto args = words_args(tmp.path("few.safetensors")) + test::Args{"--num_frames", frames, "--output",
+                                                                      tmp.path("few.mp4")};
+    const auto r = test::run(test::bin("dit-launch"), args, 300000);
+    EXPECT_EQ(r.code, 0) << frames << " frames: " << r.err;
+  }
+}

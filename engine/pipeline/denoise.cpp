@@ -33,7 +33,9 @@ std::pair<at::Tensor, at::Tensor> batch_text(const at::Tensor& negative, const a
   if (!ragged) return {at::cat({negative, prompt}, 0).to(dev), {}};
   const int64_t n = negative.size(1), p = prompt.size(1), T = std::max(n, p);
   const auto padded = [T](const at::Tensor& t) { return at::constant_pad_nd(t, {0, 0, 0, T - t.size(1)}); };
-  return {at::cat({padded(negative), padded(prompt)}, 0).to(dev), at::tensor(std::vector<int64_t>{n, p}, at::kLong)};
+  std::vector<int64_t> valid(size_t(negative.size(0)), n);  // a count for every sample of both branches
+  valid.insert(valid.end(), size_t(prompt.size(0)), p);
+  return {at::cat({padded(negative), padded(prompt)}, 0).to(dev), at::tensor(valid, at::kLong)};
 }
 
 }  // namespace
