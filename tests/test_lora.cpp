@@ -399,4 +399,30 @@ TEST(LoraRefusals, wrong_model_missing_file_and_damaged_files_are_named) {
   }
 }
 
+
+// What is wrong with a LoRA is found before the text is encoded, under the flag that gave it: Wan2.2's --lora_2
+// once went unread until the switch to the second expert (and not at all with too few steps); a header that does
+// not parse, a strength that is not a number, and a path that is not a file are each named as such.
+TEST(LoraRefusals, before_any_work_under_the_flag_given) {
+  test::TempDir tmp;
+  const test::Args wan22{"--model", test::golden_case("wan22_tiny"), "--prompt", "a fox", "--height", "32", "--width",
+                         "32", "--num_frames", "5", "--num_inference_steps", "2"};
+  const std::string nan = tmp.path("nan.safetensors"), m = "transformer.blocks.0.attn1.to_q.";
+  io::save_tensors(nan, {{m + "lora_A.weight", at::full({4, 32}, NAN)}, {m + "lora_B.weight", at::randn({32, 4})}});
+  const auto r = test::run(test::bin("dit-launch"), wan22 + test::Args{"--lora_2", nan}, 120000);
+  EXPECT_NE(r.code, 0);
+  EXPECT_TRUE(test::contains(r.err, "--lora_2 " + nan + ": tensor " + m + "lora_A.weight holds values that are not "
+                                    "finite")) << r.err;
+  EXPECT_FALSE(test::contains(r.err, "encoding with")) << r.err;
+  const std::string wide = tmp.path("wide.safetensors");  // 31 output rows for a layer of 32
+  io::save_tensors(wide, {{m + "lora_A.weight", at::randn({4, 32})}, {m + "lora_B.weight", at::randn({31, 4})}});
+  expect_refused(wan22 + test::Args{"--lora_2", wide}, {"--lora_2 " + wide, "another model's sizes"});
+  const std::string cut = tmp.path("cut.safetensors");
+  test::write_file(cut, std::string("\x40\0\0\0\0\0\0\0{\"a\":", 12));  // a header cut short
+  expect_refused(wan22 + test::Args{"--lora", cut}, {"--lora: " + cut});
+  const std::string good = lora_file(kWan.name, "peft");
+  expect_refused(wan22 + test::Args{"--lora", good + ":abc"}, {"--lora " + good + ":abc", "the strength 'abc'"});
+  expect_refused(wan22 + test::Args{"--lora", tmp.path("")}, {"not a file"});
+}
+
 }  // namespace

@@ -1,7 +1,9 @@
 #include "plan/lora_choice.h"
 
 #include <cmath>
+#include <cctype>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include "plan/family.h"
@@ -10,6 +12,13 @@
 namespace studio::plan {
 
 namespace {
+
+namespace fs = std::filesystem;
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
 
 // The scale after the last ':', when what follows it is a whole number (strtod reads all of it).
 bool split_scale(const std::string& entry, std::string& file, double& scale) {
@@ -26,14 +35,14 @@ bool split_scale(const std::string& entry, std::string& file, double& scale) {
 
 }  // namespace
 
-std::vector<LoraUse> parse_loras(const std::string& list) {
+std::vector<LoraUse> parse_loras(const std::string& list, const std::string& flag) {
   std::vector<LoraUse> out;
   size_t start = 0;
   while (start <= list.size()) {
     const auto comma = list.find(',', start);
     const std::string entry = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     if (!entry.empty()) {
-      LoraUse u{entry, 1.0};
+      LoraUse u{entry, 1.0, flag};
       split_scale(entry, u.file, u.scale);
       out.push_back(u);
     }
@@ -54,10 +63,14 @@ void check_loras(const JobSpec& job, const ModelFolder& model, std::vector<Probl
       if (!std::isfinite(u.scale))
         out.push_back({flag, given + ": the strength " + std::to_string(u.scale) + " is not a finite number; give "
                                      "FILE:0.8, or FILE alone for 1"});
-      else if (!std::ifstream(u.file, std::ios::binary))
-        out.push_back({flag, given + ": cannot be read (no such file?); give a LoRA .safetensors file, with "
-                                     ":SCALE after it for a strength other than 1"});
-      else if (!ends_with(u.file, ".safetensors"))
+      else if (const auto colon = u.file.rfind(':');
+               !fs::exists(u.file) && colon != std::string::npos && fs::is_regular_file(u.file.substr(0, colon)))
+        out.push_back({flag, given + ": the strength '" + u.file.substr(colon + 1) + "' after the last ':' is not a "
+                                     "number; give FILE:0.8, or FILE alone for 1"});
+      else if (!fs::is_regular_file(u.file) || !std::ifstream(u.file, std::ios::binary))
+        out.push_back({flag, given + ": cannot be read (no such file, or not a file); give a LoRA .safetensors "
+                                     "file, with :SCALE after it for a strength other than 1"});
+      else if (!ends_with(lower(u.file), ".safetensors"))
         out.push_back({flag, given + ": LoRAs are read from .safetensors files (diffusers/PEFT, kohya, ComfyUI, "
                                      "musubi-tuner); this one is not"});
     }

@@ -13,8 +13,8 @@ namespace studio::plan {
 
 // "a.safetensors:0.8,b.safetensors" -> {a, 0.8}, {b, 1}. The scale is what follows the last ':' when it is a
 // number (so "C:\\loras\\x.safetensors" is a file); a malformed scale stays part of the name and check_loras
-// names the file that does not exist.
-std::vector<LoraUse> parse_loras(const std::string& list);
+// says so. `flag` is the one the list came from, for messages.
+std::vector<LoraUse> parse_loras(const std::string& list, const std::string& flag = "--lora");
 // Appends one --lora value to a list (the flag repeated).
 std::string add_lora(const std::string& list, const std::string& entry);
 void check_loras(const JobSpec& job, const ModelFolder& model, std::vector<Problem>& out);

@@ -32,6 +32,7 @@ struct Variant {
 struct LoraUse {
   std::string file;
   double scale = 1.0;
+  std::string flag = "--lora";  // the flag that gave it, for messages: "--lora" or "--lora_2"
 };
 
 struct ModelFolder {

@@ -110,7 +110,7 @@ void use_job_weights(ModelFolder& model, const JobSpec& job) {
   model.quantize = job.quantize == "fp8" ? std::optional(WeightFormat::F8_E4M3) : std::nullopt;
   model.fp8_gemm = job.fp8_gemm;
   model.loras = parse_loras(job.lora);
-  model.loras_2 = parse_loras(job.lora_2);
+  model.loras_2 = parse_loras(job.lora_2, "--lora_2");
 }
 
 }  // namespace studio::plan

@@ -1,8 +1,10 @@
 #include "io/safetensors/lora_files.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "io/safetensors/safetensors_file.h"
+#include "plan/error.h"
 #include "plan/families/registry.h"
 #include "plan/family.h"
 #include "plan/lora_choice.h"
@@ -105,8 +107,9 @@ void check_lora_fits(const plan::JobSpec& job, const plan::ModelFolder& model, s
       LoraFit fit;
       try {
         fit = lora_fit_of(use.file);
-      } catch (const std::exception&) {
-        continue;  // unreadable: check_loras names it
+      } catch (const InputError& e) {  // a damaged file, found before any work
+        if (std::filesystem::is_regular_file(use.file)) out.push_back({flag, "--" + std::string(flag) + ": " + e.what()});
+        continue;  // one that is not there: check_loras names it
       }
       if (const auto why = lora_mismatch(fit, model, "--" + std::string(flag) + " " + use.file); !why.empty())
         out.push_back({flag, why});

@@ -93,13 +93,13 @@ struct PeftConfig {
   bool use_rslora = false;
 };
 
-PeftConfig peft_config(const SafetensorsFile& file) {
+PeftConfig peft_config(const SafetensorsFile& file, const std::string& given) {
   PeftConfig c;
   const auto it = file.metadata().find("lora_adapter_metadata");
   if (it == file.metadata().end()) return c;
   const auto j = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object())
-    throw InputError("--lora " + file.path() + ": its lora_adapter_metadata is not a JSON object");
+    throw InputError(given + ": its lora_adapter_metadata is not a JSON object");
   const auto field = [&](const char* key) {
     const auto f = j.find(std::string("transformer.") + key);
     return f == j.end() ? j.find(key) : f;
@@ -112,24 +112,25 @@ PeftConfig peft_config(const SafetensorsFile& file) {
 
 // The file's modules that `wanted` keeps, by their name in it (without the A/B/alpha/diff suffix).
 std::map<std::string, Module> read_modules(const std::shared_ptr<const SafetensorsFile>& file,
-                                           const std::function<bool(const std::string&)>& wanted) {
+                                           const std::function<bool(const std::string&)>& wanted,
+                                           const std::string& given) {
   std::map<std::string, Module> modules;
   for (const auto& info : file->tensors()) {
     const auto [stem, piece] = split_name(info.name);
     if (piece == Piece::Unknown)
-      throw InputError("--lora " + file->path() + ": tensor " + info.name + " is not a LoRA weight (lora_A / lora_B, "
+      throw InputError(given + ": tensor " + info.name + " is not a LoRA weight (lora_A / lora_B, "
                        "lora_down / lora_up, alpha, or a whole difference: diff, diff_b)");
     if (!wanted(info.name)) continue;
     const auto t = to_tensor(file, info, at::kFloat, at::kCPU).clone();
     if (!at::isfinite(t).all().item<bool>())
-      throw InputError("--lora " + file->path() + ": tensor " + info.name + " holds values that are not finite "
+      throw InputError(given + ": tensor " + info.name + " holds values that are not finite "
                        "(NaN or infinity); the file is damaged");
     auto& m = modules[stem];
     if (piece == Piece::Alpha) {
-      if (t.numel() != 1) throw InputError("--lora " + file->path() + ": " + info.name + " is not one number");
+      if (t.numel() != 1) throw InputError(given + ": " + info.name + " is not one number");
       m.alpha = t.item<double>();
     } else if (piece == Piece::Down || piece == Piece::Up) {
-      if (t.dim() != 2) throw InputError("--lora " + file->path() + ": " + info.name + " is not a matrix");
+      if (t.dim() != 2) throw InputError(given + ": " + info.name + " is not a matrix");
       (piece == Piece::Down ? m.down : m.up) = t;
     } else {
       (piece == Piece::UpBias ? m.up_bias : piece == Piece::Diff ? m.diff : m.diff_b) = t;
@@ -137,17 +138,17 @@ std::map<std::string, Module> read_modules(const std::shared_ptr<const Safetenso
   }
   for (const auto& [stem, m] : modules) {
     if (m.down.defined() != m.up.defined())
-      throw InputError("--lora " + file->path() + ": module " + stem + " has " + (m.down.defined() ? "A" : "B") +
+      throw InputError(given + ": module " + stem + " has " + (m.down.defined() ? "A" : "B") +
                        " (lora_" + (m.down.defined() ? "down" : "up") + ") but not the other half");
     if (!m.down.defined() && !m.diff.defined() && !m.diff_b.defined())
-      throw InputError("--lora " + file->path() + ": module " + stem + " has " + (m.up_bias.defined() ? "a bias of B" : "an alpha") +
+      throw InputError(given + ": module " + stem + " has " + (m.up_bias.defined() ? "a bias of B" : "an alpha") +
                        " but no lora_A / lora_B matrices");
     if (!m.down.defined()) continue;
     if (m.up.size(1) != m.down.size(0))
-      throw InputError("--lora " + file->path() + ": module " + stem + " has rank " + std::to_string(m.down.size(0)) +
+      throw InputError(given + ": module " + stem + " has rank " + std::to_string(m.down.size(0)) +
                        " in lora_A/lora_down and " + std::to_string(m.up.size(1)) + " in lora_B/lora_up");
     if (m.down.size(0) > std::min(m.down.size(1), m.up.size(0)))
-      throw InputError("--lora " + file->path() + ": module " + stem + " has rank " + std::to_string(m.down.size(0)) +
+      throw InputError(given + ": module " + stem + " has rank " + std::to_string(m.down.size(0)) +
                        ", more than its layer's sizes; the file is not a LoRA of a linear layer");
   }
   return modules;
@@ -229,7 +230,7 @@ at::Tensor rows_for(const at::Tensor& t, const Target& target, const std::string
   std::vector<at::Tensor> rows;
   for (const auto& s : target.rows) {
     if (s.rows >= 0 && s.first + s.rows > t.size(0))
-      throw InputError("--lora " + where + " has " + std::to_string(t.size(0)) + " output rows; " + target.weight +
+      throw InputError(where + " has " + std::to_string(t.size(0)) + " output rows; " + target.weight +
                        " needs rows up to " + std::to_string(s.first + s.rows) +
                        ": this LoRA was made for another model's sizes");
     rows.push_back(s.rows < 0 ? t : t.narrow(0, s.first, s.rows));
@@ -249,13 +250,14 @@ std::map<std::string, std::vector<WeightDelta>> lora_deltas(const plan::ModelFol
   std::map<std::string, std::vector<WeightDelta>> out;
   for (const auto& use : loras) {
     const auto file = SafetensorsFile::open(use.file);
-    const auto peft = peft_config(*file);
+    const std::string given = use.flag + " " + use.file;  // as the user gave it: "--lora_2 style.safetensors"
+    const auto peft = peft_config(*file, given);
     const auto wanted = [&](const std::string& tensor) {
       return left_out_why(family, tensor).empty() && route_of(split_name(tensor).first).target == target;
     };
-    for (const auto& [stem, m] : read_modules(file, wanted)) {
+    for (const auto& [stem, m] : read_modules(file, wanted, given)) {
       const Route route = route_of(stem);
-      const std::string where = use.file + ": module " + stem;
+      const std::string where = given + ": module " + stem;
       // Its alpha: the module's own, PEFT's pattern or lora_alpha, else the rank (a scale of 1).
       double low_rank_scale = 0;
       if (m.down.defined()) {
@@ -268,17 +270,17 @@ std::map<std::string, std::vector<WeightDelta>> lora_deltas(const plan::ModelFol
       }
       const Targets t = names.of(route);
       if (t.weight.empty() && t.bias.empty())
-        throw InputError("--lora " + where + " is not a layer of " + part +
+        throw InputError(where + " is not a layer of " + part +
                          " (in diffusers' names or its original checkpoint's); is the LoRA for another model?");
       if ((m.down.defined() || m.diff.defined()) && t.weight.empty())
-        throw InputError("--lora " + where + " changes a weight; " + part + " has a bias there alone");
+        throw InputError(where + " changes a weight; " + part + " has a bias there alone");
       if ((m.diff_b.defined() || m.up_bias.defined()) && t.bias.empty())
-        throw InputError("--lora " + where + " changes a bias (diff_b or lora_B.bias); its layer in " + part +
+        throw InputError(where + " changes a bias (diff_b or lora_B.bias); its layer in " + part +
                          " has none");
-      const std::string source = use.file + ", " + stem;
+      const std::string source = given + ", " + stem;
       for (const auto& w : t.weight) {
         if (!names.weights.count(w.weight))
-          throw InputError("--lora " + where + " changes " + w.weight + ", which " + part +
+          throw InputError(where + " changes " + w.weight + ", which " + part +
                            " does not have; is the LoRA for another variant?");
         if (m.down.defined()) out[w.weight].push_back({rows_for(m.up, w, where), m.down, low_rank_scale, source});
         if (m.diff.defined()) out[w.weight].push_back({rows_for(m.diff, w, where), {}, use.scale, source + ".diff"});
@@ -304,7 +306,7 @@ std::vector<std::string> lora_left_out(const plan::ModelFolder& folder, const st
       std::string named;
       for (size_t i = 0; i < tensors.size() && i < 3; ++i) named += (i ? ", " : "") + tensors[i];
       if (tensors.size() > 3) named += " and " + std::to_string(tensors.size() - 3) + " more";
-      lines.push_back("--lora " + use.file + ": " + std::to_string(tensors.size()) + " tensors left out, " + why +
+      lines.push_back(use.flag + " " + use.file + ": " + std::to_string(tensors.size()) + " tensors left out, " + why +
                       " (" + named + ")");
     }
   }

@@ -240,7 +240,6 @@ at::Tensor WeightSet::take(const std::string& name, const std::vector<int64_t>& 
   if (synthetic_) return synthetic_take(name, shape).to(device, dtype);
   const auto deltas = deltas_.find(name);
   if (deltas == deltas_.end()) return read(name, shape, dtype, device, config_note);
-  check_deltas(name, shape);
   // In float32 on the CPU, then once into the run's dtype: W + sum of scale * up @ down, as the reference merges.
   // A float32 file's weight reads as a view of the file, to be copied before it changes; any other is read
   // into a tensor of its own already (a copy more would cost a pass and fresh pages per weight).
@@ -251,15 +250,29 @@ at::Tensor WeightSet::take(const std::string& name, const std::vector<int64_t>& 
   return w.to(device, dtype);
 }
 
+std::vector<int64_t> WeightSet::stored_shape(const Entry& e) {
+  std::vector<int64_t> shape = e.front().tensor.shape;
+  if (shape.empty()) return shape;
+  shape[0] = 0;
+  for (const auto& s : e) shape[0] += s.rows;
+  return shape;
+}
+
+void WeightSet::add_deltas(std::map<std::string, std::vector<WeightDelta>> deltas) {
+  deltas_ = std::move(deltas);
+  for (const auto& [name, changes] : deltas_)
+    if (const auto it = where_.find(name); it != where_.end()) check_deltas(name, stored_shape(it->second));
+}
+
 void WeightSet::check_deltas(const std::string& name, const std::vector<int64_t>& shape) const {
   const auto deltas = deltas_.find(name);
   if (deltas == deltas_.end()) return;
   for (const auto& d : deltas->second) {
     if (!d.down.defined() && d.up.sizes().vec() != shape)
-      throw InputError("--lora " + d.source + ": changes " + name + " " + shape_str(shape) + " by a difference of " +
+      throw InputError(d.source + ": changes " + name + " " + shape_str(shape) + " by a difference of " +
                        shape_str(d.up.sizes().vec()) + "; this LoRA was made for another model's sizes");
     if (d.down.defined() && (shape.size() != 2 || d.up.size(0) != shape[0] || d.down.size(1) != shape[1]))
-      throw InputError("--lora " + d.source + ": changes " + name + " " + shape_str(shape) + " by [" +
+      throw InputError(d.source + ": changes " + name + " " + shape_str(shape) + " by [" +
                        std::to_string(d.up.size(0)) + ", " + std::to_string(d.down.size(1)) +
                        "] (lora_up rows x lora_down columns); this LoRA was made for another model's sizes");
   }
@@ -297,7 +310,6 @@ LinearWeight WeightSet::linear_as_kept(const std::string& name, const std::vecto
              s.tensor.format == e.front().tensor.format;
   }
   if (packed) {
-    check_deltas(name, shape);
     std::vector<PackedWeight> parts;
     for (const auto& s : e) parts.push_back(s.tensor.packed().rows(s.first, s.rows));
     const auto beside = deltas_.find(name);

@@ -46,7 +46,7 @@ struct StoredTensor {
 struct WeightDelta {
   at::Tensor up, down;  // [rows, r] and [r, in] (or `up` of the weight's shape alone), float32 on the CPU
   double scale = 1.0;
-  std::string source;  // "style.safetensors, lora_unet_double_blocks_0_img_attn_qkv": for messages
+  std::string source;  // "--lora style.safetensors, lora_unet_double_blocks_0_img_attn_qkv": for messages
 };
 
 // A linear layer's weight: dense in the run's dtype, or packed (fp8, GGUF blocks) and dequantized per call; a
@@ -85,9 +85,10 @@ class WeightSet {
   // A linear layer's weight: packed when the file holds it quantized or store_linear_as() asks, else dense.
   LinearWeight take_linear(const std::string& name, const std::vector<int64_t>& shape, at::ScalarType dtype,
                            at::Device device, const std::string& config_note = "");
-  // Changes merged into weights, by weight name, as each is taken (LoRAs: models/lora.h); a linear weight the
-  // file keeps quantized keeps them beside it instead (LinearWeight::beside).
-  void add_deltas(std::map<std::string, std::vector<WeightDelta>> deltas) { deltas_ = std::move(deltas); }
+  // Changes merged into weights, by weight name, as each is taken (LoRAs: io/weights/lora.h); a linear weight the
+  // file keeps quantized keeps them beside it instead (LinearWeight::beside). InputError at once, naming the
+  // LoRA, for a change whose sizes do not fit its weight as the files hold it.
+  void add_deltas(std::map<std::string, std::vector<WeightDelta>> deltas);
   // Throws for weights nobody took, unless listed in `ignorable`.
   void expect_all_taken(const std::set<std::string>& ignorable = {}) const;
   const std::string& dir() const { return dir_; }
@@ -104,6 +105,7 @@ class WeightSet {
   at::Tensor read(const std::string& name, const std::vector<int64_t>& shape, at::ScalarType dtype, at::Device device,
                   const std::string& config_note);
   void check_deltas(const std::string& name, const std::vector<int64_t>& shape) const;  // their sizes fit the weight
+  static std::vector<int64_t> stored_shape(const Entry& e);  // the rows of every slice, the rest of the first's
   at::Tensor synthetic_take(const std::string& name, const std::vector<int64_t>& shape);
   LinearWeight linear_as_kept(const std::string& name, const std::vector<int64_t>& shape, at::ScalarType dtype,
                               at::Device device, const std::string& config_note);
