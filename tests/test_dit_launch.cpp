@@ -173,6 +173,9 @@ TEST_F(DitLaunch, bad_arguments_exit_2_with_one_line) {
                {"--prompt and --prompt_embeds both given"});
   expect_error({"--prompt", "a cat", "--max_sequence_length", "8"}, 2, {"--max_sequence_length 8", "needs exactly", "16"});
   expect_error({"--model", c, "--fps", "0"}, 2, {"--fps 0", "out of range"});
+  expect_error({"--model", c, "--prompt_embeds", c + "/golden.safetensors", "--ring_degree", "2", "--nproc_per_node",
+                "1"},
+               2, {"--nproc_per_node 1 makes 1 ranks", "make 2", "--ring_degree"});
   expect_error({"--model", c, "--device", "tpu", "--prompt_embeds", c + "/golden.safetensors"}, 3,
                {"--device 'tpu'", "cpu"});
 }

@@ -141,6 +141,13 @@ int main(int argc, char** argv) {
       return workers::kOk;
     const int world = args.parallel.world_size();
     auto& run = args.run;
+    if (!for_cluster && run.nproc_per_node > 0 && std::max(1, run.nnodes) * run.nproc_per_node != world)
+      throw workers::ArgError(
+          (run.nnodes > 1 ? "--nnodes " + std::to_string(run.nnodes) + " x " : std::string()) + "--nproc_per_node " +
+          std::to_string(run.nproc_per_node) + " makes " + std::to_string(std::max(1, run.nnodes) * run.nproc_per_node) +
+          " ranks, and the degrees given make " + std::to_string(world) + " (" + args.parallel.describe() +
+          "); give degrees whose product is the ranks (--ulysses_degree, --ring_degree, --use_cfg_parallel, "
+          "--pipefusion_parallel_degree, --data_parallel_degree), leave --nproc_per_node out, or let --auto choose");
     if (run.nproc_per_node == 0) run.nproc_per_node = run.nnodes > 1 ? std::max(1, world / run.nnodes) : 0;
     const int processes = for_cluster ? world
                           : run.nnodes > 1 ? run.nnodes * run.nproc_per_node
