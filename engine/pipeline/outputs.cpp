@@ -34,6 +34,13 @@ std::string clip_path(const std::string& output, int64_t sample, int64_t batch) 
          (output.back() == '/' ? "/" : "");
 }
 
+// The files a run wrote, for its log: "clip.mp4", or "clip_1.mp4, clip_2.mp4".
+std::string written(const std::vector<std::string>& files) {
+  std::string out;
+  for (const auto& f : files) out += (out.empty() ? "" : ", ") + f;
+  return out;
+}
+
 // 3.5 as "3.5", not "3.500000".
 std::string shortest(double v) {
   char buf[32];
@@ -189,7 +196,7 @@ at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& m
       c->finish();
       r.encoder = c->encoder();
     }
-    log("wrote " + job.output_file + " (" + r.encoder + ", " + std::to_string(r.frames) + " frames)");
+    log("wrote " + written(r.outputs) + " (" + r.encoder + ", " + std::to_string(r.frames) + " frames)");
   }
   if (writer && image) {
     if (hooks.on_phase) hooks.on_phase("writing");
@@ -202,7 +209,7 @@ at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& m
       info.metadata["seed"] = std::to_string(job.seed + b);  // image b's own generator
       r.encoder = video::write_image(r.outputs[b], images[b].contiguous().data_ptr<uint8_t>(), info);
     }
-    log("wrote " + job.output_file + " (" + r.encoder + ")");
+    log("wrote " + written(r.outputs) + " (" + r.encoder + ")");
   }
   if (!writer || job.save_tensors_file.empty()) return {};
   std::vector<at::Tensor> per_video;
