@@ -423,6 +423,11 @@ TEST(LoraRefusals, before_any_work_under_the_flag_given) {
   const std::string good = lora_file(kWan.name, "peft");
   expect_refused(wan22 + test::Args{"--lora", good + ":abc"}, {"--lora " + good + ":abc", "the strength 'abc'"});
   expect_refused(wan22 + test::Args{"--lora", tmp.path("")}, {"not a file"});
+  // A strength so large the run turns to NaN stops at that step, writing nothing, where it made a black clip.
+  const std::string clip = tmp.path("black.mp4");
+  expect_refused(wan22 + test::Args{"--lora", good + ":1e30", "--output", clip},
+                 {"step 1 of 2 made the latents NaN or infinite", "--lora FILE:SCALE"});
+  EXPECT_FALSE(std::filesystem::exists(clip));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <ATen/ops/cat.h>
 #include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/full.h>
+#include <ATen/ops/isfinite.h>
 #include <ATen/ops/tensor.h>
 #include <ATen/ops/zeros.h>
 
@@ -111,6 +112,11 @@ at::Tensor denoise(const models::DitModel& model, sampling::Sampler& sampler, co
       pred = parts[0] + g * (parts[1] - parts[0]);
     }
     latents = sampler.step(i, pred, latents, noise);
+    // A run gone to NaN or infinity (a LoRA strength far from 1, float16's range) would decode to a black clip.
+    if (!at::isfinite(latents).all().item<bool>())
+      throw InputError("step " + std::to_string(i + 1) + " of " + std::to_string(N) + " made the latents NaN or "
+                       "infinite; nothing was written. A LoRA strength far from 1 (--lora FILE:SCALE) or float16's "
+                       "range (--dtype bfloat16 or float32) is the usual cause");
     // A step's time is the device's: wait for its queue here, at the step's end (the next step's agreed
     // stop flag waits for it anyway).
     compat::synchronize(dev);
