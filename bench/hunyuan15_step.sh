@@ -13,6 +13,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
 layers=${2:-2}
 steps=${3:-3}
+((steps >= 2)) || { echo "hunyuan15_step: STEPS $steps: at least 2 (the first step is not timed)" >&2; exit 2; }
 case ${4:-480p} in
   480p) height=480 width=848 ;;
   720p) height=720 width=1280 ;;

@@ -32,6 +32,7 @@ negative='low quality, blurry, distorted hands, text artifacts, overexposed, sta
 echo "load average $(cut -d' ' -f1-3 /proc/loadavg) at the start"
 OMP_NUM_THREADS=2 "$build/bin/bench-hunyuan15-text" "$work/model" "$prompt" "$negative" "$repeats" | tee "$work/ours"
 tokens=$(sed -n 's/^| the real tokens (a run) | \([0-9]*\), \([0-9]*\) |.*/\1 \2/p' "$work/ours")
+[[ -n $tokens ]] || { echo "hunyuan15_text: no token counts in bench-hunyuan15-text's table" >&2; exit 1; }
 glyph_bytes=24  # ByT5 reads `Text "KEEP THE LIGHT". ` (23 bytes) and </s>
 echo
 # shellcheck disable=SC2086

@@ -11,10 +11,12 @@ assert diffusers.__version__ == "0.42.1" and transformers.__version__ == "5.24.0
     [[ -z ${PEER_PYTHON:-} ]] ||
       { echo "PEER_PYTHON=$python lacks diffusers 0.42.1 or transformers 5.24.0" >&2; return 2; }
     echo "making $build/bench-venv-042" >&2
-    python3 -m venv "$build/bench-venv-042"
-    "$build/bench-venv-042/bin/pip" install -q --no-index --no-deps "$root"/.deps/wheels-2.15.0/*.whl
+    # Called as $(peer_python ...), where set -e does not hold: each step returns on failure.
+    python3 -m venv "$build/bench-venv-042" >&2 || return 1
+    "$build/bench-venv-042/bin/pip" install -q --no-index --no-deps "$root"/.deps/wheels-2.15.0/*.whl >&2 || return 1
     "$build/bench-venv-042/bin/pip" install -q --find-links "$root/.deps/wheels-2.15.0" torch==2.15.0 \
-      diffusers==0.42.1 transformers==5.24.0 >&2
+      diffusers==0.42.1 transformers==5.24.0 >&2 || return 1
+    "$python" -c "$check" || { echo "$build/bench-venv-042 was made but does not import both" >&2; return 1; }
   fi
   echo "$python"
 }

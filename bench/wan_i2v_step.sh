@@ -13,6 +13,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
 layers=${2:-2}
 steps=${3:-3}
+((steps >= 2)) || { echo "wan_i2v_step: STEPS $steps: at least 2 (the first step is not timed)" >&2; exit 2; }
 height=${4:-480} width=${5:-832} frames=${6:-5}
 # shellcheck source=bench/peer_042.sh
 source "$root/bench/peer_042.sh"
