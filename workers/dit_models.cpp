@@ -44,9 +44,9 @@ bool is_lora(const std::string& path) {
 
 const char* kUsage = R"(usage: dit-models COMMAND [REPO_ID] [options]
 
-Finds, downloads and checks diffusers models (CogVideoX, FLUX.1, Wan) in the Hugging Face Hub's cache,
-the one huggingface-cli and diffusers use: a model downloaded by either is found here and never fetched
-twice, and ours is theirs too. dit-launch --model ORG/NAME runs a model from this cache.
+Finds, downloads and checks diffusers models (CogVideoX, FLUX.1, Wan, HunyuanVideo-1.5) and LoRAs in the
+Hugging Face Hub's cache, the one huggingface-cli and diffusers use: a model downloaded by either is found
+here and never fetched twice, and ours is theirs too. dit-launch --model ORG/NAME runs a model from this cache.
 
 Commands:
   list                        the models in the cache: repo id, revision, size on disk, family, and

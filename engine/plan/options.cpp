@@ -165,7 +165,8 @@ const std::vector<Option> kOptions = {
      &JobSpec::text_encoder_2_file, "Second text encoder file", "FLUX.1: a single file for T5-XXL, GGUF or fp8."},
     {{"lora", K::Text, "FILE[:SCALE]", 0, 0, "style.safetensors:0.8", S::Job,
       "a LoRA merged into the transformer's weights at SCALE (default 1), as diffusers' load_lora_weights: "
-      "diffusers/PEFT, kohya (sd-scripts, musubi-tuner), ComfyUI or the original layout; repeat for several"},
+      "diffusers/PEFT, kohya (sd-scripts, musubi-tuner), ComfyUI or the original layout; repeat for several "
+      "(commas also separate them, so a file's name cannot hold one)"},
      &JobSpec::lora, "LoRAs",
      "Adapters that steer the model (a style, a character, fewer steps), each with its strength.", nullptr, true},
     {{"lora_2", K::Text, "FILE[:SCALE]", 0, 0, "style_low_noise.safetensors", S::Job,
