@@ -391,12 +391,19 @@ TEST(LoraRefusals, wrong_model_missing_file_and_damaged_files_are_named) {
       {"other half", {{m + "lora_B.weight", at::randn({32, 4})}}},
       {"has none", {{"diffusion_model.double_blocks.0.img_attn.norm.key_norm.scale.diff_b", at::randn({16})}}},
       {"by a difference of [31, 32]", {{m + "diff", at::randn({31, 32})}}},
+      {"is I64; a LoRA's matrices are floating point",
+       {{m + "lora_A.weight", at::ones({4, 32}, at::kInt)}, {m + "lora_B.weight", at::randn({32, 4})}}},
   };
   for (const auto& [why, tensors] : damaged) {
     const std::string file = tmp.path("damaged.safetensors");
     io::save_tensors(file, tensors);
     expect_refused(base + test::Args{"--lora", file}, {"--lora " + file, why});
   }
+  // PEFT's lora_alpha that is not a number (it once read as no alpha: the rank, a different strength).
+  const std::string alpha = tmp.path("alpha.safetensors");
+  io::save_tensors(alpha, {{m + "lora_A.weight", at::randn({4, 32})}, {m + "lora_B.weight", at::randn({32, 4})}},
+                   {{"lora_adapter_metadata", R"({"lora_alpha": "abc"})"}});
+  expect_refused(base + test::Args{"--lora", alpha}, {"--lora " + alpha, "lora_alpha", "\"abc\", not a number"});
 }
 
 

@@ -104,7 +104,11 @@ PeftConfig peft_config(const SafetensorsFile& file, const std::string& given) {
     const auto f = j.find(std::string("transformer.") + key);
     return f == j.end() ? j.find(key) : f;
   };
-  if (const auto f = field("lora_alpha"); f != j.end() && f->is_number()) c.lora_alpha = f->get<double>();
+  if (const auto f = field("lora_alpha"); f != j.end() && !f->is_null()) {
+    if (!f->is_number())  // PEFT's LoraConfig takes a number; a string once read as no alpha at all
+      throw InputError(given + ": lora_alpha in its lora_adapter_metadata is " + f->dump() + ", not a number");
+    c.lora_alpha = f->get<double>();
+  }
   if (const auto f = field("alpha_pattern"); f != j.end() && f->is_object()) c.alpha_pattern = *f;
   if (const auto f = field("use_rslora"); f != j.end() && f->is_boolean()) c.use_rslora = f->get<bool>();
   return c;
@@ -121,6 +125,9 @@ std::map<std::string, Module> read_modules(const std::shared_ptr<const Safetenso
       throw InputError(given + ": tensor " + info.name + " is not a LoRA weight (lora_A / lora_B, "
                        "lora_down / lora_up, alpha, or a whole difference: diff, diff_b)");
     if (!wanted(info.name)) continue;
+    if (piece != Piece::Alpha && !weight_format(info.dtype))  // an integer matrix is no adapter's
+      throw InputError(given + ": tensor " + info.name + " is " + dtype_name(info.dtype) + "; a LoRA's matrices "
+                       "are floating point (F32, F16, BF16)");
     const auto t = to_tensor(file, info, at::kFloat, at::kCPU).clone();
     if (!at::isfinite(t).all().item<bool>())
       throw InputError(given + ": tensor " + info.name + " holds values that are not finite "
