@@ -6,12 +6,23 @@
 
 namespace studio::plan {
 
+namespace {
+
+// Hidden state `index` of a model of `layers` layers counted from the front (-1: the last of layers + 1).
+int from_front(int index, int layers) { return index < 0 ? index + layers + 1 : index; }
+
+}  // namespace
+
+bool QwenTextConfig::has_hidden_state(int index) const {
+  const int i = from_front(index, num_hidden_layers);
+  return i >= 0 && i <= num_hidden_layers;
+}
+
 int QwenTextConfig::layers_for(int index) const {
-  const int i = index < 0 ? index + num_hidden_layers + 1 : index;
-  if (i < 0 || i > num_hidden_layers)
+  if (!has_hidden_state(index))
     throw std::out_of_range("Qwen: no hidden state " + std::to_string(index) + " of " +
                             std::to_string(num_hidden_layers + 1));
-  return i;
+  return from_front(index, num_hidden_layers);
 }
 
 double QwenTextConfig::parameters(int layers) const {

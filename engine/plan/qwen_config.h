@@ -20,6 +20,7 @@ struct QwenTextConfig {
   // The layers that compute hidden state `index` (transformers' hidden_states[index]; negative from the end, -1
   // the last, after the final norm): the ones before it. std::out_of_range for no such hidden state.
   int layers_for(int index) const;
+  bool has_hidden_state(int index) const;  // whether layers_for(index) has an answer
   // The weights' count with the first `layers` layers (7.1B for Qwen2.5-VL-7B's language model, all, without its
   // head); the final norm is a rounding error.
   double parameters(int layers) const;
