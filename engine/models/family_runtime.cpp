@@ -42,6 +42,7 @@ io::WeightSet transformer_weights(const plan::ModelFolder& folder, int expert) {
                                                 });
   weights.store_linear_as(folder.quantize);
   weights.gemm_in_fp8(folder.fp8_gemm);
+  weights.keep_deltas_beside(folder.loras_beside);
   if (const auto& loras = expert == 1 ? folder.loras_2 : folder.loras; !loras.empty())
     weights.add_deltas(io::lora_deltas(folder, loras, weights.names()));
   return weights;

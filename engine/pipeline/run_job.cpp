@@ -88,7 +88,7 @@ Hooks step_hooks(const Hooks& hooks, parallel::Mesh& mesh, const at::Device& dev
 at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh,
                          const Hooks& hooks, at::ScalarType dtype, const at::Device& device, DenoiseInputs in,
                          sampling::NoiseSource* noise, JobResult& r, const std::function<void(const std::string&)>& log,
-                         std::chrono::steady_clock::time_point t0) {
+                         std::chrono::steady_clock::time_point t0, KeptTransformers* kept) {
   // A PipeFusion stage holds the weights of its own blocks only.
   models::BlockRange blocks;
   if (const int stages = mesh.config().pipefusion_parallel_degree; stages > 1) {
@@ -98,12 +98,19 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
   // The blocks' weights sharded over the CFG x ring x Ulysses ranks, or in host memory, when the job asks.
   // They take each block as it loads: the rank never holds the whole transformer.
   const auto load = [&](int expert) {
-    std::shared_ptr<models::BlockWeights> kept;
-    if (mesh.config().shard_weights) kept = std::make_shared<parallel::ShardedBlocks>(mesh.group(plan::Dim::Replica));
-    else if (job.offload == "blocks") kept = std::make_shared<models::OffloadedBlocks>(device);
-    auto t = models::load_transformer(model, dtype, device, blocks, expert, std::move(kept));
-    compat::give_back_free_heap();  // what the load's temporaries held
-    return t;
+    const auto from = [&](const plan::ModelFolder& folder) {
+      std::shared_ptr<models::BlockWeights> held;
+      if (mesh.config().shard_weights) held = std::make_shared<parallel::ShardedBlocks>(mesh.group(plan::Dim::Replica));
+      else if (job.offload == "blocks") held = std::make_shared<models::OffloadedBlocks>(device);
+      auto t = models::load_transformer(folder, dtype, device, blocks, expert, std::move(held));
+      compat::give_back_free_heap();  // what the load's temporaries held
+      return t;
+    };
+    if (!kept) return from(model);
+    const std::string how = std::string(c10::toString(dtype)) + " on " + device.str() + ", blocks " +
+                            std::to_string(blocks.first) + "-" + std::to_string(blocks.end) +
+                            (mesh.config().shard_weights ? ", sharded" : "") + ", offload " + job.offload;
+    return kept->take(model, expert, how, from, log);
   };
   std::shared_ptr<models::DitModel> transformer = load(0);
   r.seconds_loading = since(t0);
@@ -170,7 +177,7 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
 }  // namespace
 
 JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh, const Hooks& hooks,
-                  const std::function<void(const std::string&)>& log) {
+                  const std::function<void(const std::string&)>& log, KeptTransformers* kept) {
   JobResult r;
   const auto t0 = std::chrono::steady_clock::now();
   const at::Device device = pick_device(job.device);
@@ -249,7 +256,7 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   for (const auto* loras : {&weights_from.loras, &weights_from.loras_2})
     for (const auto& line : io::lora_left_out(weights_from, *loras)) log(line);
   r.final_latents = denoise_stage(job, weights_from, mesh, hooks, dtype, device, std::move(in),
-                                  recorded ? recorded.get() : &seeded, r, log, t0);
+                                  recorded ? recorded.get() : &seeded, r, log, t0, kept);
   if (!parallel::decodes(mesh)) return r;
 
   // Decode and write. A clip needs the VAE (the plan refuses --output without one); --save_tensors

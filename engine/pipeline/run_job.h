@@ -9,6 +9,7 @@
 
 #include "parallel/mesh.h"
 #include "pipeline/denoise.h"
+#include "pipeline/kept_transformers.h"
 #include "plan/job.h"
 
 namespace studio::pipeline {
@@ -26,7 +27,8 @@ struct JobResult {
 // `job` must already have the model's defaults applied and have passed plan::validate() (and, on a mesh
 // of several ranks, plan::validate_parallel()). Every rank of the mesh calls it; the videos are split
 // among the data-parallel groups; world rank 0 decodes and writes the outputs.
+// With `kept` (a worker serving several runs) the transformer comes from it and stays in it after the run.
 JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh, const Hooks& hooks,
-                  const std::function<void(const std::string&)>& log);
+                  const std::function<void(const std::string&)>& log, KeptTransformers* kept = nullptr);
 
 }  // namespace studio::pipeline

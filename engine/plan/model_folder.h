@@ -28,11 +28,20 @@ struct Variant {
   std::string name;  // "Wan2.2 text-to-video with two experts (e.g. Wan2.2-T2V-A14B)"
 };
 
+// A LoRA's strength as the layers it sits beside read it at each call (ModelFolder::loras_beside): a new `value`
+// changes the next call. `merged`: the load merged some of its changes into weights all the same (a norm's or a
+// bias's, which have no layer to sit beside), so a new strength needs the weights loaded again.
+struct LiveStrength {
+  double value = 1.0;
+  bool merged = false;
+};
+
 // A LoRA file and the strength it is applied with (plan/lora_choice.h).
 struct LoraUse {
   std::string file;
   double scale = 1.0;
   std::string flag = "--lora";  // the flag that gave it, for messages: "--lora" or "--lora_2"
+  std::shared_ptr<LiveStrength> live;  // set where the LoRA sits beside its layers (ModelFolder::loras_beside)
 };
 
 struct ModelFolder {
@@ -49,6 +58,9 @@ struct ModelFolder {
   std::vector<LoraUse> loras, loras_2;  // merged into transformer/'s and transformer_2/'s weights (--lora, --lora_2)
   std::optional<WeightFormat> quantize;
   bool fp8_gemm = false;  // the transformer's linear layers multiply in float8 (--fp8_gemm)
+  // The transformer's LoRAs sit beside its linear layers, each reading its LoraUse::live strength, instead of
+  // being merged: a worker that keeps the transformer between runs changes a strength without a reload.
+  bool loras_beside = false;
 
   // The family's parts; a logic error if the folder is of another family.
   template <class Parts>

@@ -273,7 +273,7 @@ std::map<std::string, std::vector<WeightDelta>> lora_deltas(const plan::ModelFol
         for (const auto& [pattern, value] : peft.alpha_pattern.items())
           if (value.is_number() && (route.module == pattern || plan::ends_with(route.module, "." + pattern)))
             alpha = value.get<double>();
-        low_rank_scale = use.scale * alpha / (peft.use_rslora ? std::sqrt(rank) : rank);
+        low_rank_scale = alpha / (peft.use_rslora ? std::sqrt(rank) : rank);
       }
       const Targets t = names.of(route);
       if (t.weight.empty() && t.bias.empty())
@@ -285,16 +285,24 @@ std::map<std::string, std::vector<WeightDelta>> lora_deltas(const plan::ModelFol
         throw InputError(where + " changes a bias (diff_b or lora_B.bias); its layer in " + part +
                          " has none");
       const std::string source = given + ", " + stem;
+      // Beside the layers the strength is read at each call; merged it is part of the scale.
+      const bool live = folder.loras_beside && use.live && target == LoraTarget::Transformer;
+      const double strength = live ? 1.0 : use.scale;
+      const auto delta = [&](at::Tensor up, at::Tensor down, double scale, const std::string& what) {
+        return WeightDelta{std::move(up), std::move(down), scale * strength, what, live ? use.live : nullptr};
+      };
       for (const auto& w : t.weight) {
         if (!names.weights.count(w.weight))
           throw InputError(where + " changes " + w.weight + ", which " + part +
                            " does not have; is the LoRA for another variant?");
-        if (m.down.defined()) out[w.weight].push_back({rows_for(m.up, w, where), m.down, low_rank_scale, source});
-        if (m.diff.defined()) out[w.weight].push_back({rows_for(m.diff, w, where), {}, use.scale, source + ".diff"});
+        if (m.down.defined()) out[w.weight].push_back(delta(rows_for(m.up, w, where), m.down, low_rank_scale, source));
+        if (m.diff.defined()) out[w.weight].push_back(delta(rows_for(m.diff, w, where), {}, 1.0, source + ".diff"));
       }
       for (const auto& b : t.bias) {
-        if (m.up_bias.defined()) out[b.weight].push_back({rows_for(m.up_bias, b, where), {}, low_rank_scale, source});
-        if (m.diff_b.defined()) out[b.weight].push_back({rows_for(m.diff_b, b, where), {}, use.scale, source + ".diff_b"});
+        if (m.up_bias.defined())
+          out[b.weight].push_back(delta(rows_for(m.up_bias, b, where), {}, low_rank_scale, source));
+        if (m.diff_b.defined())
+          out[b.weight].push_back(delta(rows_for(m.diff_b, b, where), {}, 1.0, source + ".diff_b"));
       }
     }
   }

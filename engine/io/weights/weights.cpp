@@ -246,7 +246,10 @@ at::Tensor WeightSet::take(const std::string& name, const std::vector<int64_t>& 
   auto w = read(name, shape, at::kFloat, at::kCPU, config_note);
   const StoredTensor& first = find(name, shape, config_note).front().tensor;
   if (first.format && native_type(*first.format) == at::kFloat && first.scale == 1.0f) w = w.clone();
-  for (const auto& d : deltas->second) d.down.defined() ? w.addmm_(d.up, d.down, 1.0, d.scale) : w.add_(d.up, d.scale);
+  for (const auto& d : deltas->second) {
+    d.down.defined() ? w.addmm_(d.up, d.down, 1.0, d.factor()) : w.add_(d.up, d.factor());
+    if (d.strength) d.strength->merged = true;
+  }
   return w.to(device, dtype);
 }
 
@@ -257,6 +260,8 @@ std::vector<int64_t> WeightSet::stored_shape(const Entry& e) {
   for (const auto& s : e) shape[0] += s.rows;
   return shape;
 }
+
+double WeightDelta::factor() const { return strength ? scale * strength->value : scale; }
 
 void WeightSet::add_deltas(std::map<std::string, std::vector<WeightDelta>> deltas) {
   deltas_ = std::move(deltas);
@@ -317,6 +322,8 @@ LinearWeight WeightSet::linear_as_kept(const std::string& name, const std::vecto
             beside == deltas_.end() ? std::vector<WeightDelta>{} : beside->second};
   }
   if (store_linear_as_ && shape.size() == 2) return {{}, quantize_fp8(take(name, shape, at::kFloat, at::kCPU), device)};
+  if (const auto beside = deltas_.find(name); deltas_beside_ && beside != deltas_.end() && shape.size() == 2)
+    return {read(name, shape, dtype, device, config_note), {}, beside->second};
   return {take(name, shape, dtype, device, config_note), {}};
 }
 

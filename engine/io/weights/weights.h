@@ -19,6 +19,10 @@
 #include "plan/single_file.h"
 #include "plan/weight_format.h"
 
+namespace studio::plan {
+struct LiveStrength;
+}
+
 namespace studio::io {
 
 // Converts one stored tensor (F32, F16, BF16, F64, fp8, integers) to `dtype` on `device`. On the CPU and in
@@ -42,11 +46,15 @@ struct StoredTensor {
 };
 
 // A change to one weight (a LoRA module's share of it), in float32: low-rank, weight += scale * up @ down; or,
-// with `down` undefined, whole (a LoRA's .diff or .diff_b): weight += scale * up.
+// with `down` undefined, whole (a LoRA's .diff or .diff_b): weight += scale * up. With `strength` set (a LoRA kept
+// beside its layers: plan::ModelFolder::loras_beside), `scale` leaves the LoRA's strength out and each use
+// multiplies by strength->value.
 struct WeightDelta {
   at::Tensor up, down;  // [rows, r] and [r, in] (or `up` of the weight's shape alone), float32 on the CPU
   double scale = 1.0;
   std::string source;  // "--lora style.safetensors, lora_unet_double_blocks_0_img_attn_qkv": for messages
+  std::shared_ptr<plan::LiveStrength> strength;
+  double factor() const;  // what the change is multiplied by now
 };
 
 // A linear layer's weight: dense in the run's dtype, or packed (fp8, GGUF blocks) and dequantized per call; a
@@ -89,6 +97,9 @@ class WeightSet {
   // file keeps quantized keeps them beside it instead (LinearWeight::beside). InputError at once, naming the
   // LoRA, for a change whose sizes do not fit its weight as the files hold it.
   void add_deltas(std::map<std::string, std::vector<WeightDelta>> deltas);
+  // Dense linear weights keep their changes beside them too, unmerged (plan::ModelFolder::loras_beside); other
+  // weights (norms, biases) merge theirs, and mark their LoRA's strength as merged.
+  void keep_deltas_beside(bool on) { deltas_beside_ = on; }
   // Throws for weights nobody took, unless listed in `ignorable`.
   void expect_all_taken(const std::set<std::string>& ignorable = {}) const;
   const std::string& dir() const { return dir_; }
@@ -114,6 +125,7 @@ class WeightSet {
   std::set<std::string> taken_;
   std::optional<plan::WeightFormat> store_linear_as_;
   bool gemm_in_fp8_ = false;
+  bool deltas_beside_ = false;
   std::shared_ptr<at::Generator> synthetic_;  // set for a synthetic set
   std::vector<std::pair<std::string, at::Tensor>> made_;
   std::map<std::string, std::vector<WeightDelta>> deltas_;

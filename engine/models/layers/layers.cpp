@@ -17,6 +17,7 @@
 #ifdef STUDIO_WITH_CUDA_KERNELS
 #include <c10/cuda/CUDAStream.h>
 
+#include "plan/model_folder.h"
 #include "kernels/head_rows.h"
 #include "kernels/modulated_norm.h"
 #endif
@@ -40,7 +41,8 @@ Linear Linear::load(const WeightSource& w, const std::string& prefix, int64_t in
   l.packed = taken.packed;
   l.dtype = w.dtype;
   for (const auto& d : taken.beside)
-    l.adapters.push_back({d.down.defined() ? d.down.to(w.device, w.dtype) : at::Tensor(), d.up.to(w.device, w.dtype), d.scale});
+    l.adapters.push_back({d.down.defined() ? d.down.to(w.device, w.dtype) : at::Tensor(), d.up.to(w.device, w.dtype),
+                          d.scale, 0, d.strength});
   if (bias) l.bias = w.take(prefix + ".bias", {out});
   if (w.weights.gemm_in_fp8() && in % 16 == 0 && out % 16 == 0) {
     l.fp8 = compat::quantize_fp8_rows(l.packed.defined() ? l.packed.dequantize(at::kFloat) : l.weight);
@@ -53,7 +55,9 @@ at::Tensor Linear::operator()(const at::Tensor& x) const {
   auto y = fp8.defined() ? compat::fp8_linear(x, fp8, bias, dtype)
                          : at::linear(x, packed.defined() ? packed.dequantize_for_call(dtype) : weight, bias);
   for (const auto& a : adapters)
-    y.narrow(-1, a.first_row, a.up.size(0)).add_(at::linear(a.down.defined() ? at::linear(x, a.down) : x, a.up), a.scale);
+    y.narrow(-1, a.first_row, a.up.size(0))
+        .add_(at::linear(a.down.defined() ? at::linear(x, a.down) : x, a.up),
+              a.strength ? a.scale * a.strength->value : a.scale);
   return y;
 }
 

@@ -27,13 +27,15 @@ struct Linear {
   at::Tensor weight, bias;  // weight undefined when packed or fp8; bias may be undefined
   io::PackedWeight packed;
   compat::Fp8Weight fp8;
-  // LoRAs on a packed weight, added to the output beside it (a merge would make the weight dense): output rows
+  // LoRAs added to the output beside the weight: on a packed weight (a merge would make it dense), or on any where
+  // their strengths must stay changeable (plan::ModelFolder::loras_beside). Output rows
   // [first_row, first_row + rows of up) += scale * up (down x), or scale * up x without `down` (a .diff), in
-  // `dtype`.
+  // `dtype`; times strength->value where the strength is live.
   struct Adapter {
     at::Tensor down, up;
     double scale = 1.0;
     int64_t first_row = 0;
+    std::shared_ptr<const plan::LiveStrength> strength;
   };
   std::vector<Adapter> adapters;
   at::ScalarType dtype = at::kFloat;  // what the layer computes in
