@@ -21,6 +21,7 @@ void parse_typed(const Message& m) {
       case Kind::Log: LogLine::parse(m); break;
       case Kind::Done: Done::parse(m); break;
       case Kind::Error: Error::parse(m); break;
+      case Kind::Job: job_text(m); break;
       default: rank_of(m); break;
     }
   } catch (const ProtocolError&) {

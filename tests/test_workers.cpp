@@ -360,7 +360,14 @@ TEST_F(Workers, bad_input_is_refused_clearly) {
   EXPECT_TRUE(test::contains(r.err, "too large")) << r.err;
   r = test::run(kWorker, {"--jobs"}, kRunMs);
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(test::contains(r.err, "usage: dit-worker --job FILE | --calibrate DTYPE | --list-devices")) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "usage: dit-worker --job FILE [--serve] | --calibrate DTYPE | --list-devices"))
+      << r.err;
+  // --serve takes its next jobs from a launcher's events; without one it is refused, not left waiting.
+  const std::string job = path("demo.json");
+  ASSERT_EQ(test::run(kLaunch, demo_job(1) + Args{"--write_job", job}, kRunMs).code, 0);
+  r = test::run(kWorker, {"--job", job, "--serve"}, kRunMs);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(test::contains(r.err, "--serve takes its jobs from the launcher's event connection")) << r.err;
 }
 
 TEST_F(Workers, list_devices_offers_the_cpu) {

@@ -1,7 +1,7 @@
 // dit-worker: one rank of a job. Started by dit-launch or the studio (or torchrun, srun, mpirun) with the
 // rank's identity in its environment and the job file as its argument; reports over the launcher's event
 // socket when DIT_EVENTS is set, else as plain lines on stderr.
-// Usage: dit-worker --job FILE | --list-devices | --version | --help
+// Usage: dit-worker --job FILE [--serve] | --list-devices | --version | --help
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -38,13 +38,15 @@ using namespace studio;
 std::atomic<bool> g_signalled{false};
 extern "C" void on_signal(int) { g_signalled.store(true); }
 
-constexpr const char* kUsage = R"(usage: dit-worker --job FILE | --calibrate DTYPE | --list-devices | --version | --help
+constexpr const char* kUsage = R"(usage: dit-worker --job FILE [--serve] | --calibrate DTYPE | --list-devices | --version | --help
 
 One rank of a DiT Studio job. dit-launch and the studio start one per rank; so can torchrun, srun or
 mpirun (`torchrun --nproc_per_node N --no_python dit-worker --job FILE`, with FILE from
 `dit-launch --write_job FILE`).
 
   --job FILE        run this rank of the job the file describes
+  --serve           then run each job the launcher sends over its event connection, keeping the
+                    transformer between jobs, until the launcher closes it (the studio's ranks)
   --calibrate DTYPE measure this rank's matmul and attention rates at DTYPE (auto, float32, bfloat16,
                     float16) and the links to the other ranks, for the cost model; rank 0 prints them as
                     JSON (dit-launch --calibrate starts the ranks and caches the result)
@@ -107,15 +109,20 @@ std::optional<MemoryFault> memory_fault(int rank) {
   return MemoryFault{size_t(mb) << 20, std::string("DIT_WORKER_MEMORY_LIMIT_MB=") + v};
 }
 
-events::Resources resources(const at::Device& device, const parallel::Mesh& mesh) {
+// Bytes the mesh had sent and received before this job (a rank serving several counts each job's own).
+struct TrafficBefore {
+  uint64_t sent = 0, received = 0;
+};
+
+events::Resources resources(const at::Device& device, const parallel::Mesh& mesh, const TrafficBefore& before) {
   auto r = workers::host_resources();
   if (auto a = compat::allocator_stats(device)) {
     r.device_allocated = a->allocated;
     r.device_reserved = a->reserved;
     r.device_peak = a->peak;
   }
-  r.bytes_sent = mesh.traffic().total_sent();
-  r.bytes_received = mesh.traffic().total_received();
+  r.bytes_sent = mesh.traffic().total_sent() - before.sent;
+  r.bytes_received = mesh.traffic().total_received() - before.received;
   return r;
 }
 
@@ -141,14 +148,27 @@ void share_cores(const parallel::DistEnv& env) {
     at::set_num_threads(n);
 }
 
+// What a rank serving several jobs (--serve) keeps from one to the next: its place among the ranks and the
+// transformers it loaded (the kept ones go first: sharded weights use the mesh's groups).
+struct Served {
+  std::shared_ptr<parallel::Mesh> mesh;
+  pipeline::KeptTransformers kept;
+};
+
 // The job itself, reporting as it goes.
 void run_rank(const plan::JobFile& file, const plan::ModelFolder& model, const parallel::DistEnv& env,
-              const at::Device& device, workers::RankReporter& reporter) {
+              const at::Device& device, workers::RankReporter& reporter, Served& served, bool serve) {
   reporter.phase("starting");
   const auto fault = memory_fault(env.rank);
   double timeout_s = 600;
   if (const char* t = std::getenv("DIT_COLLECTIVE_TIMEOUT_S")) timeout_s = std::max(1.0, std::atof(t));
-  auto mesh = parallel::Mesh::create(file.parallel, env, device, std::chrono::milliseconds(int64_t(timeout_s * 1000)));
+  if (!served.mesh)
+    served.mesh =
+        parallel::Mesh::create(file.parallel, env, device, std::chrono::milliseconds(int64_t(timeout_s * 1000)));
+  const auto& mesh = served.mesh;
+  const TrafficBefore before{mesh->traffic().total_sent(), mesh->traffic().total_received()};
+  workers::reset_host_peak();  // the peaks each job reports are its own
+  compat::reset_allocator_peak(device);
   if (env.restart_count > 0 && env.rank == 0)
     reporter.log("torchrun restarted the job (attempt " + std::to_string(env.restart_count + 1) +
                  "): it starts again from the first step; nothing of the last attempt is reused");
@@ -167,7 +187,7 @@ void run_rank(const plan::JobFile& file, const plan::ModelFolder& model, const p
   hooks.on_decode_progress = [&](int done, int total) { reporter.phase("decoding", done, total); };
   hooks.on_step = [&](const pipeline::StepDone& d) {
     if (d.step == 1 && fault) compat::limit_cpu_tensor_memory(fault->bytes, fault->setting);
-    reporter.progress({env.rank, d.step, d.total, d.seconds, d.full, resources(device, *mesh), d.calls});
+    reporter.progress({env.rank, d.step, d.total, d.seconds, d.full, resources(device, *mesh, before), d.calls});
     if (env.rank == 0 && reporter.connected()) {
       auto p = picture(pipeline::latent_preview(d.latents, preview_rgb, channels_first));
       p.rank = env.rank;
@@ -186,33 +206,60 @@ void run_rank(const plan::JobFile& file, const plan::ModelFolder& model, const p
         reporter.picture(events::Kind::Frame, p);
       }
   };
-  auto r = pipeline::run_job(file.job, model, *mesh, hooks, [&](const std::string& s) { reporter.log(s); });
+  auto r = pipeline::run_job(file.job, model, *mesh, hooks, [&](const std::string& s) { reporter.log(s); },
+                             serve ? &served.kept : nullptr);
   events::Done d;
   d.rank = env.rank;
   d.seconds_loading = r.seconds_loading;
   d.seconds_denoising = r.seconds_denoising;
   d.seconds_decoding = r.seconds_decoding;
-  d.resources = resources(device, *mesh);
+  d.resources = resources(device, *mesh, before);
   d.outputs = r.outputs;
   reporter.done(d);
 }
 
-int run(const std::string& job_path, const parallel::DistEnv& env) {
-  auto file = plan::job_file_from_json(plan::read_text_file(job_path, 1 << 20), job_path);  // a job is a few hundred bytes
-  auto model = plan::read_model_folder(file.job.model_dir);
+// The job file's job, checked against its model and this rank's place; `device`, once picked, is kept.
+plan::JobFile read_job(const std::string& text, const std::string& where, const parallel::DistEnv& env,
+                       plan::ModelFolder& model) {
+  auto file = plan::job_file_from_json(text, where);
+  model = plan::read_model_folder(file.job.model_dir);
   const auto problems = plan::check_job(file.job, file.parallel, model, {env.world_size});
   if (!problems.empty()) throw workers::ArgError(problems.front().message);
+  return file;
+}
+
+std::string parallel_text(const plan::ParallelConfig& p) { return plan::to_json(plan::JobFile{{}, p}); }
+
+// One job, or with `serve` each job the launcher sends after it until it closes the connection: the ranks keep
+// their mesh and their transformers between them (pipeline/kept_transformers.h).
+int run(const std::string& job_path, const parallel::DistEnv& env, bool serve) {
+  plan::ModelFolder model;
+  auto file = read_job(plan::read_text_file(job_path, 1 << 20), job_path, env, model);  // a job is a few hundred bytes
   at::Device device = at::kCPU;
   if ((file.job.device == "auto" || file.job.device.rfind("cuda", 0) == 0) && at::hasCUDA()) {
     // One GPU per local rank, made current before anything touches CUDA, so that no work lands on GPU 0.
     device = at::Device(at::kCUDA, int8_t(parallel::gpu_index(env.local_rank, int(at::getNumGPUs()))));
     compat::bind_device(device);
-    file.job.device = device.str();
   }
 
   workers::RankReporter reporter(env.rank, env.world_size, device.str());
+  if (serve && !reporter.connected())
+    throw workers::ArgError("--serve takes its jobs from the launcher's event connection (DIT_EVENTS); without one, "
+                            "run each job with --job FILE alone");
+  Served served;
+  const std::string first_parallel = parallel_text(file.parallel);
   try {
-    run_rank(file, model, env, device, reporter);
+    for (;;) {
+      if (device.is_cuda()) file.job.device = device.str();
+      run_rank(file, model, env, device, reporter, served, serve);
+      if (!serve) return workers::kOk;
+      const auto next = reporter.next_job();
+      if (!next) return workers::kOk;  // the launcher ended the session
+      file = read_job(*next, "the launcher's next job", env, model);
+      if (parallel_text(file.parallel) != first_parallel)
+        throw workers::ArgError("the next job runs as " + file.parallel.describe() + "; these ranks serve " +
+                                served.mesh->config().describe() + " (start new ranks for another configuration)");
+    }
   } catch (const c10::Error& e) {
     const std::runtime_error plain(e.what_without_backtrace());  // guarded_main needs no LibTorch
     const auto f = workers::failure_of(std::make_exception_ptr(plain));
@@ -223,7 +270,6 @@ int run(const std::string& job_path, const parallel::DistEnv& env) {
     reporter.error(f.kind, f.message);
     throw;
   }
-  return workers::kOk;
 }
 
 }  // namespace
@@ -243,8 +289,11 @@ int main(int argc, char** argv) {
     }
     if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h"))
       return std::cout << kUsage, workers::kOk;
-    if (argc != 3 || (std::string(argv[1]) != "--job" && std::string(argv[1]) != "--calibrate"))
-      throw workers::ArgError("usage: dit-worker --job FILE | --calibrate DTYPE | --list-devices | --version | --help");
+    const bool serve = argc == 4 && std::string(argv[3]) == "--serve";
+    if ((argc != 3 && !serve) || (std::string(argv[1]) != "--job" && std::string(argv[1]) != "--calibrate") ||
+        (serve && std::string(argv[1]) != "--job"))
+      throw workers::ArgError(
+          "usage: dit-worker --job FILE [--serve] | --calibrate DTYPE | --list-devices | --version | --help");
     const auto env = parallel::DistEnv::from_environment();
     share_cores(env);
     if (std::string(argv[1]) == "--calibrate") {
@@ -254,7 +303,7 @@ int main(int argc, char** argv) {
     }
     prefix = "[rank " + std::to_string(env.rank) + "] ";
     try {
-      return run(argv[2], env);
+      return run(argv[2], env, serve);
     } catch (const c10::Error& e) {  // before the reporter exists
       throw std::runtime_error(e.what_without_backtrace());
     }

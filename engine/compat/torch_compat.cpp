@@ -87,6 +87,14 @@ std::optional<AllocatorStats> allocator_stats(const at::Device& device) {
 #endif
 }
 
+void reset_allocator_peak(const at::Device& device) {
+#ifdef STUDIO_WITH_NCCL
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+#else
+  (void)device;
+#endif
+}
+
 std::vector<GpuInfo> list_gpus() {
   std::vector<GpuInfo> out;
   if (!at::hasCUDA()) return out;

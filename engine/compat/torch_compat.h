@@ -102,6 +102,8 @@ struct AllocatorStats {
   size_t allocated = 0, reserved = 0, peak = 0;
 };
 std::optional<AllocatorStats> allocator_stats(const at::Device& device);
+// Starts the allocator's peak afresh (a rank's next job); nothing on the CPU.
+void reset_allocator_peak(const at::Device& device);
 
 // The visible CUDA devices' names and memory, from the runtime a CUDA LibTorch loads; empty without.
 struct GpuInfo {

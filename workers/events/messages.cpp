@@ -220,6 +220,11 @@ Error Error::parse(const Message& m) {
 
 Message heartbeat(int rank) { return {Kind::Heartbeat, {{"rank", rank}}, {}}; }
 Message cancel() { return {Kind::Cancel, json::object(), {}}; }
+Message next_job(const std::string& job_file_json) { return {Kind::Job, {{"job", job_file_json}}, {}}; }
+std::string job_text(const Message& m) {
+  expect(m, Kind::Job);
+  return get<std::string>(m, "job");
+}
 
 int rank_of(const Message& m) { return rank_field(m); }
 

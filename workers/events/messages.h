@@ -93,6 +93,9 @@ struct Error {
 
 Message heartbeat(int rank);
 Message cancel();
+// The next job for ranks that serve several (its job file's JSON text); job_text() reads it back.
+Message next_job(const std::string& job_file_json);
+std::string job_text(const Message& m);
 // The rank a rank's message is about (every rank -> launcher message has one); ProtocolError if absent.
 int rank_of(const Message& m);
 

@@ -32,11 +32,12 @@ const char* kind_name(Kind k) {
     case Kind::Error: return "error";
     case Kind::Heartbeat: return "heartbeat";
     case Kind::Cancel: return "cancel";
+    case Kind::Job: return "job";
   }
   return "unknown";
 }
 
-bool is_known_kind(uint8_t k) { return k >= uint8_t(Kind::Hello) && k <= uint8_t(Kind::Cancel); }
+bool is_known_kind(uint8_t k) { return k >= uint8_t(Kind::Hello) && k <= uint8_t(Kind::Job); }
 
 std::string encode(const Message& m) {
   const std::string body = m.body.dump();

@@ -36,6 +36,7 @@ enum class Kind : uint8_t {
   Error = 8,      // the rank failed: kind and message
   Heartbeat = 9,  // the rank is alive (sent every second by a thread of its own)
   Cancel = 10,    // launcher -> rank: stop at the next step
+  Job = 11,       // launcher -> a rank serving several runs (dit-worker --serve): the next job's file
 };
 const char* kind_name(Kind k);
 bool is_known_kind(uint8_t k);

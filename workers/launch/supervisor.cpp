@@ -130,6 +130,7 @@ void Supervisor::start() {
                              plan_.job.parallel.describe());
   for (int r = 0; r < world; ++r) ranks_.push_back(RankView{r});
   const bool several = plan_.run.nnodes > 1;
+  if (several && plan_.serve) throw std::logic_error("ranks that serve several jobs run on one machine");
   if (several && plan_.token.empty())
     throw std::runtime_error("a job on several machines needs a shared secret: set DIT_STUDIO_TOKEN to the same random "
                              "value on every machine (e.g. export DIT_STUDIO_TOKEN=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \\n'))");
@@ -160,8 +161,8 @@ void Supervisor::start() {
   // Everything a rank's process needs is built here, before the spawn: posix_spawn's child runs only
   // the file actions and the process group below, then execve (no allocation, nothing but system calls).
   const std::string exe = plan_.worker_exe;
-  std::string arg0 = "dit-worker", arg1 = "--job", arg2 = job_path;
-  char* argv[] = {arg0.data(), arg1.data(), arg2.data(), nullptr};
+  std::string arg0 = "dit-worker", arg1 = "--job", arg2 = job_path, arg3 = "--serve";
+  char* argv[] = {arg0.data(), arg1.data(), arg2.data(), plan_.serve ? arg3.data() : nullptr, nullptr};
   for (int i = 0; i < plan_.local_ranks(); ++i) {
     const int rank = plan_.run.node_rank * plan_.local_ranks() + i;
     auto env = environment_with({{"RANK", std::to_string(rank)},
@@ -227,6 +228,7 @@ bool Supervisor::poll(int timeout_ms) {
   reap();
   watch();
 
+  if (idle()) return false;  // serving: this job is over, the ranks wait for the next
   bool locals_running = false;
   for (auto& l : locals_) locals_running |= !l.exited;
   if (locals_running) return true;
@@ -251,6 +253,25 @@ bool Supervisor::poll(int timeout_ms) {
     if (const auto tail = tail_of(r.rank); !tail.empty()) outcome_.message += "\nits last lines:\n" + tail;
   }
   return false;
+}
+
+bool Supervisor::idle() const {
+  if (!plan_.serve || stopping_ || outcome_.exit_code != 0) return false;
+  return std::all_of(ranks_.begin(), ranks_.end(), [](const RankView& r) { return r.done.has_value(); }) &&
+         std::none_of(locals_.begin(), locals_.end(), [](const Local& l) { return l.exited; });
+}
+
+void Supervisor::run_next(const plan::JobFile& job) {
+  if (!idle()) throw std::logic_error("run_next: the ranks are not waiting for a job");
+  if (plan::to_json({{}, job.parallel}) != plan::to_json({{}, plan_.job.parallel}))
+    throw std::logic_error("run_next: the ranks serve " + plan_.job.parallel.describe() + ", not " +
+                           job.parallel.describe());
+  plan_.job = job;
+  for (auto& r : ranks_) r = RankView{r.rank, r.pid, r.host, r.device};
+  for (auto& r : ranks_) r.connected = true;
+  const auto next = events::next_job(plan::to_json(job));
+  for (auto& p : peers_)
+    if (p->rank >= 0 && !p->closed_at) p->conn->send(next);
 }
 
 void Supervisor::accept_connections() {
@@ -361,7 +382,8 @@ void Supervisor::handle(int rank, const events::Message& m) {
     }
     case events::Kind::Hello:
     case events::Kind::Heartbeat:
-    case events::Kind::Cancel: break;
+    case events::Kind::Cancel:
+    case events::Kind::Job: break;
   }
   if (m.kind == events::Kind::Heartbeat) return;
   log_event(m);

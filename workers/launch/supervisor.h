@@ -33,6 +33,9 @@ struct LaunchPlan {
   std::string token;             // several machines: the job's shared secret; one machine: made here
   double start_timeout_s = 120;  // a rank must say hello within this
   double stop_grace_s = 10;      // asked to stop, a rank gets this long before SIGKILL
+  // The ranks stay after a job that ended well, keeping their transformer, and take the next with run_next()
+  // (dit-worker --serve; one machine).
+  bool serve = false;
   bool hub() const { return run.node_rank == 0; }
   int local_ranks() const { return run.nproc_per_node > 0 ? run.nproc_per_node : job.parallel.world_size(); }
 };
@@ -78,6 +81,10 @@ class Supervisor {
   void start();
   // Waits up to `timeout_ms` for something to happen and handles it; false once the job is over.
   bool poll(int timeout_ms);
+  // Serving: the job ended well and every rank waits for the next (poll() still watches them).
+  bool idle() const;
+  // Serving and idle: every rank runs `job` next (the same parallel configuration). std::logic_error otherwise.
+  void run_next(const plan::JobFile& job);
   // Asks every rank to stop at its next step; those that do not are killed after stop_grace_s.
   void cancel();
   const std::vector<RankView>& ranks() const { return ranks_; }

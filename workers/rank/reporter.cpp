@@ -32,6 +32,8 @@ events::Resources host_resources() {
   return r;
 }
 
+void reset_host_peak() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
 RankReporter::RankReporter(int rank, int world_size, const std::string& device) : rank_(rank) {
   const char* where = std::getenv("DIT_EVENTS");
   if (!where || !*where) return;
@@ -82,10 +84,29 @@ void RankReporter::listen() {
       open = conn_->read_available(in);
     } catch (const events::ProtocolError&) {
     }
-    for (const auto& m : in)
-      if (m.kind == events::Kind::Cancel) cancel_.store(true);
+    for (const auto& m : in) {
+      if (m.kind == events::Kind::Cancel) {
+        cancel_.store(true);
+        std::lock_guard<std::mutex> lock(jobs_mutex_);
+        closed_ = true;  // a rank waiting for a job ends instead
+      }
+      if (m.kind != events::Kind::Job) continue;
+      try {
+        auto text = events::job_text(m);
+        std::lock_guard<std::mutex> lock(jobs_mutex_);
+        jobs_.push_back(std::move(text));
+      } catch (const events::ProtocolError&) {
+        open = false;  // a launcher that breaks the protocol is not one to serve
+      }
+      jobs_arrived_.notify_all();
+    }
     in.clear();
     if (open) continue;
+    {
+      std::lock_guard<std::mutex> lock(jobs_mutex_);
+      closed_ = true;
+    }
+    jobs_arrived_.notify_all();
     // The launcher is gone (or broke the protocol): nobody is left to read our results.
     std::fprintf(stderr, "[rank %d] the launcher's connection closed; stopping\n", rank_);
     cancel_.store(true);
@@ -95,6 +116,16 @@ void RankReporter::listen() {
     if (!stopping_.load()) ::_exit(130);
     return;
   }
+}
+
+std::optional<std::string> RankReporter::next_job() {
+  if (!conn_) return std::nullopt;
+  std::unique_lock<std::mutex> lock(jobs_mutex_);
+  jobs_arrived_.wait(lock, [&] { return closed_ || !jobs_.empty(); });
+  if (jobs_.empty()) return std::nullopt;
+  auto text = std::move(jobs_.front());
+  jobs_.pop_front();
+  return text;
 }
 
 void RankReporter::send(const events::Message& m) {

@@ -5,8 +5,11 @@
 // Torch-free: the caller turns tensors into pictures.
 #pragma once
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -17,6 +20,8 @@ namespace studio::workers {
 
 // This process's resident memory now and at its peak (/proc/self/status), in bytes.
 events::Resources host_resources();
+// Starts the process's resident peak afresh (/proc/self/clear_refs), for a rank's next job.
+void reset_host_peak();
 
 class RankReporter {
  public:
@@ -36,6 +41,9 @@ class RankReporter {
   void log(const std::string& line);
   void done(const events::Done& d);
   void error(events::ErrorKind kind, const std::string& message);
+  // A rank serving several jobs: waits for the launcher's next job (its job file's text); none once the
+  // launcher has closed the connection.
+  std::optional<std::string> next_job();
 
  private:
   void start_threads();
@@ -46,6 +54,10 @@ class RankReporter {
   std::unique_ptr<events::Connection> conn_;
   std::mutex send_mutex_;
   std::atomic<bool> cancel_{false}, stopping_{false};
+  std::mutex jobs_mutex_;
+  std::condition_variable jobs_arrived_;
+  std::deque<std::string> jobs_;
+  bool closed_ = false;  // under jobs_mutex_
   std::thread heartbeat_, listener_;
 };
 

@@ -1,0 +1,158 @@
+// The Supervisor driven directly, with real dit-worker ranks. Ranks that serve several jobs (dit-worker --serve,
+// as the studio runs them), on flux_lora_tiny under Ulysses 2: the transformer loads once; a job that changes only
+// LoRA strengths loads nothing and equals diffusers 0.35.2's run at those strengths; another LoRA file loads
+// again; the ranks are the same processes throughout, and gone once the Supervisor is.
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "io/weights/tensor_file.h"
+#include "plan/job_file.h"
+#include "workers/launch/supervisor.h"
+#include "process.h"
+#include "tensor_support.h"
+
+using namespace studio;
+
+namespace {
+
+const std::string kCase = "flux_lora_tiny";
+
+std::string lora_file(const std::string& name) { return test::golden_case(kCase) + "/lora_" + name + ".safetensors"; }
+
+// The case's job from its words, as dit-launch writes it for the ranks (defaults applied, checked).
+plan::JobFile case_job(const test::TempDir& tmp) {
+  const auto g = test::golden_json(kCase);
+  const std::string path = tmp.path("job.json");
+  const auto r = test::run(test::bin("dit-launch"),
+                           {"--model", test::golden_case(g["model"]), "--prompt", g["prompt"], "--seed",
+                            std::to_string(int(g["seed"])), "--height", std::to_string(int(g["height"])), "--width",
+                            std::to_string(int(g["width"])), "--num_inference_steps",
+                            std::to_string(int(g["num_inference_steps"])), "--guidance_scale",
+                            std::to_string(double(g["guidance_scale"])), "--max_sequence_length",
+                            std::to_string(int(g["max_sequence_length"])), "--ulysses_degree", "2", "--write_job", path},
+                           120000);
+  if (r.code != 0) throw std::runtime_error("dit-launch --write_job failed: " + r.err);
+  return plan::job_file_from_json(test::read_file(path), path);
+}
+
+// The case's job, writing its tensors to `out`, for ranks that serve several jobs or run one.
+workers::LaunchPlan case_plan(const test::TempDir& tmp, const std::string& out, bool serve) {
+  workers::LaunchPlan lp;
+  lp.job = case_job(tmp);
+  lp.job.job.save_tensors_file = tmp.path(out);
+  lp.worker_exe = test::bin("dit-worker");
+  lp.serve = serve;
+  return lp;
+}
+
+// Polls until the job is over (at most four minutes).
+void finish_job(workers::Supervisor& sup) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(4);
+  while (sup.poll(100))
+    if (std::chrono::steady_clock::now() > deadline) FAIL() << "the job did not end within four minutes";
+}
+
+at::Tensor final_latents(const std::string& file) {
+  return io::TensorFile(file, "run").get("final_latents", -1, "").narrow(0, 0, 1);
+}
+
+double off_golden(const std::string& file, const std::string& variant) {
+  const auto v = test::golden_json(kCase)["variants"][variant];
+  return test::max_abs_diff(final_latents(file), test::golden_tensor(kCase, v["final_latents"]));
+}
+
+bool runs(int64_t pid) { return ::kill(pid_t(pid), 0) == 0; }
+
+}  // namespace
+
+TEST(Supervisor, a_strength_change_loads_nothing_and_equals_the_reference) {
+  test::TempDir tmp;
+  auto lp = case_plan(tmp, "first.safetensors", true);
+  plan::JobFile job = lp.job;
+  const auto with = [&](const std::string& loras, const std::string& out) {
+    job.job.lora = loras;
+    job.job.save_tensors_file = tmp.path(out);
+    return job;
+  };
+  std::vector<std::string> lines;  // rank 0's log of the job at hand
+  lp.job = with(lora_file("peft") + ":0.3," + lora_file("kohya") + ":1.5", "first.safetensors");
+  workers::Supervisor sup(
+      lp,
+      [&](const events::Message& m) {
+        if (m.kind == events::Kind::Log && events::rank_of(m) == 0) lines.push_back(m.body.value("text", ""));
+      },
+      {});
+  sup.start();
+  finish_job(sup);
+  ASSERT_TRUE(sup.idle()) << sup.outcome().message;
+  const auto pids = [&] {
+    std::vector<int64_t> out;
+    for (const auto& r : sup.ranks()) out.push_back(r.pid);
+    return out;
+  };
+  const auto first_pids = pids();
+  const auto said = [&](const std::string& what) {
+    for (const auto& l : lines)
+      if (l.find(what) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_FALSE(said("kept from the last run"));
+  // At these strengths the run is not the reference's "both" (0.8 and 0.6): the strengths matter.
+  EXPECT_GT(off_golden(tmp.path("first.safetensors"), "both"), 1e-2);
+
+  // The same files at the reference's strengths: nothing loads, and the run is the reference's.
+  lines.clear();
+  sup.run_next(with(lora_file("peft") + ":0.8," + lora_file("kohya") + ":0.6", "second.safetensors"));
+  finish_job(sup);
+  ASSERT_TRUE(sup.idle()) << sup.outcome().message;
+  EXPECT_TRUE(said("the transformer is kept from the last run; LoRA strengths " + lora_file("peft") + " 0.3 -> 0.8, " +
+                   lora_file("kohya") + " 1.5 -> 0.6"));
+  const double second = off_golden(tmp.path("second.safetensors"), "both");
+  std::printf("strengths changed on the kept transformer: final latents %.3g from diffusers' run at them\n", second);
+  EXPECT_LT(second, 1e-3);
+  EXPECT_EQ(pids(), first_pids);
+
+  // Another list of files loads the transformer again, with the new file's changes alone.
+  lines.clear();
+  sup.run_next(with(lora_file("peft") + ":1", "third.safetensors"));
+  finish_job(sup);
+  ASSERT_TRUE(sup.idle()) << sup.outcome().message;
+  EXPECT_TRUE(said("loading the transformer again: the weights, their LoRA files or how they are held changed"));
+  EXPECT_FALSE(said("kept from the last run"));
+  EXPECT_LT(off_golden(tmp.path("third.safetensors"), "lora_peft"), 1e-3);
+  EXPECT_EQ(pids(), first_pids);
+
+  // A job for another parallel configuration is not theirs to take.
+  plan::JobFile other = job;
+  other.parallel.ulysses_degree = 1;
+  other.parallel.ring_degree = 2;
+  EXPECT_THROW(sup.run_next(other), std::logic_error);
+
+  // A cancel ends them, as any failure does: the ranks no longer wait.
+  sup.run_next(with(lora_file("peft") + ":0.5", "fourth.safetensors"));
+  sup.cancel();
+  finish_job(sup);
+  EXPECT_FALSE(sup.idle());
+  EXPECT_EQ(sup.outcome().exit_code, 130);
+  for (const auto pid : first_pids) EXPECT_FALSE(runs(pid)) << "rank pid " << pid << " still runs after the cancel";
+}
+
+// The Supervisor's end is the ranks' end, even while they wait for a job.
+TEST(Supervisor, waiting_ranks_end_with_their_supervisor) {
+  test::TempDir tmp;
+  const auto lp = case_plan(tmp, "only.safetensors", true);
+  std::vector<int64_t> pids;
+  {
+    workers::Supervisor sup(lp, {}, {});
+    sup.start();
+    finish_job(sup);
+    ASSERT_TRUE(sup.idle()) << sup.outcome().message;
+    for (const auto& r : sup.ranks()) pids.push_back(r.pid);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    for (const auto pid : pids) EXPECT_TRUE(runs(pid)) << "rank pid " << pid << " did not wait";
+  }
+  for (const auto pid : pids) EXPECT_FALSE(runs(pid)) << "rank pid " << pid << " outlived its supervisor";
+}
