@@ -273,6 +273,44 @@ class TestStudioPlumbing : public QObject {
     shoot_sizes(&view, "run-decoding");
   }
 
+  // After a run the ranks stay with the transformer loaded: the next run of the same configuration takes them
+  // (and says so), another configuration starts new ones, and Settings > Keep the model loaded, off, ends them.
+  void the_ranks_stay_for_the_next_run_and_go_when_told() {
+    MainWindow w(tmp_.path() + "/kept");
+    w.compose_panel().prompt->setPlainText("a paper boat");
+    w.compose_panel().frames->setValue(5);
+    w.compose_panel().steps->setValue(2);
+    w.parallel_panel().ring->setValue(2);
+    QSignalSpy spy(&w, &MainWindow::run_finished);
+    const auto run = [&] {
+      if (!w.generate()) return -1;
+      return wait_for_run(spy, 180000);
+    };
+    const auto alive = [](pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; };
+    QCOMPARE(run(), 0);
+    const pid_t first[] = {w.rank_pid(0), w.rank_pid(1)};
+    QVERIFY(alive(first[0]) && alive(first[1]));
+    w.compose_panel().seed->setValue(w.compose_panel().seed->value() + 1);
+    QCOMPARE(run(), 0);
+    QCOMPARE(w.rank_pid(0), first[0]);
+    QCOMPARE(w.rank_pid(1), first[1]);
+    QVERIFY2(w.run_view().log->text->toPlainText().contains("the transformer is kept from the last run"),
+             qPrintable(w.run_view().log->text->toPlainText()));
+    // Another parallel configuration: new ranks, and the kept ones gone.
+    w.parallel_panel().ring->setValue(1);
+    w.parallel_panel().ulysses->setValue(2);
+    QCOMPARE(run(), 0);
+    const pid_t second[] = {w.rank_pid(0), w.rank_pid(1)};
+    QVERIFY(second[0] != first[0] && second[1] != first[1]);
+    QVERIFY(!alive(first[0]) && !alive(first[1]));
+    QVERIFY(!w.run_view().log->text->toPlainText().contains("kept from the last run"));
+    auto* keep = w.findChild<QAction*>("keep_loaded");
+    QVERIFY(keep && keep->isChecked());
+    keep->setChecked(false);
+    QVERIFY(!alive(second[0]) && !alive(second[1]));
+    keep->setChecked(true);  // as the next test expects the setting
+  }
+
   void a_rank_that_cannot_be_spawned_fails_the_start_at_once() {
     JobRunner runner;
     workers::LaunchPlan lp;

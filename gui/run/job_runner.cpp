@@ -1,80 +1,163 @@
 #include "gui/run/job_runner.h"
 
 #include <atomic>
+#include <condition_variable>
 #include <future>
+#include <mutex>
+#include <optional>
 #include <thread>
 
-namespace studio::gui {
+extern char** environ;
 
-struct JobRunner::Job {
-  std::thread thread;
-  std::atomic<bool> cancel{false}, quit{false};
-};
+namespace studio::gui {
 
 namespace {
 
 constexpr int kPollMs = 50;  // how soon a cancel is acted on
 
+// A job for ranks that wait for one.
+struct NextJob {
+  plan::JobFile job;
+  QString frames_folder;
+};
+
+// What ranks that stay can run: the same program, model, device and parallel configuration, started with the
+// same environment (the GPUs it shows them, the variables that set their threads).
+std::string serving_key(const workers::LaunchPlan& p) {
+  std::string key = p.worker_exe + "\n" + p.job.job.model_dir + "\n" + p.job.job.device + "\n" +
+                    plan::to_json({{}, p.job.parallel}) + "\n" + std::to_string(p.run.collective_timeout_s) + "\n" +
+                    std::to_string(p.run.heartbeat_timeout_s) + "\n";
+  for (char** e = environ; *e; ++e) key += std::string(*e) + "\n";
+  return key;
+}
+
 }  // namespace
+
+struct JobRunner::Session {
+  std::thread thread;
+  std::string serves;  // serving_key of its ranks
+  std::atomic<bool> cancel{false}, quit{false};
+  std::mutex mutex;  // guards what follows
+  std::condition_variable wake;
+  std::optional<NextJob> next;
+  bool waiting = false;  // the ranks wait for a job: start() may hand one over
+};
 
 JobRunner::JobRunner(QObject* parent) : QObject(parent) {}
 
 JobRunner::~JobRunner() {
-  if (!job_) return;
-  job_->quit = true;  // the Supervisor's destructor, on the job's thread, kills and reaps the ranks
-  job_->thread.join();
+  if (!session_) return;
+  {
+    std::lock_guard<std::mutex> lock(session_->mutex);
+    session_->quit = true;  // the Supervisor's destructor, on the session's thread, kills and reaps the ranks
+  }
+  session_->wake.notify_all();
+  session_->thread.join();
+}
+
+void JobRunner::release() {
+  if (!session_ || busy_) return;
+  {
+    std::lock_guard<std::mutex> lock(session_->mutex);
+    session_->quit = true;
+  }
+  session_->wake.notify_all();
+  session_->thread.join();
+  session_.reset();
+}
+
+void JobRunner::keep_ranks(bool on) {
+  keep_ranks_ = on;
+  if (!on) release();
 }
 
 bool JobRunner::start(const workers::LaunchPlan& plan, QString* error, const QString& frames_folder) {
-  if (job_) {
+  if (busy_) {
     *error = tr("a job is already running");
     return false;
   }
-  auto job = std::make_unique<Job>();
+  const auto reset_ranks = [&] {
+    ranks_.clear();
+    for (int r = 0; r < plan.job.parallel.world_size(); ++r) ranks_.push_back(workers::RankView{r});
+  };
+  if (session_ && keep_ranks_ && session_->serves == serving_key(plan)) {
+    std::unique_lock<std::mutex> lock(session_->mutex);
+    if (session_->waiting) {
+      session_->next = NextJob{plan.job, frames_folder};
+      session_->waiting = false;
+      session_->cancel = false;  // the last job's; a cancel of this one may come before its thread wakes
+      lock.unlock();
+      session_->wake.notify_all();
+      reset_ranks();
+      busy_ = true;
+      return true;
+    }
+  }
+  release();  // ranks for another configuration, or ones that have ended
+  auto session = std::make_unique<Session>();
+  workers::LaunchPlan first = plan;
+  first.serve = keep_ranks_ && plan.run.nnodes <= 1;
+  session->serves = serving_key(plan);
   std::promise<std::string> spawned;
   auto started = spawned.get_future();
-  Job* j = job.get();
-  // Everything below runs on the job's thread; `this` is touched only through queued calls, which Qt
-  // drops if the runner is gone by then.
-  job->thread = std::thread([this, j, plan, frames_folder, spawned = std::move(spawned)]() mutable {
-    const auto post = [this](auto f) { QMetaObject::invokeMethod(this, std::move(f), Qt::QueuedConnection); };
-    FrameEncoder encoder(frames_folder);
-    workers::Supervisor* self = nullptr;
-    workers::Supervisor sup(
-        plan,
-        [&](const events::Message& m) {
-          if (j->quit) return;
-          const int rank = events::rank_of(m);
-          const auto& ranks = self->ranks();
-          const workers::RankView view = size_t(rank) < ranks.size() ? ranks[size_t(rank)] : workers::RankView{-1};
-          if (m.kind == events::Kind::Preview || m.kind == events::Kind::Frame) {
-            RunPicture p = decode_picture(m);  // the Supervisor has checked it
-            encoder.save(p);
-            events::Message light{m.kind, m.body, {}};
-            post([this, light, view, p] {
-              deliver(light, view);
-              Q_EMIT picture(p);
-            });
-          } else {
-            post([this, m, view] { deliver(m, view); });
-          }
-        },
-        [&](const std::string& line) {
-          if (!j->quit) post([this, line] { Q_EMIT note(QString::fromStdString(line)); });
-        });
-    self = &sup;
-    try {
-      sup.start();
-    } catch (const std::exception& e) {
-      spawned.set_value(e.what());
-      return;
-    }
-    spawned.set_value({});
+  Session* s = session.get();
+  session->thread = std::thread([this, s, first, frames_folder, spawned = std::move(spawned)]() mutable {
+    serve(s, first, frames_folder, spawned);
+  });
+  const std::string why = started.get();
+  if (!why.empty()) {
+    session->thread.join();
+    *error = QString::fromStdString(why);
+    return false;
+  }
+  reset_ranks();
+  session_ = std::move(session);
+  busy_ = true;
+  return true;
+}
+
+// The session's thread: starts the ranks, runs the first job, and while they stay, each job handed over.
+// `this` is touched only through queued calls, which Qt drops if the runner is gone by then.
+void JobRunner::serve(Session* s, workers::LaunchPlan plan, QString frames_folder, std::promise<std::string>& spawned) {
+  const auto post = [this](auto f) { QMetaObject::invokeMethod(this, std::move(f), Qt::QueuedConnection); };
+  auto encoder = std::make_unique<FrameEncoder>(frames_folder);
+  workers::Supervisor* self = nullptr;
+  workers::Supervisor sup(
+      plan,
+      [&](const events::Message& m) {
+        if (s->quit) return;
+        const int rank = events::rank_of(m);
+        const auto& ranks = self->ranks();
+        const workers::RankView view = size_t(rank) < ranks.size() ? ranks[size_t(rank)] : workers::RankView{-1};
+        if (m.kind == events::Kind::Preview || m.kind == events::Kind::Frame) {
+          RunPicture p = decode_picture(m);  // the Supervisor has checked it
+          encoder->save(p);
+          events::Message light{m.kind, m.body, {}};
+          post([this, light, view, p] {
+            deliver(light, view);
+            Q_EMIT picture(p);
+          });
+        } else {
+          post([this, m, view] { deliver(m, view); });
+        }
+      },
+      [&](const std::string& line) {
+        if (!s->quit) post([this, line] { Q_EMIT note(QString::fromStdString(line)); });
+      });
+  self = &sup;
+  try {
+    sup.start();
+  } catch (const std::exception& e) {
+    spawned.set_value(e.what());
+    return;
+  }
+  spawned.set_value({});
+  for (;;) {
     workers::Outcome broken;
     try {
       bool cancelled = false;
-      while (!j->quit && sup.poll(kPollMs)) {
-        if (j->cancel && !cancelled) {
+      while (!s->quit && sup.poll(kPollMs)) {
+        if (s->cancel && !cancelled) {
           cancelled = true;
           sup.cancel();
         }
@@ -82,28 +165,58 @@ bool JobRunner::start(const workers::LaunchPlan& plan, QString* error, const QSt
     } catch (const std::exception& e) {  // the Supervisor's destructor stops the ranks
       broken = {1, -1, events::ErrorKind::Internal, std::string("the launcher failed: ") + e.what()};
     }
-    if (j->quit) return;
-    encoder.wait();  // the run's frames are on disk before anyone hears it ended
-    if (encoder.failures() > 0)
-      post([this, n = encoder.failures(), folder = encoder.folder()] {
+    if (s->quit) return;
+    encoder->wait();  // the run's frames are on disk before anyone hears it ended
+    if (encoder->failures() > 0)
+      post([this, n = encoder->failures(), folder = encoder->folder()] {
         Q_EMIT note(tr("%n frame(s) could not be saved as PNG in %1", "", n).arg(folder));
       });
-    post([this, outcome = broken.exit_code ? broken : sup.outcome(), ranks = sup.ranks()] { end(outcome, ranks); });
-  });
-  const std::string why = started.get();
-  if (!why.empty()) {
-    job->thread.join();
-    *error = QString::fromStdString(why);
-    return false;
+    const bool stay = !broken.exit_code && sup.idle();
+    {
+      std::lock_guard<std::mutex> lock(s->mutex);
+      s->waiting = stay;
+    }
+    post([this, outcome = broken.exit_code ? broken : sup.outcome(), ranks = sup.ranks(), stay] {
+      end(outcome, ranks, stay);
+    });
+    if (!stay) return;
+    // Waiting: the ranks are watched (one that dies ends them all) until a job is handed over or the runner quits.
+    std::optional<NextJob> next;
+    while (!next) {
+      std::unique_lock<std::mutex> lock(s->mutex);
+      s->wake.wait_for(lock, std::chrono::milliseconds(kPollMs), [&] { return s->quit || s->next.has_value(); });
+      if (s->quit) return;
+      if (s->next) {
+        next = std::move(s->next);
+        s->next.reset();
+        break;
+      }
+      lock.unlock();
+      sup.poll(0);
+      lock.lock();
+      if (!sup.idle() && !s->next) {
+        s->waiting = false;  // start() starts new ranks from here on
+        if (const auto& ended = sup.outcome(); ended.exit_code)
+          post([this, why = "the ranks kept from the last run ended: " + ended.message] {
+            Q_EMIT note(QString::fromStdString(why));
+          });
+        return;
+      }
+    }
+    encoder = std::make_unique<FrameEncoder>(next->frames_folder);
+    if (!sup.idle()) {  // they ended just as the job came: it fails, and the next start starts new ranks
+      post([this, outcome = workers::Outcome{1, -1, events::ErrorKind::Internal,
+                                             "the ranks kept from the last run ended before this job: " +
+                                                 sup.outcome().message + "; run it again"},
+            ranks = sup.ranks()] { end(outcome, ranks, false); });
+      return;
+    }
+    sup.run_next(next->job);
   }
-  ranks_.clear();
-  for (int r = 0; r < plan.job.parallel.world_size(); ++r) ranks_.push_back(workers::RankView{r});
-  job_ = std::move(job);
-  return true;
 }
 
 void JobRunner::cancel() {
-  if (job_) job_->cancel = true;
+  if (session_ && busy_) session_->cancel = true;
 }
 
 void JobRunner::deliver(const events::Message& m, const workers::RankView& rank) {
@@ -111,9 +224,13 @@ void JobRunner::deliver(const events::Message& m, const workers::RankView& rank)
   Q_EMIT message(m);
 }
 
-void JobRunner::end(const workers::Outcome& outcome, const std::vector<workers::RankView>& ranks) {
-  if (job_) job_->thread.join();  // it has posted its last: done, or about to return
-  job_.reset();
+void JobRunner::end(const workers::Outcome& outcome, const std::vector<workers::RankView>& ranks, bool ranks_stay) {
+  if (session_ && !ranks_stay) {
+    session_->thread.join();  // it has posted its last: done, or about to return
+    session_.reset();
+  }
+  busy_ = false;
+  if (!keep_ranks_) release();  // switched off while the job ran
   ranks_ = ranks;
   Q_EMIT finished(outcome, ranks_);
 }

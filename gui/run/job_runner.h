@@ -1,11 +1,15 @@
-// Runs one job's ranks on a thread of its own: the launcher's Supervisor (its socket, the ranks'
+// Runs a job's ranks on a thread of their own: the launcher's Supervisor (its socket, the ranks'
 // pipes, their exits) is polled there, and what it hears comes to the GUI thread through queued calls,
 // so that the window never waits on a rank and a slow handler in the window never delays the intake.
-// The job's thread lives as long as its ranks (their parent-death signal is tied to the thread that
-// started them). Pictures are decoded there and the frames saved as PNGs beside it (frame_encoder.h).
+// The thread lives as long as its ranks (their parent-death signal is tied to the thread that started
+// them). Pictures are decoded there and the frames saved as PNGs beside it (frame_encoder.h).
+// With keep_ranks (the default) the ranks stay after a job that ended well, holding the transformer, and the
+// next job of the same model, device and parallel configuration runs on them (dit-worker --serve): a change of
+// prompt, seed, size or LoRA strengths loads no weights. Another configuration, a failure or a cancel ends them.
 #pragma once
 #include <QObject>
 
+#include <future>
 #include <memory>
 #include <vector>
 
@@ -23,7 +27,12 @@ class JobRunner : public QObject {
   // be. `frames_folder`: where video 0's frames are saved as NNNN.png ("" saves none).
   bool start(const workers::LaunchPlan& plan, QString* error, const QString& frames_folder = {});
   void cancel();
-  bool running() const { return job_ != nullptr; }
+  bool running() const { return busy_; }
+  // Whether ranks stay between jobs; off ends any that wait now.
+  void keep_ranks(bool on);
+  // Ends ranks waiting for a job (their memory goes back); none while a job runs.
+  void release();
+  bool holds_ranks() const { return session_ != nullptr; }
   // Every rank as of the last event delivered to the GUI thread (after the end: as it ended).
   const std::vector<workers::RankView>& ranks() const { return ranks_; }
 
@@ -35,10 +44,12 @@ class JobRunner : public QObject {
   void finished(const studio::workers::Outcome& outcome, const std::vector<studio::workers::RankView>& ranks);
 
  private:
-  struct Job;
+  struct Session;
+  void serve(Session* s, workers::LaunchPlan plan, QString frames_folder, std::promise<std::string>& spawned);
   void deliver(const events::Message& m, const workers::RankView& rank);
-  void end(const workers::Outcome& outcome, const std::vector<workers::RankView>& ranks);
-  std::unique_ptr<Job> job_;
+  void end(const workers::Outcome& outcome, const std::vector<workers::RankView>& ranks, bool ranks_stay);
+  std::unique_ptr<Session> session_;
+  bool busy_ = false, keep_ranks_ = true;
   std::vector<workers::RankView> ranks_;
 };
 

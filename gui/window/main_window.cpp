@@ -118,9 +118,18 @@ void MainWindow::build_tabs() {
 }
 
 void MainWindow::build_menus() {
-  auto* settings = menuBar()->addMenu(tr("&Settings"))->addAction(tr("&Output folder…"));
+  auto* menu = menuBar()->addMenu(tr("&Settings"));
+  auto* settings = menu->addAction(tr("&Output folder…"));
   settings->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Comma));
   connect(settings, &QAction::triggered, this, [this] { SettingsDialog(data_dir_, this).exec(); });
+  // The ranks stay after a run with the transformer loaded (gui/run/job_runner.h); off gives its memory back.
+  keep_loaded_ = menu->addAction(tr("&Keep the model loaded between runs"));
+  keep_loaded_->setObjectName("keep_loaded");
+  keep_loaded_->setCheckable(true);
+  keep_loaded_->setChecked(true);
+  keep_loaded_->setToolTip(tr("A run of the same model, device and parallel settings then starts at once, and a "
+                              "change of LoRA strengths loads nothing; the model's memory stays taken in between"));
+  connect(keep_loaded_, &QAction::toggled, this, [this](bool on) { runner_.keep_ranks(on); });
   auto* about = menuBar()->addMenu(tr("&Help"))->addAction(tr("&About DiT Studio"));
   connect(about, &QAction::triggered, this, [this] { QMessageBox::about(this, tr("About DiT Studio"), about_text()); });
 }
@@ -145,6 +154,7 @@ void MainWindow::restore_settings() {
   const int mode = s.value("compose/seed_mode", 0).toInt();
   if (mode >= 0 && mode < compose_->seed_mode->count()) compose_->seed_mode->setCurrentIndex(mode);
   parallel_->oversubscribe->setChecked(s.value("parallel/oversubscribe", false).toBool());
+  keep_loaded_->setChecked(s.value("run/keep_loaded", true).toBool());
   if (!s.contains("job/last")) return;
   try {  // the settings of the last session, as a job file
     const auto f = plan::job_file_from_json(s.value("job/last").toString().toStdString(), "settings");
@@ -175,6 +185,7 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   s.setValue("job/last", QString::fromStdString(plan::to_json({compose_->job(), parallel_->config()})));
   s.setValue("compose/seed_mode", compose_->seed_mode->currentIndex());
   s.setValue("parallel/oversubscribe", parallel_->oversubscribe->isChecked());
+  s.setValue("run/keep_loaded", keep_loaded_->isChecked());
   s.setValue("compose/loras_off", QString::fromStdString(compose_->loras->switched_off()));
   s.setValue("compose/loras_2_off", QString::fromStdString(compose_->loras_2->switched_off()));
   runner_.cancel();

@@ -9,6 +9,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <QAction>
 #include <QLabel>
 #include <QMainWindow>
 #include <QProcess>
@@ -144,6 +145,7 @@ class MainWindow : public QMainWindow {
   QString worker_build_;  // from the device list; empty until the worker answers
   QString data_dir_, run_folder_;
   bool closing_ = false;  // the window closes once the stopped run is recorded
+  QAction* keep_loaded_ = nullptr;  // Settings > Keep the model loaded between runs
   QImage thumbnail_;
   qint64 started_ms_ = 0;
 };
