@@ -212,6 +212,7 @@ void Player::show_input(const plan::JobSpec& job) {
   // The run's own copies (the studio runs from them), stacked: the first picture, then the last.
   QImage stack;
   for (const auto& path : {job.image_file, job.last_image_file}) {
+    if (path.empty()) continue;  // a run from words alone
     const QImage picture(QString::fromStdString(path));
     if (picture.isNull()) continue;
     const QImage small = picture.scaledToWidth(kInputWidth, Qt::SmoothTransformation);
