@@ -1,11 +1,14 @@
 // The Supervisor driven directly, with real dit-worker ranks. Ranks that serve several jobs (dit-worker --serve,
 // as the studio runs them), on flux_lora_tiny under Ulysses 2: the transformer loads once; a job that changes only
 // LoRA strengths loads nothing and equals diffusers 0.35.2's run at those strengths; another LoRA file loads
-// again; the ranks are the same processes throughout, and gone once the Supervisor is.
+// again; the ranks are the same processes throughout, and gone once the Supervisor is. A cancel that comes after
+// the output was written leaves a finished run.
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "io/weights/tensor_file.h"
@@ -155,4 +158,26 @@ TEST(Supervisor, waiting_ranks_end_with_their_supervisor) {
     for (const auto pid : pids) EXPECT_TRUE(runs(pid)) << "rank pid " << pid << " did not wait";
   }
   for (const auto pid : pids) EXPECT_FALSE(runs(pid)) << "rank pid " << pid << " outlived its supervisor";
+}
+
+// A cancel that comes once rank 0 has reported its result (the user pressed Stop as the file was finished): the
+// run is done, not cancelled, and says why.
+TEST(Supervisor, a_cancel_after_the_output_is_written_leaves_a_finished_run) {
+  test::TempDir tmp;
+  const auto lp = case_plan(tmp, "whole.safetensors", false);
+  std::vector<std::string> notes;
+  workers::Supervisor* self = nullptr;
+  workers::Supervisor sup(
+      lp,
+      [&](const events::Message& m) {
+        if (m.kind == events::Kind::Done && events::rank_of(m) == 0) self->cancel();
+      },
+      [&](const std::string& line) { notes.push_back(line); });
+  self = &sup;
+  sup.start();
+  finish_job(sup);
+  EXPECT_EQ(sup.outcome().exit_code, 0) << sup.outcome().message;
+  EXPECT_TRUE(std::filesystem::exists(tmp.path("whole.safetensors")));
+  EXPECT_NE(std::find(notes.begin(), notes.end(), "the cancel came after the output was written: it is complete"),
+            notes.end());
 }

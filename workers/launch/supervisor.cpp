@@ -34,6 +34,11 @@ constexpr size_t kTailLines = 20;
 constexpr auto kPeerLossGrace = std::chrono::seconds(2);
 constexpr double kFailureGrace = 3;
 
+void keep_in_tail(RankView& r, const std::string& line) {
+  r.log_tail.push_back(line);
+  if (r.log_tail.size() > kTailLines) r.log_tail.pop_front();
+}
+
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::string describe_status(int status) {
@@ -238,6 +243,13 @@ bool Supervisor::poll(int timeout_ms) {
     for (auto& r : ranks_)
       if (!r.finished) return true;  // a rank on another machine is still at work
   }
+  // A cancel that came after rank 0, the one that writes, had reported its result stopped nothing the user
+  // asked for: the files are whole, and the run is done.
+  if (outcome_.kind == events::ErrorKind::Cancelled && outcome_.failed_rank < 0 && plan_.hub() &&
+      !ranks_.empty() && ranks_.front().done) {
+    outcome_ = {};
+    if (note_) note_("the cancel came after the output was written: it is complete");
+  }
   // Over: a clean end needs every rank's done.
   if (outcome_.exit_code == 0 && plan_.hub())
     for (auto& r : ranks_)
@@ -362,10 +374,7 @@ void Supervisor::handle(int rank, const events::Message& m) {
     }
     case events::Kind::Preview:
     case events::Kind::Frame: events::Picture::parse(m); break;  // checked here so that no consumer sees a bad one
-    case events::Kind::Log:
-      r.log_tail.push_back(events::LogLine::parse(m).text);
-      if (r.log_tail.size() > kTailLines) r.log_tail.pop_front();
-      break;
+    case events::Kind::Log: keep_in_tail(r, events::LogLine::parse(m).text); break;
     case events::Kind::Done:
       r.done = events::Done::parse(m);
       r.finished = true;
@@ -373,6 +382,13 @@ void Supervisor::handle(int rank, const events::Message& m) {
       break;
     case events::Kind::Error: {
       const auto e = events::Error::parse(m);
+      // The rank prints it on stderr too (for launchers without our events): those lines stay in its tail, where
+      // the failure report ends with them, but are not passed on as they come, the failure saying it already.
+      std::string lines = "[rank " + std::to_string(rank) + "] " + e.message;
+      for (size_t from = 0, nl = 0; e.kind != events::ErrorKind::Cancelled && from < lines.size(); from = nl + 1) {
+        nl = std::min(lines.find('\n', from), lines.size());
+        reported_lines_.insert({rank, lines.substr(from, nl - from)});
+      }
       r.phase = "failed";
       r.finished = true;  // it reported how it ended
       if (e.kind == events::ErrorKind::Cancelled) break;  // a stop we asked for
@@ -411,6 +427,10 @@ void Supervisor::read_stderr(Local& l, bool final) {
   while ((nl = l.partial_line.find('\n')) != std::string::npos || (final && !l.partial_line.empty())) {
     std::string line = l.partial_line.substr(0, nl);
     l.partial_line.erase(0, nl == std::string::npos ? std::string::npos : nl + 1);
+    if (reported_lines_.count({l.rank, line})) {  // its error, reported already
+      keep_in_tail(ranks_[size_t(l.rank)], line);
+      continue;
+    }
     events::Message m = events::LogLine{l.rank, line}.make();
     m.body["stream"] = "stderr";
     handle(l.rank, m);

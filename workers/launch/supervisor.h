@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,7 @@ class Supervisor {
   std::chrono::steady_clock::time_point started_, stop_sent_, failed_at_;
   bool killed_ = false;
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> events_log_{nullptr, &std::fclose};
+  std::set<std::pair<int, std::string>> reported_lines_;  // rank, a line of an error it reported
 };
 
 // A TCP port that is free on loopback now (for a rendezvous a moment later).
