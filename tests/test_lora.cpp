@@ -393,12 +393,29 @@ TEST(LoraRefusals, wrong_model_missing_file_and_damaged_files_are_named) {
       {"by a difference of [31, 32]", {{m + "diff", at::randn({31, 32})}}},
       {"is I64; a LoRA's matrices are floating point",
        {{m + "lora_A.weight", at::ones({4, 32}, at::kInt)}, {m + "lora_B.weight", at::randn({32, 4})}}},
+      // One layer under two names (diffusers' and kohya's): it would be applied twice.
+      {"both change transformer_blocks.0.attn.to_q.weight: the file holds that layer twice",
+       {{m + "lora_A.weight", at::randn({4, 32})}, {m + "lora_B.weight", at::randn({32, 4})},
+        {"lora_unet_double_blocks_0_img_attn_qkv.lora_down.weight", at::randn({4, 32})},
+        {"lora_unet_double_blocks_0_img_attn_qkv.lora_up.weight", at::randn({96, 4})}}},
   };
   for (const auto& [why, tensors] : damaged) {
     const std::string file = tmp.path("damaged.safetensors");
     io::save_tensors(file, tensors);
     expect_refused(base + test::Args{"--lora", file}, {"--lora " + file, why});
   }
+  // Found by every rank: the launcher says it as it happens and at the end (whose last line is the failed rank's
+  // own), not again for each rank's stderr.
+  const std::string nan = tmp.path("nan.safetensors");
+  io::save_tensors(nan, {{m + "lora_A.weight", at::full({4, 32}, NAN)}, {m + "lora_B.weight", at::randn({32, 4})}});
+  const auto two =
+      test::run(test::bin("dit-launch"), base + test::Args{"--lora", nan, "--ulysses_degree", "2"}, 120000);
+  EXPECT_EQ(two.code, 3) << two.err;
+  size_t said = 0;
+  for (size_t at = two.err.find("holds values that are not finite"); at != std::string::npos;
+       at = two.err.find("holds values that are not finite", at + 1))
+    ++said;
+  EXPECT_EQ(said, 3u) << two.err;
   // PEFT's lora_alpha that is not a number (it once read as no alpha: the rank, a different strength).
   const std::string alpha = tmp.path("alpha.safetensors");
   io::save_tensors(alpha, {{m + "lora_A.weight", at::randn({4, 32})}, {m + "lora_B.weight", at::randn({32, 4})}},
@@ -430,6 +447,8 @@ TEST(LoraRefusals, before_any_work_under_the_flag_given) {
   const std::string good = lora_file(kWan.name, "peft");
   expect_refused(wan22 + test::Args{"--lora", good + ":abc"}, {"--lora " + good + ":abc", "the strength 'abc'"});
   expect_refused(wan22 + test::Args{"--lora", tmp.path("")}, {"not a file"});
+  expect_refused(wan22 + test::Args{"--lora", good + ":1e999"},
+                 {"--lora " + good + ": the strength after the last ':' is not a finite number"});
   // A strength so large the run turns to NaN stops at that step, writing nothing, where it made a black clip.
   const std::string clip = tmp.path("black.mp4");
   expect_refused(wan22 + test::Args{"--lora", good + ":1e30", "--output", clip},

@@ -61,8 +61,8 @@ void check_loras(const JobSpec& job, const ModelFolder& model, std::vector<Probl
     for (const auto& u : parse_loras(*list)) {
       const std::string given = "--" + std::string(flag) + " " + u.file;
       if (!std::isfinite(u.scale))
-        out.push_back({flag, given + ": the strength " + std::to_string(u.scale) + " is not a finite number; give "
-                                     "FILE:0.8, or FILE alone for 1"});
+        out.push_back({flag, given + ": the strength after the last ':' is not a finite number (it reads as " +
+                                     std::to_string(u.scale) + "); give FILE:0.8, or FILE alone for 1"});
       else if (const auto colon = u.file.rfind(':');
                !fs::exists(u.file) && colon != std::string::npos && fs::is_regular_file(u.file.substr(0, colon)))
         out.push_back({flag, given + ": the strength '" + u.file.substr(colon + 1) + "' after the last ':' is not a "

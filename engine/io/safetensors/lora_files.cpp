@@ -114,6 +114,19 @@ void check_lora_fits(const plan::JobSpec& job, const plan::ModelFolder& model, s
       if (const auto why = lora_mismatch(fit, model, "--" + std::string(flag) + " " + use.file); !why.empty())
         out.push_back({flag, why});
     }
+  // A LoRA given for the transformer itself would fail at load, its first missing weight named.
+  for (const auto& [flag, file] : {std::pair{"transformer", &job.transformer_file},
+                                   std::pair{"transformer_2", &job.transformer_2_file}}) {
+    if (file->empty()) continue;
+    try {  // a GGUF file, or a damaged one, is not a safetensors file: the single-file checks name it
+      if (lora_fit_of(*file).is_lora)
+        out.push_back({flag, "--" + std::string(flag) + " " + *file + ": this file is a LoRA (lora_A / lora_B or "
+                             "lora_down / lora_up pairs), not a transformer's weights; give it with --" +
+                             (std::string(flag) == "transformer" ? "lora" : "lora_2") +
+                             " FILE[:SCALE], and the model's own transformer stays"});
+    } catch (const InputError&) {
+    }
+  }
 }
 
 }  // namespace studio::io

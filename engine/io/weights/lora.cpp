@@ -262,6 +262,7 @@ std::map<std::string, std::vector<WeightDelta>> lora_deltas(const plan::ModelFol
     const auto wanted = [&](const std::string& tensor) {
       return left_out_why(family, tensor).empty() && route_of(split_name(tensor).first).target == target;
     };
+    std::map<std::string, std::string> changed_by;  // weight -> the module of this file that changes it
     for (const auto& [stem, m] : read_modules(file, wanted, given)) {
       const Route route = route_of(stem);
       const std::string where = given + ": module " + stem;
@@ -295,6 +296,9 @@ std::map<std::string, std::vector<WeightDelta>> lora_deltas(const plan::ModelFol
         if (!names.weights.count(w.weight))
           throw InputError(where + " changes " + w.weight + ", which " + part +
                            " does not have; is the LoRA for another variant?");
+        if (const auto [other, first] = changed_by.emplace(w.weight, stem); !first)
+          throw InputError(where + " and module " + other->second + " both change " + w.weight +
+                           ": the file holds that layer twice, under two names; it would be applied twice");
         if (m.down.defined()) out[w.weight].push_back(delta(rows_for(m.up, w, where), m.down, low_rank_scale, source));
         if (m.diff.defined()) out[w.weight].push_back(delta(rows_for(m.diff, w, where), {}, 1.0, source + ".diff"));
       }
