@@ -114,4 +114,25 @@ TEST(Options, parallel_flags_are_written_from_the_table) {
   EXPECT_TRUE(workers::parse_launch_args(argv).parallel == p) << flags;
 }
 
+// A flag given twice with two values, or a setting the configuration has no use for, is noted before the run: a
+// flag that silently does nothing looks like one that worked. --lora adds a LoRA each time, and is not noted.
+TEST(Options, flags_given_twice_and_settings_without_use_are_noted) {
+  auto args = workers::parse_launch_args({"--num_inference_steps", "4", "--lora", "a.safetensors", "--lora",
+                                          "b.safetensors", "--num_inference_steps=8", "--use_cfg_parallel",
+                                          "--use_cfg_parallel", "--seed", "3", "--seed", "3"});
+  ASSERT_EQ(args.notes.size(), 1u);
+  EXPECT_EQ(args.notes[0], "--num_inference_steps is given twice (4, then 8); the last counts");
+  EXPECT_EQ(args.job.num_inference_steps, 8);
+  args = workers::parse_launch_args({"--warmup_steps", "3", "--num_pipeline_patch", "2", "--use_parallel_vae"});
+  workers::note_unused_settings(args);
+  ASSERT_EQ(args.notes.size(), 3u);
+  EXPECT_NE(args.notes[0].find("--warmup_steps 3 is PipeFusion's"), std::string::npos) << args.notes[0];
+  EXPECT_NE(args.notes[1].find("--num_pipeline_patch 2 is PipeFusion's"), std::string::npos) << args.notes[1];
+  EXPECT_NE(args.notes[2].find("--use_parallel_vae divides the decoding among the ranks; this run has one"),
+            std::string::npos) << args.notes[2];
+  args = workers::parse_launch_args({"--pipefusion_parallel_degree", "2", "--warmup_steps", "3", "--use_parallel_vae"});
+  workers::note_unused_settings(args);
+  EXPECT_TRUE(args.notes.empty()) << args.notes.front();
+}
+
 }  // namespace

@@ -147,7 +147,8 @@ TEST_F(PlanParallel, pipefusion_stages_patches_and_warmup) {
   p.warmup_steps = 1;
   EXPECT_TRUE(plan::validate_parallel(p, job(), model_, 2).empty());
   p.pipefusion_parallel_degree = 3;  // 2 layers
-  EXPECT_TRUE(has(plan::validate_parallel(p, job(), model_, 3), "pipefusion_parallel_degree", {"has 2 layers"}));
+  EXPECT_TRUE(has(plan::validate_parallel(p, job(), model_, 3), "pipefusion_parallel_degree",
+                  {"has 2 layers", "use at most 2"}));
   p.pipefusion_parallel_degree = 2;
   p.num_pipeline_patch = 5;  // 64 pixels / 8 / 2 = 4 token rows
   EXPECT_TRUE(has(plan::validate_parallel(p, job(), model_, 2), "num_pipeline_patch", {"4 token rows", "at most 4"}));

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <thread>
 
 #include "io/safetensors/folder_weights.h"
 #include "io/safetensors/lora_files.h"
@@ -20,6 +21,7 @@
 #include "plan/family.h"
 #include "plan/job_check.h"
 #include "plan/job_file.h"
+#include "plan/parallel_defaults.h"
 #include "plan/weight_choice.h"
 #include "video/picture.h"
 #include "workers/launch/guarded_main.h"
@@ -163,6 +165,13 @@ int main(int argc, char** argv) {
     // A picture that does not decode is refused here, before any rank starts (each rank reads it again).
     if (!args.job.image_file.empty() && !picture) video::read_picture(args.job.image_file, "--image");
     if (!args.job.last_image_file.empty()) video::read_picture(args.job.last_image_file, "--last_image");
+    workers::note_unused_settings(args);
+    // Oversubscribing the CPU is allowed (tests and trials do it), and said: each step only gets slower.
+    if (!gpus && !for_cluster && run.nnodes <= 1)
+      if (const auto slower = plan::cpu_processes_problem(
+              world, devices.cpu_cores > 0 ? devices.cpu_cores : int(std::thread::hardware_concurrency())))
+        args.notes.push_back(slower->message);
+    for (const auto& note : args.notes) std::cerr << prefix << "note: " << note << std::endl;
     if (for_cluster) {
       plan::write_job_file(args.write_job, {args.job, args.parallel});
       std::cerr << prefix << "wrote " << args.write_job << " (" << args.parallel.describe() << ", " << world

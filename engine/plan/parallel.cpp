@@ -188,7 +188,8 @@ void check_shape(const ParallelConfig& p, const JobSpec& job, const ModelFolder&
   if (p.pipefusion_parallel_degree > blocks)
     out.push_back({"pipefusion_parallel_degree", "--pipefusion_parallel_degree " +
                                                      std::to_string(p.pipefusion_parallel_degree) + ": the model has " +
-                                                     std::to_string(blocks) + " layers to split into stages"});
+                                                     std::to_string(blocks) + " layers to split into stages; use "
+                                                     "at most " + std::to_string(blocks)});
   if (p.pipefusion_parallel_degree > 1 && job.height > 0) {
     const int rows = job.height / rules.pixel_step(model);  // token rows of the latent grid
     if (p.num_pipeline_patch > rows)

@@ -1,5 +1,7 @@
 #include "workers/launch/launch_args.h"
 
+#include <map>
+
 #include <functional>
 
 #include "hub/cache.h"
@@ -102,6 +104,7 @@ const LauncherOption* launcher_option(const std::string& key) {
 LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
   LaunchArgs a;
   plan::JobFile file;
+  std::map<std::string, std::string> given;  // flag -> its value as given, for one given twice
   for (size_t i = 0; i < argv.size(); ++i) {
     std::string flag = argv[i], value;
     bool inline_value = false;
@@ -133,6 +136,12 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
       }
       if (value.empty() && key != "negative_prompt") throw ArgError(flag + " needs a value; see dit-launch --help");
     }
+    const bool adds = job_option && job_option->repeated;  // --lora: each one another LoRA
+    if (const auto [before, first] = given.emplace(key, value); !first && !adds) {
+      if (before->second != value)  // a switch given twice, or a value repeated, changes nothing
+        a.notes.push_back(flag + " is given twice (" + before->second + ", then " + value + "); the last counts");
+      before->second = value;
+    }
     try {
       if (own) own->set(a, file, spec, value);
       else if (key == "model") file.job.model_dir = model_folder(value);
@@ -152,6 +161,23 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
     throw ArgError("--nnodes " + std::to_string(a.run.nnodes) + " needs --master_addr and --master_port: the first "
                    "machine's address and a port every machine can reach it on");
   return a;
+}
+
+void note_unused_settings(LaunchArgs& args) {
+  const plan::ParallelConfig& p = args.parallel;
+  const plan::ParallelConfig defaults;
+  if (p.pipefusion_parallel_degree <= 1) {
+    if (p.warmup_steps != defaults.warmup_steps)
+      args.notes.push_back("--warmup_steps " + std::to_string(p.warmup_steps) +
+                           " is PipeFusion's (--pipefusion_parallel_degree 2 or more); this run has none, so it is "
+                           "unused");
+    if (p.num_pipeline_patch != defaults.num_pipeline_patch)
+      args.notes.push_back("--num_pipeline_patch " + std::to_string(p.num_pipeline_patch) +
+                           " is PipeFusion's (--pipefusion_parallel_degree 2 or more); this run has none, so it is "
+                           "unused");
+  }
+  if (p.use_parallel_vae && p.world_size() == 1)
+    args.notes.push_back("--use_parallel_vae divides the decoding among the ranks; this run has one, so it is unused");
 }
 
 std::string launch_usage() {

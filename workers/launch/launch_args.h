@@ -33,6 +33,9 @@ struct LaunchArgs {
   bool plan = false, json = false, auto_pick = false, calibrate = false;
   bool help = false;
   bool version = false;
+  // What the command line gave that the run will not use as written, for a note before it starts: a flag given
+  // twice (the last counts), a setting the configuration has no use for.
+  std::vector<std::string> notes;
 };
 
 // Throws ArgError with one line naming the flag, the value and what would work.
@@ -41,6 +44,9 @@ struct ArgError : std::runtime_error {
 };
 
 LaunchArgs parse_launch_args(const std::vector<std::string>& argv);
+// Adds to args.notes the settings given that this job has no use for (PipeFusion's without PipeFusion, the
+// parallel VAE with one rank).
+void note_unused_settings(LaunchArgs& args);
 std::string launch_usage();
 
 }  // namespace studio::workers
