@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <thread>
 
+#include <ATen/ops/randn.h>
+
 #include "io/weights/tensor_file.h"
 #include "plan/job_file.h"
 #include "workers/launch/supervisor.h"
@@ -25,20 +27,23 @@ const std::string kCase = "flux_lora_tiny";
 
 std::string lora_file(const std::string& name) { return test::golden_case(kCase) + "/lora_" + name + ".safetensors"; }
 
-// The case's job from its words, as dit-launch writes it for the ranks (defaults applied, checked).
-plan::JobFile case_job(const test::TempDir& tmp) {
-  const auto g = test::golden_json(kCase);
+// The job of these dit-launch flags, as dit-launch writes it for the ranks (defaults applied, checked).
+plan::JobFile job_of(const test::TempDir& tmp, const test::Args& flags) {
   const std::string path = tmp.path("job.json");
-  const auto r = test::run(test::bin("dit-launch"),
-                           {"--model", test::golden_case(g["model"]), "--prompt", g["prompt"], "--seed",
-                            std::to_string(int(g["seed"])), "--height", std::to_string(int(g["height"])), "--width",
-                            std::to_string(int(g["width"])), "--num_inference_steps",
-                            std::to_string(int(g["num_inference_steps"])), "--guidance_scale",
-                            std::to_string(double(g["guidance_scale"])), "--max_sequence_length",
-                            std::to_string(int(g["max_sequence_length"])), "--ulysses_degree", "2", "--write_job", path},
-                           120000);
+  const auto r = test::run(test::bin("dit-launch"), flags + test::Args{"--write_job", path}, 120000);
   if (r.code != 0) throw std::runtime_error("dit-launch --write_job failed: " + r.err);
   return plan::job_file_from_json(test::read_file(path), path);
+}
+
+// The case's job from its words.
+plan::JobFile case_job(const test::TempDir& tmp) {
+  const auto g = test::golden_json(kCase);
+  return job_of(tmp, {"--model", test::golden_case(g["model"]), "--prompt", g["prompt"], "--seed",
+                      std::to_string(int(g["seed"])), "--height", std::to_string(int(g["height"])), "--width",
+                      std::to_string(int(g["width"])), "--num_inference_steps",
+                      std::to_string(int(g["num_inference_steps"])), "--guidance_scale",
+                      std::to_string(double(g["guidance_scale"])), "--max_sequence_length",
+                      std::to_string(int(g["max_sequence_length"])), "--ulysses_degree", "2"});
 }
 
 // The case's job, writing its tensors to `out`, for ranks that serve several jobs or run one.
@@ -180,4 +185,68 @@ TEST(Supervisor, a_cancel_after_the_output_is_written_leaves_a_finished_run) {
   EXPECT_TRUE(std::filesystem::exists(tmp.path("whole.safetensors")));
   EXPECT_NE(std::find(notes.begin(), notes.end(), "the cancel came after the output was written: it is complete"),
             notes.end());
+}
+
+// Wan2.2's two experts are both kept, each with its own LoRAs (--lora, --lora_2), and a strength change of
+// either loads nothing; a LoRA that also changes a bias (merged: a bias has no layer to sit beside) loads again
+// when its strength changes. Each served run equals dit-launch's run of the same job, which merges the LoRAs
+// (the same sums in another order).
+TEST(Supervisor, both_experts_are_kept_and_a_bias_change_loads_again) {
+  test::TempDir tmp;
+  const test::Args flags{"--model", test::golden_case("wan22_tiny"), "--prompt", "a fox", "--height", "32",
+                         "--width", "32", "--num_frames", "5", "--num_inference_steps", "4"};
+  const std::string wan = test::golden_case("wan21_lora_tiny"), m = "transformer.blocks.0.attn1.to_q.";
+  const std::string bias = tmp.path("bias.safetensors");
+  io::save_tensors(bias, {{m + "lora_A.weight", at::randn({4, 32})}, {m + "lora_B.weight", at::randn({32, 4})},
+                          {m + "diff_b", at::randn({32})}});
+  // A served run of `lora` and `lora_2`, and rank 0's log of it; then the same job run afresh by dit-launch.
+  std::vector<std::string> lines;
+  plan::JobFile job = job_of(tmp, flags);
+  workers::Supervisor* sup = nullptr;
+  int served_runs = 0;
+  const auto expect_as_fresh = [&](const std::string& lora, const std::string& lora_2) {
+    const std::string out = tmp.path("served" + std::to_string(++served_runs) + ".safetensors");
+    const std::string fresh = tmp.path("fresh" + std::to_string(served_runs) + ".safetensors");
+    job.job.lora = lora, job.job.lora_2 = lora_2, job.job.save_tensors_file = out;
+    lines.clear();
+    sup->run_next(job);
+    finish_job(*sup);
+    ASSERT_TRUE(sup->idle()) << sup->outcome().message;
+    const auto r = test::run(test::bin("dit-launch"),
+                             flags + test::Args{"--lora", lora, "--lora_2", lora_2, "--save_tensors", fresh}, 120000);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const double gap = test::max_abs_diff(final_latents(out), final_latents(fresh));
+    std::printf("served run %d against a fresh one: final latents %.3g\n", served_runs, gap);
+    EXPECT_LT(gap, 5e-5);  // float32 sums in another order; a wrong strength moves them by 1e-2
+  };
+  const auto said = [&](const std::string& what) {
+    return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return test::contains(l, what); });
+  };
+  workers::LaunchPlan lp;
+  lp.job = job;
+  lp.job.job.save_tensors_file = tmp.path("first.safetensors");
+  lp.worker_exe = test::bin("dit-worker");
+  lp.serve = true;
+  workers::Supervisor served(
+      lp,
+      [&](const events::Message& m) {
+        if (m.kind == events::Kind::Log && events::rank_of(m) == 0) lines.push_back(m.body.value("text", ""));
+      },
+      {});
+  sup = &served;
+  served.start();
+  finish_job(served);
+  ASSERT_TRUE(served.idle()) << served.outcome().message;
+
+  expect_as_fresh(wan + "/lora_peft.safetensors:0.5", wan + "/lora_comfy.safetensors:0.5");
+  EXPECT_TRUE(said("loading the transformer again")) << "the first job had no LoRAs";
+  expect_as_fresh(wan + "/lora_peft.safetensors:1.2", wan + "/lora_comfy.safetensors:0.8");
+  EXPECT_TRUE(said("the transformer is kept from the last run; LoRA strengths " + wan +
+                   "/lora_peft.safetensors 0.5 -> 1.2"));
+  EXPECT_TRUE(said("the second expert is kept from the last run; LoRA strengths " + wan +
+                   "/lora_comfy.safetensors 0.5 -> 0.8"));
+  expect_as_fresh(bias + ":0.5", wan + "/lora_comfy.safetensors:0.8");
+  expect_as_fresh(bias + ":1", wan + "/lora_comfy.safetensors:0.8");
+  EXPECT_TRUE(said("loading the transformer again: --lora " + bias + " changes norms or biases too"));
+  EXPECT_TRUE(said("the second expert is kept from the last run"));
 }
