@@ -14,10 +14,11 @@
 #include <ATen/ops/stack.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/empty.h>
+
+#include "plan/model_folder.h"
 #ifdef STUDIO_WITH_CUDA_KERNELS
 #include <c10/cuda/CUDAStream.h>
 
-#include "plan/model_folder.h"
 #include "kernels/head_rows.h"
 #include "kernels/modulated_norm.h"
 #endif
