@@ -253,7 +253,7 @@ int run(const std::string& job_path, const parallel::DistEnv& env, bool serve) {
       if (device.is_cuda()) file.job.device = device.str();
       run_rank(file, model, env, device, reporter, served, serve);
       if (!serve) return workers::kOk;
-      const auto next = reporter.next_job();
+      const auto next = reporter.next_job([] { return g_signalled.load(); });
       if (!next) return workers::kOk;  // the launcher ended the session
       file = read_job(*next, "the launcher's next job", env, model);
       if (parallel_text(file.parallel) != first_parallel)

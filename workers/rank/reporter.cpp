@@ -89,14 +89,14 @@ void RankReporter::listen() {
         cancel_.store(true);
         std::lock_guard<std::mutex> lock(jobs_mutex_);
         closed_ = true;  // a rank waiting for a job ends instead
-      }
-      if (m.kind != events::Kind::Job) continue;
-      try {
-        auto text = events::job_text(m);
-        std::lock_guard<std::mutex> lock(jobs_mutex_);
-        jobs_.push_back(std::move(text));
-      } catch (const events::ProtocolError&) {
-        open = false;  // a launcher that breaks the protocol is not one to serve
+      } else if (m.kind == events::Kind::Job) {
+        try {
+          auto text = events::job_text(m);
+          std::lock_guard<std::mutex> lock(jobs_mutex_);
+          jobs_.push_back(std::move(text));
+        } catch (const events::ProtocolError&) {
+          open = false;  // a launcher that breaks the protocol is not one to serve
+        }
       }
       jobs_arrived_.notify_all();
     }
@@ -118,10 +118,11 @@ void RankReporter::listen() {
   }
 }
 
-std::optional<std::string> RankReporter::next_job() {
+std::optional<std::string> RankReporter::next_job(const std::function<bool()>& stop) {
   if (!conn_) return std::nullopt;
   std::unique_lock<std::mutex> lock(jobs_mutex_);
-  jobs_arrived_.wait(lock, [&] { return closed_ || !jobs_.empty(); });
+  while (!closed_ && jobs_.empty() && !stop())  // a signal wakes nobody: look again now and then
+    jobs_arrived_.wait_for(lock, std::chrono::milliseconds(200));
   if (jobs_.empty()) return std::nullopt;
   auto text = std::move(jobs_.front());
   jobs_.pop_front();

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -42,8 +43,8 @@ class RankReporter {
   void done(const events::Done& d);
   void error(events::ErrorKind kind, const std::string& message);
   // A rank serving several jobs: waits for the launcher's next job (its job file's text); none once the
-  // launcher has closed the connection.
-  std::optional<std::string> next_job();
+  // launcher has closed the connection or sent Cancel, or `stop` says so (a signal).
+  std::optional<std::string> next_job(const std::function<bool()>& stop);
 
  private:
   void start_threads();
