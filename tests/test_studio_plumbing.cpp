@@ -311,6 +311,27 @@ class TestStudioPlumbing : public QObject {
     keep->setChecked(true);  // as the next test expects the setting
   }
 
+  // Out of memory with the model kept between runs: the run says so, and that configuration then loads the model
+  // for each run (the second run's failure no longer blames the kept model).
+  void out_of_memory_with_the_model_kept_then_loads_it_for_each_run() {
+    qputenv("DIT_WORKER_MEMORY_LIMIT_MB", "0:0");  // rank 0's next allocation after the first step fails
+    struct Unset {
+      ~Unset() { qunsetenv("DIT_WORKER_MEMORY_LIMIT_MB"); }
+    } unset;  // whatever becomes of the test, the next ones run without the fault
+    MainWindow w(tmp_.path() + "/oom");
+    w.compose_panel().prompt->setPlainText("a paper boat");
+    w.compose_panel().frames->setValue(5);
+    w.compose_panel().steps->setValue(2);
+    QSignalSpy spy(&w, &MainWindow::run_finished);
+    const QString kept = "The ranks kept the model loaded between runs";
+    QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
+    QCOMPARE(wait_for_run(spy, 180000), 4);
+    QVERIFY2(w.run_view().status->text().contains(kept), qPrintable(w.run_view().status->text()));
+    QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
+    QCOMPARE(wait_for_run(spy, 180000), 4);
+    QVERIFY2(!w.run_view().status->text().contains(kept), qPrintable(w.run_view().status->text()));
+  }
+
   void a_rank_that_cannot_be_spawned_fails_the_start_at_once() {
     JobRunner runner;
     workers::LaunchPlan lp;

@@ -133,6 +133,17 @@ TEST(Supervisor, a_strength_change_loads_nothing_and_equals_the_reference) {
   EXPECT_LT(off_golden(tmp.path("third.safetensors"), "lora_peft"), 1e-3);
   EXPECT_EQ(pids(), first_pids);
 
+  // Kept in fp8 (--quantize fp8), the LoRA stays beside the quantized layers: a strength change loads nothing.
+  job.job.quantize = "fp8";
+  for (const char* strength : {"1", "0.5"}) {
+    lines.clear();
+    sup.run_next(with(lora_file("peft") + ":" + strength, "fp8.safetensors"));
+    finish_job(sup);
+    ASSERT_TRUE(sup.idle()) << sup.outcome().message;
+  }
+  EXPECT_TRUE(said("the transformer is kept from the last run; LoRA strengths " + lora_file("peft") + " 1 -> 0.5"));
+  job.job.quantize.clear();
+
   // A job for another parallel configuration is not theirs to take.
   plan::JobFile other = job;
   other.parallel.ulysses_degree = 1;
@@ -185,6 +196,22 @@ TEST(Supervisor, a_cancel_after_the_output_is_written_leaves_a_finished_run) {
   EXPECT_TRUE(std::filesystem::exists(tmp.path("whole.safetensors")));
   EXPECT_NE(std::find(notes.begin(), notes.end(), "the cancel came after the output was written: it is complete"),
             notes.end());
+}
+
+// Ranks waiting for a job leave at a cancel, as they are asked, rather than being killed once the stop's grace is
+// over (the ranks that finish first wait while rank 0 decodes: a Stop then reaches them waiting).
+TEST(Supervisor, waiting_ranks_leave_at_a_cancel) {
+  test::TempDir tmp;
+  std::vector<std::string> notes;
+  workers::Supervisor sup(case_plan(tmp, "only.safetensors", true), {},
+                          [&](const std::string& line) { notes.push_back(line); });
+  sup.start();
+  finish_job(sup);
+  ASSERT_TRUE(sup.idle()) << sup.outcome().message;
+  sup.cancel();
+  finish_job(sup);
+  for (const auto& n : notes) EXPECT_FALSE(test::contains(n, "killing them")) << n;
+  for (const auto& r : sup.ranks()) EXPECT_NE(r.phase, "killed") << "rank " << r.rank;
 }
 
 // Wan2.2's two experts are both kept, each with its own LoRAs (--lora, --lora_2), and a strength change of
@@ -247,6 +274,6 @@ TEST(Supervisor, both_experts_are_kept_and_a_bias_change_loads_again) {
                    "/lora_comfy.safetensors 0.5 -> 0.8"));
   expect_as_fresh(bias + ":0.5", wan + "/lora_comfy.safetensors:0.8");
   expect_as_fresh(bias + ":1", wan + "/lora_comfy.safetensors:0.8");
-  EXPECT_TRUE(said("loading the transformer again: --lora " + bias + " changes norms or biases too"));
+  EXPECT_TRUE(said("loading the transformer again: --lora " + bias + " also changes weights that are not linear layers'"));
   EXPECT_TRUE(said("the second expert is kept from the last run"));
 }

@@ -1,5 +1,6 @@
 #include "pipeline/kept_transformers.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
@@ -29,9 +30,18 @@ std::shared_ptr<models::DitModel> KeptTransformers::take(const plan::ModelFolder
   const auto& loras = expert == 1 ? folder.loras_2 : folder.loras;
   std::string key = folder.dir + "\n" + folder.variant.id + "\n" + how + "\n" +
                     (folder.quantize ? plan::format_info(*folder.quantize).name : "") + (folder.fp8_gemm ? " fp8 GEMMs" : "") + "\n";
-  if (const auto file = folder.weight_files.find(expert == 1 ? "transformer_2" : "transformer");
-      file != folder.weight_files.end())
+  // The files the weights come from as they are now: a folder downloaded again is another transformer.
+  const std::string part = expert == 1 ? "transformer_2" : "transformer";
+  if (const auto file = folder.weight_files.find(part); file != folder.weight_files.end()) {
     key += file_identity(file->second) + "\n";
+  } else {
+    std::error_code ec;
+    std::vector<std::string> files;
+    for (const auto& entry : std::filesystem::directory_iterator(plan::part_path(folder, part), ec))
+      files.push_back(file_identity(entry.path().string()));
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) key += f + "\n";
+  }
   for (const auto& use : loras) key += file_identity(use.file) + "\n";
 
   std::string why_again;
@@ -41,7 +51,8 @@ std::shared_ptr<models::DitModel> KeptTransformers::take(const plan::ModelFolder
     for (size_t i = 0; why_again.empty() && i < loras.size(); ++i)
       if (k.strengths[i]->merged && k.strengths[i]->value != loras[i].scale)
         why_again = loras[i].flag + " " + loras[i].file +
-                    " changes norms or biases too, which merge into the weights, and its strength changed";
+                    " also changes weights that are not linear layers' (norms, biases, embeddings), which merge into "
+                    "them, and its strength changed";
     if (why_again.empty()) {
       std::string changed;
       for (size_t i = 0; i < loras.size(); ++i) {

@@ -148,10 +148,11 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
                             parallel_model.reset();
                             transformer.reset();  // the first expert's weights go before the second's load
                             const auto file = model.weight_files.find("transformer_2");
-                            log("switching to the low-noise expert: loading " +
+                            log("switching to the low-noise expert (" +
                                 (file != model.weight_files.end()
                                      ? file->second
-                                     : (std::filesystem::path(model.dir) / "transformer_2").string()));
+                                     : (std::filesystem::path(model.dir) / "transformer_2").string()) +
+                                ")");
                             transformer = load(1);
                             wrap();
                             return StepModel{transformer.get(), call};

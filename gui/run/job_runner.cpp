@@ -15,6 +15,28 @@ namespace {
 
 constexpr int kPollMs = 50;  // how soon a cancel is acted on
 
+// One poll of the ranks; what went wrong in the launcher itself, or "".
+std::string poll_safely(workers::Supervisor& sup, int ms) {
+  try {
+    sup.poll(ms);
+    return {};
+  } catch (const std::exception& e) {
+    return std::string("the launcher failed: ") + e.what();
+  }
+}
+
+// Why ranks that were waiting ended, once the Supervisor has stopped them all and named the one that failed.
+std::string ended_why(workers::Supervisor& sup, const std::string& broke) {
+  if (!broke.empty()) return broke;
+  try {
+    for (int i = 0; i < 200 && sup.poll(50); ++i) {  // the others stopped, the failed one named: 10 s at most
+    }
+  } catch (const std::exception& e) {
+    return std::string("the launcher failed: ") + e.what();
+  }
+  return sup.outcome().message.empty() ? "a rank exited" : sup.outcome().message;
+}
+
 // A job for ranks that wait for one.
 struct NextJob {
   plan::JobFile job;
@@ -35,7 +57,8 @@ std::string serving_key(const workers::LaunchPlan& p) {
 
 struct JobRunner::Session {
   std::thread thread;
-  std::string serves;  // serving_key of its ranks
+  std::string serves;   // serving_key of its ranks
+  bool stay = false;    // its ranks were started to stay between jobs
   std::atomic<bool> cancel{false}, quit{false};
   std::mutex mutex;  // guards what follows
   std::condition_variable wake;
@@ -96,8 +119,8 @@ bool JobRunner::start(const workers::LaunchPlan& plan, QString* error, const QSt
   release();  // ranks for another configuration, or ones that have ended
   auto session = std::make_unique<Session>();
   workers::LaunchPlan first = plan;
-  first.serve = keep_ranks_ && plan.run.nnodes <= 1;
   session->serves = serving_key(plan);
+  first.serve = session->stay = keep_ranks_ && plan.run.nnodes <= 1 && !load_each_run_.count(session->serves);
   std::promise<std::string> spawned;
   auto started = spawned.get_future();
   Session* s = session.get();
@@ -192,26 +215,30 @@ void JobRunner::serve(Session* s, workers::LaunchPlan plan, QString frames_folde
         break;
       }
       lock.unlock();
-      sup.poll(0);
+      const std::string broke = poll_safely(sup, 0);
       lock.lock();
-      if (!sup.idle() && !s->next) {
+      if ((!sup.idle() || !broke.empty()) && !s->next) {
         s->waiting = false;  // start() starts new ranks from here on
-        if (const auto& ended = sup.outcome(); ended.exit_code)
-          post([this, why = "the ranks kept from the last run ended: " + ended.message] {
-            Q_EMIT note(QString::fromStdString(why));
-          });
+        lock.unlock();
+        post([this, why = "the ranks kept from the last run ended: " + ended_why(sup, broke)] {
+          Q_EMIT note(QString::fromStdString(why));
+        });
         return;
       }
     }
     encoder = std::make_unique<FrameEncoder>(next->frames_folder);
-    if (!sup.idle()) {  // they ended just as the job came: it fails, and the next start starts new ranks
-      post([this, outcome = workers::Outcome{1, -1, events::ErrorKind::Internal,
-                                             "the ranks kept from the last run ended before this job: " +
-                                                 sup.outcome().message + "; run it again"},
-            ranks = sup.ranks()] { end(outcome, ranks, false); });
-      return;
-    }
-    sup.run_next(next->job);
+    std::string broke;
+    if (sup.idle()) try {
+        sup.run_next(next->job);
+        continue;
+      } catch (const std::exception& e) {
+        broke = e.what();
+      }
+    // They ended just as the job came: it fails, and the next start starts new ranks.
+    post([this, why = "the ranks kept from the last run ended before this job (" + ended_why(sup, broke) +
+                      "); run it again: it starts new ones",
+          ranks = sup.ranks()] { end({1, -1, events::ErrorKind::Internal, why}, ranks, false); });
+    return;
   }
 }
 
@@ -224,7 +251,14 @@ void JobRunner::deliver(const events::Message& m, const workers::RankView& rank)
   Q_EMIT message(m);
 }
 
-void JobRunner::end(const workers::Outcome& outcome, const std::vector<workers::RankView>& ranks, bool ranks_stay) {
+void JobRunner::end(workers::Outcome outcome, const std::vector<workers::RankView>& ranks, bool ranks_stay) {
+  // Out of memory with the model kept: the configuration may fit only by letting it go after each run.
+  if (session_ && session_->stay && outcome.exit_code && outcome.kind == events::ErrorKind::OutOfMemory) {
+    load_each_run_.insert(session_->serves);
+    outcome.message += "\nThe ranks kept the model loaded between runs (Settings > Keep the model loaded between "
+                       "runs); the next runs of this model and configuration load it for each run instead, leaving "
+                       "its memory to the text encoders and the VAE.";
+  }
   if (session_ && !ranks_stay) {
     session_->thread.join();  // it has posted its last: done, or about to return
     session_.reset();

@@ -5,12 +5,15 @@
 // them). Pictures are decoded there and the frames saved as PNGs beside it (frame_encoder.h).
 // With keep_ranks (the default) the ranks stay after a job that ended well, holding the transformer, and the
 // next job of the same model, device and parallel configuration runs on them (dit-worker --serve): a change of
-// prompt, seed, size or LoRA strengths loads no weights. Another configuration, a failure or a cancel ends them.
+// prompt, seed, size or LoRA strengths loads no weights. Another configuration, a failure or a cancel ends them;
+// a configuration that ran out of memory with them kept runs with the model loaded for each run from then on.
 #pragma once
 #include <QObject>
 
 #include <future>
 #include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "gui/run/frame_encoder.h"
@@ -47,9 +50,10 @@ class JobRunner : public QObject {
   struct Session;
   void serve(Session* s, workers::LaunchPlan plan, QString frames_folder, std::promise<std::string>& spawned);
   void deliver(const events::Message& m, const workers::RankView& rank);
-  void end(const workers::Outcome& outcome, const std::vector<workers::RankView>& ranks, bool ranks_stay);
+  void end(workers::Outcome outcome, const std::vector<workers::RankView>& ranks, bool ranks_stay);
   std::unique_ptr<Session> session_;
   bool busy_ = false, keep_ranks_ = true;
+  std::set<std::string> load_each_run_;  // configurations (serving_key) that ran out of memory with ranks kept
   std::vector<workers::RankView> ranks_;
 };
 

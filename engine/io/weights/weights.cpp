@@ -321,9 +321,15 @@ LinearWeight WeightSet::linear_as_kept(const std::string& name, const std::vecto
     return {{}, (parts.size() == 1 ? parts[0] : cat_rows(parts)).to(device),
             beside == deltas_.end() ? std::vector<WeightDelta>{} : beside->second};
   }
-  if (store_linear_as_ && shape.size() == 2) return {{}, quantize_fp8(take(name, shape, at::kFloat, at::kCPU), device)};
-  if (const auto beside = deltas_.find(name); deltas_beside_ && beside != deltas_.end() && shape.size() == 2)
-    return {read(name, shape, dtype, device, config_note), {}, beside->second};
+  // Kept beside (plan::ModelFolder::loras_beside), the changes stay out of the weight, quantized or not.
+  const auto changes = deltas_.find(name);
+  const bool beside = deltas_beside_ && changes != deltas_.end() && shape.size() == 2;
+  if (store_linear_as_ && shape.size() == 2) {
+    const auto w =
+        beside ? read(name, shape, at::kFloat, at::kCPU, config_note) : take(name, shape, at::kFloat, at::kCPU);
+    return {{}, quantize_fp8(w, device), beside ? changes->second : std::vector<WeightDelta>{}};
+  }
+  if (beside) return {read(name, shape, dtype, device, config_note), {}, changes->second};
   return {take(name, shape, dtype, device, config_note), {}};
 }
 
