@@ -12,6 +12,7 @@
 #undef QT_NO_KEYWORDS  // qcustomplot.h, included through the GUI, uses Qt's keywords
 #include <QDialogButtonBox>
 #include <QElapsedTimer>
+#include <QProcess>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -33,10 +34,12 @@
 #include "gui/run/run_view.h"
 #include "gui/window/main_window.h"
 #include "gui/compose/output_settings.h"
+#include "plan/job_file.h"
 #include "plan/model_folder.h"
 #include "plan/output_folder.h"
 
 #include "studio_support.h"
+#include "support.h"
 
 using namespace studio;
 using namespace studio::gui;
@@ -330,6 +333,38 @@ class TestStudioPlumbing : public QObject {
     QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
     QCOMPARE(wait_for_run(spy, 180000), 4);
     QVERIFY2(!w.run_view().status->text().contains(kept), qPrintable(w.run_view().status->text()));
+  }
+
+  // A dit-worker older than --serve (a script answering the flag as that worker's usage check did): the job runs
+  // on ranks of its own, said once, and the next job starts its own ranks at once.
+  void a_worker_older_than_serve_runs_each_job_on_its_own_ranks() {
+    const QString dir = tmp_.path() + "/old-worker", job = dir + "/job.json", script = dir + "/dit-worker";
+    QVERIFY(QDir().mkpath(dir));
+    QCOMPARE(QProcess::execute(QString::fromStdString(test::bin("dit-launch")),
+                               {"--prompt", "a paper boat", "--num_frames", "5", "--num_inference_steps", "2",
+                                "--output", dir + "/clip.mp4", "--write_job", job}),
+             0);
+    test::write_file(script.toStdString(),
+                     "#!/bin/sh\nif [ \"$3\" = --serve ]; then\n  echo 'dit-worker: usage: dit-worker --job FILE | "
+                     "--calibrate DTYPE | --list-devices | --version | --help' >&2\n  exit 2\nfi\nexec " +
+                         test::bin("dit-worker") + " \"$@\"\n");
+    QVERIFY(QFile::setPermissions(script, QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner));
+    workers::LaunchPlan lp;
+    lp.job = plan::job_file_from_json(test::read_file(job.toStdString()), job.toStdString());
+    lp.worker_exe = script.toStdString();
+    JobRunner runner;
+    QSignalSpy finished(&runner, &JobRunner::finished), notes(&runner, &JobRunner::note);
+    for (int run = 0; run < 2; ++run) {
+      QString error;
+      QVERIFY2(runner.start(lp, &error), qPrintable(error));
+      QVERIFY(!finished.isEmpty() || finished.wait(180000));
+      const auto outcome = finished.takeFirst().at(0).value<workers::Outcome>();
+      QVERIFY2(outcome.exit_code == 0, outcome.message.c_str());
+      QVERIFY(!runner.holds_ranks());  // they ended with the job
+    }
+    int said = 0;
+    for (const auto& n : notes) said += n.at(0).toString().contains("is older than --serve");
+    QCOMPARE(said, 1);
   }
 
   void a_rank_that_cannot_be_spawned_fails_the_start_at_once() {

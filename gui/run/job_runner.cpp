@@ -25,6 +25,15 @@ std::string poll_safely(workers::Supervisor& sup, int ms) {
   }
 }
 
+// Whether the ranks' worker refused --serve: exit status 2 with its usage line, which lacks the flag.
+bool refused_serve(const workers::Supervisor& sup) {
+  if (sup.outcome().exit_code != 2) return false;
+  for (const auto& r : sup.ranks())
+    for (const auto& line : r.log_tail)
+      if (line.find("usage: dit-worker --job FILE |") != std::string::npos) return true;
+  return false;
+}
+
 // Why ranks that were waiting ended, once the Supervisor has stopped them all and named the one that failed.
 std::string ended_why(workers::Supervisor& sup, const std::string& broke) {
   if (!broke.empty()) return broke;
@@ -57,8 +66,8 @@ std::string serving_key(const workers::LaunchPlan& p) {
 
 struct JobRunner::Session {
   std::thread thread;
-  std::string serves;   // serving_key of its ranks
-  bool stay = false;    // its ranks were started to stay between jobs
+  std::string serves;            // serving_key of its ranks
+  std::atomic<bool> stay{false};  // its ranks were started to stay between jobs
   std::atomic<bool> cancel{false}, quit{false};
   std::mutex mutex;  // guards what follows
   std::condition_variable wake;
@@ -94,6 +103,10 @@ void JobRunner::keep_ranks(bool on) {
   if (!on) release();
 }
 
+void JobRunner::post_to_gui(std::function<void()> f) {
+  QMetaObject::invokeMethod(this, std::move(f), Qt::QueuedConnection);
+}
+
 bool JobRunner::start(const workers::LaunchPlan& plan, QString* error, const QString& frames_folder) {
   if (busy_) {
     *error = tr("a job is already running");
@@ -120,12 +133,22 @@ bool JobRunner::start(const workers::LaunchPlan& plan, QString* error, const QSt
   auto session = std::make_unique<Session>();
   workers::LaunchPlan first = plan;
   session->serves = serving_key(plan);
-  first.serve = session->stay = keep_ranks_ && plan.run.nnodes <= 1 && !load_each_run_.count(session->serves);
+  first.serve = keep_ranks_ && plan.run.nnodes <= 1 && !load_each_run_.count(session->serves) &&
+                !cannot_serve_.count(plan.worker_exe);
+  session->stay = first.serve;
   std::promise<std::string> spawned;
   auto started = spawned.get_future();
   Session* s = session.get();
   session->thread = std::thread([this, s, first, frames_folder, spawned = std::move(spawned)]() mutable {
-    serve(s, first, frames_folder, spawned);
+    if (serve(s, first, frames_folder, &spawned)) return;
+    s->stay = false;
+    post_to_gui([this, exe = first.worker_exe] {
+      cannot_serve_.insert(exe);
+      Q_EMIT note(tr("%1 does not keep its ranks between runs (it is older than --serve): each run starts its own")
+                      .arg(QString::fromStdString(exe)));
+    });
+    first.serve = false;
+    serve(s, first, frames_folder, nullptr);
   });
   const std::string why = started.get();
   if (!why.empty()) {
@@ -141,8 +164,8 @@ bool JobRunner::start(const workers::LaunchPlan& plan, QString* error, const QSt
 
 // The session's thread: starts the ranks, runs the first job, and while they stay, each job handed over.
 // `this` is touched only through queued calls, which Qt drops if the runner is gone by then.
-void JobRunner::serve(Session* s, workers::LaunchPlan plan, QString frames_folder, std::promise<std::string>& spawned) {
-  const auto post = [this](auto f) { QMetaObject::invokeMethod(this, std::move(f), Qt::QueuedConnection); };
+bool JobRunner::serve(Session* s, workers::LaunchPlan plan, QString frames_folder, std::promise<std::string>* spawned) {
+  const auto post = [this](auto f) { post_to_gui(std::move(f)); };
   auto encoder = std::make_unique<FrameEncoder>(frames_folder);
   workers::Supervisor* self = nullptr;
   workers::Supervisor sup(
@@ -171,10 +194,11 @@ void JobRunner::serve(Session* s, workers::LaunchPlan plan, QString frames_folde
   try {
     sup.start();
   } catch (const std::exception& e) {
-    spawned.set_value(e.what());
-    return;
+    if (spawned) spawned->set_value(e.what());
+    else post([this, why = std::string(e.what())] { end({1, -1, events::ErrorKind::Internal, why}, {}, false); });
+    return true;
   }
-  spawned.set_value({});
+  if (spawned) spawned->set_value({});
   for (;;) {
     workers::Outcome broken;
     try {
@@ -188,7 +212,8 @@ void JobRunner::serve(Session* s, workers::LaunchPlan plan, QString frames_folde
     } catch (const std::exception& e) {  // the Supervisor's destructor stops the ranks
       broken = {1, -1, events::ErrorKind::Internal, std::string("the launcher failed: ") + e.what()};
     }
-    if (s->quit) return;
+    if (s->quit) return true;
+    if (plan.serve && refused_serve(sup)) return false;
     encoder->wait();  // the run's frames are on disk before anyone hears it ended
     if (encoder->failures() > 0)
       post([this, n = encoder->failures(), folder = encoder->folder()] {
@@ -202,13 +227,13 @@ void JobRunner::serve(Session* s, workers::LaunchPlan plan, QString frames_folde
     post([this, outcome = broken.exit_code ? broken : sup.outcome(), ranks = sup.ranks(), stay] {
       end(outcome, ranks, stay);
     });
-    if (!stay) return;
+    if (!stay) return true;
     // Waiting: the ranks are watched (one that dies ends them all) until a job is handed over or the runner quits.
     std::optional<NextJob> next;
     while (!next) {
       std::unique_lock<std::mutex> lock(s->mutex);
       s->wake.wait_for(lock, std::chrono::milliseconds(kPollMs), [&] { return s->quit || s->next.has_value(); });
-      if (s->quit) return;
+      if (s->quit) return true;
       if (s->next) {
         next = std::move(s->next);
         s->next.reset();
@@ -223,7 +248,7 @@ void JobRunner::serve(Session* s, workers::LaunchPlan plan, QString frames_folde
         post([this, why = "the ranks kept from the last run ended: " + ended_why(sup, broke)] {
           Q_EMIT note(QString::fromStdString(why));
         });
-        return;
+        return true;
       }
     }
     encoder = std::make_unique<FrameEncoder>(next->frames_folder);
@@ -238,7 +263,7 @@ void JobRunner::serve(Session* s, workers::LaunchPlan plan, QString frames_folde
     post([this, why = "the ranks kept from the last run ended before this job (" + ended_why(sup, broke) +
                       "); run it again: it starts new ones",
           ranks = sup.ranks()] { end({1, -1, events::ErrorKind::Internal, why}, ranks, false); });
-    return;
+    return true;
   }
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 #include <QObject>
 
+#include <functional>
 #include <future>
 #include <memory>
 #include <set>
@@ -48,12 +49,15 @@ class JobRunner : public QObject {
 
  private:
   struct Session;
-  void serve(Session* s, workers::LaunchPlan plan, QString frames_folder, std::promise<std::string>& spawned);
+  void post_to_gui(std::function<void()> f);  // a queued call, dropped if the runner is gone by then
+  // False when the worker refused --serve (one older than it): the caller runs the job again without.
+  bool serve(Session* s, workers::LaunchPlan plan, QString frames_folder, std::promise<std::string>* spawned);
   void deliver(const events::Message& m, const workers::RankView& rank);
   void end(workers::Outcome outcome, const std::vector<workers::RankView>& ranks, bool ranks_stay);
   std::unique_ptr<Session> session_;
   bool busy_ = false, keep_ranks_ = true;
   std::set<std::string> load_each_run_;  // configurations (serving_key) that ran out of memory with ranks kept
+  std::set<std::string> cannot_serve_;   // dit-worker programs older than --serve
   std::vector<workers::RankView> ranks_;
 };
 
