@@ -228,8 +228,6 @@ plan::JobFile read_job(const std::string& text, const std::string& where, const 
   return file;
 }
 
-std::string parallel_text(const plan::ParallelConfig& p) { return plan::to_json(plan::JobFile{{}, p}); }
-
 // One job, or with `serve` each job the launcher sends after it until it closes the connection: the ranks keep
 // their mesh and their transformers between them (pipeline/kept_transformers.h).
 int run(const std::string& job_path, const parallel::DistEnv& env, bool serve) {
@@ -247,7 +245,7 @@ int run(const std::string& job_path, const parallel::DistEnv& env, bool serve) {
     throw workers::ArgError("--serve takes its jobs from the launcher's event connection (DIT_EVENTS); without one, "
                             "run each job with --job FILE alone");
   Served served;
-  const std::string first_parallel = parallel_text(file.parallel);
+  const plan::ParallelConfig first_parallel = file.parallel;
   try {
     for (;;) {
       if (device.is_cuda()) file.job.device = device.str();
@@ -256,7 +254,7 @@ int run(const std::string& job_path, const parallel::DistEnv& env, bool serve) {
       const auto next = reporter.next_job([] { return g_signalled.load(); });
       if (!next) return workers::kOk;  // the launcher ended the session
       file = read_job(*next, "the launcher's next job", env, model);
-      if (parallel_text(file.parallel) != first_parallel)
+      if (!(file.parallel == first_parallel))
         throw workers::ArgError("the next job runs as " + file.parallel.describe() + "; these ranks serve " +
                                 served.mesh->config().describe() + " (start new ranks for another configuration)");
     }

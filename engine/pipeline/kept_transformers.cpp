@@ -29,7 +29,8 @@ std::shared_ptr<models::DitModel> KeptTransformers::take(const plan::ModelFolder
                                                          const std::function<void(const std::string&)>& log) {
   const auto& loras = expert == 1 ? folder.loras_2 : folder.loras;
   std::string key = folder.dir + "\n" + folder.variant.id + "\n" + how + "\n" +
-                    (folder.quantize ? plan::format_info(*folder.quantize).name : "") + (folder.fp8_gemm ? " fp8 GEMMs" : "") + "\n";
+                    (folder.quantize ? plan::format_info(*folder.quantize).name : "") +
+                    (folder.fp8_gemm ? " fp8 GEMMs" : "") + "\n";
   // The files the weights come from as they are now: a folder downloaded again is another transformer.
   const std::string part = expert == 1 ? "transformer_2" : "transformer";
   if (const auto file = folder.weight_files.find(part); file != folder.weight_files.end()) {
@@ -72,9 +73,8 @@ std::shared_ptr<models::DitModel> KeptTransformers::take(const plan::ModelFolder
   plan::ModelFolder beside = folder;
   beside.loras_beside = true;
   Kept k{key, nullptr, {}};
-  for (auto* list : {&beside.loras, &beside.loras_2})
-    for (auto& use : *list) use.live = std::make_shared<plan::LiveStrength>(plan::LiveStrength{use.scale, false});
-  for (const auto& use : expert == 1 ? beside.loras_2 : beside.loras) k.strengths.push_back(use.live);
+  for (auto& use : expert == 1 ? beside.loras_2 : beside.loras)
+    k.strengths.push_back(use.live = std::make_shared<plan::LiveStrength>(plan::LiveStrength{use.scale, false}));
   k.model = load(beside);
   return (experts_[expert] = std::move(k)).model;
 }

@@ -35,6 +35,8 @@ struct LiveStrength {
   double value = 1.0;
   bool merged = false;
 };
+// A change's scale as applied now: times the live strength where there is one.
+inline double times_strength(double scale, const LiveStrength* s) { return s ? scale * s->value : scale; }
 
 // A LoRA file and the strength it is applied with (plan/lora_choice.h).
 struct LoraUse {

@@ -77,21 +77,17 @@ struct JobRunner::Session {
 
 JobRunner::JobRunner(QObject* parent) : QObject(parent) {}
 
-JobRunner::~JobRunner() {
+JobRunner::~JobRunner() { stop_session(); }
+
+void JobRunner::release() {
+  if (!busy_) stop_session();
+}
+
+void JobRunner::stop_session() {
   if (!session_) return;
   {
     std::lock_guard<std::mutex> lock(session_->mutex);
     session_->quit = true;  // the Supervisor's destructor, on the session's thread, kills and reaps the ranks
-  }
-  session_->wake.notify_all();
-  session_->thread.join();
-}
-
-void JobRunner::release() {
-  if (!session_ || busy_) return;
-  {
-    std::lock_guard<std::mutex> lock(session_->mutex);
-    session_->quit = true;
   }
   session_->wake.notify_all();
   session_->thread.join();

@@ -50,6 +50,7 @@ class JobRunner : public QObject {
  private:
   struct Session;
   void post_to_gui(std::function<void()> f);  // a queued call, dropped if the runner is gone by then
+  void stop_session();  // its ranks killed and reaped, even mid-job
   // False when the worker refused --serve (one older than it): the caller runs the job again without.
   bool serve(Session* s, workers::LaunchPlan plan, QString frames_folder, std::promise<std::string>* spawned);
   void deliver(const events::Message& m, const workers::RankView& rank);

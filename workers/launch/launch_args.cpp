@@ -1,6 +1,7 @@
 #include "workers/launch/launch_args.h"
 
 #include <map>
+#include <tuple>
 
 #include <functional>
 
@@ -166,16 +167,13 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
 void note_unused_settings(LaunchArgs& args) {
   const plan::ParallelConfig& p = args.parallel;
   const plan::ParallelConfig defaults;
-  if (p.pipefusion_parallel_degree <= 1) {
-    if (p.warmup_steps != defaults.warmup_steps)
-      args.notes.push_back("--warmup_steps " + std::to_string(p.warmup_steps) +
-                           " is PipeFusion's (--pipefusion_parallel_degree 2 or more); this run has none, so it is "
-                           "unused");
-    if (p.num_pipeline_patch != defaults.num_pipeline_patch)
-      args.notes.push_back("--num_pipeline_patch " + std::to_string(p.num_pipeline_patch) +
-                           " is PipeFusion's (--pipefusion_parallel_degree 2 or more); this run has none, so it is "
-                           "unused");
-  }
+  if (p.pipefusion_parallel_degree <= 1)
+    for (const auto& [flag, value, unset] : {std::tuple{"--warmup_steps", p.warmup_steps, defaults.warmup_steps},
+                                             {"--num_pipeline_patch", p.num_pipeline_patch, defaults.num_pipeline_patch}})
+      if (value != unset)
+        args.notes.push_back(std::string(flag) + " " + std::to_string(value) +
+                             " is PipeFusion's (--pipefusion_parallel_degree 2 or more); this run has none, so it is "
+                             "unused");
   if (p.use_parallel_vae && p.world_size() == 1)
     args.notes.push_back("--use_parallel_vae divides the decoding among the ranks; this run has one, so it is unused");
 }

@@ -275,7 +275,7 @@ bool Supervisor::idle() const {
 
 void Supervisor::run_next(const plan::JobFile& job) {
   if (!idle()) throw std::logic_error("run_next: the ranks are not waiting for a job");
-  if (plan::to_json({{}, job.parallel}) != plan::to_json({{}, plan_.job.parallel}))
+  if (!(job.parallel == plan_.job.parallel))
     throw std::logic_error("run_next: the ranks serve " + plan_.job.parallel.describe() + ", not " +
                            job.parallel.describe());
   plan_.job = job;

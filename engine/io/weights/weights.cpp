@@ -261,7 +261,7 @@ std::vector<int64_t> WeightSet::stored_shape(const Entry& e) {
   return shape;
 }
 
-double WeightDelta::factor() const { return strength ? scale * strength->value : scale; }
+double WeightDelta::factor() const { return plan::times_strength(scale, strength.get()); }
 
 void WeightSet::add_deltas(std::map<std::string, std::vector<WeightDelta>> deltas) {
   deltas_ = std::move(deltas);

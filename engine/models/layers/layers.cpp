@@ -58,7 +58,7 @@ at::Tensor Linear::operator()(const at::Tensor& x) const {
   for (const auto& a : adapters)
     y.narrow(-1, a.first_row, a.up.size(0))
         .add_(at::linear(a.down.defined() ? at::linear(x, a.down) : x, a.up),
-              a.strength ? a.scale * a.strength->value : a.scale);
+              plan::times_strength(a.scale, a.strength.get()));
   return y;
 }
 
