@@ -1,7 +1,7 @@
 // The Supervisor driven directly, with real dit-worker ranks. Ranks that serve several jobs (dit-worker --serve,
 // as the studio runs them), on flux_lora_tiny under Ulysses 2: the transformer loads once; a job that changes only
-// LoRA strengths loads nothing and equals diffusers 0.35.2's run at those strengths; another LoRA file loads
-// again; the ranks are the same processes throughout, and gone once the Supervisor is. A cancel that comes after
+// LoRA strengths loads and encodes nothing and equals diffusers 0.35.2's run at those strengths; another LoRA file
+// loads again; the ranks are the same processes throughout, and gone once the Supervisor is. A cancel that comes after
 // the output was written leaves a finished run.
 #include <signal.h>
 
@@ -108,6 +108,7 @@ TEST(Supervisor, a_strength_change_loads_nothing_and_equals_the_reference) {
     return false;
   };
   EXPECT_FALSE(said("kept from the last run"));
+  EXPECT_TRUE(said("encoding with"));
   // At these strengths the run is not the reference's "both" (0.8 and 0.6): the strengths matter.
   EXPECT_GT(off_golden(tmp.path("first.safetensors"), "both"), 1e-2);
 
@@ -118,6 +119,8 @@ TEST(Supervisor, a_strength_change_loads_nothing_and_equals_the_reference) {
   ASSERT_TRUE(sup.idle()) << sup.outcome().message;
   EXPECT_TRUE(said("the transformer is kept from the last run; LoRA strengths " + lora_file("peft") + " 0.3 -> 0.8, " +
                    lora_file("kohya") + " 1.5 -> 0.6"));
+  EXPECT_TRUE(said("the prompt embeddings are kept from the last run (the same texts and text encoders)"));
+  EXPECT_FALSE(said("encoding with"));
   const double second = off_golden(tmp.path("second.safetensors"), "both");
   std::printf("strengths changed on the kept transformer: final latents %.3g from diffusers' run at them\n", second);
   EXPECT_LT(second, 1e-3);
@@ -129,7 +132,8 @@ TEST(Supervisor, a_strength_change_loads_nothing_and_equals_the_reference) {
   finish_job(sup);
   ASSERT_TRUE(sup.idle()) << sup.outcome().message;
   EXPECT_TRUE(said("loading the transformer again: the weights, their LoRA files or how they are held changed"));
-  EXPECT_FALSE(said("kept from the last run"));
+  EXPECT_FALSE(said("the transformer is kept from the last run"));
+  EXPECT_TRUE(said("the prompt embeddings are kept from the last run")) << "its LoRAs change no text encoder";
   EXPECT_LT(off_golden(tmp.path("third.safetensors"), "lora_peft"), 1e-3);
   EXPECT_EQ(pids(), first_pids);
 

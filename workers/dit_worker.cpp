@@ -148,11 +148,11 @@ void share_cores(const parallel::DistEnv& env) {
     at::set_num_threads(n);
 }
 
-// What a rank serving several jobs (--serve) keeps from one to the next: its place among the ranks and the
-// transformers it loaded (the kept ones go first: sharded weights use the mesh's groups).
+// What a rank serving several jobs (--serve) keeps from one to the next: its place among the ranks, and the
+// transformers and prompt embeddings of the last job (they go first: sharded weights use the mesh's groups).
 struct Served {
   std::shared_ptr<parallel::Mesh> mesh;
-  pipeline::KeptTransformers kept;
+  pipeline::KeptBetweenRuns kept;
 };
 
 // The job itself, reporting as it goes.
@@ -229,7 +229,7 @@ plan::JobFile read_job(const std::string& text, const std::string& where, const 
 }
 
 // One job, or with `serve` each job the launcher sends after it until it closes the connection: the ranks keep
-// their mesh and their transformers between them (pipeline/kept_transformers.h).
+// their mesh, their transformers and the prompt embeddings between them (pipeline/run_job.h's KeptBetweenRuns).
 int run(const std::string& job_path, const parallel::DistEnv& env, bool serve) {
   plan::ModelFolder model;
   auto file = read_job(plan::read_text_file(job_path, 1 << 20), job_path, env, model);  // a job is a few hundred bytes

@@ -1,6 +1,7 @@
 #include "pipeline/embeddings.h"
 
 #include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
 #include <ATen/ops/tensor.h>
 
 #include <tuple>
@@ -9,6 +10,7 @@
 #include "io/weights/tensor_file.h"
 #include "models/family_runtime.h"
 #include "parallel/job_ranks.h"
+#include "pipeline/kept_embeddings.h"
 #include "plan/error.h"
 #include "plan/family.h"
 
@@ -40,14 +42,32 @@ void share(parallel::Mesh& mesh, at::Tensor& t, const at::TensorOptions& opts) {
   if (t.numel() > 0) parallel::share_encoded(mesh, t);  // a text with no rows for an encoder: its shape says all
 }
 
+// The job's texts through the family's encoders, once more after `make_room` where they run out of memory.
+text::PromptEmbeds encode(const plan::JobSpec& job, const plan::ModelFolder& model, at::ScalarType dtype,
+                          const at::Device& device, const std::function<void(const std::string&)>& log,
+                          const std::function<bool()>& make_room) {
+  const bool on_cpu = job.text_encoder_device == "cpu";  // float32 there: CPUs are slow in half precision
+  const auto run = [&] {
+    return models::encode_prompts(model, job, on_cpu ? at::kFloat : dtype, on_cpu ? at::Device(at::kCPU) : device, log);
+  };
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    if (!is_out_of_memory(e.what()) || !make_room || !make_room()) throw;
+    const std::string what = e.what();
+    log("out of memory encoding the texts beside the transformer kept from the last run (" +
+        what.substr(0, what.find('\n')) + "); it is let go, to load again after the encoders, and they run again");
+  }
+  return run();
+}
+
 Embeddings from_words(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh,
                       at::ScalarType dtype, const at::Device& device,
-                      const std::function<void(const std::string&)>& log) {
+                      const std::function<void(const std::string&)>& log, const std::function<bool()>& make_room) {
   Embeddings e;
   text::PromptEmbeds words;
   if (parallel::encodes(mesh)) {
-    const bool on_cpu = job.text_encoder_device == "cpu";  // float32 there: CPUs are slow in half precision
-    words = models::encode_prompts(model, job, on_cpu ? at::kFloat : dtype, on_cpu ? at::Device(at::kCPU) : device, log);
+    words = encode(job, model, dtype, device, log, make_room);
     e.record = words.input_ids;
   }
   const auto opts = at::TensorOptions(at::kFloat).device(device);
@@ -79,12 +99,33 @@ Embeddings from_file(const plan::JobSpec& job, const plan::ModelFolder& model) {
   return e;
 }
 
+// The last run's embeddings where the encoding rank finds them kept for the same words, else the words'. The
+// encoding rank decides for every rank, so that all take the same path (and the same collectives).
+Embeddings kept_or_words(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh,
+                         at::ScalarType dtype, const at::Device& device,
+                         const std::function<void(const std::string&)>& log, KeptEmbeddings& kept,
+                         const std::function<bool()>& make_room) {
+  const std::string key = KeptEmbeddings::key_of(job, model, dtype, device);
+  auto found = at::full({1}, kept.find(key) ? 1 : 0, at::TensorOptions(at::kLong).device(device));
+  parallel::share_encoded(mesh, found);
+  if (found.cpu().item<int64_t>()) {
+    log("the prompt embeddings are kept from the last run (the same texts and text encoders): no encoder runs");
+    return kept.reuse();
+  }
+  Embeddings e = from_words(job, model, mesh, dtype, device, log, make_room);
+  kept.keep(key, e);
+  return e;
+}
+
 }  // namespace
 
 Embeddings prompt_embeddings(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh,
                              at::ScalarType dtype, const at::Device& device,
-                             const std::function<void(const std::string&)>& log) {
-  Embeddings e = job.prompt.empty() ? from_file(job, model) : from_words(job, model, mesh, dtype, device, log);
+                             const std::function<void(const std::string&)>& log, KeptEmbeddings* kept,
+                             const std::function<bool()>& make_room) {
+  Embeddings e = !job.prompt.empty() && kept ? kept_or_words(job, model, mesh, dtype, device, log, *kept, make_room)
+                 : job.prompt.empty()    ? from_file(job, model)
+                                         : from_words(job, model, mesh, dtype, device, log, make_room);
   const int64_t samples = job.num_videos_per_prompt;
   for (at::Tensor* t : {&e.prompt, &e.negative, &e.pooled, &e.prompt_2, &e.negative_2}) {
     if (!t->defined() || t->size(0) == samples) continue;

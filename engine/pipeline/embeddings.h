@@ -21,9 +21,15 @@ struct Embeddings {
   std::vector<std::pair<std::string, at::Tensor>> record;
 };
 
+class KeptEmbeddings;
+
 // A file's single row is repeated for every sample, as num_videos_per_prompt does.
+// With `kept` (a worker serving several runs) the words' embeddings are the last run's where they would be the
+// same, and are kept for the next. An encoder running out of memory on the encoding rank calls `make_room` (which
+// lets go what the worker keeps: false when it kept nothing) and encodes again once.
 Embeddings prompt_embeddings(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh,
                              at::ScalarType dtype, const at::Device& device,
-                             const std::function<void(const std::string&)>& log);
+                             const std::function<void(const std::string&)>& log, KeptEmbeddings* kept = nullptr,
+                             const std::function<bool()>& make_room = {});
 
 }  // namespace studio::pipeline

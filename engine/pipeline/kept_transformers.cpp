@@ -1,20 +1,12 @@
 #include "pipeline/kept_transformers.h"
 
-#include <algorithm>
-#include <filesystem>
 #include <sstream>
+
+#include "pipeline/file_identity.h"
 
 namespace studio::pipeline {
 
 namespace {
-
-// A file as it is now: a file rewritten under the same name (a LoRA retrained) is another file.
-std::string file_identity(const std::string& path) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  const auto written = std::filesystem::last_write_time(path, ec).time_since_epoch().count();
-  return path + "|" + std::to_string(size) + "|" + std::to_string(written);
-}
 
 std::string strength_text(double s) {
   std::ostringstream o;
@@ -32,17 +24,7 @@ std::shared_ptr<models::DitModel> KeptTransformers::take(const plan::ModelFolder
                     (folder.quantize ? plan::format_info(*folder.quantize).name : "") +
                     (folder.fp8_gemm ? " fp8 GEMMs" : "") + "\n";
   // The files the weights come from as they are now: a folder downloaded again is another transformer.
-  const std::string part = expert == 1 ? "transformer_2" : "transformer";
-  if (const auto file = folder.weight_files.find(part); file != folder.weight_files.end()) {
-    key += file_identity(file->second) + "\n";
-  } else {
-    std::error_code ec;
-    std::vector<std::string> files;
-    for (const auto& entry : std::filesystem::directory_iterator(plan::part_path(folder, part), ec))
-      files.push_back(file_identity(entry.path().string()));
-    std::sort(files.begin(), files.end());
-    for (const auto& f : files) key += f + "\n";
-  }
+  key += part_identity(folder, expert == 1 ? "transformer_2" : "transformer");
   for (const auto& use : loras) key += file_identity(use.file) + "\n";
 
   std::string why_again;
@@ -77,6 +59,12 @@ std::shared_ptr<models::DitModel> KeptTransformers::take(const plan::ModelFolder
     k.strengths.push_back(use.live = std::make_shared<plan::LiveStrength>(plan::LiveStrength{use.scale, false}));
   k.model = load(beside);
   return (experts_[expert] = std::move(k)).model;
+}
+
+bool KeptTransformers::let_go() {
+  const bool any = !experts_.empty();
+  experts_.clear();
+  return any;
 }
 
 }  // namespace studio::pipeline

@@ -22,6 +22,8 @@ class KeptTransformers {
   // the kept one is let go first, and `load` loads it anew (from `folder` with its LoRAs beside the layers).
   std::shared_ptr<models::DitModel> take(const plan::ModelFolder& folder, int expert, const std::string& how,
                                          const Load& load, const std::function<void(const std::string&)>& log);
+  // Lets every kept transformer go, for memory another part of the run needs; whether one was kept.
+  bool let_go();
 
  private:
   struct Kept {

@@ -178,7 +178,7 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
 }  // namespace
 
 JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh, const Hooks& hooks,
-                  const std::function<void(const std::string&)>& log, KeptTransformers* kept) {
+                  const std::function<void(const std::string&)>& log, KeptBetweenRuns* kept) {
   JobResult r;
   const auto t0 = std::chrono::steady_clock::now();
   const at::Device device = pick_device(job.device);
@@ -224,7 +224,9 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
     }
     pictures = models::condition_on_pictures(weights_from, job, dtype, device, seeded, log, share ? &*share : nullptr);
   }
-  Embeddings embeds = prompt_embeddings(job, weights_from, mesh, dtype, device, log);
+  Embeddings embeds = prompt_embeddings(job, weights_from, mesh, dtype, device, log,
+                                        kept ? &kept->embeddings : nullptr,
+                                        [kept] { return kept && kept->transformers.let_go(); });
   NamedTensors record = std::move(embeds.record);  // what --save_tensors writes
   record.insert(record.end(), pictures.record.begin(), pictures.record.end());
 
@@ -257,7 +259,7 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   for (const auto* loras : {&weights_from.loras, &weights_from.loras_2})
     for (const auto& line : io::lora_left_out(weights_from, *loras)) log(line);
   r.final_latents = denoise_stage(job, weights_from, mesh, hooks, dtype, device, std::move(in),
-                                  recorded ? recorded.get() : &seeded, r, log, t0, kept);
+                                  recorded ? recorded.get() : &seeded, r, log, t0, kept ? &kept->transformers : nullptr);
   if (!parallel::decodes(mesh)) return r;
 
   // Decode and write. A clip needs the VAE (the plan refuses --output without one); --save_tensors

@@ -9,6 +9,7 @@
 
 #include "parallel/mesh.h"
 #include "pipeline/denoise.h"
+#include "pipeline/kept_embeddings.h"
 #include "pipeline/kept_transformers.h"
 #include "plan/job.h"
 
@@ -24,11 +25,19 @@ struct JobResult {
   double seconds_decoding = 0;
 };
 
+// What a worker serving several runs keeps from one to the next (dit-worker --serve): the transformers and the
+// words' embeddings.
+struct KeptBetweenRuns {
+  KeptTransformers transformers;
+  KeptEmbeddings embeddings;
+};
+
 // `job` must already have the model's defaults applied and have passed plan::validate() (and, on a mesh
 // of several ranks, plan::validate_parallel()). Every rank of the mesh calls it; the videos are split
 // among the data-parallel groups; world rank 0 decodes and writes the outputs.
-// With `kept` (a worker serving several runs) the transformer comes from it and stays in it after the run.
+// With `kept` the transformer and the prompt embeddings come from it where they are the same, and stay in it after
+// the run.
 JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh, const Hooks& hooks,
-                  const std::function<void(const std::string&)>& log, KeptTransformers* kept = nullptr);
+                  const std::function<void(const std::string&)>& log, KeptBetweenRuns* kept = nullptr);
 
 }  // namespace studio::pipeline

@@ -39,4 +39,8 @@ std::map<std::string, std::vector<WeightDelta>> lora_deltas(const plan::ModelFol
 // naming them and why. Reads the files' headers only.
 std::vector<std::string> lora_left_out(const plan::ModelFolder& folder, const std::vector<plan::LoraUse>& loras);
 
+// Whether the LoRA file `file` changes a text encoder the run applies it to (its strength then changes the prompt
+// embeddings). Reads the file's header only.
+bool lora_changes_text_encoders(const plan::ModelFolder& folder, const std::string& file);
+
 }  // namespace studio::io

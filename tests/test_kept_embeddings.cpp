@@ -1,0 +1,154 @@
+// The prompt embeddings a worker serving several runs keeps (pipeline/kept_embeddings.h), in one process on
+// cogvx2b_t5_tiny, whose T5 embeddings diffusers 0.32.2 recorded: the same words reuse the last run's; a change
+// that reaches the encoders (a text, the text length, the negative branch, an encoder's file rewritten) encodes
+// again; an encoder that runs out of memory beside a kept transformer lets it go and encodes again.
+#include <gtest/gtest.h>
+
+#include <ATen/ops/equal.h>
+#include <ATen/ops/randn.h>
+
+#include <chrono>
+#include <filesystem>
+#include <limits>
+
+#include "compat/cpu_tensor_budget.h"
+#include "io/weights/tensor_file.h"
+#include "parallel/mesh.h"
+#include "pipeline/embeddings.h"
+#include "pipeline/kept_embeddings.h"
+#include "plan/error.h"
+#include "plan/family.h"
+#include "tensor_support.h"
+
+using namespace studio;
+
+namespace {
+
+const std::string kCase = "cogvx2b_t5_tiny";
+
+plan::JobSpec case_job(const plan::ModelFolder& model, const std::string& name = kCase) {
+  const auto g = test::golden_json(name);
+  plan::JobSpec job;
+  job.model_dir = model.dir;
+  job.prompt = g["prompt"];
+  job.max_sequence_length = g["max_sequence_length"];
+  job.guidance_scale = g["guidance_scale"];
+  job.height = g["height"], job.width = g["width"];
+  if (g.contains("num_frames")) job.num_frames = g["num_frames"];  // an image model's case has none
+  plan::rules_of(model).apply_defaults(job, model);
+  return job;
+}
+
+// One run's embeddings, and whether they were the kept ones.
+struct Encoded {
+  pipeline::Embeddings e;
+  bool reused = false;
+  std::string said;
+};
+
+Encoded encode(const plan::JobSpec& job, const plan::ModelFolder& model, pipeline::KeptEmbeddings* kept,
+               const std::function<bool()>& make_room = {}) {
+  Encoded out;
+  auto mesh = parallel::Mesh::single();
+  out.e = pipeline::prompt_embeddings(job, model, *mesh, at::kFloat, at::kCPU, [&](const std::string& line) {
+    out.said += line + "\n";
+    if (line.find("the prompt embeddings are kept from the last run") != std::string::npos) out.reused = true;
+  }, kept, make_room);
+  return out;
+}
+
+}  // namespace
+
+TEST(KeptEmbeddings, the_same_words_reuse_the_last_runs_and_other_words_encode_again) {
+  test::TempDir tmp;
+  test::copy_tree(test::golden_case(kCase), tmp.path("model"));
+  const auto model = plan::read_model_folder(tmp.path("model"));
+  pipeline::KeptEmbeddings kept;
+  auto job = case_job(model);
+
+  const auto first = encode(job, model, &kept);
+  EXPECT_FALSE(first.reused);
+  EXPECT_LT(test::max_abs_diff(first.e.prompt, test::golden_tensor(kCase, "prompt_embeds")), test::kCallTolerance);
+  EXPECT_LT(test::max_abs_diff(first.e.negative, test::golden_tensor(kCase, "negative_prompt_embeds")),
+            test::kCallTolerance);
+
+  // What only the transformer and the sampler see: nothing is encoded, and the embeddings are the same.
+  job.seed = 7, job.num_inference_steps = 2, job.guidance_scale = 3.5;
+  const auto second = encode(job, model, &kept);
+  EXPECT_TRUE(second.reused) << second.said;
+  EXPECT_TRUE(at::equal(second.e.prompt, first.e.prompt));
+  EXPECT_TRUE(at::equal(second.e.negative, first.e.negative));
+  ASSERT_EQ(second.e.record.size(), first.e.record.size()) << "--save_tensors records the same ids";
+
+  // Each change that reaches the encoders encodes again, and the next run with it reuses that.
+  const auto encodes_again = [&](const char* what, const std::function<void(plan::JobSpec&)>& change) {
+    change(job);
+    const auto once = encode(job, model, &kept), twice = encode(job, model, &kept);
+    EXPECT_FALSE(once.reused) << what;
+    EXPECT_TRUE(twice.reused) << what;
+    return once.e;
+  };
+  const auto other = encodes_again("another prompt", [](plan::JobSpec& j) { j.prompt = "A dog runs on a beach."; });
+  EXPECT_GT(test::max_abs_diff(other.prompt, first.e.prompt), 1e-3);
+  encodes_again("a negative prompt", [](plan::JobSpec& j) { j.negative_prompt = "blurry"; });
+  encodes_again("another text length", [](plan::JobSpec& j) { j.max_sequence_length = 8; });
+  const auto unguided = encodes_again("no guidance", [](plan::JobSpec& j) { j.guidance_scale = 1; });
+  EXPECT_EQ(unguided.prompt.size(1), 8);
+  encodes_again("the text encoder rewritten", [&](plan::JobSpec&) {
+    for (const auto& f : std::filesystem::directory_iterator(tmp.path("model/text_encoder")))
+      std::filesystem::last_write_time(f.path(), std::filesystem::last_write_time(f.path()) + std::chrono::seconds(5));
+  });
+}
+
+// FLUX.1 applies a LoRA's text-encoder modules to CLIP and T5 (lora_te1_ here): a strength change of such a file
+// changes the embeddings and encodes again; one of a file for the transformer alone does not.
+TEST(KeptEmbeddings, a_strength_change_encodes_again_where_the_lora_changes_a_text_encoder) {
+  test::TempDir tmp;
+  const std::string te = tmp.path("te.safetensors"), m = "lora_te1_text_model_encoder_layers_0_self_attn_q_proj.";
+  io::save_tensors(te, {{m + "lora_down.weight", at::randn({4, 32})}, {m + "lora_up.weight", at::randn({32, 4})}});
+  const std::string transformer_only = test::golden_case("flux_lora_tiny") + "/lora_peft.safetensors";
+  auto model = plan::read_model_folder(test::golden_case("flux_words_tiny"));
+  const auto job = case_job(model, "flux_words_tiny");
+  pipeline::KeptEmbeddings kept;
+  const auto with = [&](std::vector<plan::LoraUse> loras) {
+    model.loras = std::move(loras);
+    return encode(job, model, &kept);
+  };
+  const auto plain = with({{transformer_only, 1.0}});
+  EXPECT_FALSE(plain.reused);
+  EXPECT_TRUE(with({{transformer_only, 0.4}}).reused);
+  const auto a = with({{transformer_only, 0.4}, {te, 1.0}});
+  EXPECT_FALSE(a.reused);
+  const auto b = with({{transformer_only, 0.4}, {te, 0.5}});
+  EXPECT_FALSE(b.reused);
+  EXPECT_GT(test::max_abs_diff(a.e.pooled, b.e.pooled), 1e-4) << "CLIP's LoRA strength changes the pooled vector";
+  EXPECT_TRUE(with({{transformer_only, 0.9}, {te, 0.5}}).reused);
+}
+
+TEST(KeptEmbeddings, an_encoder_out_of_memory_beside_a_kept_transformer_lets_it_go_and_encodes_again) {
+  const auto model = plan::read_model_folder(test::golden_case(kCase));
+  const auto job = case_job(model);
+  // Every CPU tensor from here on counts against a budget far too small for T5.
+  compat::limit_cpu_tensor_memory(1024, "the test's budget");
+  int asked = 0;
+  const auto room = encode(job, model, nullptr, [&] {
+    ++asked;
+    compat::limit_cpu_tensor_memory(std::numeric_limits<size_t>::max() / 2, "the room made");
+    return true;
+  });
+  EXPECT_EQ(asked, 1);
+  EXPECT_NE(room.said.find("out of memory encoding the texts beside the transformer kept from the last run"),
+            std::string::npos)
+      << room.said;
+  EXPECT_LT(test::max_abs_diff(room.e.prompt, test::golden_tensor(kCase, "prompt_embeds")), test::kCallTolerance);
+
+  // Nothing kept to let go: the run fails as it would have, out of memory.
+  compat::limit_cpu_tensor_memory(1024, "the test's budget");
+  try {
+    encode(job, model, nullptr, [] { return false; });
+    ADD_FAILURE() << "encoded within 1 KiB";
+  } catch (const std::exception& e) {
+    EXPECT_TRUE(is_out_of_memory(e.what())) << e.what();
+  }
+  compat::limit_cpu_tensor_memory(std::numeric_limits<size_t>::max() / 2, "the test's end");
+}
