@@ -106,7 +106,7 @@ std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const 
 
 at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh,
                             const Hooks& hooks, at::ScalarType dtype, const at::Device& device, JobResult& r,
-                            const std::function<void(const std::string&)>& log) {
+                            const std::function<void(const std::string&)>& log, const std::function<bool()>& make_room) {
   const auto geo = plan::latent_geometry(job, model);
   const std::string vdir = (fs::path(model.dir) / "vae").string();
   auto vae = models::load_vae(model, dtype, device);
@@ -168,18 +168,26 @@ at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& m
   };
   open_outputs();
   try {
-    try {
-      decode_latents(*vae, r.final_latents, geo.pad_frames(), on_frames, opts);
-    } catch (const std::exception& e) {
-      if (opts.tiling || opts.rows || !is_out_of_memory(e.what())) throw;
-      const std::string what = e.what();
-      log("out of memory decoding at full size (" + what.substr(0, what.find('\n')) + "); decoding again in tiles of " +
-          std::to_string(opts.tiles.sample_height) + " x " + std::to_string(opts.tiles.sample_width) +
-          " pixels from the same latents");
-      if (hooks.on_phase) hooks.on_phase("decoding");
-      opts.tiling = true;
-      open_outputs();
-      decode_latents(*vae, r.final_latents, geo.pad_frames(), on_frames, opts);
+    for (bool room_made = false;;) {
+      try {
+        decode_latents(*vae, r.final_latents, geo.pad_frames(), on_frames, opts);
+        break;
+      } catch (const std::exception& e) {
+        if (opts.tiling || opts.rows || !is_out_of_memory(e.what())) throw;
+        const std::string what = e.what(), first_line = what.substr(0, what.find('\n'));
+        if (!room_made && make_room && make_room()) {
+          room_made = true;
+          log("out of memory decoding beside the transformer kept from the last run (" + first_line +
+              "); it is let go, and the decode runs again at full size");
+        } else {
+          log("out of memory decoding at full size (" + first_line + "); decoding again in tiles of " +
+              std::to_string(opts.tiles.sample_height) + " x " + std::to_string(opts.tiles.sample_width) +
+              " pixels from the same latents");
+          opts.tiling = true;
+        }
+        if (hooks.on_phase) hooks.on_phase("decoding");
+        open_outputs();
+      }
     }
   } catch (const Cancelled&) {
     // The frames decoded so far make a shorter clip; without --keep_partial the writers discard theirs.

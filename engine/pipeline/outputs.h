@@ -18,9 +18,12 @@ std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const 
 
 // Decodes r.final_latents and writes the clips --output names, filling r's frames, outputs and encoder.
 // Returns the decoded video [B, 3, T, H, W] on the writing rank when --save_tensors wants it. Out of
-// memory at full size, it decodes once more in tiles, from the same latents: nothing is denoised again.
+// memory at full size, it calls `make_room` (which lets go what a serving worker keeps: false when it kept
+// nothing) and decodes at full size again where it made room, else in tiles, from the same latents: nothing is
+// denoised again.
 at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh,
                             const Hooks& hooks, at::ScalarType dtype, const at::Device& device, JobResult& r,
-                            const std::function<void(const std::string&)>& log);
+                            const std::function<void(const std::string&)>& log,
+                            const std::function<bool()>& make_room = {});
 
 }  // namespace studio::pipeline

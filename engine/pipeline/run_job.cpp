@@ -224,9 +224,10 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
     }
     pictures = models::condition_on_pictures(weights_from, job, dtype, device, seeded, log, share ? &*share : nullptr);
   }
-  Embeddings embeds = prompt_embeddings(job, weights_from, mesh, dtype, device, log,
-                                        kept ? &kept->embeddings : nullptr,
-                                        [kept] { return kept && kept->transformers.let_go(); });
+  // What a part that runs out of memory beside a kept transformer calls: it lets the transformer go.
+  const auto make_room = [kept] { return kept && kept->transformers.let_go(); };
+  Embeddings embeds =
+      prompt_embeddings(job, weights_from, mesh, dtype, device, log, kept ? &kept->embeddings : nullptr, make_room);
   NamedTensors record = std::move(embeds.record);  // what --save_tensors writes
   record.insert(record.end(), pictures.record.begin(), pictures.record.end());
 
@@ -268,7 +269,7 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   if (!job.output_file.empty() || (!job.save_tensors_file.empty() && model.has_vae())) {
     const auto t2 = std::chrono::steady_clock::now();
     phase("decoding");
-    video = decode_and_write(job, model, mesh, hooks, dtype, device, r, log);
+    video = decode_and_write(job, model, mesh, hooks, dtype, device, r, log, make_room);
     r.seconds_decoding = since(t2);
   }
   if (!parallel::writes(mesh) || job.save_tensors_file.empty()) return r;

@@ -1,7 +1,8 @@
-// The prompt embeddings a worker serving several runs keeps (pipeline/kept_embeddings.h), in one process on
-// cogvx2b_t5_tiny, whose T5 embeddings diffusers 0.32.2 recorded: the same words reuse the last run's; a change
-// that reaches the encoders (a text, the text length, the negative branch, an encoder's file rewritten) encodes
-// again; an encoder that runs out of memory beside a kept transformer lets it go and encodes again.
+// What a worker serving several runs keeps (pipeline/run_job.h's KeptBetweenRuns), in one process on
+// cogvx2b_t5_tiny, whose T5 embeddings and video diffusers 0.32.2 recorded. The prompt embeddings: the same words
+// reuse the last run's; a change that reaches the encoders (a text, the text length, the negative branch, an
+// encoder's file rewritten, the strength of a LoRA that changes one) encodes again. Memory: a text encoder or a
+// decode that runs out of memory beside a kept transformer lets it go and runs again, as a fresh run would.
 #include <gtest/gtest.h>
 
 #include <ATen/ops/equal.h>
@@ -16,6 +17,7 @@
 #include "parallel/mesh.h"
 #include "pipeline/embeddings.h"
 #include "pipeline/kept_embeddings.h"
+#include "pipeline/outputs.h"
 #include "plan/error.h"
 #include "plan/family.h"
 #include "tensor_support.h"
@@ -125,7 +127,7 @@ TEST(KeptEmbeddings, a_strength_change_encodes_again_where_the_lora_changes_a_te
   EXPECT_TRUE(with({{transformer_only, 0.9}, {te, 0.5}}).reused);
 }
 
-TEST(KeptEmbeddings, an_encoder_out_of_memory_beside_a_kept_transformer_lets_it_go_and_encodes_again) {
+TEST(MakingRoom, an_encoder_out_of_memory_beside_a_kept_transformer_lets_it_go_and_encodes_again) {
   const auto model = plan::read_model_folder(test::golden_case(kCase));
   const auto job = case_job(model);
   // Every CPU tensor from here on counts against a budget far too small for T5.
@@ -150,5 +152,44 @@ TEST(KeptEmbeddings, an_encoder_out_of_memory_beside_a_kept_transformer_lets_it_
   } catch (const std::exception& e) {
     EXPECT_TRUE(is_out_of_memory(e.what())) << e.what();
   }
+  compat::limit_cpu_tensor_memory(std::numeric_limits<size_t>::max() / 2, "the test's end");
+}
+
+// The decode: room made, it decodes again at full size (the reference's video, not a tiled one); no room to make,
+// it decodes in tiles as before.
+TEST(MakingRoom, a_decode_out_of_memory_beside_a_kept_transformer_lets_it_go_and_decodes_again_whole) {
+  const auto model = plan::read_model_folder(test::golden_case(kCase));
+  auto job = case_job(model);
+  job.save_tensors_file = "decoded.safetensors";  // asks for the video back; nothing is written by decode_and_write
+  const auto decode = [&](const std::function<bool()>& make_room, std::string& said) {
+    auto mesh = parallel::Mesh::single();
+    pipeline::JobResult r;
+    r.final_latents = test::golden_tensor(kCase, "final_latents");
+    // The VAE loads first; once it says it decodes, every tensor counts against a budget far too small.
+    return pipeline::decode_and_write(job, model, *mesh, {}, at::kFloat, at::kCPU, r, [&](const std::string& line) {
+      said += line + "\n";
+      if (line.rfind("decoding ", 0) == 0) compat::limit_cpu_tensor_memory(1024, "the test's budget");
+    }, make_room);
+  };
+  std::string said;
+  int asked = 0;
+  const auto video = decode([&] {
+    ++asked;
+    compat::limit_cpu_tensor_memory(std::numeric_limits<size_t>::max() / 2, "the room made");
+    return true;
+  }, said);
+  EXPECT_EQ(asked, 1);
+  EXPECT_NE(said.find("out of memory decoding beside the transformer kept from the last run"), std::string::npos) << said;
+  EXPECT_EQ(said.find("in tiles"), std::string::npos) << said;
+  EXPECT_LT(test::max_abs_diff(video, test::golden_tensor(kCase, "video")), test::kRunTolerance);
+
+  said.clear();
+  try {
+    decode([] { return false; }, said);
+    ADD_FAILURE() << "decoded within 1 KiB";
+  } catch (const std::exception& e) {
+    EXPECT_TRUE(is_out_of_memory(e.what())) << e.what();
+  }
+  EXPECT_NE(said.find("decoding again in tiles"), std::string::npos) << said;
   compat::limit_cpu_tensor_memory(std::numeric_limits<size_t>::max() / 2, "the test's end");
 }
