@@ -18,7 +18,9 @@
 #include "pipeline/embeddings.h"
 #include "pipeline/kept_embeddings.h"
 #include "pipeline/outputs.h"
+#include "pipeline/run_job.h"
 #include "plan/error.h"
+#include "sampling/noise.h"
 #include "plan/family.h"
 #include "tensor_support.h"
 
@@ -192,4 +194,45 @@ TEST(MakingRoom, a_decode_out_of_memory_beside_a_kept_transformer_lets_it_go_and
   }
   EXPECT_NE(said.find("decoding again in tiles"), std::string::npos) << said;
   compat::limit_cpu_tensor_memory(std::numeric_limits<size_t>::max() / 2, "the test's end");
+}
+
+// A picture encode (CogVideoX's, which draws the VAE's posterior sample from the run's seed): a served run whose
+// encoder runs out of memory beside the kept transformer lets it go, encodes again from the same generators' state
+// (a snapshot draws what the original draws), loads the transformer again and makes the run it would have made.
+TEST(MakingRoom, a_picture_encode_out_of_memory_beside_a_kept_transformer_makes_the_same_run) {
+  sampling::SeededNoise noise(5, 2);
+  (void)noise.draw({2, 3});
+  auto again = noise.snapshot();
+  EXPECT_TRUE(at::equal(noise.draw({2, 4}), again.draw({2, 4})));
+
+  const std::string name = "cogvx5b_i2v_tiny";
+  const auto g = test::golden_json(name);
+  auto job = test::picture_job(name);
+  const auto model = plan::read_model_folder(job.model_dir);
+  job.prompt = g["prompt"], job.seed = g["seed"], job.num_inference_steps = g["num_inference_steps"];
+  job.guidance_scale = g["guidance_scale"], job.use_dynamic_cfg = g["use_dynamic_cfg"];
+  plan::rules_of(model).apply_defaults(job, model);
+  auto mesh = parallel::Mesh::single();
+  pipeline::KeptBetweenRuns kept;
+  std::string said;
+  const auto run = [&](const std::function<void(const std::string&)>& also) {
+    said.clear();
+    return pipeline::run_job(job, model, *mesh, {}, [&](const std::string& line) {
+      said += line + "\n";
+      also(line);
+    }, &kept).final_latents;
+  };
+  const auto first = run([](const std::string&) {});
+  EXPECT_LT(test::max_abs_diff(first, test::golden_tensor(name, "final_latents")), test::kRunTolerance);
+  bool failed_once = false;
+  const auto second = run([&](const std::string& line) {
+    if (!failed_once && line.rfind("encoding the picture", 0) == 0 && line.find("VAE") != std::string::npos)
+      failed_once = true, compat::limit_cpu_tensor_memory(1024, "the test's budget");  // the first try fails
+    if (line.rfind("out of memory encoding the pictures", 0) == 0)
+      compat::limit_cpu_tensor_memory(std::numeric_limits<size_t>::max() / 2, "the room made");
+  });
+  EXPECT_NE(said.find("out of memory encoding the pictures beside the transformer kept from the last run"),
+            std::string::npos) << said;
+  EXPECT_EQ(said.find("the transformer is kept from the last run"), std::string::npos) << said;
+  EXPECT_TRUE(at::equal(second, first)) << test::max_abs_diff(second, first);
 }

@@ -11,6 +11,7 @@
 #include "models/family_runtime.h"
 #include "parallel/job_ranks.h"
 #include "pipeline/kept_embeddings.h"
+#include "pipeline/making_room.h"
 #include "plan/error.h"
 #include "plan/family.h"
 
@@ -47,18 +48,12 @@ text::PromptEmbeds encode(const plan::JobSpec& job, const plan::ModelFolder& mod
                           const at::Device& device, const std::function<void(const std::string&)>& log,
                           const std::function<bool()>& make_room) {
   const bool on_cpu = job.text_encoder_device == "cpu";  // float32 there: CPUs are slow in half precision
-  const auto run = [&] {
-    return models::encode_prompts(model, job, on_cpu ? at::kFloat : dtype, on_cpu ? at::Device(at::kCPU) : device, log);
-  };
-  try {
-    return run();
-  } catch (const std::exception& e) {
-    if (!is_out_of_memory(e.what()) || !make_room || !make_room()) throw;
-    const std::string what = e.what();
-    log("out of memory encoding the texts beside the transformer kept from the last run (" +
-        what.substr(0, what.find('\n')) + "); it is let go, to load again after the encoders, and they run again");
-  }
-  return run();
+  return again_with_room(
+      [&] {
+        return models::encode_prompts(model, job, on_cpu ? at::kFloat : dtype,
+                                      on_cpu ? at::Device(at::kCPU) : device, log);
+      },
+      make_room, "encoding the texts", "they run again", log);
 }
 
 Embeddings from_words(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh,

@@ -10,6 +10,7 @@
 #include "models/family_runtime.h"
 #include "parallel/job_ranks.h"
 #include "pipeline/decode.h"
+#include "pipeline/making_room.h"
 #include "plan/error.h"
 #include "plan/family.h"
 #include "plan/lora_choice.h"
@@ -168,20 +169,18 @@ at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& m
   };
   open_outputs();
   try {
-    for (bool room_made = false;;) {
+    for (bool whole_again = false;;) {
       try {
         decode_latents(*vae, r.final_latents, geo.pad_frames(), on_frames, opts);
         break;
       } catch (const std::exception& e) {
         if (opts.tiling || opts.rows || !is_out_of_memory(e.what())) throw;
-        const std::string what = e.what(), first_line = what.substr(0, what.find('\n'));
-        if (!room_made && make_room && make_room()) {
-          room_made = true;
-          log("out of memory decoding beside the transformer kept from the last run (" + first_line +
-              "); it is let go, and the decode runs again at full size");
+        if (!whole_again && room_made(e, make_room, "decoding", "the decode runs again at full size", log)) {
+          whole_again = true;
         } else {
-          log("out of memory decoding at full size (" + first_line + "); decoding again in tiles of " +
-              std::to_string(opts.tiles.sample_height) + " x " + std::to_string(opts.tiles.sample_width) +
+          const std::string what = e.what();
+          log("out of memory decoding at full size (" + what.substr(0, what.find('\n')) + "); decoding again in tiles "
+              "of " + std::to_string(opts.tiles.sample_height) + " x " + std::to_string(opts.tiles.sample_width) +
               " pixels from the same latents");
           opts.tiling = true;
         }

@@ -21,6 +21,7 @@
 #include "parallel/sharded_blocks.h"
 #include "pipeline/device_choice.h"
 #include "pipeline/embeddings.h"
+#include "pipeline/making_room.h"
 #include "pipeline/outputs.h"
 #include "pipeline/reproduction.h"
 #include "plan/error.h"
@@ -213,6 +214,8 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   const auto slice = parallel::data_slice(mesh, samples);
   sampling::SeededNoise seeded(job.seed + uint64_t(slice.first), int(slice.count));
   if (!job.prompt.empty() || !job.image_file.empty()) phase("encoding");
+  // What a part that runs out of memory beside a kept transformer calls: it lets the transformer go.
+  const auto make_room = [kept] { return kept && kept->transformers.let_go(); };
   models::PictureConditioning pictures;
   if (!job.image_file.empty()) {
     // With the parallel VAE every rank encodes its share of the picture's rows.
@@ -222,10 +225,21 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
       exchange = parallel::row_exchange(*rows);
       share = models::RowShare{exchange.get(), rows->rank(), rows->size()};
     }
-    pictures = models::condition_on_pictures(weights_from, job, dtype, device, seeded, log, share ? &*share : nullptr);
+    const auto encode = [&] {
+      return models::condition_on_pictures(weights_from, job, dtype, device, seeded, log, share ? &*share : nullptr);
+    };
+    if (share) {
+      pictures = encode();  // the ranks encode in step: none may run it again alone
+    } else {
+      const auto noise_before = seeded.snapshot();  // a second try draws what the first would have
+      pictures = again_with_room(
+          [&] {
+            seeded = noise_before.snapshot();
+            return encode();
+          },
+          make_room, "encoding the pictures", "they are encoded again", log);
+    }
   }
-  // What a part that runs out of memory beside a kept transformer calls: it lets the transformer go.
-  const auto make_room = [kept] { return kept && kept->transformers.let_go(); };
   Embeddings embeds =
       prompt_embeddings(job, weights_from, mesh, dtype, device, log, kept ? &kept->embeddings : nullptr, make_room);
   NamedTensors record = std::move(embeds.record);  // what --save_tensors writes

@@ -15,6 +15,12 @@ SeededNoise::SeededNoise(uint64_t first_seed, int videos) {
   for (int i = 0; i < videos; ++i) gens_.push_back(at::make_generator<at::CPUGeneratorImpl>(first_seed + uint64_t(i)));
 }
 
+SeededNoise SeededNoise::snapshot() const {
+  SeededNoise copy(0, 0);
+  for (const auto& g : gens_) copy.gens_.push_back(g.clone());
+  return copy;
+}
+
 at::Tensor SeededNoise::draw(const std::vector<int64_t>& shape) {
   if (gens_.size() == 1) return at::randn(shape, gens_[0], at::TensorOptions().dtype(at::kFloat));
   if (shape.empty() || shape[0] != int64_t(gens_.size()))

@@ -28,6 +28,8 @@ class SeededNoise : public NoiseSource {
   // shape[0] must be the number of videos; each row comes from its video's generator. Float32, CPU.
   at::Tensor draw(const std::vector<int64_t>& shape);
   int videos() const { return int(gens_.size()); }
+  // A copy whose generators start where these are now and go their own way (a part run again draws the same).
+  SeededNoise snapshot() const;
   at::Tensor step_noise(int step, const std::vector<int64_t>& shape, int draws) override;
 
  private:
