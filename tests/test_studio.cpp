@@ -302,6 +302,8 @@ class TestStudio : public QObject {
     QVERIFY(!w.compose_panel().frames->isVisible() && !w.compose_panel().fps->isVisible());
     QVERIFY(!w.compose_panel().negative_prompt->isVisible() && !w.compose_panel().dynamic_cfg->isVisible());
     QVERIFY(w.compose_panel().prompt_2->isVisible());
+    // Laid out, not only visible: Qt 6.4 gave it no height when it was shown after the negative prompt was hidden.
+    QTRY_VERIFY(w.compose_panel().prompt_2->height() > 0);
     QCOMPARE(w.compose_panel().steps->value(), 28);
     QCOMPARE(w.compose_panel().guidance->value(), 3.5);
     QCOMPARE(w.compose_panel().width->value(), 256);
@@ -370,6 +372,7 @@ class TestStudio : public QObject {
     tabs(w)->setCurrentWidget(&w.run_view());
     w.compose_panel().set_model_dir(QString::fromStdString(workers::demo_model_dir()));
     QVERIFY(w.compose_panel().frames->isVisible() && w.compose_panel().negative_prompt->isVisible());
+    QTRY_VERIFY(w.compose_panel().negative_prompt->height() > 0 && w.compose_panel().frames->height() > 0);
     QVERIFY(!w.compose_panel().prompt_2->isVisible());
     QCOMPARE(w.compose_panel().steps->value(), 50);
     QCOMPARE(w.compose_panel().guidance->value(), 6.0);

@@ -55,6 +55,21 @@ QWidget* with_count(QWidget* field, QLabel* count) {
   return box;
 }
 
+struct RowShown {
+  QFormLayout* form;
+  QWidget* field;
+  bool on;
+};
+
+// Shows and hides rows of forms, those shown first: Qt 6.4's QFormLayout lays a row out at no height when it is shown
+// after another row of its form was hidden (FLUX.1's T5 prompt stayed invisible after a clip model's negative prompt
+// was hidden for it).
+void show_rows(std::initializer_list<RowShown> rows) {
+  for (const bool on : {true, false})
+    for (const auto& r : rows)
+      if (r.on == on) r.form->setRowVisible(r.field, on);
+}
+
 QFormLayout* form_of(QWidget* w) {
   auto* f = new QFormLayout(w);
   f->setContentsMargins(8, 2, 0, 2);
@@ -387,23 +402,24 @@ void ComposePanel::size_from_picture() {
 void ComposePanel::show_family_fields() {
   if (!model_) return;
   const auto& rules = plan::rules_of(*model_);
-  for (QWidget* w : std::initializer_list<QWidget*>{frames, fps}) size_form_->setRowVisible(w, rules.makes_video());
-  prompt_form_->setRowVisible(negative_prompt->parentWidget(), rules.classifier_free());
-  prompt_form_->setRowVisible(prompt_2->parentWidget(), rules.takes_prompt_2());
-  // A text-to-video model whose family has image-to-video ones keeps the field, to point to them.
+  // A text-to-video model whose family has image-to-video ones keeps the picture field, to point to them.
   const bool takes_image = rules.takes_image(*model_);
   std::vector<std::pair<QString, QString>> offers;
   if (!takes_image)
     for (const auto& r : plan::image_to_video_repos(rules))
       offers.push_back({QString::fromStdString(r.name), QString::fromStdString(r.repo_id)});
-  prompt_form_->setRowVisible(image, takes_image || !offers.empty());
+  show_rows({{size_form_, frames, rules.makes_video()},
+             {size_form_, fps, rules.makes_video()},
+             {prompt_form_, negative_prompt->parentWidget(), rules.classifier_free()},
+             {prompt_form_, prompt_2->parentWidget(), rules.takes_prompt_2()},
+             {prompt_form_, image, takes_image || !offers.empty()},
+             {prompt_form_, last_image, rules.takes_last_image(*model_)},
+             {model_form_, loras_2, rules.second_expert_boundary(*model_) > 0},
+             {sampling_form_, dynamic_cfg, rules.dynamic_cfg()},
+             {sampling_form_, guidance_2, rules.takes_guidance_2(*model_)}});
   image->set_offer(offers);
   image->set_crop(rules.crops_picture(*model_));
   size_from_picture();
-  prompt_form_->setRowVisible(last_image, rules.takes_last_image(*model_));
-  model_form_->setRowVisible(loras_2, rules.second_expert_boundary(*model_) > 0);
-  sampling_form_->setRowVisible(dynamic_cfg, rules.dynamic_cfg());
-  sampling_form_->setRowVisible(guidance_2, rules.takes_guidance_2(*model_));
   size_group->header->setText(rules.makes_video() ? tr("Size and length") : tr("Size"));
 }
 
