@@ -120,6 +120,25 @@ class TestStudioCompose : public QObject {
     QVERIFY2(flux.contains("CLIP reads the first") && flux.contains("prompt for T5"), qPrintable(flux));
   }
 
+  // The rows that come and go with the family are laid out, not only visible, in both orders: FLUX.1 chosen before
+  // the window shows (a restored job), then a clip model, then FLUX.1 again. Qt 6.4's setRowVisible left FLUX.1's
+  // T5 prompt at no height after a clip model had hidden it.
+  void the_family_rows_are_laid_out_whatever_the_order() {
+    MainWindow w(tmp_.path() + "/rows");
+    auto& c = w.compose_panel();
+    c.set_model_dir(QString::fromStdString(workers::demo_flux_dir()));
+    w.show();
+    QTRY_VERIFY(c.prompt_2->height() > 0);
+    QVERIFY(!c.negative_prompt->isVisibleTo(&c) && !c.frames->isVisibleTo(&c));
+    c.set_model_dir(QString::fromStdString(workers::demo_model_dir()));
+    QTRY_VERIFY(c.negative_prompt->height() > 0 && c.frames->height() > 0 && c.fps->height() > 0);
+    QVERIFY(!c.prompt_2->isVisibleTo(&c));
+    c.set_model_dir(QString::fromStdString(workers::demo_flux_dir()));
+    QTRY_VERIFY(c.prompt_2->height() > 0);
+    // In the form's order: the T5 prompt right below the prompt.
+    QVERIFY(c.prompt_2->mapTo(&c, QPoint()).y() > c.prompt->mapTo(&c, QPoint()).y());
+  }
+
   void the_wheel_changes_only_a_focused_field() {
     MainWindow w(tmp_.path() + "/wheel");
     w.resize(1280, 800);

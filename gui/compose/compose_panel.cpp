@@ -55,21 +55,6 @@ QWidget* with_count(QWidget* field, QLabel* count) {
   return box;
 }
 
-struct RowShown {
-  QFormLayout* form;
-  QWidget* field;
-  bool on;
-};
-
-// Shows and hides rows of forms, those shown first: Qt 6.4's QFormLayout lays a row out at no height when it is shown
-// after another row of its form was hidden (FLUX.1's T5 prompt stayed invisible after a clip model's negative prompt
-// was hidden for it).
-void show_rows(std::initializer_list<RowShown> rows) {
-  for (const bool on : {true, false})
-    for (const auto& r : rows)
-      if (r.on == on) r.form->setRowVisible(r.field, on);
-}
-
 QFormLayout* form_of(QWidget* w) {
   auto* f = new QFormLayout(w);
   f->setContentsMargins(8, 2, 0, 2);
@@ -125,6 +110,18 @@ ComposePanel::ComposePanel(QWidget* parent) : QWidget(parent) {
     show_preset();
     for (auto* p : {image, last_image}) p->set_output_size(width->value(), height->value());
   });
+  // The rows that come and go with the model's family, each registered while it is in its form.
+  for (const auto& [form, field] : std::initializer_list<std::pair<QFormLayout*, QWidget*>>{
+           {size_form_, frames},
+           {size_form_, fps},
+           {prompt_form_, prompt_2->parentWidget()},
+           {prompt_form_, negative_prompt->parentWidget()},
+           {prompt_form_, image},
+           {prompt_form_, last_image},
+           {model_form_, loras_2},
+           {sampling_form_, dynamic_cfg},
+           {sampling_form_, guidance_2}})
+    family_rows_.add(form, field);
   plan::JobSpec start;  // seed 42; sizes, steps and guidance come from the model when it first loads
   start.guidance_scale = 0;
   set_job(start);
@@ -408,15 +405,17 @@ void ComposePanel::show_family_fields() {
   if (!takes_image)
     for (const auto& r : plan::image_to_video_repos(rules))
       offers.push_back({QString::fromStdString(r.name), QString::fromStdString(r.repo_id)});
-  show_rows({{size_form_, frames, rules.makes_video()},
-             {size_form_, fps, rules.makes_video()},
-             {prompt_form_, negative_prompt->parentWidget(), rules.classifier_free()},
-             {prompt_form_, prompt_2->parentWidget(), rules.takes_prompt_2()},
-             {prompt_form_, image, takes_image || !offers.empty()},
-             {prompt_form_, last_image, rules.takes_last_image(*model_)},
-             {model_form_, loras_2, rules.second_expert_boundary(*model_) > 0},
-             {sampling_form_, dynamic_cfg, rules.dynamic_cfg()},
-             {sampling_form_, guidance_2, rules.takes_guidance_2(*model_)}});
+  for (const auto& [field, on] : std::initializer_list<std::pair<QWidget*, bool>>{
+           {frames, rules.makes_video()},
+           {fps, rules.makes_video()},
+           {prompt_2->parentWidget(), rules.takes_prompt_2()},
+           {negative_prompt->parentWidget(), rules.classifier_free()},
+           {image, takes_image || !offers.empty()},
+           {last_image, rules.takes_last_image(*model_)},
+           {loras_2, rules.second_expert_boundary(*model_) > 0},
+           {dynamic_cfg, rules.dynamic_cfg()},
+           {guidance_2, rules.takes_guidance_2(*model_)}})
+    family_rows_.show(field, on);
   image->set_offer(offers);
   image->set_crop(rules.crops_picture(*model_));
   size_from_picture();

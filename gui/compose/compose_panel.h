@@ -26,6 +26,7 @@
 #include "gui/compose/memory_group.h"
 #include "gui/compose/path_edit.h"
 #include "gui/compose/picture_field.h"
+#include "gui/widgets/form_rows.h"
 #include "gui/widgets/problem_labels.h"
 #include "gui/widgets/revert_notice.h"
 #include "gui/compose/step_cache_field.h"
@@ -113,6 +114,7 @@ class ComposePanel : public QWidget {
   WheelGuard wheel_guard_;
   RevertNotice reverts_;  // what a spin box refused, said below it
   QFormLayout *model_form_, *prompt_form_, *size_form_, *sampling_form_, *decoding_form_;
+  FormRows family_rows_;  // the rows show_family_fields() shows or takes out
   QVBoxLayout *column_, *scrolled_;
   std::string defaults_of_;  // the variant (Variant::id) whose defaults the fields were last set to
   bool first_seed_use_ = true;  // "+1 each run" starts from the seed shown
