@@ -234,7 +234,10 @@ TEST_F(Workers, a_killed_rank_is_named_with_its_last_lines) {
   EXPECT_LT(ms, 15000);
   EXPECT_EQ(r.code, 128 + SIGKILL);
   EXPECT_TRUE(test::contains(r.err, "rank 1 (pid " + std::to_string(victim) + " on ")) << r.err;
-  EXPECT_TRUE(test::contains(r.err, "was killed by signal 9 (Killed); the other ranks were stopped")) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "was killed by signal 9 (Killed: the system's out-of-memory killer sends it when "
+                                    "the machine runs out of memory; `dmesg` says whether it did); the other ranks were "
+                                    "stopped"))
+      << r.err;
   EXPECT_TRUE(test::contains(r.err, "its last lines:")) << r.err;
   EXPECT_TRUE(all_gone(pids));
 }
@@ -413,7 +416,7 @@ TEST_F(Workers, a_second_machine_joins_with_the_token) {
   test::Process first, second;
   first.start(kLaunch, machine + Args{"--node_rank", "0", "--events_log", path("tcp.jsonl"), "--output", path("tcp.mp4")},
               env);
-  ASSERT_TRUE(first.wait_for_stderr("starting 1 ranks on machine 0 of 2", kRunMs)) << first.err();
+  ASSERT_TRUE(first.wait_for_stderr("starting 1 rank on machine 0 of 2", kRunMs)) << first.err();
   const int stranger = connect_loopback(port + 1, 100);
   ASSERT_GE(stranger, 0) << "cannot connect to the events port " << port + 1;
   events::Hello h{1, 2, "elsewhere", "cpu", "not-the-token", 1};

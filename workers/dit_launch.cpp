@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
     if (for_cluster) {
       plan::write_job_file(args.write_job, {args.job, args.parallel});
       std::cerr << prefix << "wrote " << args.write_job << " (" << args.parallel.describe() << ", " << world
-                << " ranks); start them with e.g. `torchrun --nproc_per_node " << world
+                << (world == 1 ? " rank" : " ranks") << "); start them with e.g. `torchrun --nproc_per_node " << world
                 << " --no_python dit-worker --job " << args.write_job << "`" << std::endl;
       return workers::kOk;
     }
@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     if (world > 1 || run.nnodes > 1)
-      std::cerr << prefix << "starting " << lp.local_ranks() << " ranks"
+      std::cerr << prefix << "starting " << lp.local_ranks() << (lp.local_ranks() == 1 ? " rank" : " ranks")
                 << (run.nnodes > 1 ? " on machine " + std::to_string(run.node_rank) + " of " + std::to_string(run.nnodes) : "")
                 << ": " << args.parallel.describe() << std::endl;
     sup.start();

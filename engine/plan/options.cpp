@@ -42,7 +42,7 @@ const std::vector<Option> kOptions = {
      "FLUX.1 only: the text its second encoder (T5, 512 tokens) reads instead of the prompt. Use it for a long "
      "description when the prompt (read by CLIP, 77 tokens) should stay short."},
     {{"negative_prompt", K::Text, "TEXT", 0, 0, "\"blurry\"", S::Job,
-      "what to steer away from (default: \"\"; CogVideoX and Wan)"},
+      "what to steer away from (default: \"\"; CogVideoX, Wan and HunyuanVideo-1.5)"},
      &JobSpec::negative_prompt, "Negative prompt",
      "What the picture should not show. Guidance steers away from it; it has no effect with guidance at 1 or "
      "below."},
@@ -56,7 +56,8 @@ const std::vector<Option> kOptions = {
       "Wan image-to-video: the picture the clip ends on (first-and-last-frame, as Wan2.1-FLF2V)"},
      &JobSpec::last_image_file, "End picture", "Wan image-to-video: the picture the clip ends on."},
     {{"max_sequence_length", K::Integer, "N", 1, 4096, "226", S::Job,
-      "T5's tokens (default: the model's: CogVideoX 226, FLUX.1 and Wan 512)"},
+      "T5's tokens (default: the model's: CogVideoX 226, FLUX.1 and Wan 512; HunyuanVideo-1.5 reads 1000 "
+      "Qwen tokens, fixed)"},
      &JobSpec::max_sequence_length, "Text tokens", "How many tokens of the prompt the text encoder reads."},
     {{"height", K::Integer, "H", 1, k16, "480", S::Job,
       "pixels, a multiple of the model's step (default: the model's sample size; Wan 480 x 832)"},
@@ -64,17 +65,18 @@ const std::vector<Option> kOptions = {
     {{"width", K::Integer, "W", 1, k16, "720", S::Job, "pixels, likewise"},
      &JobSpec::width, "Width", "In pixels, a multiple of the model's step. More pixels take longer and more memory."},
     {{"num_frames", K::Integer, "F", 1, k16, "49", S::Job,
-      "4k+1 frames (default: the model's, 49 for CogVideoX 1.0, 81 for Wan)"},
+      "4k+1 frames (default: the model's, 49 for CogVideoX 1.0, 81 for Wan, 121 for HunyuanVideo-1.5)"},
      &JobSpec::num_frames, "Frames",
      "The clip's length in frames (its seconds are frames / frames per second). The model takes counts in its "
      "own steps (e.g. 4k + 1)."},
     {{"num_inference_steps", K::Integer, "S", 1, 100000, "50", S::Job,
-      "default: the model's (50 for CogVideoX and Wan, 28 for FLUX.1-dev, 4 for schnell)"},
+      "default: the model's (50 for CogVideoX, Wan and HunyuanVideo-1.5, 28 for FLUX.1-dev, 4 for schnell)"},
      &JobSpec::num_inference_steps, "Steps",
      "Denoising steps. More steps give finer detail and take proportionally longer; drafts use about 20."},
     {{"guidance_scale", K::Number, "G", 0, 0, "6.0", S::Job,
       "default: the model's (6 for CogVideoX, 5 for Wan2.1, 4 for Wan2.2, where 1 or less turns classifier-free "
-      "guidance off; 3.5 for FLUX.1-dev, an input of its guidance embedding)"},
+      "guidance off; HunyuanVideo-1.5's from its folder's guider/; 3.5 for FLUX.1-dev, an input of its guidance "
+      "embedding)"},
      &JobSpec::guidance_scale, "Guidance",
      "Classifier-free guidance (CFG): how strongly the result follows the prompt. Higher follows it more "
      "closely but can look overdone; 1 or below turns it off (one branch per step, twice as fast)."},
@@ -113,7 +115,8 @@ const std::vector<Option> kOptions = {
     {{"output", K::Text, "FILE", 0, 0, "clip.mp4", S::Job,
       "the clip: .mp4 (H.264), .webm (VP9), .gif, or a folder (numbered PNGs)"},
      &JobSpec::output_file, "Output", "Where the result is written."},
-    {{"fps", K::Integer, "N", 1, 240, "8", S::Job, "default: the model's (8 for CogVideoX 1.0, 16 for 1.5 and Wan)"},
+    {{"fps", K::Integer, "N", 1, 240, "8", S::Job,
+      "default: the model's (8 for CogVideoX 1.0, 16 for 1.5 and Wan, 24 for HunyuanVideo-1.5)"},
      &JobSpec::fps, "Frames per second",
      "How fast the clip plays; it does not change what is generated, only its length in seconds."},
     {{"device", K::Text, "auto|cpu|cuda[:N]", 0, 0, "cuda:0", S::Job, "default auto (CUDA when present)"},

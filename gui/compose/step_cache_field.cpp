@@ -87,6 +87,10 @@ StepCacheField::StepCacheField(QWidget* parent) : QWidget(parent) {
   trade->addWidget(fidelity);
   trade->addWidget(slider, 1);
   trade->addWidget(speed);
+  trade->addSpacing(8);
+  auto* threshold_label = new QLabel(tr("threshold"));  // the number is the method's threshold, not a speed
+  threshold_label->setBuddy(threshold);
+  trade->addWidget(threshold_label);
   trade->addWidget(threshold);
   auto* column = new QVBoxLayout(this);
   column->setContentsMargins(0, 0, 0, 0);

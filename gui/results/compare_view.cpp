@@ -91,6 +91,9 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   settings->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
   settings->horizontalHeader()->setSectionResizeMode(1, QHeaderView::Stretch);
   settings->horizontalHeader()->setSectionResizeMode(2, QHeaderView::Stretch);
+  // A long run name keeps its start ("A: run 3, ...") and ends in an ellipsis; the whole is its tooltip.
+  settings->horizontalHeader()->setDefaultAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+  settings->horizontalHeader()->setTextElideMode(Qt::ElideRight);
   auto* settings_column = new QVBoxLayout;
   settings_column->addWidget(settings, 1);
   show_all = new QCheckBox(tr("Show the settings that are the same too"));
@@ -143,6 +146,8 @@ void CompareView::compare(const RunRecord& a, const RunRecord& b) {
   });
   const QString name_a = run_name(a.id, a.prompt, a.settings), name_b = run_name(b.id, b.prompt, b.settings);
   settings->setHorizontalHeaderLabels({tr("Setting"), tr("A: %1").arg(name_a), tr("B: %1").arg(name_b)});
+  settings->horizontalHeaderItem(1)->setToolTip(tr("A: %1").arg(name_a));
+  settings->horizontalHeaderItem(2)->setToolTip(tr("B: %1").arg(name_b));
   settings->setRowCount(keys.size());
   for (int i = 0; i < keys.size(); ++i) {
     const QString va = ja.value(keys[i]).toVariant().toString(), vb = jb.value(keys[i]).toVariant().toString();

@@ -22,6 +22,11 @@ namespace studio::gui {
 
 namespace {
 
+// "Deleted one run", "Deleted 3 runs" (the studio has no translations to pick a plural from).
+QString runs_text(const QString& verb, size_t n) {
+  return n == 1 ? QObject::tr("%1 one run").arg(verb) : QObject::tr("%1 %2 runs").arg(verb).arg(n);
+}
+
 const char* kColumns = "id, created, prompt, seed, settings, status, folder, seconds, mean_step, peak_gib, bytes, "
                        "thumbnail, steps";
 
@@ -287,8 +292,8 @@ bool History::remove(const std::vector<qint64>& ids) {
   }
   if (!removal.empty()) {
     trashed_.push_back(removal);
-    status->setText(tr("Deleted %n run(s). Their files are kept in the trash until the studio closes: Undo brings "
-                       "them back.", "", int(removal.size())));
+    status->setText(runs_text(tr("Deleted"), removal.size()) +
+                    tr(". Their files are kept in the trash until the studio closes: Undo brings them back."));
   }
   undo_button->setEnabled(!trashed_.empty());
   refresh();
@@ -306,8 +311,8 @@ bool History::undo() {
     ok = add(t.record) > 0 && ok;
     ids.push_back(t.record.id);
   }
-  status->setText(ok ? tr("Restored %n run(s) with their files.", "", int(removal.size()))
-                     : tr("Restored the record(s), but some files could not be moved back."));
+  status->setText(ok ? runs_text(tr("Restored"), removal.size()) + tr(" with their files.")
+                     : tr("Restored the records, but some files could not be moved back."));
   undo_button->setEnabled(!trashed_.empty());
   refresh();
   select(ids);
@@ -318,8 +323,8 @@ void History::delete_selected() {
   const auto ids = selected_ids();
   if (ids.empty()) return;
   QMessageBox box(QMessageBox::Question, tr("Delete runs"),
-                  tr("Delete %n run(s) and their files? Undo brings them back until the studio closes.", "",
-                     int(ids.size())),
+                  runs_text(tr("Delete"), ids.size()) +
+                      tr(" and their files? Undo brings them back until the studio closes."),
                   QMessageBox::Yes | QMessageBox::No, this);
   box.setObjectName("confirm_delete");
   box.button(QMessageBox::Yes)->setText(tr("Delete"));

@@ -1,5 +1,6 @@
 #include "gui/run/run_view.h"
 
+#include <QFileInfo>
 #include <QGridLayout>
 #include <QVBoxLayout>
 
@@ -10,6 +11,27 @@
 #include "qcustomplot.h"
 
 namespace studio::gui {
+
+namespace {
+
+// "Done in 41.2 s (loading 3.1, denoising 35.0, decoding 3.1): clip.mp4", from the rank that wrote the result.
+QString done_text(const std::vector<workers::RankView>& ranks) {
+  for (const auto& r : ranks) {
+    if (!r.done || r.done->outputs.empty()) continue;
+    const auto& d = *r.done;
+    QStringList files;
+    for (const auto& f : d.outputs) files << QFileInfo(QString::fromStdString(f)).fileName();
+    return QObject::tr("Done in %1 s (loading %2, denoising %3, decoding %4): %5")
+        .arg(d.seconds_loading + d.seconds_denoising + d.seconds_decoding, 0, 'f', 1)
+        .arg(d.seconds_loading, 0, 'f', 1)
+        .arg(d.seconds_denoising, 0, 'f', 1)
+        .arg(d.seconds_decoding, 0, 'f', 1)
+        .arg(files.join(", "));
+  }
+  return QObject::tr("Done.");
+}
+
+}  // namespace
 
 RunView::RunView(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
@@ -54,7 +76,7 @@ void RunView::start(int ranks, const QString& what, int frames) {
     bars.push_back(bar);
     labels_.push_back(label);
   }
-  status->setText(tr("Running %1 on %2 rank(s)…").arg(what).arg(ranks));
+  status->setText(ranks == 1 ? tr("Running %1 on one rank…").arg(what) : tr("Running %1 on %2 ranks…").arg(what).arg(ranks));
   preview->clear();
 }
 
@@ -118,7 +140,7 @@ void RunView::show_picture(const RunPicture& p) {
 }
 
 void RunView::finish(const workers::Outcome& outcome, const std::vector<workers::RankView>& ranks) {
-  status->setText(outcome.exit_code == 0 ? tr("Done.") : QString::fromStdString(outcome.message));
+  status->setText(outcome.exit_code == 0 ? done_text(ranks) : QString::fromStdString(outcome.message));
   status->setStyleSheet(outcome.exit_code == 0 || outcome.kind == events::ErrorKind::Cancelled ? "" : "color: #c0392b;");
   for (const auto& r : ranks) {
     if (size_t(r.rank) >= labels_.size()) continue;

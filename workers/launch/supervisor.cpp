@@ -43,8 +43,15 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 std::string describe_status(int status) {
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status))
-    return "was killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    // SIGKILL from outside is most often the kernel's out-of-memory killer: say where to look.
+    return "was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) +
+           (sig == SIGKILL ? ": the system's out-of-memory killer sends it when the machine runs out of memory; "
+                             "`dmesg` says whether it did"
+                           : "") +
+           ")";
+  }
   return "stopped";
 }
 
