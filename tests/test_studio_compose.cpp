@@ -372,6 +372,14 @@ class TestStudioCompose : public QObject {
     QCOMPARE(c.image->thumbnail->pixmap().height(), 96);
     QCOMPARE(c.image->thumbnail->pixmap().width(), 166);
     QVERIFY2(c.image->note->text().contains("96 x 64, stretched"), qPrintable(c.image->note->text()));
+    // One click gives an output of the picture's 3:2 in about the same pixels, in Wan's 16-pixel steps (diffusers'
+    // example: round(sqrt(832 * 480 * 1.5)) // 16 * 16 = 768 and round(sqrt(832 * 480 / 1.5)) // 16 * 16 = 512).
+    QVERIFY(c.image->match_shape->isVisibleTo(&c));
+    c.image->match_shape->click();
+    QCOMPARE(c.width->value(), 768);
+    QCOMPARE(c.height->value(), 512);
+    QVERIFY2(c.image->note->text().startsWith("96 x 64, resized to 768 x 512"), qPrintable(c.image->note->text()));
+    QVERIFY(!c.image->match_shape->isVisibleTo(&c));
     c.width->setValue(96);
     c.height->setValue(64);
     QCOMPARE(c.image->thumbnail->pixmap().width(), 144);

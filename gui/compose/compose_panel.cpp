@@ -18,6 +18,7 @@
 #include "plan/error.h"
 #include "plan/family.h"
 #include "plan/field_labels.h"
+#include "plan/picture_shape.h"
 #include "workers/launch/paths.h"
 
 namespace studio::gui {
@@ -156,6 +157,13 @@ QWidget* ComposePanel::build_prompt_section() {
   form->addRow(label("last_image"), last_image);
   for (auto* p : {image, last_image}) connect(p, &PictureField::changed, this, &ComposePanel::changed);
   connect(image, &PictureField::changed, this, &ComposePanel::size_from_picture);
+  connect(image, &PictureField::match_shape_requested, this, [this] {
+    const QSize s = image->picture_size();
+    if (!model_ || s.isEmpty()) return;
+    const auto [w, h] = plan::size_of_picture_shape(*model_, width->value(), height->value(), s.width(), s.height());
+    width->setValue(w);
+    height->setValue(h);
+  });
   connect(image, &PictureField::offer_chosen, this, &ComposePanel::model_offered);
   // Its line is kept: the hint that comes and goes as a prompt is written must not move Generate below it.
   form->addRow(problems_.make({"prompt", "prompt_2", "negative_prompt", "prompt_embeds", "max_sequence_length", "image",

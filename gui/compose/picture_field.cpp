@@ -46,10 +46,19 @@ PictureField::PictureField(const char* field, QWidget* parent) : QWidget(parent)
   offer->setWordWrap(true);
   offer->setTextFormat(Qt::RichText);
   offer->hide();
+  match_shape = new QPushButton(tr("Match the picture's shape"));
+  match_shape->setObjectName(QString(field) + "_match_shape");
+  match_shape->setToolTip(tr("Sets the width and height to the picture's shape, about as many pixels as now, as "
+                             "the model's image-to-video examples size the video"));
+  match_shape->hide();
+  auto* note_row = new QHBoxLayout;
+  note_row->addWidget(note, 1);
+  note_row->addWidget(match_shape, 0, Qt::AlignTop);
   column->addWidget(thumbnail);
-  column->addWidget(note);
+  column->addLayout(note_row);
   column->addWidget(offer);
   connect(offer, &QLabel::linkActivated, this, &PictureField::offer_chosen);
+  connect(match_shape, &QPushButton::clicked, this, &PictureField::match_shape_requested);
   connect(browse, &QPushButton::clicked, this, [this] {
     const QString file = QFileDialog::getOpenFileName(this, tr("Choose a picture"), path(),
                                                       tr("Pictures (*.png *.jpg *.jpeg *.webp *.bmp)"));
@@ -103,6 +112,8 @@ void PictureField::dropEvent(QDropEvent* e) {
 void PictureField::show_picture() {
   thumbnail->clear();
   note->clear();
+  note->setStyleSheet("color: palette(placeholder-text);");
+  match_shape->hide();
   picture_size_ = {};
   thumbnail->setVisible(!path().isEmpty());
   note->setVisible(!path().isEmpty());
@@ -130,8 +141,11 @@ void PictureField::show_picture() {
   QString text = tr("%1 x %2").arg(picture.width()).arg(picture.height());
   if (std::abs(from / to - 1) > 0.01 && crop_)
     text += tr(", scaled to cover the output's %1 x %2 and cropped at the centre").arg(w).arg(h);
-  else if (std::abs(from / to - 1) > 0.01)
-    text += tr(", stretched to the output's %1 x %2: choose a size of the picture's shape to keep it").arg(w).arg(h);
+  else if (std::abs(from / to - 1) > 0.01) {
+    text += tr(", stretched to the output's %1 x %2: its shape changes").arg(w).arg(h);
+    note->setStyleSheet("color: #b9770e;");  // the warning colour of the token counts
+    match_shape->show();
+  }
   else if (picture.width() != w)
     text += tr(", resized to %1 x %2").arg(w).arg(h);
   note->setText(text);

@@ -5,6 +5,7 @@
 // (plan::Family::crops_picture), as the pipeline resizes it, and a note when that changes its shape.
 #pragma once
 #include <QLabel>
+#include <QPushButton>
 #include <QSize>
 #include <QWidget>
 
@@ -35,11 +36,13 @@ class PictureField : public QWidget {
   PathEdit* edit;
   QLabel* thumbnail;  // the picture as the model will see it, or why it cannot be shown
   QLabel* note;       // how the picture's shape changes, when it does
+  QPushButton* match_shape;  // shown where the picture is stretched: asks for an output of its shape
   QLabel* offer;      // the image-to-video models to use instead, for a model that takes no picture
 
  Q_SIGNALS:
   void changed();
   void offer_chosen(const QString& repo_id);
+  void match_shape_requested();
 
  protected:
   void dragEnterEvent(QDragEnterEvent* e) override;
