@@ -1,8 +1,9 @@
 // What a worker serving several runs keeps (pipeline/run_job.h's KeptBetweenRuns), in one process on
 // cogvx2b_t5_tiny, whose T5 embeddings and video diffusers 0.32.2 recorded. The prompt embeddings: the same words
 // reuse the last run's; a change that reaches the encoders (a text, the text length, the negative branch, an
-// encoder's file rewritten, the strength of a LoRA that changes one) encodes again. Memory: a text encoder or a
-// decode that runs out of memory beside a kept transformer lets it go and runs again, as a fresh run would.
+// encoder's file rewritten, the strength of a LoRA that changes one) encodes again. Memory: a text encoder, a
+// decode or a picture encode (cogvx5b_i2v_tiny) that runs out of memory beside a kept transformer lets it go and
+// runs again, as a fresh run would, drawing the same noise.
 #include <gtest/gtest.h>
 
 #include <ATen/ops/equal.h>
@@ -17,11 +18,13 @@
 #include "parallel/mesh.h"
 #include "pipeline/embeddings.h"
 #include "pipeline/kept_embeddings.h"
+#include "pipeline/making_room.h"
 #include "pipeline/outputs.h"
 #include "pipeline/run_job.h"
 #include "plan/error.h"
-#include "sampling/noise.h"
 #include "plan/family.h"
+#include "sampling/noise.h"
+#include "text/encode/encoder_room.h"
 #include "tensor_support.h"
 
 using namespace studio;
@@ -181,7 +184,8 @@ TEST(MakingRoom, a_decode_out_of_memory_beside_a_kept_transformer_lets_it_go_and
     return true;
   }, said);
   EXPECT_EQ(asked, 1);
-  EXPECT_NE(said.find("out of memory decoding beside the transformer kept from the last run"), std::string::npos) << said;
+  EXPECT_NE(said.find("out of memory decoding beside the transformer kept from the last run"), std::string::npos)
+      << said;
   EXPECT_EQ(said.find("in tiles"), std::string::npos) << said;
   EXPECT_LT(test::max_abs_diff(video, test::golden_tensor(kCase, "video")), test::kRunTolerance);
 
@@ -196,15 +200,61 @@ TEST(MakingRoom, a_decode_out_of_memory_beside_a_kept_transformer_lets_it_go_and
   compat::limit_cpu_tensor_memory(std::numeric_limits<size_t>::max() / 2, "the test's end");
 }
 
-// A picture encode (CogVideoX's, which draws the VAE's posterior sample from the run's seed): a served run whose
-// encoder runs out of memory beside the kept transformer lets it go, encodes again from the same generators' state
-// (a snapshot draws what the original draws), loads the transformer again and makes the run it would have made.
-TEST(MakingRoom, a_picture_encode_out_of_memory_beside_a_kept_transformer_makes_the_same_run) {
-  sampling::SeededNoise noise(5, 2);
-  (void)noise.draw({2, 3});
-  auto again = noise.snapshot();
-  EXPECT_TRUE(at::equal(noise.draw({2, 4}), again.draw({2, 4})));
+// A part that draws from the run's generators and runs out of memory after drawing (CogVideoX's picture encode
+// samples the VAE's posterior) draws the same again on its second try: the run stays the seed's.
+TEST(MakingRoom, a_second_try_draws_what_the_first_drew) {
+  sampling::SeededNoise noise(5, 2), fresh(5, 2);
+  (void)noise.draw({2, 3}), (void)fresh.draw({2, 3});  // the run has drawn before the part
+  int tries = 0, asked = 0;
+  std::string said;
+  const auto drawn = pipeline::again_with_room(
+      [&] {
+        auto d = noise.draw({2, 4});
+        if (++tries == 1) throw std::runtime_error("CUDA out of memory. Tried to allocate 2.00 GiB");
+        return d;
+      },
+      noise, [&] { return ++asked == 1; }, "encoding the pictures", "they are encoded again",
+      [&](const std::string& line) { said += line; });
+  EXPECT_EQ(tries, 2);
+  EXPECT_EQ(asked, 1);
+  EXPECT_TRUE(at::equal(drawn, fresh.draw({2, 4})));
+  EXPECT_TRUE(at::equal(noise.draw({2, 1}), fresh.draw({2, 1}))) << "the draws after it go on from the same state";
+  EXPECT_NE(said.find("out of memory encoding the pictures beside the transformer kept from the last run (CUDA out "
+                      "of memory. Tried to allocate 2.00 GiB); it is let go, and they are encoded again"),
+            std::string::npos)
+      << said;
+  // Nothing to let go: the error is the run's.
+  tries = 0;
+  EXPECT_THROW(pipeline::again_with_room(
+                   [&] {
+                     noise.draw({2, 4});
+                     throw std::runtime_error("CUDA out of memory.");
+                     return 0;
+                   },
+                   noise, [] { return false; }, "encoding the pictures", "again", [](const std::string&) {}),
+               std::runtime_error);
+}
 
+// While a RoomForEncoders lives, the innermost one's make_room is what choose_device asks; none once it is gone.
+TEST(MakingRoom, encoders_ask_the_innermost_room_maker) {
+  EXPECT_FALSE(text::RoomForEncoders::make_room());
+  int outer = 0, inner = 0;
+  {
+    text::RoomForEncoders a([&] { return ++outer > 0; });
+    {
+      text::RoomForEncoders b([&] { return ++inner < 0; });
+      EXPECT_FALSE(text::RoomForEncoders::make_room());
+    }
+    EXPECT_TRUE(text::RoomForEncoders::make_room());
+  }
+  EXPECT_FALSE(text::RoomForEncoders::make_room());
+  EXPECT_EQ(outer, 1);
+  EXPECT_EQ(inner, 1);
+}
+
+// A served run whose picture encoder runs out of memory beside the kept transformer lets it go, encodes again,
+// loads the transformer again and makes the run it would have made.
+TEST(MakingRoom, a_picture_encode_out_of_memory_beside_a_kept_transformer_makes_the_same_run) {
   const std::string name = "cogvx5b_i2v_tiny";
   const auto g = test::golden_json(name);
   auto job = test::picture_job(name);

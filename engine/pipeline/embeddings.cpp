@@ -12,6 +12,7 @@
 #include "parallel/job_ranks.h"
 #include "pipeline/kept_embeddings.h"
 #include "pipeline/making_room.h"
+#include "text/encode/encoder_room.h"
 #include "plan/error.h"
 #include "plan/family.h"
 
@@ -48,12 +49,15 @@ text::PromptEmbeds encode(const plan::JobSpec& job, const plan::ModelFolder& mod
                           const at::Device& device, const std::function<void(const std::string&)>& log,
                           const std::function<bool()>& make_room) {
   const bool on_cpu = job.text_encoder_device == "cpu";  // float32 there: CPUs are slow in half precision
+  // Encoders the job puts on the CPU gain nothing from the device's memory: nothing is let go for them.
+  const std::function<bool()> room = on_cpu && !device.is_cpu() ? std::function<bool()>() : make_room;
+  const text::RoomForEncoders before_the_cpu(room);  // asked before an encoder is sent to the CPU for want of room
   return again_with_room(
       [&] {
         return models::encode_prompts(model, job, on_cpu ? at::kFloat : dtype,
                                       on_cpu ? at::Device(at::kCPU) : device, log);
       },
-      make_room, "encoding the texts", "they run again", log);
+      room, "encoding the texts", "they run again", log);
 }
 
 Embeddings from_words(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh,

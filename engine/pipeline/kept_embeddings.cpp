@@ -15,7 +15,7 @@ std::string KeptEmbeddings::key_of(const plan::JobSpec& job, const plan::ModelFo
                     job.negative_prompt + "\n" + std::to_string(job.max_sequence_length) + "\n" +
                     (job.guidance_scale > 1 ? "negative" : "") + (job.guidance_scale_2 > 1 ? " negative 2" : "") +
                     "\n" + job.text_encoder_device + " " + std::string(c10::toString(dtype)) + " " + device.str() +
-                    "\n";
+                    (job.allow_tf32 ? " tf32" : "") + "\n";
   for (const char* part : {"text_encoder", "text_encoder_2", "tokenizer", "tokenizer_2"})
     key += part_identity(model, part);
   for (const auto& use : model.loras)
@@ -34,7 +34,8 @@ void KeptEmbeddings::keep(const std::string& key, const Embeddings& e) {
 }
 
 const Embeddings& KeptEmbeddings::reuse() const {
-  if (!kept_) throw std::logic_error("the encoding rank reuses the last run's prompt embeddings, but this rank kept none");
+  if (!kept_)
+    throw std::logic_error("the encoding rank reuses the last run's prompt embeddings, but this rank kept none");
   return embeddings_;
 }
 

@@ -1,6 +1,7 @@
 // What a worker serving several runs keeps of the words (dit-worker --serve, the studio's ranks): the last run's
-// prompt embeddings, so that a run that changes only what the transformer sees (a LoRA strength, the seed, steps,
-// size, guidance above 1) runs no text encoder, and needs no memory for one beside a kept transformer.
+// prompt embeddings, so that a run that changes only what the transformer sees (the strength of a LoRA that changes
+// no text encoder, the seed, steps, size, guidance above 1) runs no text encoder, and needs no memory for one beside
+// a kept transformer.
 #pragma once
 #include <string>
 

@@ -1,7 +1,8 @@
 // What a worker serving several runs keeps between them (dit-worker --serve, the studio's ranks): each expert's
 // transformer as it loaded, its LoRAs beside the linear layers, so that the next run that changes only LoRA
 // strengths (or the prompt, seed, steps, size, guidance) loads nothing. The price is memory: the transformer stays
-// while the text encoders and the VAE run, and Wan2.2 keeps both experts (docs/workers.md).
+// while the picture encoders, the VAE and the text encoders for other words run (a part short of memory lets it go:
+// making_room.h), and Wan2.2 keeps both experts (docs/workers.md).
 #pragma once
 #include <functional>
 #include <map>

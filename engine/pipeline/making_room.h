@@ -5,6 +5,8 @@
 #include <functional>
 #include <string>
 
+#include "sampling/noise.h"
+
 namespace studio::pipeline {
 
 // Whether `e` is out of memory and `make_room` let something go (false: nothing was kept); then says so, as
@@ -23,6 +25,21 @@ auto again_with_room(const Run& run, const std::function<bool()>& make_room, con
     if (!room_made(e, make_room, doing, then, log)) throw;
   }
   return run();
+}
+
+// again_with_room() for a part that draws from `noise` (CogVideoX's picture encode samples the VAE's posterior):
+// the second try starts from the generators' state the first started from, so it draws what the first drew.
+template <class Run>
+auto again_with_room(const Run& run, sampling::SeededNoise& noise, const std::function<bool()>& make_room,
+                     const std::string& doing, const std::string& then,
+                     const std::function<void(const std::string&)>& log) -> decltype(run()) {
+  const auto start = noise.snapshot();
+  return again_with_room(
+      [&] {
+        noise = start.snapshot();
+        return run();
+      },
+      make_room, doing, then, log);
 }
 
 }  // namespace studio::pipeline

@@ -107,7 +107,8 @@ std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const 
 
 at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& model, parallel::Mesh& mesh,
                             const Hooks& hooks, at::ScalarType dtype, const at::Device& device, JobResult& r,
-                            const std::function<void(const std::string&)>& log, const std::function<bool()>& make_room) {
+                            const std::function<void(const std::string&)>& log,
+                            const std::function<bool()>& make_room) {
   const auto geo = plan::latent_geometry(job, model);
   const std::string vdir = (fs::path(model.dir) / "vae").string();
   auto vae = models::load_vae(model, dtype, device);

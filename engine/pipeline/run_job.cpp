@@ -231,13 +231,7 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
     if (share) {
       pictures = encode();  // the ranks encode in step: none may run it again alone
     } else {
-      const auto noise_before = seeded.snapshot();  // a second try draws what the first would have
-      pictures = again_with_room(
-          [&] {
-            seeded = noise_before.snapshot();
-            return encode();
-          },
-          make_room, "encoding the pictures", "they are encoded again", log);
+      pictures = again_with_room(encode, seeded, make_room, "encoding the pictures", "they are encoded again", log);
     }
   }
   Embeddings embeds =
@@ -274,7 +268,8 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   for (const auto* loras : {&weights_from.loras, &weights_from.loras_2})
     for (const auto& line : io::lora_left_out(weights_from, *loras)) log(line);
   r.final_latents = denoise_stage(job, weights_from, mesh, hooks, dtype, device, std::move(in),
-                                  recorded ? recorded.get() : &seeded, r, log, t0, kept ? &kept->transformers : nullptr);
+                                  recorded ? recorded.get() : &seeded, r, log, t0,
+                                  kept ? &kept->transformers : nullptr);
   if (!parallel::decodes(mesh)) return r;
 
   // Decode and write. A clip needs the VAE (the plan refuses --output without one); --save_tensors

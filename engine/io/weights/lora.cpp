@@ -336,7 +336,8 @@ bool lora_changes_text_encoders(const plan::ModelFolder& folder, const std::stri
   const plan::Family& family = plan::rules_of(folder);
   const auto f = SafetensorsFile::open(file);  // held: tensors() lives in it
   for (const auto& info : f->tensors())
-    if (left_out_why(family, info.name).empty() && route_of(split_name(info.name).first).target != LoraTarget::Transformer)
+    if (left_out_why(family, info.name).empty() &&
+        route_of(split_name(info.name).first).target != LoraTarget::Transformer)
       return true;
   return false;
 }

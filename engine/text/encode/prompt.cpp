@@ -1,6 +1,7 @@
 #include "text/encode/prompt.h"
 
 #include <cstdio>
+#include <optional>
 
 #include <ATen/ops/from_blob.h>
 
@@ -8,6 +9,7 @@
 #include "io/weights/lora.h"
 #include "plan/error.h"
 #include "plan/single_file.h"
+#include "text/encode/encoder_room.h"
 #include "text/encode/t5_encoder.h"
 #include "text/tokenize/t5_tokenizer.h"
 
@@ -23,18 +25,42 @@ void note_truncation(size_t untruncated, size_t kept, const std::string& what, c
         " are used (" + why + ")");
 }
 
-// The encoder goes to the CPU when the GPU cannot hold it (T5-XXL's 4.7B parameters in the real models).
+namespace {
+
+// What the device can give: free in the driver, and what the caching allocator holds but no tensor uses.
+std::optional<double> device_room(const at::Device& device) {
+  const auto mem = compat::device_memory(device);
+  if (!mem) return std::nullopt;
+  double room = double(mem->free_bytes);
+  if (const auto a = compat::allocator_stats(device); a && a->reserved > a->allocated)
+    room += double(a->reserved - a->allocated);
+  return room;
+}
+
+}  // namespace
+
+// The encoder goes to the CPU when the GPU cannot hold it (T5-XXL's 4.7B parameters in the real models), once what
+// a serving worker keeps there is let go (encoder_room.h).
 void choose_device(double parameters, const std::string& name, at::ScalarType& dtype, at::Device& device,
                    const Log& log) {
   const double need = parameters * double(c10::elementSize(dtype)) * 1.2;
-  if (auto mem = compat::device_memory(device); mem && double(mem->free_bytes) < need) {
-    char line[240];
-    std::snprintf(line, sizeof line, "%s has %.1f GiB free and the %s text encoder needs about %.1f GiB: encoding on the CPU",
-                  device.str().c_str(), double(mem->free_bytes) / (1 << 30), name.c_str(), need / (1 << 30));
+  auto room = device_room(device);
+  if (!room || *room >= need) return;
+  char line[320];
+  if (RoomForEncoders::make_room()) {
+    std::snprintf(line, sizeof line, "%s has %.1f GiB free beside the transformer kept from the last run and the %s "
+                  "text encoder needs about %.1f GiB: the transformer is let go, to load again after the encoders",
+                  device.str().c_str(), *room / (1 << 30), name.c_str(), need / (1 << 30));
     log(line);
-    device = at::kCPU;
-    dtype = at::kFloat;
+    room = device_room(device);
+    if (!room || *room >= need) return;
   }
+  std::snprintf(line, sizeof line,
+                "%s has %.1f GiB free and the %s text encoder needs about %.1f GiB: encoding on the CPU",
+                device.str().c_str(), *room / (1 << 30), name.c_str(), need / (1 << 30));
+  log(line);
+  device = at::kCPU;
+  dtype = at::kFloat;
 }
 
 void require_text_parts(const plan::ModelFolder& model) {
