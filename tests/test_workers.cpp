@@ -234,9 +234,9 @@ TEST_F(Workers, a_killed_rank_is_named_with_its_last_lines) {
   EXPECT_LT(ms, 15000);
   EXPECT_EQ(r.code, 128 + SIGKILL);
   EXPECT_TRUE(test::contains(r.err, "rank 1 (pid " + std::to_string(victim) + " on ")) << r.err;
-  EXPECT_TRUE(test::contains(r.err, "was killed by signal 9 (Killed: the system's out-of-memory killer sends it when "
-                                    "the machine runs out of memory; `dmesg` says whether it did); the other ranks were "
-                                    "stopped"))
+  EXPECT_TRUE(test::contains(r.err, "was killed by signal 9 (Killed: the system's out-of-memory killer sends it "
+                                    "when the machine runs out of memory; `dmesg` says whether it did); the other "
+                                    "ranks were stopped"))
       << r.err;
   EXPECT_TRUE(test::contains(r.err, "its last lines:")) << r.err;
   EXPECT_TRUE(all_gone(pids));

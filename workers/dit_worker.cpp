@@ -177,7 +177,8 @@ void run_rank(const plan::JobFile& file, const plan::ModelFolder& model, const p
                  (std::getenv("OMP_NUM_THREADS") ? std::string(" (OMP_NUM_THREADS)")
                                                  : " (" + std::to_string(physical_cores()) +
                                                        " physical cores shared by " + std::to_string(env.local_world_size) +
-                                                       " rank(s) on this machine; OMP_NUM_THREADS overrides)"));
+                                                       (env.local_world_size == 1 ? " rank" : " ranks") +
+                                                       " on this machine; OMP_NUM_THREADS overrides)"));
 
   const auto preview_rgb = models::latent_rgb(model);
   const bool channels_first = plan::latent_geometry(file.job, model).channels_first;

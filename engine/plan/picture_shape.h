@@ -9,7 +9,8 @@ namespace studio::plan {
 
 // About `width` x `height` pixels in area with the shape of a `picture_width` x `picture_height` picture, each side
 // a multiple of the model's pixel step, as diffusers' Wan image-to-video examples size the video (max_area =
-// height x width, each side rounded down to the step).
+// height x width, each side rounded down to the step). {0, 0} for a model that refuses that size (one that takes
+// a single size).
 std::pair<int, int> size_of_picture_shape(const ModelFolder& model, int width, int height, int picture_width,
                                           int picture_height);
 

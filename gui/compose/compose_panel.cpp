@@ -109,6 +109,7 @@ ComposePanel::ComposePanel(QWidget* parent) : QWidget(parent) {
   connect(this, &ComposePanel::changed, this, [this] {
     show_tokens();
     show_preset();
+    image->set_shape_offer(picture_shape().first > 0);
     for (auto* p : {image, last_image}) p->set_output_size(width->value(), height->value());
   });
   // The rows that come and go with the model's family, each registered while it is in its form.
@@ -158,9 +159,8 @@ QWidget* ComposePanel::build_prompt_section() {
   for (auto* p : {image, last_image}) connect(p, &PictureField::changed, this, &ComposePanel::changed);
   connect(image, &PictureField::changed, this, &ComposePanel::size_from_picture);
   connect(image, &PictureField::match_shape_requested, this, [this] {
-    const QSize s = image->picture_size();
-    if (!model_ || s.isEmpty()) return;
-    const auto [w, h] = plan::size_of_picture_shape(*model_, width->value(), height->value(), s.width(), s.height());
+    const auto [w, h] = picture_shape();
+    if (w == 0) return;
     width->setValue(w);
     height->setValue(h);
   });
@@ -390,6 +390,12 @@ void ComposePanel::apply_model_limits() {
   j.guidance_scale = j.guidance_scale_2 = plan::JobSpec{}.guidance_scale;  // unset: the model's
   plan::apply_model_defaults(j, *model_);
   set_job(j);
+}
+
+std::pair<int, int> ComposePanel::picture_shape() const {
+  const QSize s = image->picture_size();
+  if (!model_ || s.isEmpty()) return {0, 0};
+  return plan::size_of_picture_shape(*model_, width->value(), height->value(), s.width(), s.height());
 }
 
 // A family that sizes the video by its picture (HunyuanVideo-1.5 image-to-video's buckets) does so as the

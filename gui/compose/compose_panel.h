@@ -19,6 +19,7 @@
 #include <QWidget>
 
 #include <optional>
+#include <utility>
 
 #include "gui/widgets/collapsible.h"
 #include "gui/compose/compose_presets.h"
@@ -105,6 +106,8 @@ class ComposePanel : public QWidget {
   void apply_model_limits();
   void show_family_fields();
   void size_from_picture();
+  // The output size of the picture's shape ("Match the picture's shape"); {0, 0} when none is offered.
+  std::pair<int, int> picture_shape() const;
   void show_tokens();
   void show_preset();
   std::optional<plan::ModelFolder> model_;

@@ -109,6 +109,12 @@ void PictureField::dropEvent(QDropEvent* e) {
   e->acceptProposedAction();
 }
 
+void PictureField::set_shape_offer(bool offer) {
+  if (offer == shape_offer_) return;
+  shape_offer_ = offer;
+  show_picture();
+}
+
 void PictureField::show_picture() {
   thumbnail->clear();
   note->clear();
@@ -144,7 +150,7 @@ void PictureField::show_picture() {
   else if (std::abs(from / to - 1) > 0.01) {
     text += tr(", stretched to the output's %1 x %2: its shape changes").arg(w).arg(h);
     note->setStyleSheet("color: #b9770e;");  // the warning colour of the token counts
-    match_shape->show();
+    match_shape->setVisible(shape_offer_);
   }
   else if (picture.width() != w)
     text += tr(", resized to %1 x %2").arg(w).arg(h);

@@ -27,6 +27,9 @@ class PictureField : public QWidget {
   void set_output_size(int width, int height);
   // Whether the model crops the picture to the output's shape (else it stretches it).
   void set_crop(bool crop);
+  // Whether "Match the picture's shape" is offered where the picture is stretched: for the picture that sizes the
+  // output, of a model that takes other sizes.
+  void set_shape_offer(bool offer);
   // The picture's own size in pixels; empty when there is none or it cannot be read.
   QSize picture_size() const { return picture_size_; }
   // For a model that takes no picture: the family's image-to-video models, each a link (its repository id),
@@ -51,7 +54,7 @@ class PictureField : public QWidget {
  private:
   void show_picture();
   int width_ = 0, height_ = 0;
-  bool crop_ = false;
+  bool crop_ = false, shape_offer_ = false;
   QSize picture_size_;
 };
 

@@ -283,7 +283,9 @@ void ParallelPanel::offer(const std::vector<plan::ParallelConfig>& valid, const 
   suggestions->setEnabled(!valid.empty());
   auto_pick->setEnabled(!valid.empty() && model != nullptr && !calibration_->running());
   product->setText(QString::fromStdString(config().describe()) +
-                   (on_gpus() ? tr(" on %1 selected GPU(s)").arg(selected_gpus().size()) : tr(" on the CPU")));
+                   (!on_gpus()                       ? tr(" on the CPU")
+                    : selected_gpus().size() == 1 ? tr(" on the selected GPU")
+                                                  : tr(" on %1 selected GPUs").arg(selected_gpus().size())));
 }
 
 std::vector<plan::Problem> ParallelPanel::show_problems(const std::vector<plan::Problem>& problems) {

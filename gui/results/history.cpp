@@ -293,7 +293,9 @@ bool History::remove(const std::vector<qint64>& ids) {
   if (!removal.empty()) {
     trashed_.push_back(removal);
     status->setText(runs_text(tr("Deleted"), removal.size()) +
-                    tr(". Their files are kept in the trash until the studio closes: Undo brings them back."));
+                    (removal.size() == 1
+                         ? tr(". Its files are kept in the trash until the studio closes: Undo brings it back.")
+                         : tr(". Their files are kept in the trash until the studio closes: Undo brings them back.")));
   }
   undo_button->setEnabled(!trashed_.empty());
   refresh();
@@ -311,7 +313,8 @@ bool History::undo() {
     ok = add(t.record) > 0 && ok;
     ids.push_back(t.record.id);
   }
-  status->setText(ok ? runs_text(tr("Restored"), removal.size()) + tr(" with their files.")
+  status->setText(ok ? runs_text(tr("Restored"), removal.size()) +
+                           (removal.size() == 1 ? tr(" with its files.") : tr(" with their files."))
                      : tr("Restored the records, but some files could not be moved back."));
   undo_button->setEnabled(!trashed_.empty());
   refresh();
@@ -324,7 +327,8 @@ void History::delete_selected() {
   if (ids.empty()) return;
   QMessageBox box(QMessageBox::Question, tr("Delete runs"),
                   runs_text(tr("Delete"), ids.size()) +
-                      tr(" and their files? Undo brings them back until the studio closes."),
+                      (ids.size() == 1 ? tr(" and its files? Undo brings it back until the studio closes.")
+                                       : tr(" and their files? Undo brings them back until the studio closes.")),
                   QMessageBox::Yes | QMessageBox::No, this);
   box.setObjectName("confirm_delete");
   box.button(QMessageBox::Yes)->setText(tr("Delete"));

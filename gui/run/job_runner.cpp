@@ -213,7 +213,8 @@ bool JobRunner::serve(Session* s, workers::LaunchPlan plan, QString frames_folde
     encoder->wait();  // the run's frames are on disk before anyone hears it ended
     if (encoder->failures() > 0)
       post([this, n = encoder->failures(), folder = encoder->folder()] {
-        Q_EMIT note(tr("%n frame(s) could not be saved as PNG in %1", "", n).arg(folder));
+        Q_EMIT note(n == 1 ? tr("One frame could not be saved as PNG in %1").arg(folder)
+                           : tr("%1 frames could not be saved as PNG in %2").arg(n).arg(folder));
       });
     const bool stay = !broken.exit_code && sup.idle();
     {

@@ -9,7 +9,8 @@ void FormRows::add(QFormLayout* form, QWidget* field) {
   QFormLayout::ItemRole role;
   form->getWidgetPosition(field, &row, &role);
   if (row < 0) throw std::logic_error("FormRows::add: the field is not in the form");
-  rows_.push_back({form, form->labelForField(field), field, row});
+  const bool spans = role == QFormLayout::SpanningRole;
+  rows_.push_back({form, spans ? nullptr : form->labelForField(field), field, spans, row});
 }
 
 void FormRows::show(QWidget* field, bool on) {
@@ -25,7 +26,8 @@ void FormRows::show(QWidget* field, bool on) {
       int at = r.index;  // less the rows before it that are out
       for (const auto& o : rows_)
         if (o.form == r.form && !o.in && o.index < r.index) --at;
-      r.form->insertRow(at, r.label, field);
+      if (r.spans) r.form->insertRow(at, field);
+      else r.form->insertRow(at, r.label, field);
       if (r.label) r.label->show();
       field->show();
     }

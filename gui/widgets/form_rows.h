@@ -21,8 +21,9 @@ class FormRows {
  private:
   struct Row {
     QFormLayout* form;
-    QWidget* label;  // may be null (a row that spans)
+    QWidget* label;  // null for a row that spans the form
     QWidget* field;
+    bool spans;
     int index;  // its row in the form when every row is in
     bool in = true;
   };

@@ -169,7 +169,9 @@ void MainWindow::restore_settings() {
 
 void MainWindow::closeEvent(QCloseEvent* e) {
   if (runner_.running() && !closing_) {
-    const QString queued = queue_.empty() ? QString() : tr(" The %n queued job(s) will not run.", "", int(queue_.size()));
+    const QString queued = queue_.empty()       ? QString()
+                           : queue_.size() == 1 ? tr(" The queued job will not run.")
+                                                : tr(" The %1 queued jobs will not run.").arg(queue_.size());
     if (!confirm_stop(tr("Stop it and quit? What it made so far is kept in History.") + queued)) return e->ignore();
     queue_.clear();
     if (runner_.running()) {  // unless it ended while the question was open
