@@ -407,7 +407,7 @@ class TestStudioCompose : public QObject {
     c.set_model_dir(QString::fromStdString(test::golden_case("wan22_i2v_tiny")));
     QVERIFY(c.last_image->isVisibleTo(&c));
     // The end picture does not size the output: it offers no match; nor does a model of one size (CogVideoX-5B-I2V's
-    // learned positions, 96 x 64 in this tiny one).
+    // learned positions, of one size in this tiny one too).
     const QString narrow = QString::fromStdString(std::string(test::source_dir()) + "/tests/data/pictures/bicubic_37x80.png");
     c.last_image->set_path(narrow);
     QVERIFY2(c.last_image->note->text().contains("stretched"), qPrintable(c.last_image->note->text()));

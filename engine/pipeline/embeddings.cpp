@@ -105,7 +105,7 @@ Embeddings kept_or_words(const plan::JobSpec& job, const plan::ModelFolder& mode
                          const std::function<void(const std::string&)>& log, KeptEmbeddings& kept,
                          const std::function<bool()>& make_room) {
   const std::string key = KeptEmbeddings::key_of(job, model, dtype, device);
-  auto found = at::full({1}, kept.find(key) ? 1 : 0, at::TensorOptions(at::kLong).device(device));
+  auto found = at::full({1}, kept.holds(key) ? 1 : 0, at::TensorOptions(at::kLong).device(device));
   parallel::share_encoded(mesh, found);
   if (found.cpu().item<int64_t>()) {
     log("the prompt embeddings are kept from the last run (the same texts and text encoders): no encoder runs");

@@ -21,8 +21,8 @@ class KeptEmbeddings {
   static std::string key_of(const plan::JobSpec& job, const plan::ModelFolder& model, at::ScalarType dtype,
                             const at::Device& device);
 
-  // The kept embeddings when they were made for `key`, else null.
-  const Embeddings* find(const std::string& key) const { return key == key_ && kept_ ? &embeddings_ : nullptr; }
+  // Whether the kept embeddings were made for `key`.
+  bool holds(const std::string& key) const { return kept_ && key == key_; }
   // What every rank keeps after encoding (or receiving) a run's words; what reuse() returns.
   void keep(const std::string& key, const Embeddings& e);
   // The kept embeddings, when the encoding rank found them for this run (std::logic_error where none are kept).

@@ -14,8 +14,8 @@ namespace studio::gui {
 
 namespace {
 
-// "Done in 41.2 s (3.1 before the first step, 35.0 denoising, 3.1 decoding): clip.mp4", from the rank that wrote
-// the result (before the first step: encoding the words and pictures, and loading the transformer).
+// "Done in T s (A before the first step, B denoising, C decoding): FILES", from the rank that wrote the result
+// (before the first step: encoding the words and pictures, and loading the transformer).
 QString done_text(const std::vector<workers::RankView>& ranks) {
   for (const auto& r : ranks) {
     if (!r.done || r.done->outputs.empty()) continue;
