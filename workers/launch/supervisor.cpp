@@ -1,11 +1,9 @@
 #include "workers/launch/supervisor.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,14 +14,12 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
-#include <string_view>
 
 #include "workers/launch/guarded_main.h"
+#include "workers/launch/rank_process.h"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-extern char** environ;
 
 namespace studio::workers {
 
@@ -40,42 +36,6 @@ void keep_in_tail(RankView& r, const std::string& line) {
 }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-std::string describe_status(int status) {
-  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    // SIGKILL from outside is most often the kernel's out-of-memory killer: say where to look.
-    return "was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) +
-           (sig == SIGKILL ? ": the system's out-of-memory killer sends it when the machine runs out of memory; "
-                             "`dmesg` says whether it did"
-                           : "") +
-           ")";
-  }
-  return "stopped";
-}
-
-int exit_status_of(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
-}
-
-events::ErrorKind kind_of_status(int status) {
-  return WIFSIGNALED(status) ? events::ErrorKind::Crash : kind_of_exit(WEXITSTATUS(status));
-}
-
-// This process's environment with `set` put in (replacing any same-named variable), as NAME=VALUE.
-std::vector<std::string> environment_with(const std::vector<std::pair<std::string, std::string>>& set) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) {
-    const std::string_view entry(*e);
-    const auto name = entry.substr(0, entry.find('='));
-    if (std::none_of(set.begin(), set.end(), [&](const auto& kv) { return kv.first == name; })) env.emplace_back(entry);
-  }
-  for (const auto& [name, value] : set) env.push_back(name + "=" + value);
-  return env;
-}
 
 bool same_secret(const std::string& a, const std::string& b) {
   if (a.size() != b.size()) return false;
@@ -170,11 +130,8 @@ void Supervisor::start() {
     if (!events_log_) throw std::runtime_error("cannot write the events log " + plan_.run.events_log + ": " + strerror(errno));
   }
 
-  // Everything a rank's process needs is built here, before the spawn: posix_spawn's child runs only
-  // the file actions and the process group below, then execve (no allocation, nothing but system calls).
-  const std::string exe = plan_.worker_exe;
-  std::string arg0 = "dit-worker", arg1 = "--job", arg2 = job_path, arg3 = "--serve";
-  char* argv[] = {arg0.data(), arg1.data(), arg2.data(), plan_.serve ? arg3.data() : nullptr, nullptr};
+  const std::vector<std::string> argv = plan_.serve ? std::vector<std::string>{"dit-worker", "--job", job_path, "--serve"}
+                                                    : std::vector<std::string>{"dit-worker", "--job", job_path};
   for (int i = 0; i < plan_.local_ranks(); ++i) {
     const int rank = plan_.run.node_rank * plan_.local_ranks() + i;
     auto env = environment_with({{"RANK", std::to_string(rank)},
@@ -187,40 +144,19 @@ void Supervisor::start() {
                                  // the environment, not argv: ps shows argv to all
                                  {"DIT_EVENTS_TOKEN", plan_.token},
                                  {"DIT_COLLECTIVE_TIMEOUT_S", std::to_string(plan_.run.collective_timeout_s)}});
-    std::vector<char*> envp;
-    for (auto& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) {
-      stop_all();
-      throw std::runtime_error(std::string("cannot make a pipe for rank ") + std::to_string(rank) + ": " + strerror(errno));
-    }
-    posix_spawn_file_actions_t actions;
-    posix_spawnattr_t attr;
-    ::posix_spawn_file_actions_init(&actions);
-    ::posix_spawn_file_actions_adddup2(&actions, fds[1], 1);  // dup2 clears O_CLOEXEC on the copies
-    ::posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
-    ::posix_spawnattr_init(&attr);
-    ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-    ::posix_spawnattr_setpgroup(&attr, group_);  // 0: the first rank leads a new group the others join
-    pid_t pid = 0;
-    // glibc reports a failed exec here (its child shares the errno through CLONE_VFORK).
-    const int err = ::posix_spawn(&pid, exe.c_str(), &actions, &attr, argv, envp.data());
-    ::posix_spawn_file_actions_destroy(&actions);
-    ::posix_spawnattr_destroy(&attr);
-    ::close(fds[1]);
-    if (err != 0) {
-      ::close(fds[0]);
+    RankProcess started;
+    try {
+      started = spawn_rank(plan_.worker_exe, argv, std::move(env), group_);  // group 0: the first leads a new one
+    } catch (const std::exception& e) {
       if (group_) ::kill(-group_, SIGKILL);  // the others would wait for the missing rank until timing out
       for (auto& l : locals_) {
         ::waitpid(l.pid, nullptr, 0);
         l.exited = true;
       }
-      throw std::runtime_error("cannot start rank " + std::to_string(rank) + " (" + exe + "): " + strerror(err));
+      throw std::runtime_error("cannot start rank " + std::to_string(rank) + " (" + plan_.worker_exe + "): " + e.what());
     }
-    if (!group_) group_ = pid;
-    ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
-    locals_.push_back(Local{rank, pid, fds[0]});
+    if (!group_) group_ = started.pid;
+    locals_.push_back(Local{rank, started.pid, started.output_fd});
   }
 }
 
