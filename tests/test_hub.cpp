@@ -430,6 +430,12 @@ TEST_F(Hub, dit_models_downloads_lists_verifies_and_removes) {
   r = models({"download", kFluxRepo, "--revision"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(test::contains(r.err, "--revision needs a value")) << r.err;
+  r = models({"download", kFluxRepo, "--file"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(test::contains(r.err, "--file needs a file of the repository")) << r.err;
+  r = models({"verify", kFluxRepo, "--file", "model.safetensors"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(test::contains(r.err, "--file applies to download only")) << r.err;
   r = models({"fetch", kFluxRepo});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(test::contains(r.err, "unknown command 'fetch'")) << r.err;
@@ -458,13 +464,15 @@ TEST_F(Hub, dit_models_downloads_one_single_file_for_transformer) {
   EXPECT_FALSE(fs::exists(snapshot + "/transformer-Q8_0.gguf"));
   EXPECT_FALSE(fs::exists(snapshot + "/golden.json"));
 
-  // A LoRA from its repository: told how to apply it.
+  // A LoRA from its repository, named with --file: only it is fetched, and the user is told how to apply it.
   server_.add_repo("test-org/flux-lora", test::golden_case("flux_lora_tiny"));
-  r = test::run(test::bin("dit-models"), {"download", "test-org/flux-lora", "lora_kohya.safetensors"}, 60000, env);
+  r = test::run(test::bin("dit-models"), {"download", "test-org/flux-lora", "--file", "lora_kohya.safetensors"}, 60000,
+                env);
   ASSERT_EQ(r.code, 0) << r.err;
-  const std::string lora = hub::snapshot_dir(settings_.cache_dir, "test-org/flux-lora") + "/lora_kohya.safetensors";
-  EXPECT_TRUE(test::contains(r.err, "--lora " + lora + ":1")) << r.err;
-  EXPECT_TRUE(fs::exists(lora));
+  const std::string lora_repo = hub::snapshot_dir(settings_.cache_dir, "test-org/flux-lora");
+  EXPECT_TRUE(test::contains(r.err, "--lora " + lora_repo + "/lora_kohya.safetensors:1")) << r.err;
+  EXPECT_TRUE(fs::exists(lora_repo + "/lora_kohya.safetensors"));
+  EXPECT_FALSE(fs::exists(lora_repo + "/lora_peft.safetensors"));
 
   r = test::run(test::bin("dit-models"), {"download", "test-org/flux-gguf", "flux1-dev-Q4_K_S.gguf"}, 60000, env);
   EXPECT_EQ(r.code, 3);

@@ -66,6 +66,8 @@ Commands:
 
 Options:
   --revision R                a branch, tag or commit (default main)
+  --file FILE                 download: a file of the repository to fetch alone, as FILE... above;
+                              repeat it for several
   -h, --help                  this text
   --version                   the version
 
@@ -100,6 +102,11 @@ Args parse(const std::vector<std::string>& argv) {
       a.revision = w == "--revision" ? argv[++i] : w.substr(11);
       if (a.revision.empty() || a.revision.find("..") != std::string::npos)
         throw workers::ArgError("--revision '" + a.revision + "': not a branch, tag or commit name; e.g. --revision main");
+    } else if (w == "--file" || w.rfind("--file=", 0) == 0) {
+      if (w == "--file" && (i + 1 >= argv.size() || argv[i + 1].rfind("--", 0) == 0))
+        throw workers::ArgError("--file needs a file of the repository, e.g. --file flux1-dev-Q4_K_S.gguf");
+      a.files.push_back(w == "--file" ? argv[++i] : w.substr(7));
+      if (a.files.back().empty()) throw workers::ArgError("--file needs a file of the repository, e.g. --file flux1-dev-Q4_K_S.gguf");
     } else if (w.rfind("-", 0) == 0) throw workers::ArgError("unknown option '" + w + "'; see dit-models --help");
     else words.push_back(w);
   }
@@ -111,7 +118,9 @@ Args parse(const std::vector<std::string>& argv) {
     throw workers::ArgError("unknown command '" + a.command + "'; expected list, known, download, verify or remove");
   if (wants_repo && words.size() < 2)
     throw workers::ArgError(a.command + " needs a repository id, e.g. dit-models " + a.command + " THUDM/CogVideoX-2b");
-  if (a.command == "download" && words.size() > 2) a.files.assign(words.begin() + 2, words.end());
+  if (!a.files.empty() && a.command != "download")
+    throw workers::ArgError("--file applies to download only, e.g. dit-models download ORG/NAME --file FILE");
+  if (a.command == "download" && words.size() > 2) a.files.insert(a.files.end(), words.begin() + 2, words.end());
   else if (words.size() > (wants_repo ? 2u : 1u))
     throw workers::ArgError("'" + words.back() + "': one " + (wants_repo ? "repository id" : "command") + " only; see dit-models --help");
   if (wants_repo) {
