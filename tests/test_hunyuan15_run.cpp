@@ -90,6 +90,27 @@ TEST(Hunyuan15Refusals, what_the_family_cannot_do_yet_is_named) {
   refused({"--enable_tiling", "--tile_sample_min_height", "48"}, {"--tile_sample_min_height 48", "64"});
 }
 
+// Qwen's tokenizer reads tokenizer.json alone: a folder without vocab.json and merges.txt encodes the same ids, and
+// one without tokenizer.json is refused before any work, naming what is missing.
+TEST(Hunyuan15Tokenizer, the_folder_needs_tokenizer_json_alone) {
+  test::TempDir tmp;
+  const std::string copy = tmp.path("hunyuan15"), out = tmp.path("run.safetensors");
+  test::copy_tree(test::golden_case(kCase), copy);
+  std::filesystem::remove(copy + "/tokenizer/vocab.json");
+  std::filesystem::remove(copy + "/tokenizer/merges.txt");
+  auto args = words_args(out);
+  args[1] = copy;
+  auto r = test::run(test::bin("dit-launch"), args + test::Args{"--num_inference_steps", "1"}, 300000);
+  ASSERT_EQ(r.code, 0) << r.err;
+  io::TensorFile f(out, "run");
+  EXPECT_TRUE(at::equal(f.get_int64("input_ids"), test::golden_ids(kCase, "input_ids")));
+
+  std::filesystem::remove(copy + "/tokenizer/tokenizer.json");
+  r = test::run(test::bin("dit-launch"), args, 60000);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "tokenizer/ (Qwen's tokenizer.json)")) << r.err;
+}
+
 // Several videos from one prompt with guidance on: each sample's text rows counted for both branches, in one
 // process and where CFG or Ulysses splits the call (a count per branch, not per sample, once stopped these runs);
 // and the fewest frames, 1 and 5, whose latents have fewer frames than the preview's colour channels.

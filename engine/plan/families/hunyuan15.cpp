@@ -102,8 +102,8 @@ class Hunyuan15 final : public Family {
     if (p->qwen && p->qwen->hidden_size != p->transformer.text_embed_dim)
       throw InputError(qcfg + ": hidden_size " + std::to_string(p->qwen->hidden_size) + " does not match the "
                        "transformer's text_embed_dim " + std::to_string(p->transformer.text_embed_dim));
-    p->has_qwen_tokenizer = std::filesystem::exists(part_path(m, "tokenizer", "vocab.json")) &&
-                            std::filesystem::exists(part_path(m, "tokenizer", "merges.txt"));
+    // The tokenizer reads tokenizer.json alone (vocab.json and merges.txt beside it are not needed).
+    p->has_qwen_tokenizer = std::filesystem::exists(part_path(m, "tokenizer", "tokenizer.json"));
     if (p->image_to_video()) read_picture_parts(m, idx, *p);
     // The size the checkpoint was trained for: its default video's area is about target_size^2.
     const int target = p->transformer.target_size;
@@ -134,7 +134,7 @@ class Hunyuan15 final : public Family {
   }
   std::vector<std::string> missing_text_parts(const ModelFolder& m) const override {
     std::vector<std::string> missing;
-    if (!hy(m).has_qwen_tokenizer) missing.push_back("tokenizer/ (Qwen's vocab.json, merges.txt)");
+    if (!hy(m).has_qwen_tokenizer) missing.push_back("tokenizer/ (Qwen's tokenizer.json)");
     if (!hy(m).qwen) missing.push_back("text_encoder/ (Qwen2.5-VL's language model)");
     if (!m.text_encoder) missing.push_back("text_encoder_2/ (ByT5)");
     return missing;

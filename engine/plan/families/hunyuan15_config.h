@@ -64,7 +64,7 @@ struct Hunyuan15Parts final : FamilyParts {
   std::optional<Hunyuan15VaeConfig> vae;
   double guidance_scale = 6.0;           // the guider's
   std::optional<QwenTextConfig> qwen;    // text_encoder/
-  bool has_qwen_tokenizer = false;       // tokenizer/vocab.json and merges.txt
+  bool has_qwen_tokenizer = false;       // tokenizer/tokenizer.json
   // Image-to-video (task_type i2v): SigLIP (image_encoder/) and its processor (feature_extractor/).
   std::optional<ClipVisionConfig> image_encoder;
   std::optional<SiglipImageProcessorConfig> image_processor;
