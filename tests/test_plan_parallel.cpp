@@ -366,6 +366,41 @@ TEST(PlanWan, memory_of_the_real_model_is_one_expert) {
   EXPECT_TRUE(plan::validate_parallel(stages, job, model, 4, 24.0, 2).empty());
 }
 
+// umT5-XXL (10.7 GiB) beside a small transformer on an 8 GiB GPU: --text_encoder_device cpu encodes in the host's
+// memory, and auto sends it there when the GPU lacks the room, so neither makes the job not fit. On the CPU the
+// host's memory is the device's: there it still counts.
+TEST(PlanWan, a_text_encoder_on_the_cpu_is_not_counted_on_the_gpu) {
+  test::TempDir tmp;
+  const std::string dir = tmp.path("wan-xxl");
+  test::copy_tree(test::golden_case("wan21_tiny"), dir);
+  test::write_file(dir + "/text_encoder/config.json",
+                   R"({"model_type": "umt5", "d_model": 4096, "d_kv": 64, "num_heads": 64, "d_ff": 10240,
+                       "num_layers": 24, "vocab_size": 256384})");
+  test::edit_json(dir + "/transformer/config.json", [](nlohmann::json& j) { j["text_dim"] = 4096; });
+  const auto model = plan::read_model_folder(dir);
+  plan::JobSpec job;
+  job.prompt = "a boat";
+  plan::apply_model_defaults(job, model);
+  job.height = 64, job.width = 96, job.num_frames = 9;
+  const plan::ParallelConfig one;
+  ASSERT_NEAR(plan::estimate_memory(one, job, model, 2).text_encoder_gib, 10.7, 0.5);
+  EXPECT_TRUE(plan::validate_parallel(one, job, model, 1, 8.0, 2).empty()) << "auto: the encoder goes to the CPU";
+  EXPECT_TRUE(plan::storage_choices(one, job, model, 2, 8.0).front().fits);
+
+  job.text_encoder_device = "cpu";
+  EXPECT_EQ(plan::estimate_memory(one, job, model, 2).text_encoder_gib, 0.0);
+  EXPECT_TRUE(plan::validate_parallel(one, job, model, 1, 8.0, 2).empty());
+  job.device = "cpu";
+  EXPECT_NEAR(plan::estimate_memory(one, job, model, 4).text_encoder_gib, 21.4, 1.0);
+
+  // A transformer that does not fit is still refused, whatever the encoder does.
+  job.device = "auto";
+  job.text_encoder_device = "auto";
+  const auto problems = plan::validate_parallel(one, job, model, 1, 0.3, 2);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_EQ(problems.front().field, "memory");
+}
+
 // Wan2.2 TI2V-5B gives each token its own timestep, so each token its own six modulation vectors (float32): six
 // values per latent token and channel, for both guidance branches, more than the same folder without.
 TEST(PlanWan, ti2v_counts_each_token_s_modulation) {

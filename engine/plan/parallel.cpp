@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/device_memory.h"
 #include "plan/family.h"
 #include "plan/job_file.h"
 #include "plan/options.h"
@@ -300,6 +301,8 @@ MemoryEstimate estimate_memory(const ParallelConfig& p, const JobSpec& job, cons
   // The text encoder runs only for words; embeddings from a file skip it.
   if (model.text_encoder && !job.prompt.empty())
     m.text_encoder_gib = std::max(m.text_encoder_gib, t5_weight_bytes(job, model, bytes_per_value) / kGiB);
+  // --text_encoder_device cpu encodes in the host's memory, apart from a GPU's (on the CPU they are one).
+  if (job.text_encoder_device == "cpu" && job.device != "cpu") m.text_encoder_gib = 0;
   return m;
 }
 
@@ -310,13 +313,13 @@ std::vector<Problem> validate_parallel(const ParallelConfig& p, const JobSpec& j
   if (!out.empty()) return out;
   if (memory_gib > 0) {
     const auto m = estimate_memory(p, job, model, bytes_per_value);
-    if (m.peak_gib() > memory_gib) {
+    if (const double peak = device_peak_gib(m, job, memory_gib); peak > memory_gib) {
       char msg[512];
       std::snprintf(msg, sizeof msg,
                     "%s is estimated at %.1f GiB per rank (transformer %.1f, text encoder %.1f, VAE decode %.1f), "
                     "more than the %.1f GiB each device has; more ring/Ulysses ranks, PipeFusion stages or CFG "
                     "parallel divide it, and --quantize fp8 or a quantized --transformer file shrinks the weights",
-                    p.describe().c_str(), m.peak_gib(), m.transformer_gib, m.text_encoder_gib, m.vae_gib, memory_gib);
+                    p.describe().c_str(), peak, m.transformer_gib, m.text_encoder_gib, m.vae_gib, memory_gib);
       out.push_back({"memory", msg});
     }
   }

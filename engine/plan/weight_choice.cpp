@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "plan/device_memory.h"
 #include "plan/family.h"
 #include "plan/lora_choice.h"
 
@@ -78,7 +79,7 @@ std::vector<StorageChoice> storage_choices(const ParallelConfig& p, const JobSpe
                                            int b, double memory_gib) {
   std::vector<StorageChoice> out;
   const auto add = [&](const std::string& flag, const ParallelConfig& q, const JobSpec& j) {
-    const double peak = estimate_memory(q, j, model, b).peak_gib();
+    const double peak = device_peak_gib(estimate_memory(q, j, model, b), j, memory_gib);
     out.push_back({flag, q, j, peak, memory_gib <= 0 || peak <= memory_gib});
   };
   add("", p, job);

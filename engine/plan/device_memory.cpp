@@ -1,0 +1,11 @@
+#include "plan/device_memory.h"
+
+namespace studio::plan {
+
+double device_peak_gib(MemoryEstimate m, const JobSpec& job, double memory_gib) {
+  if (memory_gib > 0 && job.text_encoder_device == "auto" && kProcessGiB + m.text_encoder_gib > memory_gib)
+    m.text_encoder_gib = 0;
+  return m.peak_gib();
+}
+
+}  // namespace studio::plan

@@ -1,0 +1,14 @@
+#pragma once
+// What a rank's device holds at its peak, given the memory it has: the one rule for where the text encoders run.
+
+#include "plan/job.h"
+#include "plan/parallel.h"
+
+namespace studio::plan {
+
+// The peak of `m` on a device of `memory_gib` (0: unknown). With --text_encoder_device auto the encoders go to the
+// CPU when the device lacks the room for them (as the run decides, text/encode/encoder_room.h), so they never make
+// a job not fit; with cpu, estimate_memory counts them off the device already.
+double device_peak_gib(MemoryEstimate m, const JobSpec& job, double memory_gib);
+
+}  // namespace studio::plan
