@@ -135,7 +135,16 @@ TEST(WanFirstAndLastFrame, both_pictures_reach_the_model) {
 
   auto job = test::picture_job("wan21_i2v_tiny");
   job.model_dir = dir;
+  // One picture is refused by the plan, before any work, naming the flag that would make it two.
+  const auto last_image_problem = [&] {
+    for (const auto& p : plan::validate(job, folder))
+      if (p.field == "last_image") return p.message;
+    return std::string();
+  };
+  EXPECT_NE(last_image_problem().find("give the one the clip ends on with --last_image FILE"), std::string::npos)
+      << last_image_problem();
   job.last_image_file = std::string(test::source_dir()) + "/tests/data/pictures/bicubic_37x80.png";  // resized
+  EXPECT_EQ(last_image_problem(), "");
   const auto out = models::wan_picture_conditioning(folder, job, at::kFloat, at::kCPU, [](const std::string&) {});
   ASSERT_EQ(out.image.sizes().vec(), (std::vector<int64_t>{1, 514, 32}));
   const auto mask = out.condition.narrow(1, 0, 4);  // [1, 4, 3, h, w]: frame 0, then the last video frame

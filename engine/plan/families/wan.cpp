@@ -278,6 +278,11 @@ class Wan final : public Family {
     if (!job.image_file.empty() && !wan(m).vae)
       out.push_back({"image", "--image " + job.image_file + ": the picture is encoded by the model's VAE, and this "
                               "folder has no vae/; use the model's complete folder as the Hub has it"});
+    // FLF2V's image tokens are two pictures' (pos_embed_seq_len 514, 2 x 257): its transformer cannot read one.
+    if (wan(m).transformer.pos_embed_seq_len && !job.image_file.empty() && job.last_image_file.empty())
+      out.push_back({"last_image", "this first-and-last-frame model (" + m.variant.name + ") joins two pictures: "
+                                   "give the one the clip ends on with --last_image FILE, or use an image-to-video "
+                                   "model (Wan2.1-I2V-14B) to animate one"});
     if (job.use_dynamic_cfg)
       out.push_back({"use_dynamic_cfg", "--use_dynamic_cfg: CogVideoX's guidance rule; Wan guides with a "
                                         "constant scale; leave it out"});
