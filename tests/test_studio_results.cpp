@@ -6,6 +6,7 @@
 // results along the window's bottom.
 // With STUDIO_SCREENSHOTS=DIR it saves these views at 1280 x 800 and 1920 x 1080 there.
 #undef QT_NO_KEYWORDS  // qcustomplot.h, included through the GUI, uses Qt's keywords
+#include <QCryptographicHash>
 #include <QMessageBox>
 #include <QScrollBar>
 #include <QSettings>
@@ -21,6 +22,7 @@
 #include "gui/run/step_plots.h"
 #include "qcustomplot.h"
 #include "video/clip_writer.h"
+#include "video/image_writer.h"
 
 #include "studio_support.h"
 #include "support.h"
@@ -293,9 +295,45 @@ class TestStudioResults : public QObject {
     QCOMPARE(w.player().input->pixmap().width(), 160);
     QCOMPARE(w.player().input->pixmap().height(), 107);
     QCOMPARE(w.player().frame_count(), 9);
+    // Its export names the picture as the run read it: the copy, its size and SHA-256, as the worker wrote them.
+    QString error;
+    const QString png = tmp_.path() + "/kite.png";
+    QVERIFY2(w.player().export_to(png, &error), qPrintable(error));
+    const auto tags = nlohmann::json::parse(video::probe_image(png.toStdString()).settings);
+    QFile picture(original);
+    QVERIFY(picture.open(QIODevice::ReadOnly));
+    QCOMPARE(QString::fromStdString(tags.value("image_sha256", "")),
+             QString(QCryptographicHash::hash(picture.readAll(), QCryptographicHash::Sha256).toHex()));
+    QCOMPARE(QString::fromStdString(tags.value("image", "")), kept);
+    QVERIFY2(QString::fromStdString(tags.value("image_size", "")).contains('x'), tags.dump().c_str());
     // A run from words alone hides it.
     w.player().begin(run.folder, plan::JobFile{}, "words");
     QVERIFY(!w.player().input->isVisibleTo(&w.player()));
+  }
+
+  // An export's metadata: the settings read again from the job, with the LoRAs and pictures it named; where the
+  // worker wrote its output, its sidecar (the files' SHA-256 as they were when the run read them) overrides.
+  void export_metadata_takes_the_run_s_own() {
+    QTemporaryDir run;
+    plan::JobFile f;
+    f.job.model_dir = test::golden_case("flux_words_tiny");
+    f.job.prompt = "a fox";
+    f.job.lora = "/loras/style.safetensors:0.8";
+    f.job.output_file = (run.path() + "/image.png").toStdString();
+    auto m = run_metadata(f);
+    QCOMPARE(QString::fromStdString(m["lora"]), QString("/loras/style.safetensors:0.8"));
+    QVERIFY(!m.count("lora_sha256"));  // not hashed again: the file may have changed since
+    QVERIFY(m.count("settings") && m["model_family"] != "");
+    QFile side(run.path() + "/image.png.json");
+    QVERIFY(side.open(QIODevice::WriteOnly));
+    side.write(R"({"lora": "/loras/style.safetensors:0.8", "lora_sha256": "2b78", "seed": "7", "encoder": "png",
+                  "width": 64})");
+    side.close();
+    m = run_metadata(f);
+    QCOMPARE(QString::fromStdString(m["lora_sha256"]), QString("2b78"));
+    QCOMPARE(QString::fromStdString(m["seed"]), QString("7"));
+    QVERIFY(!m.count("encoder") && m["width"] != "64");  // the written file's own, not the export's
+    QVERIFY(m.count("settings"));
   }
 
   void trash_is_purged_when_the_studio_closes() {

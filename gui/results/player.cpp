@@ -162,7 +162,7 @@ void Player::begin(const QString& folder, const plan::JobFile& job, const QStrin
   source_ = folder;
   set_image_mode(!makes_clips(job.job));
   set_fps(job.job.fps > 0 ? job.job.fps : 8);
-  set_metadata(run_metadata(job));
+  job_ = job;
   title->setText(what);
   note->clear();
   show_input(job.job);
@@ -253,6 +253,7 @@ void Player::advance() {
 
 bool Player::export_to(const QString& path, QString* error) const {
   if (frames_.empty() || frames_.front().isNull()) return *error = tr("there are no frames to export"), false;
+  const auto metadata = job_ ? run_metadata(*job_) : std::map<std::string, std::string>{};
   try {
     if (plan::is_image(plan::format_for(path.toStdString()))) {
       // One picture: the one shown (the first of a batch's images otherwise).
@@ -260,7 +261,7 @@ bool Player::export_to(const QString& path, QString* error) const {
       video::ImageInfo info;
       info.width = shown.width();
       info.height = shown.height();
-      info.metadata = metadata_;
+      info.metadata = metadata;
       video::write_image(path.toStdString(), packed_rgb(shown).data(), info);
       return true;
     }
@@ -268,7 +269,7 @@ bool Player::export_to(const QString& path, QString* error) const {
     info.width = frames_.front().width();
     info.height = frames_.front().height();
     info.fps = fps_;
-    info.metadata = metadata_;
+    info.metadata = metadata;
     video::ClipWriter writer(path.toStdString(), info);
     for (const auto& f : frames_) writer.add_frame(packed_rgb(f).data());
     writer.finish();

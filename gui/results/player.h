@@ -14,7 +14,7 @@
 #include <QTimer>
 #include <QWidget>
 
-#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,8 +37,6 @@ class Player : public QWidget {
   const QString& source() const { return source_; }  // the run folder shown; empty when none
   void set_frame(int index, const QImage& frame);  // frames may arrive in any order
   void set_fps(int fps);
-  void set_metadata(const std::map<std::string, std::string>& m) { metadata_ = m; }
-  const std::map<std::string, std::string>& metadata() const { return metadata_; }
   void set_image_mode(bool image);
   bool image_mode() const { return image_mode_; }
   int frame_count() const { return int(frames_.size()); }
@@ -77,7 +75,7 @@ class Player : public QWidget {
   void list_formats();
   void resizeEvent(QResizeEvent* e) override;
   std::vector<QImage> frames_;
-  std::map<std::string, std::string> metadata_;
+  std::optional<plan::JobFile> job_;  // the run shown: its export's metadata, read when it is exported
   QString source_;
   int current_ = -1, fps_ = 8;
   bool image_mode_ = false;

@@ -1,6 +1,10 @@
 #include "gui/results/run_info.h"
 
+#include <QFile>
+#include <QDir>
 #include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QObject>
 #include <QStringList>
 
@@ -99,6 +103,20 @@ std::map<std::string, std::string> run_metadata(const plan::JobFile& f) {
   if (!std::isnan(job.guidance_scale_2)) m["guidance_scale_2"] = shortest(job.guidance_scale_2);
   if (!std::isnan(job.cache_threshold) && !m.count("cache_threshold"))
     m["cache_threshold"] = shortest(job.cache_threshold);
+  for (auto [key, value] : {std::pair{"image", &job.image_file}, std::pair{"last_image", &job.last_image_file},
+                            std::pair{"lora", &job.lora}, std::pair{"lora_2", &job.lora_2}})
+    if (!value->empty()) m[key] = *value;
+  // What the worker wrote beside its output is what the run was: the pictures' and LoRAs' sizes and SHA-256 as
+  // they were then, and the settings as it ran them. Its own format fields the exported file writes anew.
+  const QFileInfo out(QString::fromStdString(job.output_file));
+  for (const QString& name : {out.fileName(), out.completeBaseName() + "_1." + out.suffix()}) {
+    QFile side(out.dir().filePath(name + ".json"));
+    if (job.output_file.empty() || !side.open(QIODevice::ReadOnly)) continue;
+    const auto written = QJsonDocument::fromJson(side.readAll()).object();
+    for (auto it = written.begin(); it != written.end(); ++it)
+      if (it.value().isString() && it.key() != "encoder") m[it.key().toStdString()] = it.value().toString().toStdString();
+    break;
+  }
   return m;
 }
 

@@ -27,7 +27,9 @@ std::optional<plan::JobFile> job_of(const QString& settings);
 QString run_name(qint64 id, const QString& prompt, const QString& settings);
 
 // Every setting of the job for an exported file's tags and sidecar: model, family, sampler, seed, size,
-// frames, fps, steps, guidance, negative prompt, caches, parallel..., and "settings": the job file's JSON.
+// frames, fps, steps, guidance, negative prompt, caches, parallel, pictures, LoRAs..., and "settings": the job
+// file's JSON. Where the run wrote its output, what the worker put beside it (the input pictures' and LoRAs'
+// SHA-256 among it) is taken as it is.
 std::map<std::string, std::string> run_metadata(const plan::JobFile& f);
 
 // Whether the job's model makes clips (true when its folder cannot be read: the clip controls stay).
