@@ -4,6 +4,7 @@
 // work. The pictures and PIL's results were made by tests/data/pictures/make_pictures.py.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -29,6 +30,8 @@ TEST(Pictures, read_as_pil_reads_them) {
     const auto got = read(std::string("mode_") + mode + ".png"), want = read(std::string("mode_") + mode + "_as_rgb.png");
     EXPECT_EQ(got.rgb, want.rgb) << mode;
   }
+  // An 8-bit TIFF with resolution tags (which FFmpeg's strict mode took for damage) reads as its PNG.
+  EXPECT_EQ(read("tiff_40x27.tif").rgb, read("lanczos_40x27.png").rgb);
 }
 
 TEST(Pictures, jpeg_near_pil) {
@@ -45,6 +48,20 @@ TEST(Pictures, jpeg_near_pil) {
   // colour edges (this picture's stripes and disc); 1.6 and 34 levels measured.
   EXPECT_LT(total / double(got.rgb.size()), 2.5);
   EXPECT_LE(worst, 48);
+}
+
+// A JPEG's EXIF orientation undone as diffusers' load_image undoes it (PIL's exif_transpose): each of the eight
+// tags against PIL's upright picture, near as JPEG decoders are; a wrong turn is far (the picture is not symmetric).
+TEST(Pictures, exif_orientation_as_pil) {
+  for (int tag = 1; tag <= 8; ++tag) {
+    const auto got = read("exif_" + std::to_string(tag) + ".jpg");
+    const auto want = read("exif_" + std::to_string(tag) + "_as_rgb.png");
+    ASSERT_EQ(got.width, want.width) << tag;
+    ASSERT_EQ(got.height, want.height) << tag;
+    double total = 0;
+    for (size_t i = 0; i < got.rgb.size(); ++i) total += std::abs(int(got.rgb[i]) - int(want.rgb[i]));
+    EXPECT_LT(total / double(got.rgb.size()), 2.5) << "orientation " << tag;
+  }
 }
 
 class PilResize : public ::testing::TestWithParam<std::tuple<const char*, int, int, video::Resample>> {};
@@ -88,12 +105,15 @@ TEST_P(RefusedPicture, names_the_file_and_why) {
 INSTANTIATE_TEST_SUITE_P(
     Files, RefusedPicture,
     ::testing::Values(std::pair{"refused_16bit.png", "16 bits per channel"}, std::pair{"refused_cmyk.jpg", "CMYK"},
-                      std::pair{"refused_animated.gif", "animated"}, std::pair{"refused_truncated.png", "truncated"},
+                      std::pair{"refused_animated.gif", "animated"}, std::pair{"refused_animated.webp", "animated"},
+                      std::pair{"refused_truncated.png", "truncated"},
+                      std::pair{"refused_damaged_pixels.png", "save it again, or use another copy"},
                       std::pair{"refused_not_a_picture.png", "not a picture"},
                       std::pair{"refused_9000_wide.png", "larger than 8192"}, std::pair{"missing.png", "no such file"}),
     [](const auto& info) {
       std::string n = info.param.first;
-      return n.substr(0, n.find('.'));
+      std::replace(n.begin(), n.end(), '.', '_');
+      return n;
     });
 
 }  // namespace

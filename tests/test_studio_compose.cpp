@@ -400,9 +400,20 @@ class TestStudioCompose : public QObject {
     c.height->setValue(64);
     QCOMPARE(c.image->thumbnail->pixmap().width(), 144);
     QCOMPARE(c.image->note->text(), QString("96 x 64"));
-    // A file Qt cannot read says so where the thumbnail would be.
-    c.image->set_path(QString::fromStdString(std::string(test::source_dir()) + "/tests/data/pictures/refused_not_a_picture.png"));
-    QVERIFY2(c.image->thumbnail->text().startsWith("Cannot show this file"), qPrintable(c.image->thumbnail->text()));
+    // A file the run would refuse is named under the field, in the engine's words, before Generate.
+    const QString pictures = QString::fromStdString(std::string(test::source_dir()) + "/tests/data/pictures/");
+    for (const auto& [file, why] : {std::pair{"refused_not_a_picture.png", "not a picture"},
+                                   std::pair{"refused_animated.webp", "animated"}, std::pair{"refused_cmyk.jpg", "CMYK"},
+                                   std::pair{"refused_16bit.png", "16 bits"}}) {
+      c.image->set_path(pictures + file);
+      QVERIFY2(c.image->thumbnail->text().startsWith("Cannot show this file"), qPrintable(c.image->thumbnail->text()));
+      QVERIFY2(c.problems().text("image").contains(why), qPrintable(file + (": " + c.problems().text("image"))));
+      QVERIFY(!w.generate());
+    }
+    // A phone's portrait (its pixels sideways, EXIF orientation 6) is shown and sized upright, as the run reads it.
+    c.image->set_path(pictures + "exif_6.jpg");
+    QCOMPARE(c.problems().text("image"), QString());
+    QCOMPARE(c.image->picture_size(), QSize(64, 96));
     // Wan2.2 I2V can end on a picture; a text-to-video model takes none.
     c.set_model_dir(QString::fromStdString(test::golden_case("wan22_i2v_tiny")));
     QVERIFY(c.last_image->isVisibleTo(&c));

@@ -8,19 +8,25 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <stdexcept>
+#include <string_view>
 
 #include "plan/error.h"
 #include "video/av_error.h"
 #include "video/picture.h"
+#include "video/picture_orientation.h"
 
 namespace studio::video {
 
 namespace {
 
-const char* kWhatWorks = "an 8-bit RGB or greyscale PNG, JPEG, WebP or BMP would work";
+const char* kWhatWorks = "an 8-bit RGB or greyscale PNG, JPEG, WebP, BMP or TIFF would work";
+const char* kAnimated = "is animated (more than one frame); the model takes one picture: export the frame you want "
+                        "as a PNG";
 
 struct Input {
   AVFormatContext* fmt = nullptr;
@@ -62,6 +68,20 @@ Picture to_rgb(const AVFrame& f) {
   return p;
 }
 
+// Whether the file is an animated WebP (a VP8X header with its animation flag), which this FFmpeg's WebP decoder
+// cannot read at all: it would be refused as damaged.
+bool animated_webp(const std::string& path) {
+  char head[21] = {};
+  std::ifstream in(path, std::ios::binary);
+  in.read(head, sizeof head);
+  return in && std::string_view(head, 4) == "RIFF" && std::string_view(head + 8, 8) == "WEBPVP8X" && (head[20] & 0x02);
+}
+
+std::string damaged(const std::string& who, const std::string& detail) {
+  return who + "is damaged, truncated or not a picture (" + detail + "); open it in an image editor and save it "
+         "again, or use another copy: " + kWhatWorks;
+}
+
 // FFmpeg's own log lines are quiet while a picture is read: every problem becomes one message of ours.
 struct QuietLog {
   int was = av_log_get_level();
@@ -76,6 +96,7 @@ Picture read_picture(const std::string& path, const std::string& flag) {
   const std::string who = flag + " " + path + ": ";
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) throw InputError(who + "no such file");
+  if (animated_webp(path)) throw InputError(who + kAnimated);
   Input in;
   if (int e = avformat_open_input(&in.fmt, path.c_str(), nullptr, nullptr); e < 0)
     throw InputError(who + "not a picture FFmpeg can read (" + av_error_text(e) + "); " + kWhatWorks);
@@ -93,7 +114,10 @@ Picture read_picture(const std::string& path, const std::string& flag) {
   auto free_ctx = [](AVCodecContext* x) { avcodec_free_context(&x); };
   std::unique_ptr<AVCodecContext, decltype(free_ctx)> dec(avcodec_alloc_context3(codec), free_ctx);
   avcodec_parameters_to_context(dec.get(), par);
-  dec->err_recognition = AV_EF_EXPLODE | AV_EF_CRCCHECK | AV_EF_BITSTREAM | AV_EF_BUFFER;
+  // TIFF's decoder explodes on tags it does not know (a resolution unit): a sound file; damage still shows in the
+  // frame's error flags below.
+  dec->err_recognition = (par->codec_id == AV_CODEC_ID_TIFF ? 0 : AV_EF_EXPLODE) | AV_EF_CRCCHECK | AV_EF_BITSTREAM |
+                         AV_EF_BUFFER;
   dec->thread_count = 1;
   if (int e = avcodec_open2(dec.get(), codec, nullptr); e < 0)
     throw InputError(who + "cannot be decoded (" + av_error_text(e) + ")");
@@ -110,14 +134,12 @@ Picture read_picture(const std::string& path, const std::string& flag) {
     if (e == 0) {
       AVFrame& f = frames == 0 ? *frame : *more;
       if (f.decode_error_flags || (f.flags & AV_FRAME_FLAG_CORRUPT))
-        throw InputError(who + "is damaged or truncated (the decoder reports missing or corrupt data)");
-      if (++frames > 1)
-        throw InputError(who + "is animated (more than one frame); the model takes one picture: export the frame "
-                         "you want as a PNG");
+        throw InputError(damaged(who, "the decoder reports missing or corrupt data"));
+      if (++frames > 1) throw InputError(who + kAnimated);
       continue;
     }
     if (e == AVERROR_EOF) break;
-    if (e != AVERROR(EAGAIN)) throw InputError(who + "is damaged, truncated or not a picture (" + av_error_text(e) + ")");
+    if (e != AVERROR(EAGAIN)) throw InputError(damaged(who, av_error_text(e)));
     if (draining) break;
     e = av_read_frame(in.fmt, pkt.get());
     if (e == AVERROR_EOF) {
@@ -125,14 +147,14 @@ Picture read_picture(const std::string& path, const std::string& flag) {
       avcodec_send_packet(dec.get(), nullptr);
       continue;
     }
-    if (e < 0) throw InputError(who + "is damaged, truncated or not a picture (" + av_error_text(e) + ")");
+    if (e < 0) throw InputError(damaged(who, av_error_text(e)));
     if (pkt->stream_index == stream) {
       e = avcodec_send_packet(dec.get(), pkt.get());
-      if (e < 0 && e != AVERROR(EAGAIN)) throw InputError(who + "is damaged, truncated or not a picture (" + av_error_text(e) + ")");
+      if (e < 0 && e != AVERROR(EAGAIN)) throw InputError(damaged(who, av_error_text(e)));
     }
     av_packet_unref(pkt.get());
   }
-  if (frames == 0) throw InputError(who + "is damaged, truncated or not a picture: nothing could be decoded from it");
+  if (frames == 0) throw InputError(damaged(who, "nothing could be decoded from it"));
 
   const auto* desc = av_pix_fmt_desc_get(AVPixelFormat(frame->format));
   if (!desc) throw InputError(who + "has pixels in a format FFmpeg does not describe; " + kWhatWorks);
@@ -144,7 +166,9 @@ Picture read_picture(const std::string& path, const std::string& flag) {
     throw InputError(who + "is a CMYK JPEG; the models take RGB: convert it to RGB (e.g. export as sRGB)");
   if (desc->flags & AV_PIX_FMT_FLAG_BITSTREAM)
     throw InputError(who + "is a 1-bit picture; " + kWhatWorks);
-  return to_rgb(*frame);
+  // Phones keep a portrait's pixels sideways and say so in EXIF; FFmpeg's JPEG decoder hands the tag on.
+  const AVDictionaryEntry* tag = av_dict_get(frame->metadata, "Orientation", nullptr, 0);
+  return upright(to_rgb(*frame), tag ? std::atoi(tag->value) : 1);
 }
 
 }  // namespace studio::video

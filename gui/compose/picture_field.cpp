@@ -1,15 +1,19 @@
 #include "gui/compose/picture_field.h"
 
+#include <QDateTime>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QHBoxLayout>
-#include <QImageReader>
 #include <QMimeData>
 #include <QPushButton>
 #include <QVBoxLayout>
 
 #include <cmath>
+#include <exception>
+
+#include "video/picture.h"
 
 namespace studio::gui {
 
@@ -24,7 +28,7 @@ QString local_file(const QMimeData* data) {
 
 }  // namespace
 
-PictureField::PictureField(const char* field, QWidget* parent) : QWidget(parent) {
+PictureField::PictureField(const char* field, QWidget* parent) : QWidget(parent), flag_("--" + std::string(field)) {
   setAcceptDrops(true);
   auto* column = new QVBoxLayout(this);
   column->setContentsMargins(0, 0, 0, 0);
@@ -61,7 +65,7 @@ PictureField::PictureField(const char* field, QWidget* parent) : QWidget(parent)
   connect(match_shape, &QPushButton::clicked, this, &PictureField::match_shape_requested);
   connect(browse, &QPushButton::clicked, this, [this] {
     const QString file = QFileDialog::getOpenFileName(this, tr("Choose a picture"), path(),
-                                                      tr("Pictures (*.png *.jpg *.jpeg *.webp *.bmp)"));
+                                                      tr("Pictures (*.png *.jpg *.jpeg *.webp *.bmp *.tif *.tiff)"));
     if (!file.isEmpty()) set_path(file);
   });
   connect(edit, &QLineEdit::editingFinished, this, [this] {
@@ -124,13 +128,13 @@ void PictureField::show_picture() {
   thumbnail->setVisible(!path().isEmpty());
   note->setVisible(!path().isEmpty());
   if (path().isEmpty()) return;
-  QImageReader reader(path());
-  const QImage picture = reader.read();
-  if (picture.isNull()) {
-    // The run refuses it with the engine's reason; here, Qt's.
-    thumbnail->setText(tr("Cannot show this file: %1").arg(reader.errorString()));
+  read_picture();
+  if (picture_.isNull()) {
+    thumbnail->setText(problem_.isEmpty() ? tr("Cannot show this file: there is none at this path.")
+                                          : tr("Cannot show this file: the run would refuse it (below)."));
     return;
   }
+  const QImage& picture = picture_;
   picture_size_ = picture.size();
   // The pipeline stretches the picture to the output size, or covers it and crops the centre: show that, at
   // the thumbnail's height.
@@ -155,6 +159,26 @@ void PictureField::show_picture() {
   else if (picture.width() != w)
     text += tr(", resized to %1 x %2").arg(w).arg(h);
   note->setText(text);
+}
+
+void PictureField::read_picture() {
+  // Read again only when the file changes: the thumbnail is redrawn at every change of the output's size.
+  const QFileInfo file(path());
+  const QString key = file.absoluteFilePath() + "|" + QString::number(file.size()) + "|" +
+                      QString::number(file.lastModified().toMSecsSinceEpoch());
+  if (key == read_key_) return;
+  read_key_ = key;
+  picture_ = {};
+  problem_.clear();
+  if (!file.isFile()) return;  // the job's check names a missing file
+  try {
+    // The engine's own reader: the pixels the run will see (EXIF orientation applied, alpha dropped), and its
+    // refusals (animated, CMYK, 16-bit, damaged, enormous) before Generate rather than after the run starts.
+    const auto p = video::read_picture(path().toStdString(), flag_);
+    picture_ = QImage(p.rgb.data(), p.width, p.height, 3 * p.width, QImage::Format_RGB888).copy();
+  } catch (const std::exception& e) {
+    problem_ = QString::fromStdString(e.what());
+  }
 }
 
 }  // namespace studio::gui

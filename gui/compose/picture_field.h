@@ -4,11 +4,13 @@
 // the picture stretched to the job's width and height, or scaled to cover them and cropped at the centre
 // (plan::Family::crops_picture), as the pipeline resizes it, and a note when that changes its shape.
 #pragma once
+#include <QImage>
 #include <QLabel>
 #include <QPushButton>
 #include <QSize>
 #include <QWidget>
 
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -30,8 +32,10 @@ class PictureField : public QWidget {
   // Whether "Match the picture's shape" is offered where the picture is stretched: for the picture that sizes the
   // output, of a model that takes other sizes.
   void set_shape_offer(bool offer);
-  // The picture's own size in pixels; empty when there is none or it cannot be read.
+  // The picture's own size in pixels (upright, as the model sees it); empty when there is none or it cannot be read.
   QSize picture_size() const { return picture_size_; }
+  // Why the run would refuse the file (animated, CMYK, damaged...), in the engine's words; empty when it reads.
+  const QString& problem() const { return problem_; }
   // For a model that takes no picture: the family's image-to-video models, each a link (its repository id),
   // shown under the field; empty for one that takes a picture.
   void set_offer(const std::vector<std::pair<QString, QString>>& name_and_repo);
@@ -53,6 +57,11 @@ class PictureField : public QWidget {
 
  private:
   void show_picture();
+  void read_picture();
+  std::string flag_;  // "--image" or "--last_image": how the engine names the file in a refusal
+  QString read_key_;  // the file (path, size, time) picture_ was read from
+  QImage picture_;
+  QString problem_;
   int width_ = 0, height_ = 0;
   bool crop_ = false, shape_offer_ = false;
   QSize picture_size_;

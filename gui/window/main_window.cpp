@@ -12,6 +12,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <tuple>
 
 #include "io/safetensors/lora_files.h"
 #include "plan/job_check.h"
@@ -215,6 +216,11 @@ std::vector<plan::Problem> MainWindow::validate() {
     const auto p = parallel_->config();
     auto more = plan::check_job(job, p, *model, {parallel_->processes(), parallel_->memory_gib(), parallel_->on_gpus()});
     io::check_lora_fits(job, *model, more);
+    // A picture the run would refuse (animated, CMYK, damaged...) as the engine reads it; a missing one the job's
+    // check names.
+    for (auto [field, path, widget] : {std::tuple{"image", &job.image_file, compose_->image},
+                                       std::tuple{"last_image", &job.last_image_file, compose_->last_image}})
+      if (!path->empty() && !widget->problem().isEmpty()) more.push_back({field, widget->problem().toStdString()});
     problems.insert(problems.end(), more.begin(), more.end());
     const auto machine = parallel_->machine_problems(job, *model);
     problems.insert(problems.end(), machine.begin(), machine.end());

@@ -26,3 +26,23 @@ Image.new("RGB", (9000, 120), (10, 20, 30)).save("refused_9000_wide.png")
 # A JPEG (YUV 4:2:0), and PIL's decode of it: decoders may differ by a few levels in the chroma upsampling.
 src.save("jpeg_q95.jpg", quality=95)
 Image.open("jpeg_q95.jpg").convert("RGB").save("jpeg_q95_as_rgb.png")
+# Read as any other picture: an 8-bit TIFF (its resolution tags once tripped the decoder's strict mode).
+Image.open("lanczos_40x27.png").save("tiff_40x27.tif")
+# Refused: an animated WebP, and a PNG whose compressed pixels are damaged under checksums that still match.
+frames[0].save("refused_animated.webp", save_all=True, append_images=frames[1:], duration=100, loop=0)
+import struct, zlib
+png = bytearray(open("lanczos_40x27.png", "rb").read())
+at = png.index(b"IDAT") + 4 + 2  # past the zlib header: flip the deflate stream's bits
+png[at : at + 16] = bytes(b ^ 0xFF for b in png[at : at + 16])
+length = struct.unpack(">I", png[at - 6 - 4 : at - 6])[0]
+png[at - 6 + 4 + length : at - 6 + 8 + length] = struct.pack(">I", zlib.crc32(bytes(png[at - 6 : at - 2 + length])))
+open("refused_damaged_pixels.png", "wb").write(png)
+# A JPEG for each EXIF orientation (phones keep portraits sideways and say so), and what diffusers' load_image
+# makes of it (ImageOps.exif_transpose, then RGB).
+from PIL import ImageOps
+small = src
+for tag in range(1, 9):
+    exif = Image.Exif()
+    exif[0x0112] = tag
+    small.save("exif_%d.jpg" % tag, quality=95, exif=exif)
+    ImageOps.exif_transpose(Image.open("exif_%d.jpg" % tag)).convert("RGB").save("exif_%d_as_rgb.png" % tag)
