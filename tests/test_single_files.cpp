@@ -155,6 +155,7 @@ TEST(FluxSingleFileRefusals, files_that_do_not_belong_are_named) {
   refused({"--transformer", tmp.path("notes.txt")}, {"--transformer", "notes.txt", "neither a GGUF"}, 2);
   refused({"--transformer_2", file_of(variant("q8_0"))}, {"--transformer_2", "one transformer"}, 2);
   refused({"--quantize", "int4"}, {"--quantize int4", "fp8"}, 2);
+  refused({"--transformer", file_of(variant("q8_0")), "--quantize", "fp8"}, {"--quantize fp8", "quantized already"}, 2);
   // A LoRA given as the transformer: named as one, with the flag that takes it.
   const std::string lora = test::golden_case("flux_lora_tiny") + "/lora_peft.safetensors";
   refused({"--transformer", lora}, {"--transformer " + lora + ": this file is a LoRA", "give it with --lora"}, 2);

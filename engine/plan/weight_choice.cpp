@@ -12,6 +12,12 @@ namespace studio::plan {
 
 namespace {
 
+bool starts_gguf(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  char head[4] = {};
+  return in.read(head, sizeof head) && std::memcmp(head, "GGUF", 4) == 0;
+}
+
 // "" when `file` can be a part's weights, else why not.
 std::string single_file_problem(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
@@ -51,6 +57,13 @@ void check_weight_choices(const JobSpec& job, const ModelFolder& model, std::vec
   if (job.text_encoder_device != "auto" && job.text_encoder_device != "cpu")
     out.push_back({"text_encoder_device", "--text_encoder_device " + job.text_encoder_device +
                                               ": auto (the run's device) or cpu"});
+  // A GGUF file is quantized already: fp8 on top would change only the layers it keeps in float, and its results.
+  for (const auto& [flag, file] : {std::pair{"transformer", &job.transformer_file},
+                                   std::pair{"transformer_2", &job.transformer_2_file}})
+    if (job.quantize == "fp8" && !file->empty() && starts_gguf(*file))
+      out.push_back({"quantize", "--quantize fp8 with --" + std::string(flag) + " " + *file + ": the GGUF file is "
+                                 "quantized already, and fp8 would store the layers it keeps in float as well; drop "
+                                 "--quantize fp8, or give a bfloat16 file or folder to store in fp8"});
   if (!job.quantize.empty() && job.quantize != "fp8")
     out.push_back({"quantize", "--quantize " + job.quantize + ": the format to keep float weights in; fp8 is the one "
                                    "offered (for GGUF quantizations, give a quantized file with --transformer)"});
