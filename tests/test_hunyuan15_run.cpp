@@ -6,6 +6,8 @@
 
 #include <sstream>
 
+#include "io/gguf/gguf_file.h"
+#include "io/safetensors/safetensors_file.h"
 #include "io/weights/tensor_file.h"
 #include "mixes.h"
 #include "process.h"
@@ -109,6 +111,44 @@ TEST(Hunyuan15Tokenizer, the_folder_needs_tokenizer_json_alone) {
   r = test::run(test::bin("dit-launch"), args, 60000);
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_TRUE(test::contains(r.err, "tokenizer/ (Qwen's tokenizer.json)")) << r.err;
+}
+
+// Qwen2.5-VL's language model from one GGUF in llama.cpp's names (blk.N.attn_q, token_embd, output_norm; as its
+// converter writes the qwen2vl architecture) encodes as the folder does; a GGUF of another architecture is refused
+// naming the ones it would take.
+TEST(Hunyuan15TextEncoderFile, a_qwen_gguf_encodes_as_the_folder) {
+  test::TempDir tmp;
+  const auto folder = io::SafetensorsFile::open(test::golden_case(kCase) + "/text_encoder/model.safetensors");
+  const std::pair<const char*, const char*> parts[] = {
+      {"input_layernorm", "attn_norm"}, {"self_attn.q_proj", "attn_q"},  {"self_attn.k_proj", "attn_k"},
+      {"self_attn.v_proj", "attn_v"},   {"self_attn.o_proj", "attn_output"}, {"post_attention_layernorm", "ffn_norm"},
+      {"mlp.gate_proj", "ffn_gate"},    {"mlp.up_proj", "ffn_up"},      {"mlp.down_proj", "ffn_down"}};
+  std::vector<io::GgufTensorToWrite> tensors;
+  for (const auto& t : folder->tensors()) {
+    std::string name = t.name == "embed_tokens.weight" ? "token_embd.weight"
+                       : t.name == "norm.weight"        ? "output_norm.weight"
+                                                        : "";
+    for (const auto& [ours, theirs] : parts) {
+      const auto at = t.name.find(std::string(".") + ours + ".");
+      if (name.empty() && at != std::string::npos)
+        name = "blk." + t.name.substr(7, at - 7) + "." + theirs + t.name.substr(t.name.rfind('.'));
+    }
+    ASSERT_FALSE(name.empty()) << t.name;
+    tensors.push_back({name, plan::WeightFormat::F32, t.shape, folder->data(t)});
+  }
+  io::write_gguf(tmp.path("qwen.gguf"), tensors, {{"general.architecture", "qwen2vl"}});
+  const std::string out = tmp.path("run.safetensors");
+  auto r = test::run(test::bin("dit-launch"),
+                     words_args(out) + test::Args{"--num_inference_steps", "1", "--text_encoder", tmp.path("qwen.gguf")},
+                     300000);
+  ASSERT_EQ(r.code, 0) << r.err;
+  io::TensorFile f(out, "run");
+  EXPECT_LT(test::max_abs_diff(f.get("prompt_embeds", 3, ""), real_rows("prompt_embeds", "prompt_embeds_mask")), 1e-4);
+
+  io::write_gguf(tmp.path("t5.gguf"), tensors, {{"general.architecture", "t5encoder"}});
+  r = test::run(test::bin("dit-launch"), words_args(out) + test::Args{"--text_encoder", tmp.path("t5.gguf")}, 120000);
+  EXPECT_NE(r.code, 0);
+  EXPECT_TRUE(test::contains(r.err, "t5encoder") && test::contains(r.err, "qwen2vl")) << r.err;
 }
 
 // Several videos from one prompt with guidance on: each sample's text rows counted for both branches, in one

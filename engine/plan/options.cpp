@@ -159,9 +159,11 @@ const std::vector<Option> kOptions = {
     {{"text_encoder", K::Text, "FILE", 0, 0, "umt5-xxl-encoder-Q8_0.gguf", S::Memory,
       "the text encoder from one file instead of the folder's text_encoder/ (with its config.json): a T5 or umT5 "
       "GGUF in llama.cpp's names (city96's encoder files; quantized weights stay quantized), or safetensors in "
-      "transformers' names (fp8 plain or scaled, as ComfyUI's t5xxl/umt5 files); FLUX.1's is CLIP (safetensors)"},
+      "transformers' names (fp8 plain or scaled, as ComfyUI's t5xxl/umt5 files); FLUX.1's is CLIP (safetensors); "
+      "HunyuanVideo-1.5's is Qwen2.5-VL's language model (a qwen2vl GGUF in llama.cpp's names, or safetensors)"},
      &JobSpec::text_encoder_file, "Text encoder file",
-     "A single file for the text encoder, as ComfyUI users keep them: a T5/umT5 GGUF or fp8 file (FLUX.1: CLIP-L). "
+     "A single file for the text encoder, as ComfyUI users keep them: a T5/umT5 GGUF or fp8 file (FLUX.1: CLIP-L; "
+     "HunyuanVideo-1.5: Qwen2.5-VL, GGUF or fp8). "
      "The folder gives its config and tokenizer."},
     {{"text_encoder_2", K::Text, "FILE", 0, 0, "t5-v1_1-xxl-encoder-Q8_0.gguf", S::Memory,
       "FLUX.1: T5 (text_encoder_2/) from one file, likewise"},

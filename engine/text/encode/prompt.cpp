@@ -8,6 +8,8 @@
 #include "compat/torch_compat.h"
 #include "io/weights/lora.h"
 #include "plan/error.h"
+#include "plan/family.h"
+#include "plan/qwen_file.h"
 #include "plan/single_file.h"
 #include "text/encode/encoder_room.h"
 #include "text/encode/t5_encoder.h"
@@ -72,11 +74,12 @@ void require_text_parts(const plan::ModelFolder& model) {
 // T5 on each text in turn: [1, L, d_model] float32 each, with the ids.
 io::WeightSet encoder_weights(const plan::ModelFolder& model, const std::string& part) {
   const auto file = model.weight_files.find(part);
-  const bool t5 = part == model.t5_part();
+  const bool t5 = part == model.t5_part(), qwen = part == "text_encoder" && plan::reads_qwen(model);
   auto weights = file == model.weight_files.end() ? io::WeightSet::open(plan::part_path(model, part), "model")
-                 : t5 ? io::WeightSet::open_file(file->second, {"t5encoder", "t5"}, plan::t5_file_renames)
-                      : io::WeightSet::open_file(file->second, {"clip"},
-                                                 [](const std::set<std::string>&) { return plan::TensorRenames{}; });
+                 : t5   ? io::WeightSet::open_file(file->second, {"t5encoder", "t5"}, plan::t5_file_renames)
+                 : qwen ? io::WeightSet::open_file(file->second, plan::kQwenGgufArchitectures, plan::qwen_file_renames)
+                        : io::WeightSet::open_file(file->second, {"clip"},
+                                                   [](const std::set<std::string>&) { return plan::TensorRenames{}; });
   // The LoRAs' text-encoder modules, where the family takes them (io/weights/lora.h).
   if (!model.loras.empty())
     weights.add_deltas(io::lora_deltas(model, model.loras, weights.names(),
