@@ -209,6 +209,8 @@ TEST(FluxWordsRefusals, missing_encoders_and_misplaced_prompts_are_named) {
   refused(copy, {"--prompt", "a boat"}, {"--prompt", "no tokenizer/ (CLIP's vocab.json, merges.txt)",
                                          "black-forest-labs/FLUX.1-dev", "--prompt_embeds"});
   refused(folder(), {"--prompt_2", "a boat"}, {"--prompt_2 without --prompt"});
+  refused(folder(), {"--prompt", "a boat", "--image", test::golden_case("wan21_i2v_tiny") + "/image.png"},
+          {"--image", "generates from words alone", "its family has no image-to-video model"});
   refused(folder(), {"--prompt", "a boat", "--negative_prompt", "rain"}, {"--negative_prompt", "no negative prompt"});
   refused(folder(), {"--prompt", "a boat", "--max_sequence_length", "600"}, {"--max_sequence_length 600", "512"});
   const auto cog = test::run(test::bin("dit-launch"), {"--model", test::golden_case("cogvx2b_t5_tiny"), "--prompt", "a",

@@ -149,6 +149,24 @@ TEST(LoraChanges, a_fused_layer_s_differences_split_by_its_rows) {
   EXPECT_LT(test::max_abs_diff(change_in(with, base, a + "norm_q.weight", {16}), query_norm * -0.5), 1e-6);
 }
 
+// FLUX.1 in Black Forest Labs' names with PEFT's lora_A / lora_B (ComfyUI's exports): diffusers 0.35.2 drops these
+// silently; we apply them as ComfyUI does, the fused qkv's product split by its rows, each at rank 4's alpha = rank.
+TEST(LoraChanges, black_forest_labs_names_with_lora_a_and_b_apply) {
+  test::TempDir tmp;
+  const std::string file = tmp.path("bfl.safetensors");
+  const auto down = at::randn({4, 32}), up = at::randn({96, 4});
+  io::save_tensors(file, {{"diffusion_model.double_blocks.0.img_attn.qkv.lora_A.weight", down},
+                          {"diffusion_model.double_blocks.0.img_attn.qkv.lora_B.weight", up}});
+  auto folder = plan::read_model_folder(test::golden_case("flux_words_tiny"));
+  auto base = models::transformer_weights(folder, 0);
+  folder.loras = {{file, 0.75}};
+  auto with = models::transformer_weights(folder, 0);
+  const auto product = at::mm(up, down) * 0.75;
+  const std::string a = "transformer_blocks.0.attn.";
+  EXPECT_LT(test::max_abs_diff(change_in(with, base, a + "to_q.weight", {32, 32}), product.narrow(0, 0, 32)), 1e-5);
+  EXPECT_LT(test::max_abs_diff(change_in(with, base, a + "to_v.weight", {32, 32}), product.narrow(0, 64, 32)), 1e-5);
+}
+
 // FLUX.1 takes a LoRA's text-encoder modules: CLIP's in kohya's names (lora_te1_, with its alpha) and ComfyUI's,
 // T5's in kohya's (lora_te3_); the job's strength applies to them as to the transformer's, as diffusers'
 // set_adapters gives one weight to both.
@@ -388,6 +406,10 @@ TEST(LoraRefusals, wrong_model_missing_file_and_damaged_files_are_named) {
   const std::pair<std::string, std::vector<std::pair<std::string, at::Tensor>>> damaged[] = {
       {"rank", {{m + "lora_A.weight", at::randn({4, 32})}, {m + "lora_B.weight", at::randn({32, 3})}}},
       {"finite", {{m + "lora_A.weight", at::full({4, 32}, NAN)}, {m + "lora_B.weight", at::randn({32, 4})}}},
+      {"finite", {{m + "lora_A.weight", at::randn({4, 32})}, {m + "lora_B.weight", at::full({32, 4}, INFINITY)}}},
+      // A rank above the layer's sizes: no low-rank product, and a file of any size would be read.
+      {"has rank 64, more than its layer's sizes",
+       {{m + "lora_A.weight", at::randn({64, 32})}, {m + "lora_B.weight", at::randn({32, 64})}}},
       {"other half", {{m + "lora_B.weight", at::randn({32, 4})}}},
       {"has none", {{"diffusion_model.double_blocks.0.img_attn.norm.key_norm.scale.diff_b", at::randn({16})}}},
       {"by a difference of [31, 32]", {{m + "diff", at::randn({31, 32})}}},

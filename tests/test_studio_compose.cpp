@@ -474,11 +474,15 @@ class TestStudioCompose : public QObject {
     const float zero = 0;
     const std::string tagged = tmp_.path().toStdString() + "/pixel_style.safetensors";
     io::write_safetensors(tagged, {{"lora_unet_x.lora_down.weight", io::DType::F32, {1}, &zero}},
-                          {{"ss_tag_frequency", R"({"10_pxl": {"pxlart": 12, "pixel art": 30, "sprite": 3}})"}});
+                          {{"ss_tag_frequency", R"({"10_pxl": {"pxlart": 12, "pixel art": 30, "sprite": 3}})"},
+                           {"modelspec.trigger_phrase", "in the pxl style"}});
     c.loras->add(QString::fromStdString(tagged));
     QCOMPARE(c.job().lora, kohya + ":1.25," + tagged + ":1");
     const QString words = c.loras->triggers(1)->text();
-    QVERIFY2(words.indexOf("pixel art") < words.indexOf("pxlart") && words.contains("sprite"), qPrintable(words));
+    // The phrase its maker names first, then the most trained words.
+    QVERIFY2(words.indexOf("in the pxl style") < words.indexOf("pixel art") &&
+                 words.indexOf("pixel art") < words.indexOf("pxlart") && words.contains("sprite"),
+             qPrintable(words));
     Q_EMIT c.loras->triggers(1)->linkActivated("pixel art");
     QCOMPARE(c.prompt->toPlainText(), QString("a lighthouse, pixel art"));
 

@@ -118,8 +118,9 @@ void check_pictures(const JobSpec& job, const ModelFolder& model, std::vector<Pr
     std::string offer;
     for (const auto& r : image_to_video_repos(rules)) offer += (offer.empty() ? "" : ", ") + r.repo_id;
     out.push_back({"image", "--image " + job.image_file + ": this model (" + model.variant.name + ") generates from "
-                            "words alone; drop the picture, or use an image-to-video checkpoint" +
-                            (offer.empty() ? std::string() : " of its family (" + offer + ")")});
+                            "words alone; drop the picture" +
+                            (offer.empty() ? std::string(" (its family has no image-to-video model)")
+                                           : ", or use an image-to-video checkpoint of its family (" + offer + ")")});
   }
   if (!job.last_image_file.empty() && !rules.takes_last_image(model))
     out.push_back({"last_image", "--last_image " + job.last_image_file + ": this model (" + model.variant.name +

@@ -272,10 +272,11 @@ const std::vector<Option> kOptions = {
      "Independent copies of the whole job, each making its share of the videos. Use it for several results "
      "per prompt; it does not speed up a single one."},
     {{"use_parallel_vae", K::Switch, "", 0, 0, "", S::Parallel,
-      "every rank decodes a band of rows (exact; memory per rank ~1/N)"},
+      "every rank decodes a band of rows, and encodes one of an image-to-video run's picture (exact; memory per "
+      "rank ~1/N)"},
      &ParallelConfig::use_parallel_vae, "Parallel VAE",
-     "Every rank decodes a band of rows of the frames: the decode's time and memory divided among the ranks, "
-     "with the same result as one process."},
+     "Every rank decodes a band of rows of the frames, and encodes a band of the picture an image-to-video run "
+     "starts from: the VAE's time and memory divided among the ranks, with the same result as one process."},
     {{"shard_weights", K::Switch, "", 0, 0, "", S::Parallel,
       "each CFG x ring x Ulysses rank keeps 1/N of every block's weights and gathers a block whole just before it "
       "runs (exact; weights per rank ~1/N plus one block)"},

@@ -29,22 +29,26 @@ bool is_lora_file(const QString& path) { return path.endsWith(".safetensors", Qt
 
 std::vector<std::string> lora_trigger_words(const std::string& file, size_t n) {
   std::map<std::string, double> counts;
+  std::vector<std::string> out;
   try {
     const auto meta = io::SafetensorsFile::open(file)->metadata();
-    const auto it = meta.find("ss_tag_frequency");
-    if (it == meta.end()) return {};
-    const auto folders = nlohmann::json::parse(it->second);
-    for (const auto& [folder, words] : folders.items())
-      if (words.is_object())
-        for (const auto& [word, count] : words.items())
-          if (count.is_number()) counts[word] += count.get<double>();
+    // The phrase its maker names (the ModelSpec convention), first; then kohya's tags, most frequent first.
+    if (const auto phrase = meta.find("modelspec.trigger_phrase"); phrase != meta.end() && !phrase->second.empty())
+      out.push_back(phrase->second);
+    if (const auto it = meta.find("ss_tag_frequency"); it != meta.end()) {
+      const auto folders = nlohmann::json::parse(it->second);
+      for (const auto& [folder, words] : folders.items())
+        if (words.is_object())
+          for (const auto& [word, count] : words.items())
+            if (count.is_number()) counts[word] += count.get<double>();
+    }
   } catch (const std::exception&) {
-    return {};  // unreadable files are the plan's to name; they have no words to offer
+    return out;  // unreadable files are the plan's to name; they have no more words to offer
   }
   std::vector<std::pair<std::string, double>> sorted(counts.begin(), counts.end());
   std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-  std::vector<std::string> out;
-  for (size_t i = 0; i < sorted.size() && i < n; ++i) out.push_back(sorted[i].first);
+  for (size_t i = 0; i < sorted.size() && out.size() < n; ++i)
+    if (std::find(out.begin(), out.end(), sorted[i].first) == out.end()) out.push_back(sorted[i].first);
   return out;
 }
 

@@ -63,8 +63,9 @@ class LoraList : public QWidget {
   QLabel* refused_;  // why the last file given could not be added
 };
 
-// The words a LoRA file was trained on most (kohya's ss_tag_frequency metadata: {folder: {word: count}}), at
-// most `n`, most frequent first; none when the file has no such metadata or cannot be read.
+// The words that call up a LoRA, at most `n`: the phrase its maker names (modelspec.trigger_phrase), then the words
+// it was trained on most (kohya's ss_tag_frequency: {folder: {word: count}}), most frequent first; none when the file
+// has no such metadata or cannot be read.
 std::vector<std::string> lora_trigger_words(const std::string& file, size_t n = 5);
 
 }  // namespace studio::gui

@@ -47,7 +47,7 @@ ParallelPanel::ParallelPanel(QWidget* parent) : QWidget(parent) {
   cfg->setObjectName("use_cfg_parallel");
   shard_weights = new QCheckBox(tr("each rank keeps 1/N of every block"));
   shard_weights->setObjectName("shard_weights");
-  parallel_vae = new QCheckBox(tr("every rank decodes a band of rows"));
+  parallel_vae = new QCheckBox(tr("every rank encodes and decodes a band of rows"));
   parallel_vae->setObjectName("use_parallel_vae");
   oversubscribe = new QCheckBox(tr("more processes than cores (each step slower)"));
   oversubscribe->setObjectName("oversubscribe");
