@@ -10,6 +10,8 @@
 #include "io/safetensors/safetensors_file.h"
 #include "io/weights/tensor_file.h"
 #include "mixes.h"
+#include "plan/error.h"
+#include "plan/families/hunyuan15_config.h"
 #include "process.h"
 #include "support.h"
 #include "tensor_support.h"
@@ -149,6 +151,56 @@ TEST(Hunyuan15TextEncoderFile, a_qwen_gguf_encodes_as_the_folder) {
   r = test::run(test::bin("dit-launch"), words_args(out) + test::Args{"--text_encoder", tmp.path("t5.gguf")}, 120000);
   EXPECT_NE(r.code, 0);
   EXPECT_TRUE(test::contains(r.err, "t5encoder") && test::contains(r.err, "qwen2vl")) << r.err;
+}
+
+// The guider's config (guider/guider_config.json) sets the guidance: disabled or at 1.0 the checkpoint is
+// CFG-distilled, and what diffusers' guider refuses to do differently is refused by name.
+TEST(Hunyuan15Guider, the_config_sets_the_scale_and_refuses_what_it_cannot_do) {
+  const auto scale = [](const std::string& fields) {
+    return plan::parse_hunyuan15_guidance_scale(R"({"_class_name": "ClassifierFreeGuidance", )" + fields + "}",
+                                                "guider_config.json");
+  };
+  EXPECT_EQ(scale(R"("guidance_scale": 6.0)"), 6.0);
+  EXPECT_EQ(scale(R"("guidance_scale": 6.0, "enabled": false)"), 1.0);
+  EXPECT_EQ(scale(R"("guidance_scale": 1.0)"), 1.0);
+  for (const auto& [fields, named] : {std::pair{R"("guidance_rescale": 0.7)", "guidance_rescale"},
+                                      std::pair{R"("start": 0.2)", "start"},
+                                      std::pair{R"("use_original_formulation": true)", "use_original_formulation"},
+                                      std::pair{R"("guidance_scale": -1)", "guidance_scale"}}) {
+    try {
+      scale(fields);
+      ADD_FAILURE() << fields << " was read";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
+    }
+  }
+}
+
+// A CFG-distilled folder (the guider at 1.0): named so as it loads, one branch (no negative prompt encoded), CFG
+// parallel refused as having no second branch, and PipeFusion, which needs separate calls, equal to one process
+// (every step a warmup step: the stages wait for each other, so nothing is stale).
+TEST(Hunyuan15Guider, a_cfg_distilled_folder_runs_one_branch) {
+  test::TempDir tmp;
+  const std::string dir = tmp.path("distilled");
+  test::copy_tree(test::golden_case(kCase), dir);
+  test::edit_json(dir + "/guider/guider_config.json", [](nlohmann::json& j) { j["guidance_scale"] = 1.0; });
+  const test::Args job{"--model", dir, "--prompt", "a cat", "--height", "48", "--width", "80", "--num_frames", "5",
+                       "--num_inference_steps", "3"};
+  auto r = test::run(test::bin("dit-launch"), job + test::Args{"--save_tensors", tmp.path("one.safetensors")}, 300000);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "CFG-distilled")) << r.err;
+  io::TensorFile one(tmp.path("one.safetensors"), "run");
+  EXPECT_TRUE(one.has("prompt_embeds"));
+  EXPECT_FALSE(one.has("negative_prompt_embeds"));
+  r = test::run(test::bin("dit-launch"), job + test::Args{"--use_cfg_parallel"}, 60000);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(test::contains(r.err, "no second branch")) << r.err;
+  r = test::run(test::bin("dit-launch"), job + test::Args{"--pipefusion_parallel_degree", "2", "--warmup_steps", "3",
+                                                          "--save_tensors", tmp.path("stages.safetensors")},
+                300000);
+  ASSERT_EQ(r.code, 0) << r.err;
+  io::TensorFile stages(tmp.path("stages.safetensors"), "run");
+  EXPECT_LT(test::max_abs_diff(stages.get("final_latents", 5, ""), one.get("final_latents", 5, "")), 1e-3);
 }
 
 // Several videos from one prompt with guidance on: each sample's text rows counted for both branches, in one
