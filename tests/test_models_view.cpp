@@ -70,7 +70,9 @@ class TestModelsView : public QObject {
   // returns the repository's folder.
   std::string cache_one_file(const std::string& repo, const std::string& source, const std::string& name) {
     const std::string commit = "0123456789abcdef0123456789abcdef01234567";
-    const std::string dir = hub::repo_dir(cache_, repo), blob = std::string(64, 'a');
+    const std::string dir = hub::repo_dir(cache_, repo);
+    std::string blob = std::to_string(std::hash<std::string>{}(name));  // one blob per file of the repository
+    blob.resize(64, 'a');
     fs::create_directories(dir + "/blobs");
     fs::copy_file(source, dir + "/blobs/" + blob);
     hub::link_snapshot_file(dir, commit, name, blob);
@@ -232,6 +234,34 @@ class TestModelsView : public QObject {
       refused |= p.field == "lora" && p.message.find("a LoRA for FLUX.1") != std::string::npos &&
                  p.message.find("choose a LoRA made for Wan") != std::string::npos;
     QVERIFY(refused);
+    fs::remove_all(dir);
+  }
+
+  // A repository of several LoRAs, one in a subfolder (as Kijai/WanVideo_comfy keeps them): each file listed by
+  // the family it fits, and Use asks which one.
+  void a_repository_of_several_loras_lists_each_and_asks_which() {
+    const std::string repo = "someone/lora-collection";
+    const std::string dir =
+        cache_one_file(repo, test::golden_case("flux_lora_tiny") + "/lora_kohya.safetensors", "flux_style.safetensors");
+    cache_one_file(repo, test::golden_case("wan21_lora_tiny") + "/lora_comfy.safetensors", "Wan/motion.safetensors");
+    MainWindow w(tmp_.path() + "/loras");
+    w.show();
+    ModelsView& v = w.models_view();
+    v.refresh();
+    const int row = row_of(v, repo);
+    QVERIFY(row >= 0);
+    const QString family = v.cache_table->item(row, 1)->text();
+    QVERIFY2(family.contains("LoRA for FLUX.1, width 32: flux_style.safetensors") &&
+                 family.contains("LoRA for Wan") && family.contains("Wan/motion.safetensors"),
+             qPrintable(family));
+    v.cache_table->selectRow(row);
+    v.use_button->click();
+    QTRY_VERIFY(v.files_menu->isVisible());
+    QCOMPARE(v.files_menu->actions().size(), 2);
+    for (QAction* a : v.files_menu->actions())
+      if (a->text().startsWith("Wan/motion.safetensors")) a->trigger();
+    const QString file = QString::fromStdString(hub::snapshot_dir(cache_, repo)) + "/Wan/motion.safetensors";
+    QVERIFY2(w.compose_panel().job().lora == file.toStdString() + ":1", w.compose_panel().job().lora.c_str());
     fs::remove_all(dir);
   }
 

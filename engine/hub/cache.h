@@ -50,8 +50,9 @@ struct CachedRepo {
   bool complete = false;                     // model_index.json, its components, every shard, no broken link
   bool verified = false;                     // every file's blob hashed and matched since it was written
   std::vector<std::string> problems;         // why it is not complete, one line each
-  // A repository of single files (no model_index.json): its .gguf and .safetensors files at the top, as
-  // `dit-models download REPO FILE` leaves them; complete when each links to its blob.
+  // A repository of single files (no model_index.json): its .gguf and .safetensors files, as paths in the
+  // repository ("Lightx2v/lora.safetensors"), as `dit-models download REPO FILE` leaves them; complete when each
+  // links to its blob.
   std::vector<std::string> single_files;
 };
 std::vector<CachedRepo> list_cache(const std::string& cache_dir);

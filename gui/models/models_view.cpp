@@ -3,10 +3,12 @@
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QMenu>
 #include <QMessageBox>
 #include <QUrl>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "gui/widgets/open_folder.h"
@@ -21,14 +23,21 @@ namespace studio::gui {
 
 namespace {
 
-// What a single-file repository's first file is as a LoRA, from its header (not a LoRA when unreadable).
-io::LoraFit lora_fit(const hub::CachedRepo& r) {
-  if (r.single_files.empty() || !plan::ends_with(r.single_files.front(), ".safetensors")) return {};
+// What a single-file repository's file is as a LoRA, from its header (not a LoRA when unreadable).
+io::LoraFit lora_fit(const hub::CachedRepo& r, const std::string& file) {
+  if (!plan::ends_with(file, ".safetensors")) return {};
   try {
-    return io::lora_fit_of(r.snapshot + "/" + r.single_files.front());
+    return io::lora_fit_of(r.snapshot + "/" + file);
   } catch (const std::exception&) {
     return {};
   }
+}
+
+// A file of a single-file repository in words: "LoRA for FLUX.1, width 32", "LoRA" or "single file".
+QString kind_of(const hub::CachedRepo& r, const std::string& file) {
+  const auto fit = lora_fit(r, file);
+  if (!fit.is_lora) return QObject::tr("single file");
+  return fit.families.empty() ? QObject::tr("LoRA") : QObject::tr("LoRA for %1").arg(QString::fromStdString(io::describe(fit)));
 }
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
@@ -80,6 +89,8 @@ ModelsView::ModelsView(QWidget* parent) : QWidget(parent) {
   cache_table = make_table({tr("Repository"), tr("Family"), tr("Size"), tr("Revision"), tr("State")});
   cache_table->setObjectName("cache_table");
   use_button = new QPushButton(tr("Use"));
+  files_menu = new QMenu(this);
+  files_menu->setObjectName("single_files_menu");
   use_button->setToolTip(tr("Make it the compose panel's model folder"));
   verify_button = new QPushButton(tr("Verify"));
   verify_button->setToolTip(tr("Hash every file again and compare with the Hub's hashes"));
@@ -203,12 +214,16 @@ void ModelsView::refresh() {
                                        : tr("complete, not verified");
     QString family = r.family.empty() ? tr("-") : qs(r.family);
     if (!r.single_files.empty()) {
-      QStringList files;
-      for (const auto& f : r.single_files) files << qs(f);
-      family = tr("single file: %1").arg(files.join(", "));
-      if (const auto fit = lora_fit(r); fit.is_lora)  // a LoRA repository: the family its blocks are
-        family = fit.families.empty() ? tr("LoRA: %1").arg(files.join(", "))
-                                      : tr("LoRA for %1: %2").arg(qs(io::describe(fit)), files.join(", "));
+      // Each file by what it is (a LoRA by the family its blocks are), files of one kind together.
+      std::vector<std::pair<QString, QStringList>> kinds;
+      for (const auto& f : r.single_files) {
+        const QString kind = kind_of(r, f);
+        auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == kind; });
+        (it == kinds.end() ? kinds.emplace_back(kind, QStringList()).second : it->second) << qs(f);
+      }
+      QStringList parts;
+      for (const auto& [kind, files] : kinds) parts << kind + ": " + files.join(", ");
+      family = parts.join("; ");
     }
     set_row(cache_table, int(i),
             {qs(r.repo_id), family, qs(plan::human_bytes(r.bytes_on_disk)), revision,
@@ -400,19 +415,31 @@ void ModelsView::remove_selected() {
   refresh();
 }
 
+void ModelsView::use_single_file(const hub::CachedRepo& r, const std::string& name) {
+  const QString file = qs(r.snapshot) + "/" + qs(name);
+  if (lora_fit(r, name).is_lora) {
+    show_status(tr("Added %1 to the LoRAs (Compose).").arg(file));
+    Q_EMIT use_lora(file);
+    return;
+  }
+  show_status(tr("Using %1 as the transformer file (Memory), with the model folder chosen.").arg(file));
+  Q_EMIT use_file(file);
+}
+
 void ModelsView::use_selected() {
   const QString repo = selected_repo();
   for (const auto& r : repos_)
     if (qs(r.repo_id) == repo && !r.snapshot.empty()) {
-      if (!r.single_files.empty()) {
-        const QString file = qs(r.snapshot) + "/" + qs(r.single_files.front());
-        if (lora_fit(r).is_lora) {
-          show_status(tr("Added %1 to the LoRAs (Compose).").arg(file));
-          Q_EMIT use_lora(file);
-          continue;
-        }
-        show_status(tr("Using %1 as the transformer file (Memory), with the model folder chosen.").arg(file));
-        Q_EMIT use_file(file);
+      if (r.single_files.size() == 1) {
+        use_single_file(r, r.single_files.front());
+        continue;
+      }
+      if (!r.single_files.empty()) {  // which of them: a menu under Use, each file with what it is
+        files_menu->clear();
+        for (const auto& f : r.single_files)
+          connect(files_menu->addAction(qs(f) + "  (" + kind_of(r, f) + ")"), &QAction::triggered, this,
+                  [this, r, f] { use_single_file(r, f); });
+        files_menu->popup(use_button->mapToGlobal(QPoint(0, use_button->height())));
         continue;
       }
       show_status(tr("Using %1 (%2).").arg(repo, qs(r.snapshot)));

@@ -8,6 +8,7 @@
 #pragma once
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QTableWidget>
@@ -44,6 +45,7 @@ class ModelsView : public QWidget {
   QTableWidget* cache_table;  // repo, family, size, revision, state
   QTableWidget* known_table;  // family, model, repo id, download, GPU memory
   QPushButton *use_button, *verify_button, *remove_button, *open_button, *refresh_button;
+  QMenu* files_menu;  // Use on a repository of several single files: which one
   QLineEdit* repo_edit;
   QPushButton *download_button, *pause_button, *cancel_button;
   QProgressBar *file_bar, *total_bar;
@@ -66,6 +68,7 @@ class ModelsView : public QWidget {
   void forget_if_empty();
   void show_status(const QString& text, bool error = false);
   void update_buttons();
+  void use_single_file(const hub::CachedRepo& r, const std::string& file);
   std::vector<hub::CachedRepo> repos_;
   HubTask task_;
   TokenStore tokens_;
