@@ -2,8 +2,8 @@
 // CogVideoXImageToVideoPipeline, from words and the picture): the VAE encoder's moments, the posterior drawn
 // from the seed before the noise, the picture's latents as the transformer takes them (5B-I2V scaled,
 // 1.5-I2V divided and padded to an even frame count), one transformer call (learned positions on top of
-// RoPE; the ofs embedding), the picture's encode split by rows, and the whole run through dit-launch in one
-// process and the parallel mixes.
+// RoPE; the ofs embedding), the picture's encode split by rows, the whole run through dit-launch in one
+// process and the parallel mixes, and the step caches with a picture.
 #include <sstream>
 
 #include "io/weights/tensor_file.h"
@@ -131,15 +131,56 @@ INSTANTIATE_TEST_SUITE_P(
     Mixes, CogVideoXI2VThroughDitLaunch,
     ::testing::Values(std::tuple{"cogvx5b_i2v_tiny", ""}, std::tuple{"cogvx5b_i2v_tiny", "--ulysses_degree 2 --use_parallel_vae"},
                       std::tuple{"cogvx5b_i2v_tiny", "--use_cfg_parallel --ring_degree 2"},
+                      std::tuple{"cogvx5b_i2v_tiny", "--ring_degree 2"},
                       std::tuple{"cogvx5b_i2v_tiny", "--pipefusion_parallel_degree 2 --warmup_steps 5"},
                       std::tuple{"cogvx5b_i2v_tiny", "--data_parallel_degree 2 --num_videos_per_prompt 2"},
                       std::tuple{"cogvx15_i2v_tiny", ""},
                       std::tuple{"cogvx15_i2v_tiny", "--ulysses_degree 2 --ring_degree 2 --use_parallel_vae"},
-                      std::tuple{"cogvx15_i2v_tiny", "--pipefusion_parallel_degree 2 --warmup_steps 4"}),
+                      std::tuple{"cogvx15_i2v_tiny", "--pipefusion_parallel_degree 2 --warmup_steps 4"},
+                      std::tuple{"cogvx15_i2v_tiny", "--use_cfg_parallel --use_parallel_vae"},
+                      std::tuple{"cogvx15_i2v_tiny", "--data_parallel_degree 2 --num_videos_per_prompt 2"}),
     [](const auto& info) {
       return std::string(std::get<0>(info.param)).substr(0, 7) + "_" +
              test::flags_name(::testing::TestParamInfo<const char*>(std::get<1>(info.param), info.index));
     });
+
+// The step caches with a picture: the First-Block Cache and MagCache (calibrated on this model) reuse calls as in
+// text-to-video, take the one-process decisions under CFG parallel and Ulysses, and change the result.
+TEST(CogVideoXI2VCaches, reuse_alike_in_every_mix) {
+  test::TempDir tmp;
+  const std::string c = "cogvx5b_i2v_tiny";
+  const auto g = test::golden_json(c);
+  const test::Args args{"--model", test::golden_case(c), "--image", test::golden_case(c) + "/image.png", "--prompt",
+                        g["prompt"], "--seed", std::to_string(int(g["seed"])), "--height",
+                        std::to_string(int(g["height"])), "--width", std::to_string(int(g["width"])), "--num_frames",
+                        std::to_string(int(g["num_frames"])), "--num_inference_steps", "12"};
+  // The run's summary line ("First-Block Cache: 7 of 12 calls reused ..."), and its final latents.
+  int runs = 0;
+  const auto launch = [&](const test::Args& more, std::string* summary) {
+    const std::string out = tmp.path("run" + std::to_string(runs++) + ".safetensors");
+    const auto r = test::run(test::bin("dit-launch"), args + more + test::Args{"--save_tensors", out}, 240000);
+    EXPECT_EQ(r.code, 0) << r.err;
+    const auto end = r.err.find(" calls reused the blocks"), at = r.err.rfind("] ", end);
+    *summary = end == std::string::npos ? std::string() : r.err.substr(at + 2, r.err.find('\n', end) - at - 2);
+    return io::TensorFile(out, "t").get("final_latents", 5, "");
+  };
+  std::string none, one, cfg, ulysses;
+  const auto plain = launch({}, &none);
+  const std::string ratios = tmp.path("ratios.json");
+  launch({"--magcache_calibrate", ratios}, &none);
+  for (const test::Args& cache : {test::Args{"--use_fbcache", "--cache_threshold", "0.5"},
+                                  test::Args{"--use_magcache", "--magcache_ratios", ratios, "--cache_threshold", "100"}}) {
+    const auto alone = launch(cache, &one);
+    EXPECT_TRUE(test::contains(one, " of 12") && !test::contains(one, ": 0 of 12")) << one;
+    const auto split = launch(cache + test::Args{"--use_cfg_parallel"}, &cfg);
+    const auto heads = launch(cache + test::Args{"--ulysses_degree", "2"}, &ulysses);
+    EXPECT_EQ(cfg, one);
+    EXPECT_EQ(ulysses, one);
+    EXPECT_LT(test::max_abs_diff(split, alone), test::kRunTolerance) << one;
+    EXPECT_LT(test::max_abs_diff(heads, alone), test::kRunTolerance) << one;
+    EXPECT_GT(test::max_abs_diff(alone, plain), 1e-4) << one;
+  }
+}
 
 TEST(CogVideoXI2VFolder, read_and_refused_by_name) {
   const auto m = plan::read_model_folder(test::golden_case("cogvx5b_i2v_tiny"));

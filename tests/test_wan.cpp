@@ -155,7 +155,9 @@ INSTANTIATE_TEST_SUITE_P(
                       std::tuple{"wan21_i2v_tiny", "--use_fbcache --cache_threshold 0"},
                       std::tuple{"wan21_i2v_tiny", "--use_teacache --cache_threshold 0"},
                       std::tuple{"wan22_i2v_tiny", ""}, std::tuple{"wan22_i2v_tiny", "--ulysses_degree 2 --ring_degree 2"},
-                      std::tuple{"wan22_i2v_tiny", "--pipefusion_parallel_degree 2 --ulysses_degree 2 --warmup_steps 6"}),
+                      std::tuple{"wan22_i2v_tiny", "--pipefusion_parallel_degree 2 --ulysses_degree 2 --warmup_steps 6"},
+                      std::tuple{"wan22_i2v_tiny", "--use_cfg_parallel --use_parallel_vae"},
+                      std::tuple{"wan22_i2v_tiny", "--data_parallel_degree 2 --num_videos_per_prompt 2"}),
     [](const auto& info) {
       return std::string(std::get<0>(info.param)).substr(0, 5) + "_" +
              test::flags_name(::testing::TestParamInfo<const char*>(std::get<1>(info.param), info.index));
