@@ -163,6 +163,25 @@ INSTANTIATE_TEST_SUITE_P(
              test::flags_name(::testing::TestParamInfo<const char*>(std::get<1>(info.param), info.index));
     });
 
+// Wan2.2 I2V-A14B from a first and a last picture: the end picture changes the clip, every mix equals one process,
+// and the metadata names both pictures with their sizes and SHA-256.
+TEST(WanLastImage, both_pictures_in_one_process_and_the_mixes) {
+  const std::string last = std::string(test::source_dir()) + "/tests/data/pictures/bicubic_37x80.png";
+  std::vector<at::Tensor> runs;
+  for (const char* flags : {"", "--ulysses_degree 2 --use_parallel_vae", "--use_cfg_parallel --ring_degree 2"}) {
+    test::TempDir tmp;
+    const auto run = launch(tmp, "wan22_i2v_tiny", "--last_image " + last + " " + flags);
+    ASSERT_EQ(run.result.code, 0) << run.result.err;
+    runs.push_back(io::TensorFile(run.tensors, "run").get("final_latents", 5, ""));
+    const auto meta = io::SafetensorsFile::open(run.tensors)->metadata();
+    EXPECT_EQ(meta.at("last_image"), last);
+    EXPECT_EQ(meta.at("last_image_size"), "37x80");
+    EXPECT_EQ(meta.at("last_image_sha256"), hub::sha256_of_file(last));
+  }
+  EXPECT_GT(test::max_abs_diff(runs[0], test::golden_tensor("wan22_i2v_tiny", "final_latents")), 1e-3);
+  for (size_t i = 1; i < runs.size(); ++i) EXPECT_LT(test::max_abs_diff(runs[i], runs[0]), test::kRunTolerance) << i;
+}
+
 TEST(WanFolder, family_defaults_and_experts_are_read) {
   const auto m21 = plan::read_model_folder(test::golden_case("wan21_tiny"));
   EXPECT_EQ(m21.variant.id, "wan2.1");
