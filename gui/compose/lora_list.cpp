@@ -6,6 +6,7 @@
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QMimeData>
+#include <QSettings>
 #include <QToolButton>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hub/cache.h"
 #include "io/safetensors/safetensors_file.h"
 #include "plan/lora_choice.h"
 
@@ -70,8 +72,14 @@ LoraList::LoraList(const char* field, QWidget* parent) : QWidget(parent) {
   refused_->hide();
   column->addWidget(refused_);
   connect(add_button, &QPushButton::clicked, this, [this] {
-    for (const auto& f : QFileDialog::getOpenFileNames(this, tr("Add LoRAs"), {}, tr("LoRA (*.safetensors)")))
-      add(f);
+    // Where LoRAs were last added from; at first the Hugging Face cache, where dit-models and the Models tab put them.
+    QSettings settings;
+    const QString start =
+        settings.value("compose/lora_folder", QString::fromStdString(hub::settings_from_environment().cache_dir))
+            .toString();
+    const auto files = QFileDialog::getOpenFileNames(this, tr("Add LoRAs"), start, tr("LoRA (*.safetensors)"));
+    if (!files.isEmpty()) settings.setValue("compose/lora_folder", QFileInfo(files.front()).absolutePath());
+    for (const auto& f : files) add(f);
   });
 }
 
