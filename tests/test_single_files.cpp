@@ -82,7 +82,8 @@ TEST_P(FluxSingleFile, reproduces_from_single_file) {
 INSTANTIATE_TEST_SUITE_P(Files, FluxSingleFile,
                          ::testing::Values("q8_0", "q4_0", "fp8", "fp8_scaled", "q8_0 --ulysses_degree 2 --ring_degree 2",
                                            "q4_0 --pipefusion_parallel_degree 2 --warmup_steps 4",
-                                           "fp8_scaled --ulysses_degree 2 --use_parallel_vae"),
+                                           "fp8_scaled --ulysses_degree 2 --use_parallel_vae",
+                                           "q8_0 --ulysses_degree 2 --shard_weights", "q4_0 --offload blocks"),
                          test::flags_name);
 
 // The weights stay as the file stores them: a GGUF Q8_0 layer holds 34 bytes per 32 weights, and the rows of
