@@ -7,6 +7,8 @@
 // With STUDIO_SCREENSHOTS=DIR it saves these views at 1280 x 800 and 1920 x 1080 there.
 #undef QT_NO_KEYWORDS  // qcustomplot.h, included through the GUI, uses Qt's keywords
 #include <QCryptographicHash>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QMessageBox>
 #include <QScrollBar>
 #include <QSettings>
@@ -334,6 +336,25 @@ class TestStudioResults : public QObject {
     QCOMPARE(QString::fromStdString(m["seed"]), QString("7"));
     QVERIFY(!m.count("encoder") && m["width"] != "64");  // the written file's own, not the export's
     QVERIFY(m.count("settings"));
+
+    // A re-run finds a LoRA file that is no longer what the run read, by the SHA-256 its output recorded.
+    const QString lora = run.path() + "/style.safetensors";
+    QFile file(lora);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write("the bytes the run read");
+    file.close();
+    f.job.lora = lora.toStdString() + ":0.8";
+    QVERIFY(side.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    side.write(QJsonDocument(QJsonObject{{"lora_sha256", QString(QCryptographicHash::hash("the bytes the run read",
+                                                                                          QCryptographicHash::Sha256)
+                                                                     .toHex())}})
+                   .toJson());
+    side.close();
+    QCOMPARE(changed_loras(f), QStringList());
+    QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    file.write("trained again");
+    file.close();
+    QCOMPARE(changed_loras(f), QStringList{lora});
   }
 
   void trash_is_purged_when_the_studio_closes() {

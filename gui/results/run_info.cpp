@@ -11,8 +11,10 @@
 #include <charconv>
 #include <cmath>
 
+#include "hub/hashing.h"
 #include "plan/family.h"
 #include "plan/field_labels.h"
+#include "plan/lora_choice.h"
 #include "plan/model_folder.h"
 
 namespace studio::gui {
@@ -118,6 +120,25 @@ std::map<std::string, std::string> run_metadata(const plan::JobFile& f) {
     break;
   }
   return m;
+}
+
+QStringList changed_loras(const plan::JobFile& f) {
+  QStringList out;
+  auto m = run_metadata(f);
+  for (auto [key, list] : {std::pair{"lora", &f.job.lora}, std::pair{"lora_2", &f.job.lora_2}}) {
+    if (list->empty() || !m.count(std::string(key) + "_sha256")) continue;
+    const QStringList then = QString::fromStdString(m[std::string(key) + "_sha256"]).split(',');
+    try {
+      const auto uses = plan::parse_loras(*list, std::string("--") + key);
+      for (size_t i = 0; i < uses.size() && i < size_t(then.size()); ++i)
+        if (QFileInfo(QString::fromStdString(uses[i].file)).isFile() &&
+            QString::fromStdString(hub::sha256_of_file(uses[i].file)) != then[int(i)])
+          out << QString::fromStdString(uses[i].file);
+    } catch (const std::exception&) {
+      // a list the job's check names
+    }
+  }
+  return out;
 }
 
 QString duration_text(double seconds) {

@@ -4,6 +4,7 @@
 // whole job file). Torch-free: the model folder is read with engine/plan.
 #pragma once
 #include <QString>
+#include <QStringList>
 
 #include <map>
 #include <optional>
@@ -31,6 +32,9 @@ QString run_name(qint64 id, const QString& prompt, const QString& settings);
 // file's JSON. Where the run wrote its output, what the worker put beside it (the input pictures' and LoRAs'
 // SHA-256 among it) is taken as it is.
 std::map<std::string, std::string> run_metadata(const plan::JobFile& f);
+// The job's LoRA files that are not what its run read: their SHA-256 now differs from the one its output
+// recorded. None where the run recorded none (it wrote no output) or a file is gone (the job's check names it).
+QStringList changed_loras(const plan::JobFile& f);
 
 // Whether the job's model makes clips (true when its folder cannot be read: the clip controls stay).
 bool makes_clips(const plan::JobSpec& job);

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 
+#include "gui/results/run_info.h"
 #include "gui/window/main_window.h"
 #include "plan/error.h"
 #include "plan/job_file.h"
@@ -66,7 +67,11 @@ void MainWindow::connect_results() {
     compose_->set_job(f->job);
     compose_->seed_mode->setCurrentIndex(0);  // the same seed: the same clip
     parallel_->set_config(f->parallel);
-    generate();
+    const QStringList changed = changed_loras(*f);  // the same seed, yet not the same clip: say why
+    if (!generate()) return;
+    for (const QString& file : changed)
+      run_view_->log->note(tr("The LoRA %1 has changed since run %2 (its SHA-256 differs): this run uses it as it "
+                              "is now.").arg(file).arg(r.id));
   });
   new QShortcut(QKeySequence(Qt::Key_Space), player_, [this] { player_->playing() ? player_->pause() : player_->play(); });
 }
