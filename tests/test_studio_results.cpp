@@ -104,6 +104,10 @@ class TestStudioResults : public QObject {
     QCOMPARE(w.player().source(), first_folder);
     QCOMPARE(w.player().frame_count(), 9);
     QVERIFY(w.player().title->text().contains("a paper boat"));
+    // Where the scrubber is, in frames.
+    QCOMPARE(w.player().frame_label->text(), QString("frame 1 of 9"));
+    w.player().slider->setValue(4);
+    QCOMPARE(w.player().frame_label->text(), QString("frame 5 of 9"));
 
     // A second run starting, then stopped before it made a frame, leaves the Player as it was.
     w.compose_panel().prompt->setPlainText("a lighthouse at dusk");

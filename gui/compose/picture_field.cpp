@@ -11,9 +11,8 @@
 #include <QVBoxLayout>
 
 #include <cmath>
-#include <exception>
 
-#include "video/picture.h"
+#include "gui/widgets/run_picture.h"
 
 namespace studio::gui {
 
@@ -171,14 +170,8 @@ void PictureField::read_picture() {
   picture_ = {};
   problem_.clear();
   if (!file.isFile()) return;  // the job's check names a missing file
-  try {
-    // The engine's own reader: the pixels the run will see (EXIF orientation applied, alpha dropped), and its
-    // refusals (animated, CMYK, 16-bit, damaged, enormous) before Generate rather than after the run starts.
-    const auto p = video::read_picture(path().toStdString(), flag_);
-    picture_ = QImage(p.rgb.data(), p.width, p.height, 3 * p.width, QImage::Format_RGB888).copy();
-  } catch (const std::exception& e) {
-    problem_ = QString::fromStdString(e.what());
-  }
+  // The run's refusals (animated, CMYK, 16-bit, damaged, enormous) before Generate rather than after it starts.
+  picture_ = read_run_picture(path(), flag_, &problem_);
 }
 
 }  // namespace studio::gui

@@ -15,6 +15,7 @@
 #include "gui/results/compare_view.h"
 #include "gui/results/run_info.h"
 #include "gui/widgets/open_folder.h"
+#include "gui/widgets/run_picture.h"
 #include "plan/output_format.h"
 #include "video/clip_writer.h"
 #include "video/image_writer.h"
@@ -72,7 +73,9 @@ Player::Player(QWidget* parent) : QWidget(parent) {
   format->setToolTip(tr("The format Export writes, with every setting of the run in its metadata (tags, a PNG text "
                         "chunk, a GIF or JPEG comment, WebP's XMP) and in a .json beside it"));
   export_button = new QPushButton(tr("Export…"));
-  for (QWidget* w : std::initializer_list<QWidget*>{back, play_button, forward, loop, speed})
+  frame_label = new QLabel;
+  frame_label->setObjectName("frame_label");
+  for (QWidget* w : std::initializer_list<QWidget*>{back, play_button, forward, frame_label, loop, speed})
     controls->addWidget(w);
   controls->addStretch();
   controls->addWidget(format);
@@ -144,7 +147,8 @@ QString Player::export_chosen(const QString& chosen, QString* error) {
 
 void Player::set_image_mode(bool image) {
   image_mode_ = image;
-  for (QWidget* w : std::initializer_list<QWidget*>{slider, back_button, play_button, forward_button, loop, speed})
+  for (QWidget* w :
+       std::initializer_list<QWidget*>{slider, back_button, play_button, forward_button, frame_label, loop, speed})
     w->setVisible(!image);
   list_formats();
 }
@@ -153,6 +157,7 @@ void Player::clear() {
   pause();
   frames_.clear();
   current_ = -1;
+  show_frame_number();
   slider->setRange(0, 0);
   screen->clear();
 }
@@ -191,6 +196,11 @@ void Player::set_frame(int index, const QImage& frame) {
   frames_[size_t(index)] = frame;
   slider->setRange(0, frame_count() - 1);
   if (current_ < 0) show_frame(0);
+  show_frame_number();
+}
+
+void Player::show_frame_number() {
+  frame_label->setText(current_ < 0 ? QString() : tr("frame %1 of %2").arg(current_ + 1).arg(frame_count()));
 }
 
 void Player::set_fps(int fps) {
@@ -202,6 +212,7 @@ void Player::set_fps(int fps) {
 void Player::show_frame(int i) {
   if (i < 0 || i >= frame_count() || frames_[size_t(i)].isNull()) return;
   current_ = i;
+  show_frame_number();
   const QSignalBlocker block(slider);
   slider->setValue(i);
   screen->setPixmap(QPixmap::fromImage(frames_[size_t(i)]).scaled(screen->size(), Qt::KeepAspectRatio,
@@ -213,7 +224,7 @@ void Player::show_input(const plan::JobSpec& job) {
   QImage stack;
   for (const auto& path : {job.image_file, job.last_image_file}) {
     if (path.empty()) continue;  // a run from words alone
-    const QImage picture(QString::fromStdString(path));
+    const QImage picture = read_run_picture(QString::fromStdString(path), "--image", nullptr);
     if (picture.isNull()) continue;
     const QImage small = picture.scaledToWidth(kInputWidth, Qt::SmoothTransformation);
     QImage joined(kInputWidth, (stack.isNull() ? 0 : stack.height() + 4) + small.height(), QImage::Format_RGB32);

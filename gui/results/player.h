@@ -60,6 +60,7 @@ class Player : public QWidget {
   QSlider* slider;
   QPushButton *play_button, *export_button;
   QPushButton *back_button, *forward_button;
+  QLabel* frame_label;  // "frame 3 of 49"
   QCheckBox* loop;
   QComboBox* speed;
   QComboBox* format;  // the export format
@@ -70,6 +71,7 @@ class Player : public QWidget {
 
  private:
   void advance();
+  void show_frame_number();
   void show_input(const plan::JobSpec& job);
   static constexpr int kInputWidth = 160;
   void list_formats();
