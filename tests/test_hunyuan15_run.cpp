@@ -138,6 +138,9 @@ TEST(Hunyuan15TextEncoderFile, a_qwen_gguf_encodes_as_the_folder) {
     ASSERT_FALSE(name.empty()) << t.name;
     tensors.push_back({name, plan::WeightFormat::F32, t.shape, folder->data(t)});
   }
+  // Qwen2.5-VL keeps its output head apart from the token table, so its GGUFs hold one; the encoder leaves it.
+  const auto* table = folder->find("embed_tokens.weight");
+  tensors.push_back({"output.weight", plan::WeightFormat::F32, table->shape, folder->data(*table)});
   io::write_gguf(tmp.path("qwen.gguf"), tensors, {{"general.architecture", "qwen2vl"}});
   const std::string out = tmp.path("run.safetensors");
   auto r = test::run(test::bin("dit-launch"),

@@ -396,7 +396,10 @@ TEST(PlanWan, a_text_encoder_on_the_cpu_is_not_counted_on_the_gpu) {
   // A transformer that does not fit is still refused, whatever the encoder does.
   job.device = "auto";
   job.text_encoder_device = "auto";
-  const auto problems = plan::validate_parallel(one, job, model, 1, 0.3, 2);
+  const auto m = plan::estimate_memory(one, job, model, 2);
+  const double short_of_it = plan::kProcessGiB + std::max(m.transformer_gib, m.vae_gib) * 0.9;
+  EXPECT_TRUE(plan::validate_parallel(one, job, model, 1, short_of_it / 0.9, 2).empty());
+  const auto problems = plan::validate_parallel(one, job, model, 1, short_of_it, 2);
   ASSERT_FALSE(problems.empty());
   EXPECT_EQ(problems.front().field, "memory");
 }

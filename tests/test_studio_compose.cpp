@@ -480,7 +480,8 @@ class TestStudioCompose : public QObject {
     QCOMPARE(c.job().lora, kohya + ":1.25," + tagged + ":1");
     const QString words = c.loras->triggers(1)->text();
     // The phrase its maker names first, then the most trained words.
-    QVERIFY2(words.indexOf("in the pxl style") < words.indexOf("pixel art") &&
+    const int phrase = words.indexOf("in the pxl style");
+    QVERIFY2(phrase >= 0 && phrase < words.indexOf("pixel art") &&
                  words.indexOf("pixel art") < words.indexOf("pxlart") && words.contains("sprite"),
              qPrintable(words));
     Q_EMIT c.loras->triggers(1)->linkActivated("pixel art");

@@ -106,7 +106,8 @@ Args parse(const std::vector<std::string>& argv) {
       if (w == "--file" && (i + 1 >= argv.size() || argv[i + 1].rfind("--", 0) == 0))
         throw workers::ArgError("--file needs a file of the repository, e.g. --file flux1-dev-Q4_K_S.gguf");
       a.files.push_back(w == "--file" ? argv[++i] : w.substr(7));
-      if (a.files.back().empty()) throw workers::ArgError("--file needs a file of the repository, e.g. --file flux1-dev-Q4_K_S.gguf");
+      if (a.files.back().empty())
+        throw workers::ArgError("--file needs a file of the repository, e.g. --file flux1-dev-Q4_K_S.gguf");
     } else if (w.rfind("-", 0) == 0) throw workers::ArgError("unknown option '" + w + "'; see dit-models --help");
     else words.push_back(w);
   }

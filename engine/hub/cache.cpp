@@ -179,11 +179,16 @@ CachedRepo read_cached_repo(const std::string& cache_dir, const std::string& rep
   r.family = family_of(snap / "model_index.json");
   r.problems = snapshot_problems(snap);
   if (!fs::exists(snap / "model_index.json")) {
-    // Subfolders too: LoRA repositories keep files by kind or author (Kijai/WanVideo_comfy's Lightx2v/...).
+    // Subfolders too: LoRA repositories keep files by kind or author (Kijai/WanVideo_comfy's Lightx2v/...). A
+    // component's config.json beside them is a pipeline's folder whose model_index.json is missing: not listed.
+    bool components = false;
     for (auto it = fs::recursive_directory_iterator(snap, ec); !ec && it != fs::recursive_directory_iterator();
-         it.increment(ec))
+         it.increment(ec)) {
+      components |= it.depth() > 0 && it->path().filename() == "config.json";
       if (const auto ext = it->path().extension(); ext == ".gguf" || ext == ".safetensors")
         r.single_files.push_back(it->path().lexically_relative(snap).generic_string());
+    }
+    if (components) r.single_files.clear();
     std::sort(r.single_files.begin(), r.single_files.end());
     if (!r.single_files.empty())  // not a pipeline, and not meant to be one
       r.problems.erase(std::remove_if(r.problems.begin(), r.problems.end(),

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/device_memory.h"
 #include "plan/error.h"
 #include "plan/family.h"
 #include "plan/weight_choice.h"
@@ -213,7 +214,7 @@ Prediction predict(const ParallelConfig& p, const JobSpec& job_in, const ModelFo
   const int decoders = p.use_parallel_vae ? P : p.data_parallel_degree;
   r.vae_s = sync.vae_flops / (rate(c.gemm_flops_per_s, c.gemm_flops_per_s_all, c.ranks, decoders) * kConvEfficiency);
   r.total_s = job.num_inference_steps * r.seconds_per_step + r.vae_s;
-  r.peak_bytes_per_rank = estimate_memory(p, job, model, b).peak_gib() * kGiB;
+  r.peak_bytes_per_rank = device_peak_gib(estimate_memory(p, job, model, b), job, memory_gib) * kGiB;
   for (auto& c : storage_choices(p, job, model, b, memory_gib))
     if (!c.flag.empty()) r.storage.push_back(c);
   if (memory_gib > 0)

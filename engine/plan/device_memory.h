@@ -7,7 +7,7 @@
 namespace studio::plan {
 
 // The peak of `m` on a device of `memory_gib` (0: unknown). With --text_encoder_device auto the encoders go to the
-// CPU when the device lacks the room for them (as the run decides, text/encode/encoder_room.h), so they never make
+// CPU when the device lacks the room for them (as the run decides, text/encode/prompt.cpp), so they never make
 // a job not fit; with cpu, estimate_memory counts them off the device already.
 double device_peak_gib(MemoryEstimate m, const JobSpec& job, double memory_gib);
 

@@ -23,6 +23,7 @@ TensorRenames qwen_file_renames(const std::set<std::string>& names) {
     std::string ours;
     if (name == "token_embd.weight") ours = "embed_tokens.weight";
     else if (name == "output_norm.weight") ours = "norm.weight";
+    else if (name == "output.weight") ours = "lm_head.weight";  // the head, which the encoder leaves unread
     else if (starts_with(name, "blk.")) {
       // blk.<N>.<part>.<weight|bias>
       const auto dot = name.find('.', 4);

@@ -17,8 +17,8 @@ bool reads_qwen(const ModelFolder& model);
 inline const std::vector<std::string> kQwenGgufArchitectures = {"qwen2vl", "qwen2"};
 
 // "blk.3.attn_q.bias" -> "layers.3.self_attn.q_proj.bias", "token_embd.weight" -> "embed_tokens.weight",
-// "output_norm.weight" -> "norm.weight"; the output head and the vision tower, which the encoder never reads, and
-// names already in transformers' layout are left as they are.
+// "output_norm.weight" -> "norm.weight", "output.weight" -> "lm_head.weight" (the head, which the encoder does not
+// read); names already in transformers' layout are left as they are.
 TensorRenames qwen_file_renames(const std::set<std::string>& names);
 
 }  // namespace studio::plan

@@ -23,7 +23,7 @@ std::string single_file_problem(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
   char head[8] = {};
   if (!in || !in.read(head, sizeof head)) return "cannot be read (no such file, or shorter than any weights file)";
-  if (std::memcmp(head, "GGUF", 4) == 0) return "";
+  if (starts_gguf(file)) return "";
   const bool safetensors = file.size() > 12 && file.compare(file.size() - 12, 12, ".safetensors") == 0;
   if (safetensors) return "";
   return "is neither a GGUF file (it does not start with 'GGUF') nor a .safetensors file";
@@ -96,7 +96,7 @@ std::vector<StorageChoice> storage_choices(const ParallelConfig& p, const JobSpe
     out.push_back({flag, q, j, peak, memory_gib <= 0 || peak <= memory_gib});
   };
   add("", p, job);
-  if (job.quantize.empty() && job.transformer_file.empty()) {
+  if (job.quantize.empty() && job.transformer_file.empty() && job.transformer_2_file.empty()) {
     JobSpec j = job;
     j.quantize = "fp8";
     add("--quantize fp8", p, j);

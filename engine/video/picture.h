@@ -16,10 +16,10 @@ struct Picture {
 // always a mistake that would cost seconds and memory to decode.
 constexpr int kMaxPictureSide = 8192;
 
-// The one picture in `path`, as RGB, turned upright as its EXIF orientation says (as diffusers' load_image).
-// Grey, palette and 8-bit RGBA pictures (the alpha dropped, as PIL's convert("RGB")) and JPEG's YUV are accepted. Throws InputError naming `flag` and the file for a file
-// that is missing, not a picture, corrupt or truncated, animated, CMYK, more than 8 bits a channel, or
-// larger than kMaxPictureSide.
+// The one picture in `path`, as RGB, turned upright as its EXIF orientation says (as diffusers' load_image). Grey,
+// palette and 8-bit RGBA pictures (the alpha dropped, as PIL's convert("RGB")) and JPEG's YUV are accepted. Throws
+// InputError naming `flag` and the file for a file that is missing, not a picture, corrupt or truncated, animated,
+// CMYK, more than 8 bits a channel, or larger than kMaxPictureSide.
 Picture read_picture(const std::string& path, const std::string& flag);
 
 // PIL's Image.resize(size, filter) on an 8-bit RGB picture, to the last bit: the same filter weights in

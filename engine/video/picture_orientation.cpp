@@ -22,7 +22,8 @@ Picture upright(const Picture& p, int tag) {
         case 7: sx = w - 1 - y, sy = h - 1 - x; break;      // TRANSVERSE
         case 8: sx = w - 1 - y, sy = x; break;              // ROTATE_90 (a quarter anticlockwise)
       }
-      std::copy_n(&p.rgb[(size_t(sy) * size_t(w) + size_t(sx)) * 3], 3, &out.rgb[(size_t(y) * size_t(out.width) + size_t(x)) * 3]);
+      const size_t from = (size_t(sy) * size_t(w) + size_t(sx)) * 3, to = (size_t(y) * size_t(out.width) + size_t(x)) * 3;
+      std::copy_n(&p.rgb[from], 3, &out.rgb[to]);
     }
   return out;
 }

@@ -37,7 +37,8 @@ io::LoraFit lora_fit(const hub::CachedRepo& r, const std::string& file) {
 QString kind_of(const hub::CachedRepo& r, const std::string& file) {
   const auto fit = lora_fit(r, file);
   if (!fit.is_lora) return QObject::tr("single file");
-  return fit.families.empty() ? QObject::tr("LoRA") : QObject::tr("LoRA for %1").arg(QString::fromStdString(io::describe(fit)));
+  return fit.families.empty() ? QObject::tr("LoRA")
+                              : QObject::tr("LoRA for %1").arg(QString::fromStdString(io::describe(fit)));
 }
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }

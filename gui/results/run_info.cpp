@@ -116,7 +116,8 @@ std::map<std::string, std::string> run_metadata(const plan::JobFile& f) {
     if (job.output_file.empty() || !side.open(QIODevice::ReadOnly)) continue;
     const auto written = QJsonDocument::fromJson(side.readAll()).object();
     for (auto it = written.begin(); it != written.end(); ++it)
-      if (it.value().isString() && it.key() != "encoder") m[it.key().toStdString()] = it.value().toString().toStdString();
+      if (it.value().isString() && it.key() != "encoder")
+        m[it.key().toStdString()] = it.value().toString().toStdString();
     break;
   }
   return m;

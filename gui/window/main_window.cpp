@@ -216,17 +216,17 @@ std::vector<plan::Problem> MainWindow::validate() {
     const auto p = parallel_->config();
     auto more = plan::check_job(job, p, *model, {parallel_->processes(), parallel_->memory_gib(), parallel_->on_gpus()});
     io::check_lora_fits(job, *model, more);
-    // A picture the run would refuse (animated, CMYK, damaged...) as the engine reads it; a missing one the job's
-    // check names.
-    for (auto [field, path, widget] : {std::tuple{"image", &job.image_file, compose_->image},
-                                       std::tuple{"last_image", &job.last_image_file, compose_->last_image}})
-      if (!path->empty() && !widget->problem().isEmpty()) more.push_back({field, widget->problem().toStdString()});
     problems.insert(problems.end(), more.begin(), more.end());
     const auto machine = parallel_->machine_problems(job, *model);
     problems.insert(problems.end(), machine.begin(), machine.end());
     parallel_->offer(plan::valid_configs(job, *model, parallel_->offer_processes(), p), &job, model);
     show_fit(job, p, *model);
   }
+  // A picture the run would refuse (animated, CMYK, damaged...) as the engine reads it; a missing one the job's
+  // check names.
+  for (auto [field, path, widget] : {std::tuple{"image", &job.image_file, compose_->image},
+                                     std::tuple{"last_image", &job.last_image_file, compose_->last_image}})
+    if (!path->empty() && !widget->problem().isEmpty()) problems.push_back({field, widget->problem().toStdString()});
   auto rest = compose_->show_problems(problems);  // in the window's words; a missing prompt as a hint
   rest = parallel_->show_problems(rest);
   QString text;

@@ -130,8 +130,8 @@ void Supervisor::start() {
     if (!events_log_) throw std::runtime_error("cannot write the events log " + plan_.run.events_log + ": " + strerror(errno));
   }
 
-  const std::vector<std::string> argv = plan_.serve ? std::vector<std::string>{"dit-worker", "--job", job_path, "--serve"}
-                                                    : std::vector<std::string>{"dit-worker", "--job", job_path};
+  std::vector<std::string> argv{"dit-worker", "--job", job_path};
+  if (plan_.serve) argv.push_back("--serve");
   for (int i = 0; i < plan_.local_ranks(); ++i) {
     const int rank = plan_.run.node_rank * plan_.local_ranks() + i;
     auto env = environment_with({{"RANK", std::to_string(rank)},
@@ -153,7 +153,8 @@ void Supervisor::start() {
         ::waitpid(l.pid, nullptr, 0);
         l.exited = true;
       }
-      throw std::runtime_error("cannot start rank " + std::to_string(rank) + " (" + plan_.worker_exe + "): " + e.what());
+      throw std::runtime_error("cannot start rank " + std::to_string(rank) + " (" + plan_.worker_exe +
+                               "): " + e.what());
     }
     if (!group_) group_ = started.pid;
     locals_.push_back(Local{rank, started.pid, started.output_fd});

@@ -18,6 +18,10 @@ namespace {
 
 const WanParts& wan(const ModelFolder& m) { return m.parts_as<WanParts>(); }
 
+// FLF2V's learned positions for two pictures' image tokens (pos_embed_seq_len 514, 2 x 257): it joins a first and a
+// last picture, and cannot read one alone.
+bool first_and_last_frame(const ModelFolder& m) { return wan(m).transformer.pos_embed_seq_len > 0; }
+
 // transformer/ (and Wan2.2's transformer_2/), scheduler/ and vae/ of a WanPipeline folder, checked against
 // each other and against model_index.json.
 std::shared_ptr<WanParts> read_wan_parts(const Fields& idx, const ModelFolder& m) {
@@ -152,7 +156,7 @@ class Wan final : public Family {
   // WanImageToVideoPipeline's last_image: a mask and VAE frame at the end; with CLIP, both pictures' tokens,
   // which only FLF2V's learned positions join.
   bool takes_last_image(const ModelFolder& m) const override {
-    return wan(m).image_to_video() && (!wan(m).transformer.image_dim || wan(m).transformer.pos_embed_seq_len);
+    return wan(m).image_to_video() && (!wan(m).transformer.image_dim || first_and_last_frame(m));
   }
   int vae_scale_spatial(const ModelFolder& m) const override { return wan(m).vae ? wan(m).vae->spatial_compression() : 8; }
   int vae_scale_temporal(const ModelFolder& m) const override {
@@ -278,8 +282,7 @@ class Wan final : public Family {
     if (!job.image_file.empty() && !wan(m).vae)
       out.push_back({"image", "--image " + job.image_file + ": the picture is encoded by the model's VAE, and this "
                               "folder has no vae/; use the model's complete folder as the Hub has it"});
-    // FLF2V's image tokens are two pictures' (pos_embed_seq_len 514, 2 x 257): its transformer cannot read one.
-    if (wan(m).transformer.pos_embed_seq_len && !job.image_file.empty() && job.last_image_file.empty())
+    if (first_and_last_frame(m) && !job.image_file.empty() && job.last_image_file.empty())
       out.push_back({"last_image", "this first-and-last-frame model (" + m.variant.name + ") joins two pictures: "
                                    "give the one the clip ends on with --last_image FILE, or use an image-to-video "
                                    "model (Wan2.1-I2V-14B) to animate one"});
