@@ -366,6 +366,56 @@ TEST(PlanWan, memory_of_the_real_model_is_one_expert) {
   EXPECT_TRUE(plan::validate_parallel(stages, job, model, 4, 24.0, 2).empty());
 }
 
+// HunyuanVideo-1.5 480p at its real size (hunyuanvideo-community's configs; 8.3B transformer, Qwen2.5-VL-7B's language
+// model, ByT5-small): the plan counts the transformer's bf16 weights and what the encoder loads (26 of its 28 layers,
+// for hidden_states[-3]), and the ways to divide them divide the transformer.
+TEST(PlanHunyuan15, memory_of_the_real_model) {
+  test::TempDir tmp;
+  const std::string dir = tmp.path("hunyuan15-480p");
+  test::copy_tree(test::golden_case("hunyuan15_tiny"), dir);
+  test::edit_json(dir + "/transformer/config.json", [](nlohmann::json& j) {
+    j.update({{"attention_head_dim", 128}, {"num_attention_heads", 16}, {"num_layers", 54}, {"num_refiner_layers", 2},
+              {"mlp_ratio", 4.0}, {"in_channels", 65}, {"out_channels", 32}, {"text_embed_dim", 3584},
+              {"text_embed_2_dim", 1472}, {"image_embed_dim", 1152}, {"rope_axes_dim", {16, 56, 56}},
+              {"target_size", 640}});
+  });
+  test::edit_json(dir + "/vae/config.json", [](nlohmann::json& j) {
+    j.update({{"block_out_channels", {128, 256, 512, 1024, 1024}}, {"latent_channels", 32}, {"layers_per_block", 2}});
+  });
+  test::edit_json(dir + "/text_encoder/config.json", [](nlohmann::json& j) {
+    j.update({{"hidden_size", 3584}, {"intermediate_size", 18944}, {"num_attention_heads", 28},
+              {"num_key_value_heads", 4}, {"num_hidden_layers", 28}, {"vocab_size", 152064}, {"max_window_layers", 28}});
+    j.erase("layer_types");
+  });
+  test::edit_json(dir + "/text_encoder_2/config.json", [](nlohmann::json& j) {
+    j.update({{"d_model", 1472}, {"d_ff", 3584}, {"num_layers", 12}, {"num_heads", 6}, {"d_kv", 64}});
+  });
+  const auto model = plan::read_model_folder(dir);
+  plan::JobSpec job;
+  job.prompt = "a red fox runs through the snowy forest";
+  plan::apply_model_defaults(job, model);
+  const plan::ParallelConfig one;
+  const auto m = plan::estimate_memory(one, job, model, 2);
+  std::printf("HunyuanVideo-1.5 480p, %d x %d x %d: transformer %.2f GiB, text encoder %.2f GiB, VAE %.2f GiB\n",
+              job.width, job.height, job.num_frames, m.transformer_gib, m.text_encoder_gib, m.vae_gib);
+  EXPECT_GT(m.transformer_gib, 8.3e9 * 2 / (1 << 30));  // the weights alone, in bfloat16
+  EXPECT_LT(m.transformer_gib, 40.0);
+  // Qwen's table (0.55B) and 26 layers (0.23B each) in bfloat16, with ByT5-small beside it.
+  EXPECT_NEAR(m.text_encoder_gib, (0.545e9 + 26 * 0.233e9) * 2 / (1 << 30), 1.0);
+  plan::ParallelConfig four;
+  four.ulysses_degree = 4;
+  four.shard_weights = true;
+  EXPECT_LT(plan::estimate_memory(four, job, model, 2).transformer_gib, 0.5 * m.transformer_gib);
+  // 121 frames decoded whole are the largest part on a 48 GiB GPU: the refusal points to tiles, which fit.
+  ASSERT_GT(m.vae_gib, 48.0);
+  const auto problems = plan::validate_parallel(one, job, model, 1, 48.0, 2);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems.front().message.find("--enable_tiling"), std::string::npos) << problems.front().message;
+  job.vae_tiling = true;
+  EXPECT_LT(plan::estimate_memory(one, job, model, 2).vae_gib, m.vae_gib / 4);
+  EXPECT_TRUE(plan::validate_parallel(one, job, model, 1, 48.0, 2).empty());
+}
+
 // umT5-XXL (10.7 GiB) beside a small transformer on an 8 GiB GPU: --text_encoder_device cpu encodes in the host's
 // memory, and auto sends it there when the GPU lacks the room, so neither makes the job not fit. On the CPU the
 // host's memory is the device's: there it still counts.

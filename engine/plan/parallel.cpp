@@ -315,13 +315,18 @@ std::vector<Problem> validate_parallel(const ParallelConfig& p, const JobSpec& j
     const auto m = estimate_memory(p, job, model, bytes_per_value);
     if (const double peak = device_peak_gib(m, job, memory_gib); peak > memory_gib) {
       const bool encoder_on_cpu = kProcessGiB + m.text_encoder_gib > memory_gib;  // auto sends it there
-      char msg[512];
+      // What would help is what divides the largest part: the decode, or the transformer.
+      const char* remedy = m.vae_gib > m.transformer_gib && !job.vae_tiling
+                               ? "the decode is the largest part: --enable_tiling decodes in tiles of a fixed size, "
+                                 "and --use_parallel_vae divides it among the ranks"
+                               : "more ring/Ulysses ranks, PipeFusion stages or CFG parallel divide it, and --quantize "
+                                 "fp8 or a quantized --transformer file shrinks the weights";
+      char msg[640];
       std::snprintf(msg, sizeof msg,
                     "%s is estimated at %.1f GiB per rank (transformer %.1f, text encoder %.1f%s, VAE decode %.1f), "
-                    "more than the %.1f GiB each device has; more ring/Ulysses ranks, PipeFusion stages or CFG "
-                    "parallel divide it, and --quantize fp8 or a quantized --transformer file shrinks the weights",
+                    "more than the %.1f GiB each device has; %s",
                     p.describe().c_str(), peak, m.transformer_gib, m.text_encoder_gib,
-                    encoder_on_cpu ? " on the CPU" : "", m.vae_gib, memory_gib);
+                    encoder_on_cpu ? " on the CPU" : "", m.vae_gib, memory_gib, remedy);
       out.push_back({"memory", msg});
     }
   }
