@@ -473,6 +473,11 @@ TEST_F(Hub, dit_models_downloads_one_single_file_for_transformer) {
   EXPECT_TRUE(test::contains(r.err, "--lora " + lora_repo + "/lora_kohya.safetensors:1")) << r.err;
   EXPECT_TRUE(fs::exists(lora_repo + "/lora_kohya.safetensors"));
   EXPECT_FALSE(fs::exists(lora_repo + "/lora_peft.safetensors"));
+  // Listed by what each file is.
+  r = test::run(test::bin("dit-models"), {"list"}, 60000, env);
+  EXPECT_TRUE(test::contains(r.out, "LoRA for FLUX.1, width 32: lora_kohya.safetensors") &&
+              test::contains(r.out, "single file: transformer-Q4_0.gguf"))
+      << r.out;
 
   r = test::run(test::bin("dit-models"), {"download", "test-org/flux-gguf", "flux1-dev-Q4_K_S.gguf"}, 60000, env);
   EXPECT_EQ(r.code, 3);

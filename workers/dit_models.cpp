@@ -15,7 +15,7 @@
 #include "hub/cache.h"
 #include "hub/known_models.h"
 #include "hub/download.h"
-#include "io/safetensors/safetensors_file.h"
+#include "io/safetensors/single_file_kind.h"
 #include "plan/error.h"
 #include "workers/launch/guarded_main.h"
 #include "workers/launch/launch_args.h"
@@ -27,20 +27,6 @@ using namespace studio;
 
 std::atomic<bool> g_cancel{false};
 extern "C" void on_signal(int) { g_cancel.store(true); }
-
-// Whether a downloaded file is a LoRA (its tensors are low-rank pairs in any of the formats --lora reads), not a
-// checkpoint for --transformer.
-bool is_lora(const std::string& path) {
-  if (path.size() < 12 || path.compare(path.size() - 12, 12, ".safetensors") != 0) return false;
-  try {
-    const auto file = io::SafetensorsFile::open(path);
-    for (const auto& t : file->tensors())
-      for (const char* part : {".lora_A.", ".lora_B.", ".lora_down.", ".lora_up.", "lora_unet_"})
-        if (t.name.find(part) != std::string::npos) return true;
-  } catch (const std::exception&) {
-  }
-  return false;
-}
 
 const char* kUsage = R"(usage: dit-models COMMAND [REPO_ID] [options]
 
@@ -174,13 +160,23 @@ int list(const hub::HubSettings& s) {
     std::cout << "no models in " << s.cache_dir << "; fetch one with e.g. `dit-models download THUDM/CogVideoX-2b`\n";
     return workers::kOk;
   }
-  int repo = 4, family = 6;
+  // A pipeline's family; a repository of single files by what each file is
+  // ("LoRA for FLUX.1, width 3072: style.safetensors").
+  std::vector<std::string> families;
   for (const auto& r : repos) {
-    repo = std::max(repo, int(r.repo_id.size()));
-    family = std::max(family, int(r.family.size()));
+    std::string what = r.family;
+    for (const auto& f : r.single_files)
+      what += (what.empty() ? "" : "; ") + io::single_file_kind(r.snapshot + "/" + f) + ": " + f;
+    families.push_back(what.empty() ? "-" : what);
+  }
+  int repo = 4, family = 6;
+  for (size_t i = 0; i < repos.size(); ++i) {
+    repo = std::max(repo, int(repos[i].repo_id.size()));
+    family = std::max(family, int(families[i].size()));
   }
   std::printf("%-*s %-12s %10s  %-*s %s\n", repo, "REPO", "REVISION", "SIZE", family, "FAMILY", "STATE");
-  for (const auto& r : repos) {
+  for (size_t i = 0; i < repos.size(); ++i) {
+    const auto& r = repos[i];
     std::string revision = r.commit.substr(0, 8);
     for (const auto& [ref, commit] : r.refs)
       if (commit == r.commit) revision = ref;
@@ -188,7 +184,7 @@ int list(const hub::HubSettings& s) {
                               : r.verified ? "complete, verified"
                                            : "complete, not verified (dit-models verify " + r.repo_id + ")";
     std::printf("%-*s %-12s %10s  %-*s %s\n", repo, r.repo_id.c_str(), revision.c_str(),
-                plan::human_bytes(r.bytes_on_disk).c_str(), family, r.family.empty() ? "-" : r.family.c_str(),
+                plan::human_bytes(r.bytes_on_disk).c_str(), family, families[i].c_str(),
                 state.c_str());
   }
   std::cout << "cache: " << s.cache_dir << "\n";
@@ -258,7 +254,7 @@ int main(int argc, char** argv) {
       for (const auto& f : a.files) {
         const std::string path = (std::filesystem::path(r.snapshot) / f).string();
         std::cerr << prefix << "run it with `dit-launch --model BASE_REPO "
-                  << (is_lora(path) ? "--lora " + path + ":1" : "--transformer " + path) << " --prompt ...`" << std::endl;
+                  << (io::lora_fit_if_any(path).is_lora ? "--lora " + path + ":1" : "--transformer " + path) << " --prompt ...`" << std::endl;
       }
       return workers::kOk;
     } catch (const hub::NetworkError& e) {

@@ -13,9 +13,8 @@
 
 #include "gui/widgets/open_folder.h"
 #include "hub/known_models.h"
-#include "io/safetensors/lora_files.h"
+#include "io/safetensors/single_file_kind.h"
 #include "plan/human_bytes.h"
-#include "plan/single_file.h"
 
 namespace fs = std::filesystem;
 
@@ -23,22 +22,9 @@ namespace studio::gui {
 
 namespace {
 
-// What a single-file repository's file is as a LoRA, from its header (not a LoRA when unreadable).
-io::LoraFit lora_fit(const hub::CachedRepo& r, const std::string& file) {
-  if (!plan::ends_with(file, ".safetensors")) return {};
-  try {
-    return io::lora_fit_of(r.snapshot + "/" + file);
-  } catch (const std::exception&) {
-    return {};
-  }
-}
-
 // A file of a single-file repository in words: "LoRA for FLUX.1, width 32", "LoRA" or "single file".
 QString kind_of(const hub::CachedRepo& r, const std::string& file) {
-  const auto fit = lora_fit(r, file);
-  if (!fit.is_lora) return QObject::tr("single file");
-  return fit.families.empty() ? QObject::tr("LoRA")
-                              : QObject::tr("LoRA for %1").arg(QString::fromStdString(io::describe(fit)));
+  return QString::fromStdString(io::single_file_kind(r.snapshot + "/" + file));
 }
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
@@ -418,7 +404,7 @@ void ModelsView::remove_selected() {
 
 void ModelsView::use_single_file(const hub::CachedRepo& r, const std::string& name) {
   const QString file = qs(r.snapshot) + "/" + qs(name);
-  if (lora_fit(r, name).is_lora) {
+  if (io::lora_fit_if_any(r.snapshot + "/" + name).is_lora) {
     show_status(tr("Added %1 to the LoRAs (Compose).").arg(file));
     Q_EMIT use_lora(file);
     return;
