@@ -406,7 +406,7 @@ TEST(PlanHunyuan15, memory_of_the_real_model) {
   four.ulysses_degree = 4;
   four.shard_weights = true;
   EXPECT_LT(plan::estimate_memory(four, job, model, 2).transformer_gib, 0.5 * m.transformer_gib);
-  // 121 frames decoded whole are the largest part on a 48 GiB GPU: the refusal points to tiles, which fit.
+  // The default clip decoded whole is the largest part on a large GPU: the refusal points to tiles, which fit.
   ASSERT_GT(m.vae_gib, 48.0);
   const auto problems = plan::validate_parallel(one, job, model, 1, 48.0, 2);
   ASSERT_EQ(problems.size(), 1u);
@@ -416,7 +416,7 @@ TEST(PlanHunyuan15, memory_of_the_real_model) {
   EXPECT_TRUE(plan::validate_parallel(one, job, model, 1, 48.0, 2).empty());
 }
 
-// umT5-XXL (10.7 GiB) beside a small transformer on an 8 GiB GPU: --text_encoder_device cpu encodes in the host's
+// umT5-XXL beside a small transformer on a GPU too small for it: --text_encoder_device cpu encodes in the host's
 // memory, and auto sends it there when the GPU lacks the room, so neither makes the job not fit. On the CPU the
 // host's memory is the device's: there it still counts.
 TEST(PlanWan, a_text_encoder_on_the_cpu_is_not_counted_on_the_gpu) {

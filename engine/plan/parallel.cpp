@@ -314,7 +314,6 @@ std::vector<Problem> validate_parallel(const ParallelConfig& p, const JobSpec& j
   if (memory_gib > 0) {
     const auto m = estimate_memory(p, job, model, bytes_per_value);
     if (const double peak = device_peak_gib(m, job, memory_gib); peak > memory_gib) {
-      const bool encoder_on_cpu = kProcessGiB + m.text_encoder_gib > memory_gib;  // auto sends it there
       // What would help is what divides the largest part: the decode, or the transformer.
       const char* remedy = m.vae_gib > m.transformer_gib && !job.vae_tiling
                                ? "the decode is the largest part: --enable_tiling decodes in tiles of a fixed size, "
@@ -326,7 +325,7 @@ std::vector<Problem> validate_parallel(const ParallelConfig& p, const JobSpec& j
                     "%s is estimated at %.1f GiB per rank (transformer %.1f, text encoder %.1f%s, VAE decode %.1f), "
                     "more than the %.1f GiB each device has; %s",
                     p.describe().c_str(), peak, m.transformer_gib, m.text_encoder_gib,
-                    encoder_on_cpu ? " on the CPU" : "", m.vae_gib, memory_gib, remedy);
+                    encoder_sent_to_cpu(m, job, memory_gib) ? " on the CPU" : "", m.vae_gib, memory_gib, remedy);
       out.push_back({"memory", msg});
     }
   }

@@ -18,8 +18,8 @@ namespace {
 
 const WanParts& wan(const ModelFolder& m) { return m.parts_as<WanParts>(); }
 
-// FLF2V's learned positions for two pictures' image tokens (pos_embed_seq_len 514, 2 x 257): it joins a first and a
-// last picture, and cannot read one alone.
+// FLF2V's learned positions (pos_embed_seq_len) cover two pictures' image tokens: it joins a first and a last
+// picture, and cannot read one alone.
 bool first_and_last_frame(const ModelFolder& m) { return wan(m).transformer.pos_embed_seq_len > 0; }
 
 // transformer/ (and Wan2.2's transformer_2/), scheduler/ and vae/ of a WanPipeline folder, checked against
