@@ -196,16 +196,15 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
     if (hooks.on_phase) hooks.on_phase(name);
   };
 
-  // A single file for the transformer is opened (its header checked, its architecture the folder's), and each
-  // expert's LoRAs read and fitted to its weights, before anything is encoded: a damaged --lora_2 would
-  // otherwise stop the run only at Wan2.2's switch to the second expert, halfway. The transformer's tensors are
-  // checked against the config as it loads; the text encoders' files are read as they encode.
+  // Each expert loaded dry, onto the meta device (nothing read, nothing kept), before anything is encoded: every
+  // weight of the folder or the single file checked against the config by name and shape, the file's architecture
+  // the folder's, its LoRAs read and fitted. A file that lacks a tensor, or a damaged --lora_2, would otherwise
+  // stop the run only as it loads (Wan2.2's second expert: halfway). The text encoders' files are read as they
+  // encode.
   plan::ModelFolder weights_from = model;
   plan::use_job_weights(weights_from, job);
-  for (int expert = 0; expert < 2; ++expert)
-    if (weights_from.weight_files.count(expert ? "transformer_2" : "transformer") ||
-        !(expert ? weights_from.loras_2 : weights_from.loras).empty())
-      models::transformer_weights(weights_from, expert);
+  const int experts = plan::rules_of(model).second_expert_boundary(model) > 0 ? 2 : 1;
+  for (int expert = 0; expert < experts; ++expert) models::load_transformer(weights_from, dtype, at::kMeta, {}, expert);
 
   // Encode: the pictures first (a file that does not decode stops the run before any other work), on every
   // rank, before any noise is drawn (CogVideoX's VAE draws first); then the words.

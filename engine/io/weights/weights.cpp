@@ -6,6 +6,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/randn.h>
@@ -132,9 +133,14 @@ WeightSet WeightSet::open(const std::string& part_dir, const std::string& stem) 
     return w;
   }
   if (!fs::exists(index)) {
-    std::string hint = fs::exists(dir / (stem + ".bin")) ? " (a .bin pickle checkpoint is never read: convert it to "
-                                                           "safetensors)"
-                                                         : "";
+    // A part downloaded without its weights (dit-models download --without PART) is given them as one file by the
+    // flag of its name.
+    const std::string part = dir.filename().string();
+    const bool flag = part == "transformer" || part == "transformer_2" || part == "text_encoder" || part == "text_encoder_2";
+    std::string hint = fs::exists(dir / (stem + ".bin"))
+                           ? " (a .bin pickle checkpoint is never read: convert it to safetensors)"
+                       : flag ? "; give them as one file with --" + part + " FILE (a GGUF, fp8 or safetensors checkpoint)"
+                              : "";
     throw InputError(part_dir + ": no " + single.filename().string() + " or " + index.filename().string() + hint);
   }
   const std::string text = plan::read_text_file(index.string());
@@ -237,6 +243,10 @@ const WeightSet::Entry& WeightSet::find(const std::string& name, const std::vect
 
 at::Tensor WeightSet::take(const std::string& name, const std::vector<int64_t>& shape, at::ScalarType dtype,
                            at::Device device, const std::string& config_note) {
+  if (device.is_meta()) {  // a dry load: the name and shape checked, nothing read
+    if (!synthetic_) find(name, shape, config_note);
+    return at::empty(shape, at::TensorOptions().dtype(dtype).device(device));
+  }
   if (synthetic_) return synthetic_take(name, shape).to(device, dtype);
   const auto deltas = deltas_.find(name);
   if (deltas == deltas_.end()) return read(name, shape, dtype, device, config_note);
@@ -303,6 +313,7 @@ LinearWeight WeightSet::take_linear(const std::string& name, const std::vector<i
 
 LinearWeight WeightSet::linear_as_kept(const std::string& name, const std::vector<int64_t>& shape,
                                        at::ScalarType dtype, at::Device device, const std::string& config_note) {
+  if (device.is_meta()) return {take(name, shape, dtype, device, config_note), {}};
   if (synthetic_) {
     const auto w = synthetic_take(name, shape);
     if (store_linear_as_) return {{}, quantize_fp8(w, device)};
