@@ -485,7 +485,34 @@ TEST_F(Hub, dit_models_downloads_one_single_file_for_transformer) {
               test::contains(r.err, "transformer-Q8_0.gguf"))
       << r.err;
 
-  ASSERT_EQ(test::run(test::bin("dit-models"), {"download", kFluxRepo}, 60000, env).code, 0);
+  // The pipeline it goes with, in the same command (--base): all but the transformer's weights, which the file
+  // stands for; its config is fetched, as --transformer reads it.
+  r = test::run(test::bin("dit-models"), {"download", "test-org/flux-gguf", "transformer-Q4_0.gguf", "--base", kFluxRepo},
+                60000, env);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string base = hub::snapshot_dir(settings_.cache_dir, kFluxRepo);
+  EXPECT_TRUE(test::contains(r.err, "leaving out 1 file of weights in transformer/")) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "--model " + std::string(kFluxRepo) + " --transformer " + snapshot)) << r.err;
+  EXPECT_TRUE(fs::exists(base + "/transformer/config.json"));
+  EXPECT_TRUE(fs::exists(base + "/vae/diffusion_pytorch_model.safetensors"));
+  EXPECT_FALSE(fs::exists(base + "/transformer/diffusion_pytorch_model.safetensors"));
+  EXPECT_EQ(requests_for("transformer/diffusion_pytorch_model"), 0);
+  r = test::run(test::bin("dit-models"), {"list"}, 60000, env);
+  EXPECT_TRUE(test::contains(r.out, "no transformer/ weights: give dit-launch --transformer FILE")) << r.out;
+  // Without the file, the run is refused before any encoding, with the flag that gives it.
+  r = test::run(test::bin("dit-launch"), {"--model", kFluxRepo, "--prompt", "a boat", "--height", "64", "--width", "64",
+                                          "--num_inference_steps", "1"}, 60000, env);
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "give them as one file with --transformer FILE")) << r.err;
+  EXPECT_FALSE(test::contains(r.err, "encoding with")) << r.err;
+  // What is not a component of the pipeline, and --base without a file, are named.
+  r = test::run(test::bin("dit-models"), {"download", kFluxRepo, "--without", "unet"}, 60000, env);
+  EXPECT_EQ(r.code, 3);
+  EXPECT_TRUE(test::contains(r.err, "--without unet") && test::contains(r.err, "transformer, vae")) << r.err;
+  r = test::run(test::bin("dit-models"), {"download", "test-org/flux-gguf", "--base", kFluxRepo}, 60000, env);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(test::contains(r.err, "--base " + std::string(kFluxRepo) + " goes with a single file")) << r.err;
+
   const auto g = test::golden_json("flux_gguf_tiny");
   r = test::run(test::bin("dit-launch"),
                 {"--model", kFluxRepo, "--transformer", snapshot + "/transformer-Q4_0.gguf", "--prompt",

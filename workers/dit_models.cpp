@@ -44,8 +44,8 @@ Commands:
                               THUDM/CogVideoX-2b; an interrupted download resumes where it stopped
   download REPO_ID FILE...    fetch only these files of the repository: a single-file checkpoint for
                               dit-launch --transformer, e.g. city96/FLUX.1-dev-gguf flux1-dev-Q4_K_S.gguf
-                              (the folder it goes with is downloaded by its own repo id), or a LoRA
-                              for dit-launch --lora
+                              (with --base, the pipeline it goes with too), or a LoRA for
+                              dit-launch --lora
   verify REPO_ID              hash every file of the cached snapshot again (sha256 for weights, git's
                               blob id for the rest) and name any that does not match
   remove REPO_ID              delete the repository from the cache
@@ -54,6 +54,11 @@ Options:
   --revision R                a branch, tag or commit (default main)
   --file FILE                 download: a file of the repository to fetch alone, as FILE... above;
                               repeat it for several
+  --base ORG/NAME             download with FILE...: also the pipeline the file goes with, less the
+                              weights the file stands for (transformer/ unless --without says), e.g.
+                              download city96/FLUX.1-dev-gguf FILE --base black-forest-labs/FLUX.1-dev
+  --without COMPONENT         download of a pipeline: leave out this component's weights (its config
+                              is fetched), for a single file given to dit-launch; repeat it for several
   -h, --help                  this text
   --version                   the version
 
@@ -72,6 +77,8 @@ refused, a file did not match its hash, too little disk space, a model not in th
 struct Args {
   std::string command, repo, revision = "main";
   std::vector<std::string> files;  // download: only these
+  std::string base;                 // download: also this pipeline, less `without`
+  std::vector<std::string> without;
   bool help = false, version = false;
 };
 
@@ -94,6 +101,19 @@ Args parse(const std::vector<std::string>& argv) {
       a.files.push_back(w == "--file" ? argv[++i] : w.substr(7));
       if (a.files.back().empty())
         throw workers::ArgError("--file needs a file of the repository, e.g. --file flux1-dev-Q4_K_S.gguf");
+    } else if (w == "--base" || w.rfind("--base=", 0) == 0) {
+      if (w == "--base" && (i + 1 >= argv.size() || argv[i + 1].rfind("--", 0) == 0))
+        throw workers::ArgError("--base needs the pipeline's repository id, e.g. --base black-forest-labs/FLUX.1-dev");
+      a.base = w == "--base" ? argv[++i] : w.substr(7);
+      if (!hub::is_repo_id(a.base))
+        throw workers::ArgError("--base '" + a.base + "': not a Hub repository id; expected ORG/NAME, e.g. "
+                                "--base black-forest-labs/FLUX.1-dev");
+    } else if (w == "--without" || w.rfind("--without=", 0) == 0) {
+      if (w == "--without" && (i + 1 >= argv.size() || argv[i + 1].rfind("--", 0) == 0))
+        throw workers::ArgError("--without needs a component of the pipeline, e.g. --without transformer");
+      a.without.push_back(w == "--without" ? argv[++i] : w.substr(10));
+      if (a.without.back().empty() || a.without.back().find('/') != std::string::npos)
+        throw workers::ArgError("--without '" + a.without.back() + "': not a component name; e.g. --without transformer");
     } else if (w.rfind("-", 0) == 0) throw workers::ArgError("unknown option '" + w + "'; see dit-models --help");
     else words.push_back(w);
   }
@@ -107,9 +127,19 @@ Args parse(const std::vector<std::string>& argv) {
     throw workers::ArgError(a.command + " needs a repository id, e.g. dit-models " + a.command + " THUDM/CogVideoX-2b");
   if (!a.files.empty() && a.command != "download")
     throw workers::ArgError("--file applies to download only, e.g. dit-models download ORG/NAME --file FILE");
+  if ((!a.base.empty() || !a.without.empty()) && a.command != "download")
+    throw workers::ArgError(std::string(a.base.empty() ? "--without" : "--base") +
+                            " applies to download only, e.g. dit-models download ORG/NAME --without transformer");
   if (a.command == "download" && words.size() > 2) a.files.insert(a.files.end(), words.begin() + 2, words.end());
   else if (words.size() > (wants_repo ? 2u : 1u))
     throw workers::ArgError("'" + words.back() + "': one " + (wants_repo ? "repository id" : "command") + " only; see dit-models --help");
+  if (!a.base.empty() && a.files.empty())
+    throw workers::ArgError("--base " + a.base + " goes with a single file to download, e.g. dit-models download "
+                            "city96/FLUX.1-dev-gguf flux1-dev-Q4_K_S.gguf --base " + a.base);
+  if (!a.without.empty() && !a.files.empty() && a.base.empty())
+    throw workers::ArgError("--without " + a.without.front() + " leaves out a component of a pipeline; with FILE... "
+                            "give the pipeline with --base ORG/NAME");
+  if (!a.base.empty() && a.without.empty()) a.without = {"transformer"};
   if (wants_repo) {
     a.repo = words[1];
     if (!hub::is_repo_id(a.repo))
@@ -183,9 +213,15 @@ int list(const hub::HubSettings& s) {
     const std::string state = !r.complete ? "incomplete: " + (r.problems.empty() ? std::string("?") : r.problems.front())
                               : r.verified ? "complete, verified"
                                            : "complete, not verified (dit-models verify " + r.repo_id + ")";
+    std::string without, flags;  // a component's single file is given by the flag of its name
+    for (const auto& c : r.without_weights) {
+      without += (without.empty() ? "; no " : ", ") + c + "/";
+      flags += " --" + c + " FILE";
+    }
+    if (!without.empty()) without += " weights: give dit-launch" + flags;
     std::printf("%-*s %-12s %10s  %-*s %s\n", repo, r.repo_id.c_str(), revision.c_str(),
                 plan::human_bytes(r.bytes_on_disk).c_str(), family, families[i].c_str(),
-                state.c_str());
+                (state + without).c_str());
   }
   std::cout << "cache: " << s.cache_dir << "\n";
   return workers::kOk;
@@ -245,17 +281,29 @@ int main(int argc, char** argv) {
       o.on_progress = [&](const hub::Progress& p) { line.show(p); };
       o.on_note = [&](const std::string& note) { line.end(), std::cerr << prefix << note << std::endl; };
       o.files = a.files;
-      const auto r = hub::download_repo(client, a.repo, o);
-      line.end();
-      std::cerr << prefix << a.repo << " at " << r.commit << ": " << r.files << " files (" << r.fetched << " fetched, "
-                << plan::human_bytes(r.bytes_fetched) << ") in " << r.snapshot << std::endl;
-      if (a.files.empty())
-        std::cerr << prefix << "run it with `dit-launch --model " << a.repo << " --prompt ...`" << std::endl;
+      if (a.files.empty()) o.without = a.without;
+      auto fetch = [&](const std::string& repo, const hub::DownloadOptions& options) {
+        const auto r = hub::download_repo(client, repo, options);
+        line.end();
+        std::cerr << prefix << repo << " at " << r.commit << ": " << r.files << " files (" << r.fetched << " fetched, "
+                  << plan::human_bytes(r.bytes_fetched) << ") in " << r.snapshot << std::endl;
+        return r;
+      };
+      const auto r = fetch(a.repo, o);
+      if (!a.base.empty()) {
+        o.files.clear();
+        o.without = a.without;
+        fetch(a.base, o);
+      }
+      std::string run = "run it with `dit-launch --model " + (a.base.empty() ? a.files.empty() ? a.repo : "BASE_REPO" : a.base);
+      int checkpoints = 0;  // the second is Wan2.2's second expert
       for (const auto& f : a.files) {
         const std::string path = (std::filesystem::path(r.snapshot) / f).string();
-        std::cerr << prefix << "run it with `dit-launch --model BASE_REPO "
-                  << (io::lora_fit_if_any(path).is_lora ? "--lora " + path + ":1" : "--transformer " + path) << " --prompt ...`" << std::endl;
+        run += io::lora_fit_if_any(path).is_lora ? " --lora " + path + ":1"
+               : checkpoints++ == 0          ? " --transformer " + path
+                                             : " --transformer_2 " + path;
       }
+      std::cerr << prefix << run << " --prompt ...`" << std::endl;
       return workers::kOk;
     } catch (const hub::NetworkError& e) {
       line.end();

@@ -196,6 +196,14 @@ CachedRepo read_cached_repo(const std::string& cache_dir, const std::string& rep
                        r.problems.end());
   }
   r.complete = r.problems.empty();
+  for (const auto& e : fs::directory_iterator(snap, ec)) {
+    bool weights = false;
+    for (const auto& f : fs::directory_iterator(e.path(), ec))
+      weights |= f.path().filename().string().find(".safetensors") != std::string::npos;
+    if (e.is_directory() && fs::exists(e.path() / "config.json") && !weights)
+      r.without_weights.push_back(e.path().filename().string());
+  }
+  std::sort(r.without_weights.begin(), r.without_weights.end());
   // Verified: every file's blob is in our record, unchanged since.
   const auto verified = read_verified(r.dir);
   bool all = r.complete;

@@ -54,6 +54,8 @@ struct CachedRepo {
   // repository ("Lightx2v/lora.safetensors"), as `dit-models download REPO FILE` leaves them; complete when each
   // links to its blob.
   std::vector<std::string> single_files;
+  // Components with their config and no weights (downloaded --without them): a single file stands for them.
+  std::vector<std::string> without_weights;
 };
 std::vector<CachedRepo> list_cache(const std::string& cache_dir);
 CachedRepo read_cached_repo(const std::string& cache_dir, const std::string& repo_id);

@@ -152,6 +152,31 @@ std::vector<RemoteFile> named_files(const std::vector<RemoteFile>& all, const st
   return out;
 }
 
+// `wanted` less the weights of the components named in `without` (their configs stay: a single file given with
+// --transformer FILE reads the folder's transformer/config.json). InputError for a name the pipeline lacks.
+std::vector<RemoteFile> without_weights(std::vector<RemoteFile> wanted, const std::string& model_index_json,
+                                        const std::vector<std::string>& without, const std::string& repo_id) {
+  if (without.empty()) return wanted;
+  if (model_index_json.empty())
+    throw InputError(repo_id + " has no model_index.json: --without leaves out a component of a diffusers pipeline");
+  std::set<std::string> components;
+  const auto index = nlohmann::json::parse(model_index_json);
+  for (const auto& [name, value] : index.items())
+    if (value.is_array() && !value.empty() && !value[0].is_null()) components.insert(name);
+  for (const auto& c : without)
+    if (!components.count(c)) {
+      std::string names;
+      for (const auto& n : components) names += (names.empty() ? "" : ", ") + n;
+      throw InputError("--without " + c + ": " + repo_id + " has no component '" + c + "'; its components are " + names);
+    }
+  std::erase_if(wanted, [&](const RemoteFile& f) {
+    const auto slash = f.path.find('/');
+    return slash != std::string::npos && std::count(without.begin(), without.end(), f.path.substr(0, slash)) &&
+           (ends_with(f.path, ".safetensors") || ends_with(f.path, ".safetensors.index.json"));
+  });
+  return wanted;
+}
+
 }  // namespace
 
 DownloadResult download_repo(HubClient& client, const std::string& repo_id, const DownloadOptions& o) {
@@ -225,10 +250,18 @@ DownloadResult download_repo(HubClient& client, const std::string& repo_id, cons
       bring(f, nullptr);
       model_index = plan::read_text_file((blobs / f.blob()).string(), 1 << 20);
     }
-  const auto wanted = o.files.empty() ? files_to_download(all, model_index) : named_files(all, repo_id, o.files);
+  const auto wanted = o.files.empty() ? without_weights(files_to_download(all, model_index), model_index, o.without, repo_id)
+                                      : named_files(all, repo_id, o.files);
+  const auto read = o.files.empty() ? files_to_download(all, model_index) : wanted;
   for (const auto& f : all)
-    if (std::none_of(wanted.begin(), wanted.end(), [&](const RemoteFile& w) { return w.path == f.path; }))
+    if (std::none_of(read.begin(), read.end(), [&](const RemoteFile& w) { return w.path == f.path; }))
       result.skipped.push_back(f.path);
+  if (read.size() > wanted.size()) {
+    std::string names;
+    for (const auto& c : o.without) names += (names.empty() ? "" : ", ") + c + "/";
+    note("leaving out " + files(read.size() - wanted.size()) + " of weights in " + names +
+         " (a single file stands for them); their configs are fetched");
+  }
   if (!result.skipped.empty())
     note("skipping " + files(result.skipped.size()) + " the engine does not read (e.g. " + result.skipped.front() + ")");
 

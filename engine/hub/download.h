@@ -46,6 +46,9 @@ struct DownloadOptions {
   // Only these files of the repository, by path (a single-file checkpoint: a GGUF quant, an fp8 safetensors,
   // for --transformer), instead of what the engine reads of a pipeline.
   std::vector<std::string> files;
+  // Components of a pipeline whose weights are not fetched, only their configs: a single file stands for them
+  // (transformer, for dit-launch --transformer FILE).
+  std::vector<std::string> without;
 };
 
 struct DownloadResult {

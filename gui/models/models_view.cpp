@@ -196,9 +196,11 @@ void ModelsView::refresh() {
     QString revision = qs(r.commit.substr(0, 8));
     for (const auto& [ref, commit] : r.refs)
       if (commit == r.commit) revision = qs(ref) + " (" + revision + ")";
-    const QString state = !r.complete  ? tr("incomplete: %1").arg(r.problems.empty() ? tr("?") : qs(r.problems.front()))
-                          : r.verified ? tr("complete, verified")
-                                       : tr("complete, not verified");
+    QString state = !r.complete  ? tr("incomplete: %1").arg(r.problems.empty() ? tr("?") : qs(r.problems.front()))
+                    : r.verified ? tr("complete, verified")
+                                 : tr("complete, not verified");
+    if (!r.without_weights.empty())
+      state += tr("; no %1/ weights (a single file stands for them)").arg(qs(r.without_weights.front()));
     QString family = r.family.empty() ? tr("-") : qs(r.family);
     if (!r.single_files.empty()) {
       // Each file by what it is (a LoRA by the family its blocks are), files of one kind together.
