@@ -1,7 +1,7 @@
 // The blocks' weights kept elsewhere between calls and whole while a block runs: --shard_weights (each CFG x
 // ring x Ulysses rank keeps 1/N of every block, gathered before it runs) and --offload blocks (host memory, copied in).
 // A call equals the unsharded one bit for bit, a rank keeps its share and no whole block between calls (the
-// block that runs is gathered into one buffer kept from block to block), and
+// block that runs and the next are gathered into two buffers kept from block to block), and
 // whole runs meet the reference cases (CogVideoX-5B, Wan2.1 and FLUX.1 shapes) in the mixes that shard.
 #include <set>
 #include <sstream>
@@ -78,8 +78,9 @@ TEST_P(ShardedCall, equals_the_unsharded_call_and_keeps_a_share) {
     if (!at::equal(sharded, whole)) note << "differs by " << test::max_abs_diff(sharded, whole) << "; ";
     if (test::max_abs_diff(sharded, s.want) > test::kCallTolerance) note << "far from the reference; ";
     if (held_block_values(*model) != 0) note << "a block kept whole after the call; ";
-    // Each block runs from the same buffer (the first tensor at its start): no fresh memory per block.
-    // Views keep each buffer alive, so that a fresh one could not land where the last one was.
+    // The blocks run from two buffers, in turn (the one that runs, the next gathered meanwhile; the first tensor
+    // at its start): no fresh memory per block. Views keep each buffer alive, so that a fresh one could not land
+    // where the last one was.
     std::set<const void*> places;
     std::vector<at::Tensor> views;
     for (size_t i = 0; i < model->num_blocks(); ++i) {
@@ -88,7 +89,7 @@ TEST_P(ShardedCall, equals_the_unsharded_call_and_keeps_a_share) {
       places.insert(views.back().data_ptr());
       shards->after(i);
     }
-    if (places.size() != 1) note << "blocks gathered into " << places.size() << " buffers; ";
+    if (places.size() != 2) note << "blocks gathered into " << places.size() << " buffers; ";
     // Given at the start of the load, the shards take each block as it loads: the same shares, the same call.
     auto at_load = std::make_shared<parallel::ShardedBlocks>(mesh.group(plan::Dim::Replica));
     auto loaded_sharded = models::load_transformer(folder, at::kFloat, at::kCPU, {}, 0, at_load);

@@ -169,11 +169,12 @@ std::vector<RemoteFile> without_weights(std::vector<RemoteFile> wanted, const st
       for (const auto& n : components) names += (names.empty() ? "" : ", ") + n;
       throw InputError("--without " + c + ": " + repo_id + " has no component '" + c + "'; its components are " + names);
     }
-  std::erase_if(wanted, [&](const RemoteFile& f) {
+  const auto left_out = [&](const RemoteFile& f) {
     const auto slash = f.path.find('/');
     return slash != std::string::npos && std::count(without.begin(), without.end(), f.path.substr(0, slash)) &&
            (ends_with(f.path, ".safetensors") || ends_with(f.path, ".safetensors.index.json"));
-  });
+  };
+  wanted.erase(std::remove_if(wanted.begin(), wanted.end(), left_out), wanted.end());
   return wanted;
 }
 

@@ -1,5 +1,7 @@
 #include "models/offloaded_blocks.h"
 
+#include "compat/device_copy.h"
+
 namespace studio::models {
 
 void OffloadedBlocks::keep(size_t, const std::vector<at::Tensor>& tensors) {
@@ -15,7 +17,15 @@ void OffloadedBlocks::keep(size_t, const std::vector<at::Tensor>& tensors) {
 }
 
 void OffloadedBlocks::before(size_t block) {
-  layouts_.at(block).bind(host_.at(block).to(at::TensorOptions().device(device_), /*non_blocking=*/true));
+  if (!copied_) {
+    std::vector<int64_t> bytes;
+    for (const auto& h : host_) bytes.push_back(h.defined() ? h.numel() : 0);
+    copied_.emplace(bytes, at::TensorOptions().device(device_), [this](size_t b, const at::Tensor& into) {
+      auto copy = std::make_shared<compat::DeviceCopy>(compat::DeviceCopy::start(into, host_.at(b)));
+      return [copy] { copy->wait(); };
+    });
+  }
+  layouts_.at(block).bind(copied_->take(block));
 }
 
 void OffloadedBlocks::after(size_t block) { layouts_.at(block).release(); }

@@ -1,10 +1,13 @@
-// --offload blocks: the blocks' weights kept in host memory (pinned where a GPU copies from it) and copied to
-// the model's device just before each block runs, let go after: the device holds one block at a time. Given to
-// the model before its blocks load, it takes each block as it loads, so the device never holds them all.
+// --offload blocks: the blocks' weights kept in host memory (pinned where a GPU copies from it) and copied to the
+// model's device before each block runs, let go after: the device holds two blocks, the one that runs and the
+// next, copied in while it runs on a stream of its own (models/block_prefetch.h). Given to the model before its
+// blocks load, it takes each block as it loads, so the device never holds them all.
 #pragma once
+#include <optional>
 #include <vector>
 
 #include "models/block_layout.h"
+#include "models/block_prefetch.h"
 #include "models/dit_model.h"
 
 namespace studio::models {
@@ -19,7 +22,8 @@ class OffloadedBlocks final : public BlockWeights {
  private:
   at::Device device_;
   std::vector<BlockLayout> layouts_;
-  std::vector<at::Tensor> host_;  // undefined for a block another PipeFusion stage holds
+  std::vector<at::Tensor> host_;         // undefined for a block another PipeFusion stage holds
+  std::optional<BlockPrefetch> copied_;  // made at the first call, once every block is kept
 };
 
 }  // namespace studio::models

@@ -59,24 +59,26 @@ std::vector<at::Tensor> Group::all_gather(const at::Tensor& t) {
   return parts;
 }
 
-void Group::all_gather_into(const at::Tensor& out, const at::Tensor& t) {
+PendingBatch Group::start_all_gather_into(const at::Tensor& out, const at::Tensor& t) {
   if (out.numel() != size_ * t.numel() || !out.is_contiguous() || out.scalar_type() != t.scalar_type())
     throw std::logic_error("internal error: all_gather_into a buffer of " + std::to_string(out.numel()) +
                            " elements for " + std::to_string(size_) + " x " + std::to_string(t.numel()));
   if (size_ == 1) {
     out.view(t.sizes()).copy_(t);
-    return;
+    return {};
   }
   check(t, "all_gather");
   check(out, "all_gather");
-  std::vector<at::Tensor> in{t.contiguous()};
-  std::vector<std::vector<at::Tensor>> parts(1);
-  for (const auto& part : out.reshape({-1}).chunk(size_)) parts[0].push_back(part.view(t.sizes()));
-  pg_.collectives->allgather(parts, in)->wait();
+  compat::PeerWork work;  // the tensors, kept until the gather is waited for
+  work.buffers = {{t.contiguous()}, {}};
+  for (const auto& part : out.reshape({-1}).chunk(size_)) work.buffers[1].push_back(part.view(t.sizes()));
+  std::vector<std::vector<at::Tensor>> parts{work.buffers[1]};
+  work.work.push_back(pg_.collectives->allgather(parts, work.buffers[0]));
   if (traffic_) {
     traffic_->sent[size_t(CommKind::AllGather)] += bytes(t) * uint64_t(size_ - 1);
     traffic_->received[size_t(CommKind::AllGather)] += bytes(t) * uint64_t(size_ - 1);
   }
+  return PendingBatch(std::move(work));
 }
 
 at::Tensor Group::all_to_all(const at::Tensor& t) {

@@ -62,7 +62,9 @@ class Group {
   std::vector<at::Tensor> all_gather(const at::Tensor& t);
   // The same into `out` (contiguous, size() x t's elements, rank i's at i x t.numel()): a buffer the caller
   // keeps from call to call instead of fresh ones.
-  void all_gather_into(const at::Tensor& out, const at::Tensor& t);
+  void all_gather_into(const at::Tensor& out, const at::Tensor& t) { start_all_gather_into(out, t).wait(); }
+  // The same, started: `out` is filled once wait() returns (on CUDA, for the work the current stream queues after).
+  PendingBatch start_all_gather_into(const at::Tensor& out, const at::Tensor& t);
   // t's dim 0 has size() parts; part i goes to rank i. Returns the parts received, dim 0 by source rank.
   at::Tensor all_to_all(const at::Tensor& t);
   void broadcast(at::Tensor& t, int root);

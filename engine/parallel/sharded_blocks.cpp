@@ -1,9 +1,5 @@
 #include "parallel/sharded_blocks.h"
 
-#include <algorithm>
-
-#include <ATen/ops/empty.h>
-
 namespace studio::parallel {
 
 void ShardedBlocks::keep(size_t, const std::vector<at::Tensor>& tensors) {
@@ -17,17 +13,22 @@ void ShardedBlocks::keep(size_t, const std::vector<at::Tensor>& tensors) {
   const int64_t part = layout.bytes() / n;
   shards_.push_back(layout.pack(group_.rank() * part, part));
   layout.release();
-  largest_ = std::max(largest_, layout.bytes());
 }
 
 void ShardedBlocks::before(size_t block) {
-  const auto& shard = shards_.at(block);
-  // One buffer, as large as the largest block, holds the block that runs: a buffer per call would leave the
-  // heap (where dit-worker keeps freed memory) with holes of every block's size, step after step.
-  if (!gathered_.defined()) gathered_ = at::empty({largest_}, shard.options());
-  const auto whole = gathered_.narrow(0, 0, shard.numel() * group_.size());
-  group_.all_gather_into(whole, shard);
-  layouts_.at(block).bind(whole);
+  if (!gathered_) {
+    std::vector<int64_t> bytes;
+    at::TensorOptions options;
+    for (size_t i = 0; i < layouts_.size(); ++i) {
+      bytes.push_back(shards_[i].defined() ? layouts_[i].bytes() : 0);
+      if (shards_[i].defined()) options = shards_[i].options();
+    }
+    gathered_.emplace(bytes, options, [this](size_t b, const at::Tensor& into) {
+      auto pending = std::make_shared<PendingBatch>(group_.start_all_gather_into(into, shards_.at(b)));
+      return [pending] { pending->wait(); };
+    });
+  }
+  layouts_.at(block).bind(gathered_->take(block));
 }
 
 void ShardedBlocks::after(size_t block) { layouts_.at(block).release(); }

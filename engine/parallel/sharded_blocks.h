@@ -1,13 +1,15 @@
 // --shard_weights (FSDP's way, xDiT's fully-sharded mode): each of the N ranks of a group keeps 1/N of every
-// block's bytes; a block's are all-gathered just before it runs and let go after, so a rank holds its shards and
-// one whole block, in a buffer kept from block to block. Given to the model before its blocks load, it takes
-// each block as it loads, so no rank ever holds the whole transformer. Gathering moves bytes, so the result
-// equals the one-process one exactly.
+// block's bytes; a block's are all-gathered before it runs and let go after, so a rank holds its shards and two
+// whole blocks, the one that runs and the next, gathered while it runs (models/block_prefetch.h), in buffers kept
+// from block to block. Given to the model before its blocks load, it takes each block as it loads, so no rank ever
+// holds the whole transformer. Gathering moves bytes, so the result equals the one-process one exactly.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "models/block_layout.h"
+#include "models/block_prefetch.h"
 #include "models/dit_model.h"
 #include "parallel/comm.h"
 
@@ -25,8 +27,7 @@ class ShardedBlocks final : public models::BlockWeights {
   Group& group_;
   std::vector<models::BlockLayout> layouts_;
   std::vector<at::Tensor> shards_;  // undefined for a block another PipeFusion stage holds
-  int64_t largest_ = 0;             // the largest block's bytes
-  at::Tensor gathered_;             // the block that runs, whole: made at the first call
+  std::optional<models::BlockPrefetch> gathered_;  // made at the first call, once every block is kept
 };
 
 }  // namespace studio::parallel

@@ -184,8 +184,8 @@ const std::vector<Option> kOptions = {
      "Keeps the transformer's linear weights in 8-bit floating point: half the memory of bfloat16, a small "
      "change in the result."},
     {{"offload", K::Text, "blocks", 0, 0, "blocks", S::Memory,
-      "keep the transformer's blocks in host memory and copy each to the device just before it runs (exact; the "
-      "device holds one block; slower by the copies)"},
+      "keep the transformer's blocks in host memory and copy each to the device while the one before runs "
+      "(exact; the device holds two blocks; slower where the copies outlast the blocks' work)"},
      &JobSpec::offload, "Offload blocks",
      "Keeps the transformer's blocks in the computer's memory and moves each to the GPU only while it runs: a "
      "model much larger than the GPU fits, at the cost of the copies."},
@@ -278,8 +278,8 @@ const std::vector<Option> kOptions = {
      "Every rank decodes a band of rows of the frames, and encodes a band of the picture an image-to-video run "
      "starts from: the VAE's time and memory divided among the ranks, with the same result as one process."},
     {{"shard_weights", K::Switch, "", 0, 0, "", S::Parallel,
-      "each CFG x ring x Ulysses rank keeps 1/N of every block's weights and gathers a block whole just before it "
-      "runs (exact; weights per rank ~1/N plus one block)"},
+      "each CFG x ring x Ulysses rank keeps 1/N of every block's weights and gathers a block whole while the one "
+      "before runs (exact; weights per rank ~1/N plus two blocks)"},
      &ParallelConfig::shard_weights, "Shard weights",
      "Spreads the transformer's blocks over the CFG- and sequence-parallel ranks, as FSDP does: each keeps a "
      "share and gathers a block just before running it. A model too large for one GPU then fits on several, with the "

@@ -1,0 +1,31 @@
+#include "models/block_prefetch.h"
+
+#include <algorithm>
+
+#include <ATen/ops/empty.h>
+
+namespace studio::models {
+
+BlockPrefetch::BlockPrefetch(std::vector<int64_t> bytes, at::TensorOptions options, Start start)
+    : bytes_(std::move(bytes)), start_(std::move(start)) {
+  const int64_t largest = bytes_.empty() ? 0 : *std::max_element(bytes_.begin(), bytes_.end());
+  for (auto& b : buffers_) b = at::empty({largest}, options.dtype(at::kByte));
+}
+
+at::Tensor BlockPrefetch::take(size_t block) {
+  int buffer = 0;
+  if (next_ && next_->block == block) {
+    buffer = next_->buffer;
+    next_->wait();
+  } else {
+    if (next_) next_->wait();  // fetched for nothing: its buffer is free once it has arrived
+    start_(block, in(buffer, block))();
+  }
+  next_.reset();
+  const size_t following = block + 1;
+  if (following < bytes_.size() && bytes_[following] > 0)
+    next_ = InFlight{following, 1 - buffer, start_(following, in(1 - buffer, following))};
+  return in(buffer, block);
+}
+
+}  // namespace studio::models
