@@ -316,9 +316,33 @@ TEST(PlanFlux, memory_follows_how_the_weights_are_kept) {
   plan::ParallelConfig two;
   two.ulysses_degree = 2;
   const auto with_ranks = plan::storage_choices(two, job, model, 2, 16.0);
-  ASSERT_EQ(with_ranks.size(), 4u);
+  ASSERT_EQ(with_ranks.size(), 5u);
   EXPECT_EQ(with_ranks[3].flag, "--shard_weights");
   EXPECT_TRUE(with_ranks[3].fits);
+  // The same two ranks as PipeFusion stages, each holding half the blocks.
+  EXPECT_EQ(with_ranks[4].flag, "--pipefusion_parallel_degree 2");
+  EXPECT_EQ(with_ranks[4].config.pipefusion_parallel_degree, 2);
+  EXPECT_EQ(with_ranks[4].config.sp_degree(), 1);
+  EXPECT_TRUE(with_ranks[4].fits);
+  // Where no one way fits alone, fp8 with each exact way is offered, with its configuration and job. (On the
+  // CPU, offloading is not offered: the blocks are in host memory already.)
+  plan::JobSpec in_host = job;
+  in_host.device = "cpu";
+  const auto roomy = plan::storage_choices(two, in_host, model, 2, 0);
+  ASSERT_EQ(roomy.size(), 4u);
+  double least = roomy[1].peak_gib;
+  for (const auto& c : roomy) least = std::min(least, c.peak_gib);
+  const auto tight = plan::storage_choices(two, in_host, model, 2, least - 0.01);
+  ASSERT_EQ(tight.size(), 6u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_FALSE(tight[i].fits) << tight[i].flag;
+  EXPECT_EQ(tight[4].flag, "--quantize fp8 --shard_weights");
+  EXPECT_TRUE(tight[4].config.shard_weights && tight[4].job.quantize == "fp8");
+  EXPECT_EQ(tight[5].flag, "--quantize fp8 --pipefusion_parallel_degree 2");
+  EXPECT_TRUE(tight[5].config.pipefusion_parallel_degree == 2 && tight[5].job.quantize == "fp8");
+  for (size_t i = 4; i < 6; ++i) {
+    EXPECT_LT(tight[i].peak_gib, least) << tight[i].flag;
+    EXPECT_TRUE(tight[i].fits) << tight[i].flag << ": " << tight[i].peak_gib << " GiB";
+  }
   // CFG's two ranks run the same blocks side by side: they shard as two Ulysses ranks do, to the same peak.
   plan::ParallelConfig branches;
   branches.use_cfg_parallel = true;

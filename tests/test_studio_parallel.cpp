@@ -236,6 +236,13 @@ class TestStudioParallel : public QObject {
     QVERIFY(w.parallel_panel().config().shard_weights);
     QVERIFY(w.parallel_panel().shard_weights->isChecked());
     QVERIFY2(fit->text().startsWith("Fits: "), qPrintable(fit->text()));
+    // Or the two GPUs as PipeFusion stages, each holding half the blocks: a click sets the degrees.
+    w.parallel_panel().shard_weights->setChecked(false);
+    QVERIFY2(fit->text().contains("<a href=\"--pipefusion_parallel_degree 2\">"), qPrintable(fit->text()));
+    Q_EMIT fit->linkActivated("--pipefusion_parallel_degree 2");
+    QCOMPARE(w.parallel_panel().config().pipefusion_parallel_degree, 2);
+    QCOMPARE(w.parallel_panel().config().sp_degree(), 1);
+    QVERIFY2(fit->text().startsWith("Fits: "), qPrintable(fit->text()));
   }
 
 };

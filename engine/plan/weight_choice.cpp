@@ -1,5 +1,6 @@
 #include "plan/weight_choice.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -95,24 +96,44 @@ std::vector<StorageChoice> storage_choices(const ParallelConfig& p, const JobSpe
     const double peak = device_peak_gib(estimate_memory(q, j, model, b), j, memory_gib);
     out.push_back({flag, q, j, peak, memory_gib <= 0 || peak <= memory_gib});
   };
+  // Offered only where the configuration itself is allowed: no more problems than the one as given has (sharding
+  // is refused with a cache per guidance branch across CFG ranks; PipeFusion with some caches and families).
+  const size_t problems = validate_parallel(p, job, model, p.world_size()).size();
+  const auto allowed = [&](const ParallelConfig& q) {
+    return validate_parallel(q, job, model, q.world_size()).size() <= problems;
+  };
   add("", p, job);
-  if (job.quantize.empty() && job.transformer_file.empty() && job.transformer_2_file.empty()) {
-    JobSpec j = job;
-    j.quantize = "fp8";
-    add("--quantize fp8", p, j);
-  }
+  const bool quantizable = job.quantize.empty() && job.transformer_file.empty() && job.transformer_2_file.empty();
+  JobSpec quantized = job;
+  quantized.quantize = "fp8";
+  if (quantizable) add("--quantize fp8", p, quantized);
+  // The exact ways: the blocks in host memory, spread over the ranks that run them alike, or divided among
+  // PipeFusion stages (the same ranks, each holding its stage's blocks instead of the sequence's share).
+  std::vector<StorageChoice> exact;
   if (job.offload.empty() && !p.shard_weights && offload_saves_memory(job)) {
     JobSpec j = job;
     j.offload = "blocks";
-    add("--offload blocks", p, j);
+    exact.push_back({"--offload blocks", p, j});
   }
   if (!p.shard_weights && p.replica_degree() > 1 && job.offload.empty()) {
     ParallelConfig q = p;
     q.shard_weights = true;
-    // Offered only where sharding itself is allowed (not with a cache per guidance branch across CFG ranks).
-    if (validate_parallel(q, job, model, q.world_size()).size() <= validate_parallel(p, job, model, p.world_size()).size())
-      add("--shard_weights", q, job);
+    if (allowed(q)) exact.push_back({"--shard_weights", q, job});
   }
+  if (p.pipefusion_parallel_degree == 1 && p.sp_degree() > 1) {
+    ParallelConfig q = p;
+    q.pipefusion_parallel_degree = p.sp_degree();
+    q.ulysses_degree = q.ring_degree = 1;
+    if (allowed(q)) exact.push_back({"--pipefusion_parallel_degree " + std::to_string(q.pipefusion_parallel_degree), q, job});
+  }
+  for (const auto& e : exact) add(e.flag, e.config, e.job);
+  // Two at once, where no one way fits alone: fp8 weights with each exact way.
+  if (quantizable && std::none_of(out.begin() + 1, out.end(), [](const StorageChoice& c) { return c.fits; }))
+    for (const auto& e : exact) {
+      JobSpec j = e.job;
+      j.quantize = "fp8";
+      add("--quantize fp8 " + e.flag, e.config, j);
+    }
   return out;
 }
 

@@ -21,8 +21,9 @@ double weight_bytes_per_param(const JobSpec& job, double params, int bytes_per_v
 // the token table, which is made whole in the run's dtype; else every weight in `bytes_per_value`.
 double t5_weight_bytes(const JobSpec& job, const ModelFolder& model, int bytes_per_value);
 // The job's weights kept another way, for a configuration: each flag that would change them (--quantize fp8,
-// --offload blocks off the CPU, --shard_weights where ranks run the same blocks), with the peak memory per rank
-// it would give and whether that fits `memory_gib` (0: unknown, everything fits). The job's device says where
+// --offload blocks off the CPU, --shard_weights where ranks run the same blocks, PipeFusion stages in place of the
+// sequence ranks; fp8 with each of the others where no one way fits alone), with the peak memory per rank it
+// would give and whether that fits `memory_gib` (0: unknown, everything fits). The job's device says where
 // it runs: "cpu" (dit-launch and the studio set it so on a machine without GPUs) is counted in host memory.
 struct StorageChoice {
   std::string flag;  // "" for the job as given

@@ -2,6 +2,8 @@
 
 #include <QFormLayout>
 
+#include <algorithm>
+
 #include "plan/family.h"
 #include "plan/field_labels.h"
 
@@ -27,13 +29,18 @@ void select(QComboBox* box, const std::string& value) {
 QString gib(double v) { return QString::number(v, 'f', 1) + " GiB"; }
 
 // "--quantize fp8" in the studio's words: "Quantize fp8"; "--offload blocks": "Offload blocks".
-QString in_words(const std::string& flag) {
-  const auto space = flag.find(' ');
-  const std::string name = flag.substr(2, space == std::string::npos ? std::string::npos : space - 2);
-  QString words = QString::fromStdString(plan::field_label(name));
-  const QString value = space == std::string::npos ? QString() : QString::fromStdString(flag.substr(space + 1));
-  if (!value.isEmpty() && !words.contains(value, Qt::CaseInsensitive)) words += " " + value;
-  return words;
+// "--quantize fp8 --offload blocks" as "Quantize fp8 + Offload blocks", by each field's label.
+QString in_words(const std::string& flags) {
+  QStringList out;
+  for (const QString& one : QString::fromStdString(flags).split("--", Qt::SkipEmptyParts)) {
+    const QString flag = one.trimmed();
+    const auto space = flag.indexOf(' ');
+    QString words = QString::fromStdString(plan::field_label(flag.left(space).toStdString()));
+    const QString value = space < 0 ? QString() : flag.mid(space + 1);
+    if (!value.isEmpty() && !words.contains(value, Qt::CaseInsensitive)) words += " " + value;
+    out << words;
+  }
+  return out.join(" + ");
 }
 
 }  // namespace
@@ -117,6 +124,7 @@ void MemoryGroup::show_row(QWidget* field, bool on) {
 
 void MemoryGroup::show_fit(const std::vector<plan::StorageChoice>& choices, double memory_gib,
                            const std::vector<std::optional<double>>& seconds) {
+  shown_ = choices;
   if (choices.empty()) return fit->clear();
   const auto& as_given = choices.front();
   if (memory_gib <= 0) {
@@ -138,16 +146,20 @@ void MemoryGroup::show_fit(const std::vector<plan::StorageChoice>& choices, doub
   QString text = QString("<span style=\"color: #c0392b;\">%1</span>")
                      .arg(tr("Does not fit: %1 per rank, more than the %2 each GPU has.")
                               .arg(gib(as_given.peak_gib), gib(memory_gib)));
-  text += ways.isEmpty() ? tr(" None of the ways of keeping the weights fits alone: a quantized transformer file "
-                              "(GGUF Q8_0, Q4_K), more GPUs or PipeFusion stages would.")
+  text += ways.isEmpty() ? tr(" None of the ways of keeping the weights fits: a quantized transformer file "
+                              "(GGUF Q8_0, Q4_K) or more GPUs would.")
                          : tr(" These would fit: %1.").arg(ways.join("; "));
   fit->setText(text);
 }
 
 void MemoryGroup::take(const QString& flag) {
-  if (flag == "--quantize fp8") select(quantize, "fp8");
-  else if (flag == "--offload blocks") select(offload, "blocks");
-  else Q_EMIT chosen(flag);
+  const auto c = std::find_if(shown_.begin(), shown_.end(), [&](const auto& s) { return s.flag == flag.toStdString(); });
+  if (c == shown_.end() || shown_.empty()) return;
+  const plan::StorageChoice choice = *c;  // showing the new fit replaces shown_
+  const bool other_config = !(choice.config == shown_.front().config);
+  select(quantize, choice.job.quantize);
+  select(offload, choice.job.offload);
+  if (other_config) Q_EMIT chosen(choice.config);
 }
 
 }  // namespace studio::gui

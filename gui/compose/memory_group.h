@@ -39,11 +39,13 @@ class MemoryGroup : public QWidget {
 
  Q_SIGNALS:
   void changed();
-  void chosen(const QString& flag);  // a choice of the fit line the group does not hold (--shard_weights)
+  // A choice of the fit line that changes the parallel configuration (--shard_weights, PipeFusion stages).
+  void chosen(const plan::ParallelConfig& config);
 
  private:
   void take(const QString& flag);
   void show_row(QWidget* field, bool on);
+  std::vector<plan::StorageChoice> shown_;  // the fit line's choices, the job as given first
 };
 
 }  // namespace studio::gui

@@ -137,12 +137,8 @@ void MainWindow::build_menus() {
 
 void MainWindow::connect_settings() {
   connect(compose_, &ComposePanel::changed, this, [this] { validate(); });
-  connect(compose_->memory, &MemoryGroup::chosen, this, [this](const QString& flag) {
-    if (flag != "--shard_weights") return;
-    auto p = parallel_->config();
-    p.shard_weights = true;
-    parallel_->set_config(p);
-  });
+  connect(compose_->memory, &MemoryGroup::chosen, this,
+          [this](const plan::ParallelConfig& config) { parallel_->set_config(config); });
   connect(compose_, &ComposePanel::calibrate_requested, this, [this] { generate(); });  // MagCache's ratios
   connect(parallel_, &ParallelPanel::changed, this, [this] { validate(); });
 }
