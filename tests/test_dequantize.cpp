@@ -222,6 +222,83 @@ TEST(Dequantize, a_hand_made_q4_k_block_gives_the_documented_values) {
   EXPECT_EQ(w[0][160].item<float>(), 1.0f * 37 * 9 - 0.5f * 22);
 }
 
+// The other K-quants, each a hand-made block whose values are worked out from llama.cpp's block layouts
+// (ggml-common.h's block_q*_K) by hand, not by walking them as the reference above does: a block of zeros but for
+// the fields named, and the values those give.
+namespace {
+
+void put_half(std::vector<uint8_t>& b, size_t at, uint16_t h) { std::memcpy(&b[at], &h, 2); }
+
+std::vector<float> one_block(WeightFormat f, std::vector<uint8_t>& b) {
+  const auto w = io::dequantize_rows(f, at::from_blob(b.data(), {1, int64_t(b.size())}, at::kByte), 256).contiguous();
+  return {w.data_ptr<float>(), w.data_ptr<float>() + 256};
+}
+
+}  // namespace
+
+// Q2_K: scales[16] (scale in the low 4 bits, min in the high), qs[64] (2 bits each), d, dmin; w = d sc q - dmin m.
+// Sub-block 0 (values 0-15): scale 5, min 3; sub-block 15 (values 240-255; qs byte 16 + 32 + 16 + l, bits 6-7).
+TEST(Dequantize, a_hand_made_q2_k_block_gives_the_documented_values) {
+  std::vector<uint8_t> b(84, 0);
+  put_half(b, 80, 0x3C00), put_half(b, 82, 0x3800);  // d = 1, dmin = 0.5
+  b[0] = (3 << 4) | 5;
+  b[15] = (1 << 4) | 7;
+  b[16 + 0] = 2;           // value 0: q = 2
+  b[16 + 52] = 3 << 6;     // value 244 (half 1, shift 6, second 16, l = 4): q = 3
+  const auto y = one_block(WeightFormat::Q2_K, b);
+  EXPECT_EQ(y[0], 5.0f * 2 - 0.5f * 3);
+  EXPECT_EQ(y[1], -0.5f * 3);
+  EXPECT_EQ(y[244], 7.0f * 3 - 0.5f * 1);
+  EXPECT_EQ(y[100], 0.0f);  // sub-block 6: scale and min 0
+}
+
+// Q3_K: hmask[32], qs[64], scales[12] (sixteen 6-bit scales, less 32), d; q = low 2 bits - (high bit clear ? 4 : 0).
+TEST(Dequantize, a_hand_made_q3_k_block_gives_the_documented_values) {
+  std::vector<uint8_t> b(110, 0);
+  put_half(b, 108, 0x3400);  // d = 0.25
+  uint8_t* sc = &b[96];
+  sc[0] = 13, sc[8] = 1;                   // scale 0: 0b01'1101 = 29, less 32: -3
+  sc[5] |= 2 << 4, sc[9] |= 3 << 6;        // scale 13: low 4 bits in byte 13 - 8's high nibble, high 2 in byte 8 + 13 % 4
+  b[0] = 1;                                // hmask: value 0's high bit
+  b[32 + 0] = 1;                           // value 0: low bits 1
+  b[23] = 1 << 6, b[32 + 55] = 2 << 4;     // value 215 (half 1, shift 4, second 16, l = 7): bit 6 of hmask, low bits 2
+  const auto y = one_block(WeightFormat::Q3_K, b);
+  EXPECT_EQ(y[0], 0.25f * -3 * 1);
+  EXPECT_EQ(y[1], 0.25f * -3 * -4);        // high bit clear: 0 - 4
+  EXPECT_EQ(y[215], 0.25f * (50 - 32) * 2);
+}
+
+// Q5_K: d, dmin, scales[12] (as Q4_K's), qh[32] (the fifth bits), qs[128]; w = d sc q - dmin m.
+TEST(Dequantize, a_hand_made_q5_k_block_gives_the_documented_values) {
+  std::vector<uint8_t> b(176, 0);
+  put_half(b, 0, 0x3C00), put_half(b, 2, 0x3800);  // d = 1, dmin = 0.5
+  uint8_t* s = &b[4];
+  s[0] = 3, s[4] = 2;                             // sub-block 0: scale 3, min 2
+  s[11] = (49 & 15) | ((35 & 15) << 4);           // sub-block 7: scale 0b11'0001 = 49, min 0b10'0011 = 35
+  s[3] |= (49 >> 4) << 6, s[7] |= (35 >> 4) << 6;
+  b[48 + 0] = 7, b[16 + 0] = 1;                   // value 0: 7, fifth bit set: 23
+  b[48 + 96 + 5] = 9 << 4, b[16 + 5] = 2 << 6;    // value 229 (sub-block 7, l = 5): 9, fifth bit set: 25
+  const auto y = one_block(WeightFormat::Q5_K, b);
+  EXPECT_EQ(y[0], 1.0f * 3 * 23 - 0.5f * 2);
+  EXPECT_EQ(y[229], 1.0f * 49 * 25 - 0.5f * 35);
+  EXPECT_EQ(y[32], -0.5f * 0);                    // sub-block 1: scale and min 0
+}
+
+// Q6_K: ql[128] (low 4 bits), qh[64] (high 2), scales[16] (int8), d; q = the 6 bits - 32, w = d sc q.
+TEST(Dequantize, a_hand_made_q6_k_block_gives_the_documented_values) {
+  std::vector<uint8_t> b(210, 0);
+  put_half(b, 208, 0x3800);  // d = 0.5
+  b[192 + 0] = uint8_t(int8_t(-3));   // scale of values 0-15
+  b[192 + 15] = 7;                    // scale of values 240-255
+  b[0] = 5, b[128] = 2;               // value 0: low 5, high 2: 37 - 32
+  b[64 + 32 + 20] = 0xA << 4;         // value 244 (half 1, fourth quarter, l = 20): low bits in ql's high nibble
+  b[128 + 32 + 20] = 1 << 6;          // and its high bits 6-7 of qh: 26 - 32
+  const auto y = one_block(WeightFormat::Q6_K, b);
+  EXPECT_EQ(y[0], 0.5f * -3 * 5);
+  EXPECT_EQ(y[1], 0.5f * -3 * -32);
+  EXPECT_EQ(y[244], 0.5f * 7 * -6);
+}
+
 TEST(Dequantize, golden_gguf_weights_equal_gguf_py) {
   for (const char* v : {"q8_0", "q4_0"}) {
     const std::string file = test::golden_case("flux_gguf_tiny") + "/transformer-" +
