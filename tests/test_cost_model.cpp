@@ -394,3 +394,32 @@ TEST(CostModelSharding, sharded_blocks_fit_where_whole_ones_do_not) {
   EXPECT_TRUE(ranked.front().fits) << ranked.front().config.describe();  // PipeFusion, which divides the blocks too
   EXPECT_TRUE(test::contains(sharded->config.flags(), "--shard_weights")) << sharded->config.flags();
 }
+
+// One GPU too small for FLUX.1-dev's transformer in bfloat16, and no ranks to shard over: nothing on the device
+// fits, so each configuration is ranked again with the blocks in host memory (exact), and --auto takes that;
+// quantizing, which changes the result, stays an offer.
+TEST(CostModelOffload, offloaded_blocks_where_nothing_on_the_device_fits) {
+  test::TempDir tmp;
+  const std::string dir = tmp.path("flux-dev");
+  test::flux_dev_shaped(dir);
+  const auto model = plan::read_model_folder(dir);
+  plan::JobSpec job;
+  job.prompt_embeds_file = "x";
+  job.height = job.width = 512;
+  plan::Calibration c;
+  c.ranks = 1, c.gemm_flops_per_s = c.attention_flops_per_s = 4e14;
+  c.gemm_flops_per_s_all = c.attention_flops_per_s_all = 4e14;
+  const auto ranked = plan::rank_configs(job, model, 1, c, 16.0, 2);
+  ASSERT_EQ(ranked.size(), 2u);
+  EXPECT_TRUE(ranked[0].fits && ranked[0].offload) << ranked[0].reason;
+  EXPECT_TRUE(!ranked[1].fits && !ranked[1].offload);
+  EXPECT_LT(ranked[0].peak_bytes_per_rank, 0.5 * ranked[1].peak_bytes_per_rank);
+  const std::string json = plan::predictions_json(ranked);
+  EXPECT_TRUE(test::contains(json, "\"args\": \"--offload blocks\"")) << json;
+  // On the CPU the blocks are in host memory already: nothing is added.
+  job.device = "cpu";
+  for (const auto& r : plan::rank_configs(job, model, 1, c, 16.0, 2)) EXPECT_FALSE(r.offload);
+  // Where something fits on the device, nothing offloaded is ranked.
+  job.device = "auto";
+  for (const auto& r : plan::rank_configs(job, model, 1, c, 80.0, 2)) EXPECT_FALSE(r.offload);
+}

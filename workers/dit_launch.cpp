@@ -72,9 +72,9 @@ bool plan_configs(studio::workers::LaunchArgs& args, const studio::plan::ModelFo
                 "total s", "VAE s", "GiB/rank", "fits", "flags");
     int i = 0;
     for (const auto& r : ranked)
-      std::printf("%4d %9.3f %9.3f %9.3f %9.3f %9.1f %8.1f %9.2f  %-4s %s\n", ++i, r.seconds_per_step, r.compute_s,
+      std::printf("%4d %9.3f %9.3f %9.3f %9.3f %9.1f %8.1f %9.2f  %-4s %s%s\n", ++i, r.seconds_per_step, r.compute_s,
                   r.communication_s, r.bubble_s, r.total_s, r.vae_s, r.peak_bytes_per_rank / plan::kGiB,
-                  r.fits ? "yes" : "no", r.config.flags().c_str());
+                  r.fits ? "yes" : "no", r.config.flags().c_str(), r.offload ? " --offload blocks" : "");
     std::printf("\nThe weights kept otherwise, with the first configuration (%s):\n", ranked.front().config.describe().c_str());
     for (const auto& c : plan::storage_choices(ranked.front().config, job, model, b, memory_gib))
       std::printf("  %-18s %9.2f GiB/rank  fits: %s\n", c.flag.empty() ? "(as given)" : c.flag.c_str(), c.peak_gib,
@@ -85,15 +85,18 @@ bool plan_configs(studio::workers::LaunchArgs& args, const studio::plan::ModelFo
   if (!best.fits) throw workers::ArgError("no configuration fits: " + best.reason);
   const long fitting = std::count_if(ranked.begin(), ranked.end(), [](const auto& r) { return r.fits; });
   char why[600];
-  int n = std::snprintf(why, sizeof why, "dit-launch: --auto chose %s: predicted %.3g s/step (%.3g s in all), %.2f GiB "
+  int n = std::snprintf(why, sizeof why, "dit-launch: --auto chose %s%s: predicted %.3g s/step (%.3g s in all), %.2f GiB "
                         "per rank, the fastest of the %ld configurations that fit %d processes",
-                        best.config.describe().c_str(), best.seconds_per_step, best.total_s,
+                        best.config.describe().c_str(),
+                        best.offload ? " with --offload blocks (nothing fits on the devices otherwise)" : "",
+                        best.seconds_per_step, best.total_s,
                         best.peak_bytes_per_rank / plan::kGiB, fitting, processes);
   if (ranked.size() > 1)
     std::snprintf(why + n, sizeof why - size_t(n), "; next: %s at %.3g s/step", ranked[1].config.describe().c_str(),
                   ranked[1].seconds_per_step);
   std::cerr << why << std::endl;
   args.parallel = best.config;
+  if (best.offload) args.job.offload = "blocks";
   return false;
 }
 

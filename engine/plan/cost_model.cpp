@@ -249,6 +249,16 @@ std::vector<Prediction> rank_configs(const JobSpec& job_in, const ModelFolder& m
     }
   std::vector<Prediction> out;
   for (const auto& p : configs) out.push_back(predict(p, job, model, cal, b, memory_gib));
+  if (std::none_of(out.begin(), out.end(), [](const Prediction& r) { return r.fits; }) && job.offload.empty() &&
+      offload_saves_memory(job)) {
+    JobSpec offloaded = job;
+    offloaded.offload = "blocks";
+    for (const auto& p : configs)
+      if (!p.shard_weights) {
+        out.push_back(predict(p, offloaded, model, cal, b, memory_gib));
+        out.back().offload = true;
+      }
+  }
   std::stable_sort(out.begin(), out.end(), [](const Prediction& a, const Prediction& z) {
     return a.fits != z.fits ? a.fits : a.total_s < z.total_s;
   });
@@ -258,7 +268,9 @@ std::vector<Prediction> rank_configs(const JobSpec& job_in, const ModelFolder& m
 std::string predictions_json(const std::vector<Prediction>& ranked) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& r : ranked) {
-    nlohmann::json o = {{"args", r.config.flags() == "(no parallel flags)" ? "" : r.config.flags()},
+    std::string args = r.config.flags() == "(no parallel flags)" ? "" : r.config.flags();
+    if (r.offload) args += std::string(args.empty() ? "" : " ") + "--offload blocks";
+    nlohmann::json o = {{"args", args},
                         {"configuration", r.config.describe()},
                         {"seconds_per_step", r.seconds_per_step},
                         {"warmup_step_seconds", r.warmup_step_s},

@@ -85,6 +85,7 @@ struct Prediction {
   bool fits = true;
   std::string reason;          // why it does not fit
   std::vector<StorageChoice> storage;  // the weights kept otherwise (--quantize fp8, ...), as plan/weight_choice.h
+  bool offload = false;  // with --offload blocks (rank_configs, where nothing on the device fits)
 };
 
 Prediction predict(const ParallelConfig& p, const JobSpec& job, const ModelFolder& model, const Calibration& cal,
@@ -92,6 +93,9 @@ Prediction predict(const ParallelConfig& p, const JobSpec& job, const ModelFolde
 
 // Every valid configuration of the job on `processes` processes with its prediction, the fitting ones
 // first, each part sorted by predicted total time. `memory_gib`: each device's memory (0: unknown, all fit).
+// Where none fits and offloading saves the device's memory, each unsharded one again with --offload blocks
+// (exact; the copies' time is not counted: no host link is measured). Quantizing, which changes the result, is
+// only offered (Prediction::storage).
 std::vector<Prediction> rank_configs(const JobSpec& job, const ModelFolder& model, int processes,
                                      const Calibration& cal, double memory_gib, int bytes_per_value = 4);
 
