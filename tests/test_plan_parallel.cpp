@@ -313,6 +313,16 @@ TEST(PlanFlux, memory_follows_how_the_weights_are_kept) {
               plan::estimate_memory(one, kept, model, 4).transformer_gib + 2 * plan::estimate_memory(one, kept, model, 4).block_weight_gib,
               1e-9);
   for (const auto& c : plan::storage_choices(one, kept, model, 4, 0)) EXPECT_NE(c.flag, "--offload blocks");
+  // diffusers' model offload is how every run goes already: asked for, it is refused saying so.
+  plan::JobSpec whole_parts = job;
+  whole_parts.offload = "model";
+  std::vector<plan::Problem> offload_problems;
+  plan::check_weight_choices(whole_parts, model, offload_problems);
+  ASSERT_EQ(offload_problems.size(), 1u);
+  EXPECT_EQ(offload_problems[0].field, "offload");
+  EXPECT_TRUE(test::contains(offload_problems[0].message, "--offload model: blocks is what is offered") &&
+              test::contains(offload_problems[0].message, "loaded only while they run"))
+      << offload_problems[0].message;
   plan::ParallelConfig two;
   two.ulysses_degree = 2;
   const auto with_ranks = plan::storage_choices(two, job, model, 2, 16.0);

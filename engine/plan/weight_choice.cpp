@@ -54,7 +54,9 @@ void check_weight_choices(const JobSpec& job, const ModelFolder& model, std::vec
                                (rules_of(model).t5_part() == "text_encoder" ? "text_encoder/" : "text_encoder/ and text_encoder_2/")});
   if (!job.offload.empty() && job.offload != "blocks")
     out.push_back({"offload", "--offload " + job.offload + ": blocks is what is offered (the transformer's blocks in "
-                              "host memory; the text encoders and the VAE are loaded only while they run already)"});
+                              "host memory, two at a time on the device). What diffusers' model offload does is how "
+                              "every run goes already: the text encoders, the transformer and the VAE are each "
+                              "loaded only while they run, one part at a time"});
   if (job.text_encoder_device != "auto" && job.text_encoder_device != "cpu")
     out.push_back({"text_encoder_device", "--text_encoder_device " + job.text_encoder_device +
                                               ": auto (the run's device) or cpu"});
