@@ -67,7 +67,8 @@ TEST_P(ShardedCall, equals_the_unsharded_call_and_keeps_a_share) {
     parallel::ParallelTransformer call(*model, mesh);
     const auto whole = call(s.in, pos);
     const int64_t bytes = block_bytes(*model);
-    auto shards = std::make_shared<parallel::ShardedBlocks>(mesh.group(plan::Dim::Replica));
+    // Gathering ahead, as on a GPU: the next block while one runs.
+    auto shards = std::make_shared<parallel::ShardedBlocks>(mesh.group(plan::Dim::Replica), true);
     model->set_block_weights(shards);
     std::ostringstream note;
     if (held_block_values(*model) != 0) note << "whole blocks kept; ";
@@ -90,13 +91,23 @@ TEST_P(ShardedCall, equals_the_unsharded_call_and_keeps_a_share) {
       shards->after(i);
     }
     if (places.size() != 2) note << "blocks gathered into " << places.size() << " buffers; ";
-    // Given at the start of the load, the shards take each block as it loads: the same shares, the same call.
-    auto at_load = std::make_shared<parallel::ShardedBlocks>(mesh.group(plan::Dim::Replica));
+    // Given at the start of the load, the shards take each block as it loads: the same shares, the same call;
+    // and gathered as each block runs (as on the CPU), one buffer.
+    auto at_load = std::make_shared<parallel::ShardedBlocks>(mesh.group(plan::Dim::Replica), false);
     auto loaded_sharded = models::load_transformer(folder, at::kFloat, at::kCPU, {}, 0, at_load);
     if (held_block_values(*loaded_sharded) != 0) note << "whole blocks kept when sharded at load; ";
     if (at_load->shard_bytes() != shards->shard_bytes()) note << "sharded at load keeps " << at_load->shard_bytes() << " bytes; ";
     if (!at::equal(parallel::ParallelTransformer(*loaded_sharded, mesh)(s.in, pos), whole))
       note << "sharded at load differs; ";
+    places.clear();
+    views.clear();
+    for (size_t i = 0; i < loaded_sharded->num_blocks(); ++i) {
+      at_load->before(i);
+      views.push_back(loaded_sharded->block_tensors(i).front().view({-1}));
+      places.insert(views.back().data_ptr());
+      at_load->after(i);
+    }
+    if (places.size() != 1) note << "gathered as they run, blocks in " << places.size() << " buffers; ";
     notes[size_t(r)] = note.str();
   });
   for (int r = 0; r < p.world_size(); ++r) {
@@ -109,16 +120,17 @@ INSTANTIATE_TEST_SUITE_P(Mixes, ShardedCall, ::testing::Values(0, 1, 2, 3, 4));
 
 // (Wan's and the others' whole runs offloaded are below.)
 TEST(OffloadedBlocks, a_call_equals_the_resident_one) {
-  for (const std::string c : {"cogvx5b_tiny", "cogvx15_tiny"}) {
-    auto model = models::load_transformer(plan::read_model_folder(test::golden_case(c)), at::kFloat, at::kCPU);
-    const auto s = step0(c);
-    const auto pos = model->positions(model->token_grid(s.in.latents));
-    const auto resident = model->forward(s.in, pos);
-    model->set_block_weights(std::make_shared<models::OffloadedBlocks>(model->device()));
-    EXPECT_EQ(held_block_values(*model), 0) << c;
-    EXPECT_TRUE(at::equal(model->forward(s.in, pos), resident)) << c;
-    EXPECT_EQ(held_block_values(*model), 0) << c;
-  }
+  for (const std::string c : {"cogvx5b_tiny", "cogvx15_tiny"})
+    for (bool ahead : {false, true}) {  // copied in as each block runs, or the next while one runs
+      auto model = models::load_transformer(plan::read_model_folder(test::golden_case(c)), at::kFloat, at::kCPU);
+      const auto s = step0(c);
+      const auto pos = model->positions(model->token_grid(s.in.latents));
+      const auto resident = model->forward(s.in, pos);
+      model->set_block_weights(std::make_shared<models::OffloadedBlocks>(model->device(), ahead));
+      EXPECT_EQ(held_block_values(*model), 0) << c;
+      EXPECT_TRUE(at::equal(model->forward(s.in, pos), resident)) << c << " ahead " << ahead;
+      EXPECT_EQ(held_block_values(*model), 0) << c;
+    }
 }
 
 // Whole runs from words (Wan2.1) and from embeddings (CogVideoX-5B), sharded in the mixes that shard.

@@ -6,10 +6,10 @@
 
 namespace studio::models {
 
-BlockPrefetch::BlockPrefetch(std::vector<int64_t> bytes, at::TensorOptions options, Start start)
-    : bytes_(std::move(bytes)), start_(std::move(start)) {
+BlockPrefetch::BlockPrefetch(std::vector<int64_t> bytes, at::TensorOptions options, Start start, bool ahead)
+    : bytes_(std::move(bytes)), start_(std::move(start)), ahead_(ahead) {
   const int64_t largest = bytes_.empty() ? 0 : *std::max_element(bytes_.begin(), bytes_.end());
-  for (auto& b : buffers_) b = at::empty({largest}, options.dtype(at::kByte));
+  for (int i = 0; i < (ahead_ ? 2 : 1); ++i) buffers_[i] = at::empty({largest}, options.dtype(at::kByte));
 }
 
 at::Tensor BlockPrefetch::take(size_t block) {
@@ -23,7 +23,7 @@ at::Tensor BlockPrefetch::take(size_t block) {
   }
   next_.reset();
   const size_t following = block + 1;
-  if (following < bytes_.size() && bytes_[following] > 0)
+  if (ahead_ && following < bytes_.size() && bytes_[following] > 0)
     next_ = InFlight{following, 1 - buffer, start_(following, in(1 - buffer, following))};
   return in(buffer, block);
 }

@@ -23,7 +23,7 @@ void OffloadedBlocks::before(size_t block) {
     copied_.emplace(bytes, at::TensorOptions().device(device_), [this](size_t b, const at::Tensor& into) {
       auto copy = std::make_shared<compat::DeviceCopy>(compat::DeviceCopy::start(into, host_.at(b)));
       return [copy] { copy->wait(); };
-    });
+    }, ahead_);
   }
   layouts_.at(block).bind(copied_->take(block));
 }

@@ -26,7 +26,7 @@ void ShardedBlocks::before(size_t block) {
     gathered_.emplace(bytes, options, [this](size_t b, const at::Tensor& into) {
       auto pending = std::make_shared<PendingBatch>(group_.start_all_gather_into(into, shards_.at(b)));
       return [pending] { pending->wait(); };
-    });
+    }, ahead_);
   }
   layouts_.at(block).bind(gathered_->take(block));
 }

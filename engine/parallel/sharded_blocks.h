@@ -1,7 +1,7 @@
 // --shard_weights (FSDP's way, xDiT's fully-sharded mode): each of the N ranks of a group keeps 1/N of every
-// block's bytes; a block's are all-gathered before it runs and let go after, so a rank holds its shards and two
-// whole blocks, the one that runs and the next, gathered while it runs (models/block_prefetch.h), in buffers kept
-// from block to block. Given to the model before its blocks load, it takes each block as it loads, so no rank ever
+// block's bytes; a block's are all-gathered before it runs and let go after, so a rank holds its shards and a
+// whole block in a buffer kept from block to block (on a GPU two: the next is gathered while one runs,
+// models/block_prefetch.h). Given to the model before its blocks load, it takes each block as it loads, so no rank ever
 // holds the whole transformer. Gathering moves bytes, so the result equals the one-process one exactly.
 #pragma once
 #include <cstdint>
@@ -17,7 +17,8 @@ namespace studio::parallel {
 
 class ShardedBlocks final : public models::BlockWeights {
  public:
-  explicit ShardedBlocks(Group& group) : group_(group) {}  // every rank of `group` makes one
+  // Every rank of `group` makes one; `ahead`: gather the next block while one runs (models/block_prefetch.h).
+  ShardedBlocks(Group& group, bool ahead) : group_(group), ahead_(ahead) {}
   void keep(size_t block, const std::vector<at::Tensor>& tensors) override;
   void before(size_t block) override;
   void after(size_t block) override;
@@ -25,6 +26,7 @@ class ShardedBlocks final : public models::BlockWeights {
 
  private:
   Group& group_;
+  bool ahead_;
   std::vector<models::BlockLayout> layouts_;
   std::vector<at::Tensor> shards_;  // undefined for a block another PipeFusion stage holds
   std::optional<models::BlockPrefetch> gathered_;  // made at the first call, once every block is kept

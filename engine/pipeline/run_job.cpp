@@ -101,8 +101,11 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
   const auto load = [&](int expert) {
     const auto from = [&](const plan::ModelFolder& folder) {
       std::shared_ptr<models::BlockWeights> held;
-      if (mesh.config().shard_weights) held = std::make_shared<parallel::ShardedBlocks>(mesh.group(plan::Dim::Replica));
-      else if (job.offload == "blocks") held = std::make_shared<models::OffloadedBlocks>(device);
+      const bool ahead = device.is_cuda();  // the transfers overlap the compute on a GPU (models/block_prefetch.h)
+      if (mesh.config().shard_weights)
+        held = std::make_shared<parallel::ShardedBlocks>(mesh.group(plan::Dim::Replica), ahead);
+      else if (job.offload == "blocks")
+        held = std::make_shared<models::OffloadedBlocks>(device, ahead);
       auto t = models::load_transformer(folder, dtype, device, blocks, expert, std::move(held));
       compat::give_back_free_heap();  // what the load's temporaries held
       return t;

@@ -269,11 +269,13 @@ double transformer_gib(const ParallelConfig& p, const JobSpec& job, const ModelF
   const auto [first, end] = stage_blocks(rules_of(m).blocks(m), 0, p.pipefusion_parallel_degree);  // the largest
   const int blocks_here = end - first;
   const double all = rules_of(m).blocks(m) * block_params + other_params;
-  // Sharded, a rank keeps 1/N of each block and gathers the one that runs and the next into two buffers kept from
-  // block to block (models/block_prefetch.h); offloaded, the blocks stay in host memory and two are on the device
-  // (on the CPU, the device is the host: the blocks and the two).
-  const double resident = job.offload == "blocks" ? (offload_saves_memory(job) ? 0 : blocks_here) + 2
-                          : p.shard_weights       ? blocks_here / double(p.replica_degree()) + 2
+  // Sharded, a rank keeps 1/N of each block and gathers the one that runs into a buffer kept from block to block;
+  // offloaded, the blocks stay in host memory and the one that runs is copied in (on the CPU, the device is the
+  // host: the blocks and the copy). Off the CPU there are two such buffers: the next block is fetched while one
+  // runs (models/block_prefetch.h).
+  const double whole = job.device == "cpu" ? 1 : 2;
+  const double resident = job.offload == "blocks" ? (offload_saves_memory(job) ? 0 : blocks_here) + whole
+                          : p.shard_weights       ? blocks_here / double(p.replica_degree()) + whole
                                                   : blocks_here;
   const double kept = weight_bytes_per_param(job, all, b);
   const bool packed = kept < b && !job.fp8_gemm;  // dequantized per call (fp8 GEMMs take the fp8 values)
