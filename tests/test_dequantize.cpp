@@ -258,7 +258,7 @@ TEST(Dequantize, a_hand_made_q3_k_block_gives_the_documented_values) {
   put_half(b, 108, 0x3400);  // d = 0.25
   uint8_t* sc = &b[96];
   sc[0] = 13, sc[8] = 1;                   // scale 0: 0b01'1101 = 29, less 32: -3
-  sc[5] |= 2 << 4, sc[9] |= 3 << 6;        // scale 13: low 4 bits in byte 13 - 8's high nibble, high 2 in byte 8 + 13 % 4
+  sc[5] |= 2 << 4, sc[9] |= 3 << 6;        // scale 13: low bits in byte 13 - 8's high nibble, high in byte 8 + 13 % 4
   b[0] = 1;                                // hmask: value 0's high bit
   b[32 + 0] = 1;                           // value 0: low bits 1
   b[23] = 1 << 6, b[32 + 55] = 2 << 4;     // value 215 (half 1, shift 4, second 16, l = 7): bit 6 of hmask, low bits 2

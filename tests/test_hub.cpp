@@ -487,8 +487,8 @@ TEST_F(Hub, dit_models_downloads_one_single_file_for_transformer) {
 
   // The pipeline it goes with, in the same command (--base): all but the transformer's weights, which the file
   // stands for; its config is fetched, as --transformer reads it.
-  r = test::run(test::bin("dit-models"), {"download", "test-org/flux-gguf", "transformer-Q4_0.gguf", "--base", kFluxRepo},
-                60000, env);
+  r = test::run(test::bin("dit-models"),
+                {"download", "test-org/flux-gguf", "transformer-Q4_0.gguf", "--base", kFluxRepo}, 60000, env);
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string base = hub::snapshot_dir(settings_.cache_dir, kFluxRepo);
   EXPECT_TRUE(test::contains(r.err, "leaving out 1 file of weights in transformer/")) << r.err;

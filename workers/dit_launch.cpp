@@ -85,8 +85,8 @@ bool plan_configs(studio::workers::LaunchArgs& args, const studio::plan::ModelFo
   if (!best.fits) throw workers::ArgError("no configuration fits: " + best.reason);
   const long fitting = std::count_if(ranked.begin(), ranked.end(), [](const auto& r) { return r.fits; });
   char why[600];
-  int n = std::snprintf(why, sizeof why, "dit-launch: --auto chose %s%s: predicted %.3g s/step (%.3g s in all), %.2f GiB "
-                        "per rank, the fastest of the %ld configurations that fit %d processes",
+  int n = std::snprintf(why, sizeof why, "dit-launch: --auto chose %s%s: predicted %.3g s/step (%.3g s in all), "
+                        "%.2f GiB per rank, the fastest of the %ld configurations that fit %d processes",
                         best.config.describe().c_str(),
                         best.offload ? " with --offload blocks (nothing fits on the devices otherwise)" : "",
                         best.seconds_per_step, best.total_s,

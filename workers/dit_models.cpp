@@ -113,7 +113,8 @@ Args parse(const std::vector<std::string>& argv) {
         throw workers::ArgError("--without needs a component of the pipeline, e.g. --without transformer");
       a.without.push_back(w == "--without" ? argv[++i] : w.substr(10));
       if (a.without.back().empty() || a.without.back().find('/') != std::string::npos)
-        throw workers::ArgError("--without '" + a.without.back() + "': not a component name; e.g. --without transformer");
+        throw workers::ArgError("--without '" + a.without.back() +
+                                "': not a component name; e.g. --without transformer");
     } else if (w.rfind("-", 0) == 0) throw workers::ArgError("unknown option '" + w + "'; see dit-models --help");
     else words.push_back(w);
   }
@@ -295,7 +296,8 @@ int main(int argc, char** argv) {
         o.without = a.without;
         fetch(a.base, o);
       }
-      std::string run = "run it with `dit-launch --model " + (a.base.empty() ? a.files.empty() ? a.repo : "BASE_REPO" : a.base);
+      const std::string model = !a.base.empty() ? a.base : a.files.empty() ? a.repo : "BASE_REPO";
+      std::string run = "run it with `dit-launch --model " + model;
       int checkpoints = 0;  // the second is Wan2.2's second expert
       for (const auto& f : a.files) {
         const std::string path = (std::filesystem::path(r.snapshot) / f).string();

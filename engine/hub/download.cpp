@@ -167,7 +167,8 @@ std::vector<RemoteFile> without_weights(std::vector<RemoteFile> wanted, const st
     if (!components.count(c)) {
       std::string names;
       for (const auto& n : components) names += (names.empty() ? "" : ", ") + n;
-      throw InputError("--without " + c + ": " + repo_id + " has no component '" + c + "'; its components are " + names);
+      throw InputError("--without " + c + ": " + repo_id + " has no component '" + c + "'; its components are " +
+                       names);
     }
   const auto left_out = [&](const RemoteFile& f) {
     const auto slash = f.path.find('/');
@@ -251,8 +252,9 @@ DownloadResult download_repo(HubClient& client, const std::string& repo_id, cons
       bring(f, nullptr);
       model_index = plan::read_text_file((blobs / f.blob()).string(), 1 << 20);
     }
-  const auto wanted = o.files.empty() ? without_weights(files_to_download(all, model_index), model_index, o.without, repo_id)
-                                      : named_files(all, repo_id, o.files);
+  const auto wanted = o.files.empty()
+                          ? without_weights(files_to_download(all, model_index), model_index, o.without, repo_id)
+                          : named_files(all, repo_id, o.files);
   const auto read = o.files.empty() ? files_to_download(all, model_index) : wanted;
   for (const auto& f : all)
     if (std::none_of(read.begin(), read.end(), [&](const RemoteFile& w) { return w.path == f.path; }))

@@ -126,7 +126,8 @@ std::vector<StorageChoice> storage_choices(const ParallelConfig& p, const JobSpe
     ParallelConfig q = p;
     q.pipefusion_parallel_degree = p.sp_degree();
     q.ulysses_degree = q.ring_degree = 1;
-    if (allowed(q)) exact.push_back({"--pipefusion_parallel_degree " + std::to_string(q.pipefusion_parallel_degree), q, job});
+    if (allowed(q))
+      exact.push_back({"--pipefusion_parallel_degree " + std::to_string(q.pipefusion_parallel_degree), q, job});
   }
   for (const auto& e : exact) add(e.flag, e.config, e.job);
   // Two at once, where no one way fits alone: fp8 weights with each exact way.

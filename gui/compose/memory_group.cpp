@@ -153,7 +153,8 @@ void MemoryGroup::show_fit(const std::vector<plan::StorageChoice>& choices, doub
 }
 
 void MemoryGroup::take(const QString& flag) {
-  const auto c = std::find_if(shown_.begin(), shown_.end(), [&](const auto& s) { return s.flag == flag.toStdString(); });
+  const auto c =
+      std::find_if(shown_.begin(), shown_.end(), [&](const auto& s) { return s.flag == flag.toStdString(); });
   if (c == shown_.end() || shown_.empty()) return;
   const plan::StorageChoice choice = *c;  // showing the new fit replaces shown_
   const bool other_config = !(choice.config == shown_.front().config);

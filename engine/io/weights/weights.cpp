@@ -136,10 +136,11 @@ WeightSet WeightSet::open(const std::string& part_dir, const std::string& stem) 
     // A part downloaded without its weights (dit-models download --without PART) is given them as one file by the
     // flag of its name.
     const std::string part = dir.filename().string();
-    const bool flag = part == "transformer" || part == "transformer_2" || part == "text_encoder" || part == "text_encoder_2";
+    const bool flag =
+        part == "transformer" || part == "transformer_2" || part == "text_encoder" || part == "text_encoder_2";
     std::string hint = fs::exists(dir / (stem + ".bin"))
                            ? " (a .bin pickle checkpoint is never read: convert it to safetensors)"
-                       : flag ? "; give them as one file with --" + part + " FILE (a GGUF, fp8 or safetensors checkpoint)"
+                       : flag ? "; give them as one file with --" + part + " FILE (a GGUF, fp8 or safetensors file)"
                               : "";
     throw InputError(part_dir + ": no " + single.filename().string() + " or " + index.filename().string() + hint);
   }
