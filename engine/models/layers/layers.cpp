@@ -45,7 +45,8 @@ Linear Linear::load(const WeightSource& w, const std::string& prefix, int64_t in
     l.adapters.push_back({d.down.defined() ? d.down.to(w.device, w.dtype) : at::Tensor(), d.up.to(w.device, w.dtype),
                           d.scale, 0, d.strength});
   if (bias) l.bias = w.take(prefix + ".bias", {out});
-  if (w.weights.gemm_in_fp8() && in % 16 == 0 && out % 16 == 0) {
+  // Not in a dry load (the meta device: names and shapes are what it checks, and rounding has no values to round).
+  if (w.weights.gemm_in_fp8() && !w.device.is_meta() && in % 16 == 0 && out % 16 == 0) {
     l.fp8 = compat::quantize_fp8_rows(l.packed.defined() ? l.packed.dequantize(at::kFloat) : l.weight);
     l.weight = at::Tensor(), l.packed = {};
   }
