@@ -505,10 +505,15 @@ TEST_F(Hub, dit_models_downloads_one_single_file_for_transformer) {
   EXPECT_EQ(r.code, 3) << r.err;
   EXPECT_TRUE(test::contains(r.err, "give them as one file with --transformer FILE")) << r.err;
   EXPECT_FALSE(test::contains(r.err, "encoding with")) << r.err;
-  // What is not a component of the pipeline, and --base without a file, are named.
-  r = test::run(test::bin("dit-models"), {"download", kFluxRepo, "--without", "unet"}, 60000, env);
+  // A part no file stands for, one the pipeline lacks, and --base without a file, are named.
+  r = test::run(test::bin("dit-models"), {"download", kFluxRepo, "--without", "vae"}, 60000, env);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(test::contains(r.err, "--without 'vae'") && test::contains(r.err, "transformer_2, text_encoder"))
+      << r.err;
+  r = test::run(test::bin("dit-models"), {"download", kFluxRepo, "--without", "transformer_2"}, 60000, env);
   EXPECT_EQ(r.code, 3);
-  EXPECT_TRUE(test::contains(r.err, "--without unet") && test::contains(r.err, "transformer, vae")) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "has no component 'transformer_2'") && test::contains(r.err, "transformer, vae"))
+      << r.err;
   r = test::run(test::bin("dit-models"), {"download", "test-org/flux-gguf", "--base", kFluxRepo}, 60000, env);
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(test::contains(r.err, "--base " + std::string(kFluxRepo) + " goes with a single file")) << r.err;
@@ -528,4 +533,12 @@ TEST_F(Hub, dit_models_downloads_one_single_file_for_transformer) {
   ASSERT_TRUE(a && b && a->numel() == b->numel() && a->dtype == io::DType::F32 && b->dtype == io::DType::F32);
   const double worst = max_abs_difference(*got, *a, *want, *b);
   EXPECT_LT(worst, 1e-3);
+
+  // A LoRA stands for no part: with --base, the pipeline comes whole (here its transformer's weights, left out
+  // above, now fetched), and the hint names both.
+  r = test::run(test::bin("dit-models"),
+                {"download", "test-org/flux-lora", "lora_kohya.safetensors", "--base", kFluxRepo}, 60000, env);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(base + "/transformer/diffusion_pytorch_model.safetensors"));
+  EXPECT_TRUE(test::contains(r.err, "--model " + std::string(kFluxRepo) + " --lora ")) << r.err;
 }

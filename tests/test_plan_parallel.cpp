@@ -334,8 +334,8 @@ TEST(PlanFlux, memory_follows_how_the_weights_are_kept) {
   EXPECT_EQ(with_ranks[4].config.pipefusion_parallel_degree, 2);
   EXPECT_EQ(with_ranks[4].config.sp_degree(), 1);
   EXPECT_TRUE(with_ranks[4].fits);
-  // Where no one way fits alone, fp8 with each exact way is offered, with its configuration and job. (On the
-  // CPU, offloading is not offered: the blocks are in host memory already.)
+  // Where no one way fits alone, fp8 with each of the other ways is offered, with its configuration and job.
+  // (On the CPU, offloading is not offered: the blocks are in host memory already.)
   plan::JobSpec in_host = job;
   in_host.device = "cpu";
   const auto roomy = plan::storage_choices(two, in_host, model, 2, 0);

@@ -76,7 +76,9 @@ bool plan_configs(studio::workers::LaunchArgs& args, const studio::plan::ModelFo
                   r.communication_s, r.bubble_s, r.total_s, r.vae_s, r.peak_bytes_per_rank / plan::kGiB,
                   r.fits ? "yes" : "no", r.config.flags().c_str(), r.offload ? " --offload blocks" : "");
     std::printf("\nThe weights kept otherwise, with the first configuration (%s):\n", ranked.front().config.describe().c_str());
-    for (const auto& c : plan::storage_choices(ranked.front().config, job, model, b, memory_gib))
+    plan::JobSpec first = job;  // as the first row runs it
+    if (ranked.front().offload) first.offload = "blocks";
+    for (const auto& c : plan::storage_choices(ranked.front().config, first, model, b, memory_gib))
       std::printf("  %-18s %9.2f GiB/rank  fits: %s\n", c.flag.empty() ? "(as given)" : c.flag.c_str(), c.peak_gib,
                   c.fits ? "yes" : "no");
     return true;

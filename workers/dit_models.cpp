@@ -51,14 +51,16 @@ Commands:
   remove REPO_ID              delete the repository from the cache
 
 Options:
-  --revision R                a branch, tag or commit (default main)
+  --revision R                a branch, tag or commit of REPO_ID (default main)
   --file FILE                 download: a file of the repository to fetch alone, as FILE... above;
                               repeat it for several
-  --base ORG/NAME             download with FILE...: also the pipeline the file goes with, less the
-                              weights the file stands for (transformer/ unless --without says), e.g.
+  --base ORG/NAME             download with FILE...: also the pipeline the file goes with (its main),
+                              less the weights the file stands for (transformer/, transformer_2/ for a
+                              second checkpoint, none for a LoRA; or what --without says), e.g.
                               download city96/FLUX.1-dev-gguf FILE --base black-forest-labs/FLUX.1-dev
-  --without COMPONENT         download of a pipeline: leave out this component's weights (its config
-                              is fetched), for a single file given to dit-launch; repeat it for several
+  --without PART              download of a pipeline: leave out this part's weights (its config is
+                              fetched), for a single file given to dit-launch --PART FILE: transformer,
+                              transformer_2, text_encoder or text_encoder_2; repeat it for several
   -h, --help                  this text
   --version                   the version
 
@@ -112,9 +114,11 @@ Args parse(const std::vector<std::string>& argv) {
       if (w == "--without" && (i + 1 >= argv.size() || argv[i + 1].rfind("--", 0) == 0))
         throw workers::ArgError("--without needs a component of the pipeline, e.g. --without transformer");
       a.without.push_back(w == "--without" ? argv[++i] : w.substr(10));
-      if (a.without.back().empty() || a.without.back().find('/') != std::string::npos)
-        throw workers::ArgError("--without '" + a.without.back() +
-                                "': not a component name; e.g. --without transformer");
+      const std::string& c = a.without.back();
+      if (c != "transformer" && c != "transformer_2" && c != "text_encoder" && c != "text_encoder_2")
+        throw workers::ArgError("--without '" + c + "': leaves out the weights a single file stands for, given to "
+                                "dit-launch by the flag of the same name: transformer, transformer_2, text_encoder "
+                                "or text_encoder_2");
     } else if (w.rfind("-", 0) == 0) throw workers::ArgError("unknown option '" + w + "'; see dit-models --help");
     else words.push_back(w);
   }
@@ -140,7 +144,6 @@ Args parse(const std::vector<std::string>& argv) {
   if (!a.without.empty() && !a.files.empty() && a.base.empty())
     throw workers::ArgError("--without " + a.without.front() + " leaves out a component of a pipeline; with FILE... "
                             "give the pipeline with --base ORG/NAME");
-  if (!a.base.empty() && a.without.empty()) a.without = {"transformer"};
   if (wants_repo) {
     a.repo = words[1];
     if (!hub::is_repo_id(a.repo))
@@ -291,20 +294,29 @@ int main(int argc, char** argv) {
         return r;
       };
       const auto r = fetch(a.repo, o);
+      // A checkpoint stands for the base's transformer (a second one for Wan2.2's transformer_2); a LoRA for none.
+      int checkpoints = 0;
+      for (const auto& f : a.files)
+        checkpoints += !io::lora_fit_if_any((std::filesystem::path(r.snapshot) / f).string()).is_lora;
       if (!a.base.empty()) {
         o.files.clear();
+        o.revision = "main";  // --revision names one of REPO_ID's
         o.without = a.without;
+        if (o.without.empty() && checkpoints > 0) o.without.push_back("transformer");
+        if (o.without.size() == 1 && checkpoints > 1) o.without.push_back("transformer_2");
         fetch(a.base, o);
       }
       const std::string model = !a.base.empty() ? a.base : a.files.empty() ? a.repo : "BASE_REPO";
       std::string run = "run it with `dit-launch --model " + model;
-      int checkpoints = 0;  // the second is Wan2.2's second expert
+      int given = 0;  // the second checkpoint is Wan2.2's second expert
       for (const auto& f : a.files) {
         const std::string path = (std::filesystem::path(r.snapshot) / f).string();
         run += io::lora_fit_if_any(path).is_lora ? " --lora " + path + ":1"
-               : checkpoints++ == 0          ? " --transformer " + path
+               : given++ == 0                ? " --transformer " + path
                                              : " --transformer_2 " + path;
       }
+      if (a.files.empty())  // the parts left out, each given by its flag
+        for (const auto& c : a.without) run += " --" + c + " FILE";
       std::cerr << prefix << run << " --prompt ...`" << std::endl;
       return workers::kOk;
     } catch (const hub::NetworkError& e) {

@@ -12,6 +12,14 @@ BlockPrefetch::BlockPrefetch(std::vector<int64_t> bytes, at::TensorOptions optio
   for (int i = 0; i < (ahead_ ? 2 : 1); ++i) buffers_[i] = at::empty({largest}, options.dtype(at::kByte));
 }
 
+BlockPrefetch::~BlockPrefetch() {
+  if (!next_) return;
+  try {
+    next_->wait();
+  } catch (...) {  // a failed collective: the run is failing already, with its own error
+  }
+}
+
 at::Tensor BlockPrefetch::take(size_t block) {
   int buffer = 0;
   if (next_ && next_->block == block) {

@@ -25,6 +25,11 @@ class BlockPrefetch {
   BlockPrefetch(std::vector<int64_t> bytes, at::TensorOptions options, Start start, bool ahead);
   // Block `block`'s bytes, whole; fetching ahead, the next held block's fetch started.
   at::Tensor take(size_t block);
+  // A fetch still on its way (the rest of a call a step cache reused, a cancelled run, Wan2.2's expert switch) is
+  // waited for first: its buffer goes back to the allocator, whose next user must not be written into.
+  ~BlockPrefetch();
+  BlockPrefetch(const BlockPrefetch&) = delete;
+  BlockPrefetch& operator=(const BlockPrefetch&) = delete;
 
  private:
   struct InFlight {

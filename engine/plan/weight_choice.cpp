@@ -109,30 +109,31 @@ std::vector<StorageChoice> storage_choices(const ParallelConfig& p, const JobSpe
   JobSpec quantized = job;
   quantized.quantize = "fp8";
   if (quantizable) add("--quantize fp8", p, quantized);
-  // The exact ways: the blocks in host memory, spread over the ranks that run them alike, or divided among
-  // PipeFusion stages (the same ranks, each holding its stage's blocks instead of the sequence's share).
-  std::vector<StorageChoice> exact;
+  // The other ways: the blocks in host memory, spread over the ranks that run them alike (both exact), or divided
+  // among PipeFusion stages (the same ranks, each holding its stage's blocks instead of the sequence's share; its
+  // pipelined steps read activations a step old, so close to one process's result, not equal).
+  std::vector<StorageChoice> ways;
   if (job.offload.empty() && !p.shard_weights && offload_saves_memory(job)) {
     JobSpec j = job;
     j.offload = "blocks";
-    exact.push_back({"--offload blocks", p, j});
+    ways.push_back({"--offload blocks", p, j});
   }
   if (!p.shard_weights && p.replica_degree() > 1 && job.offload.empty()) {
     ParallelConfig q = p;
     q.shard_weights = true;
-    if (allowed(q)) exact.push_back({"--shard_weights", q, job});
+    if (allowed(q)) ways.push_back({"--shard_weights", q, job});
   }
   if (p.pipefusion_parallel_degree == 1 && p.sp_degree() > 1) {
     ParallelConfig q = p;
     q.pipefusion_parallel_degree = p.sp_degree();
     q.ulysses_degree = q.ring_degree = 1;
     if (allowed(q))
-      exact.push_back({"--pipefusion_parallel_degree " + std::to_string(q.pipefusion_parallel_degree), q, job});
+      ways.push_back({"--pipefusion_parallel_degree " + std::to_string(q.pipefusion_parallel_degree), q, job});
   }
-  for (const auto& e : exact) add(e.flag, e.config, e.job);
-  // Two at once, where no one way fits alone: fp8 weights with each exact way.
+  for (const auto& e : ways) add(e.flag, e.config, e.job);
+  // Two at once, where no one way fits alone: fp8 weights with each of the others.
   if (quantizable && std::none_of(out.begin() + 1, out.end(), [](const StorageChoice& c) { return c.fits; }))
-    for (const auto& e : exact) {
+    for (const auto& e : ways) {
       JobSpec j = e.job;
       j.quantize = "fp8";
       add("--quantize fp8 " + e.flag, e.config, j);

@@ -199,8 +199,9 @@ void ModelsView::refresh() {
     QString state = !r.complete  ? tr("incomplete: %1").arg(r.problems.empty() ? tr("?") : qs(r.problems.front()))
                     : r.verified ? tr("complete, verified")
                                  : tr("complete, not verified");
-    if (!r.without_weights.empty())
-      state += tr("; no %1/ weights (a single file stands for them)").arg(qs(r.without_weights.front()));
+    QStringList without;
+    for (const auto& c : r.without_weights) without << qs(c) + "/";
+    if (!without.isEmpty()) state += tr("; no %1 weights (a single file stands for them)").arg(without.join(", "));
     QString family = r.family.empty() ? tr("-") : qs(r.family);
     if (!r.single_files.empty()) {
       // Each file by what it is (a LoRA by the family its blocks are), files of one kind together.
