@@ -370,17 +370,28 @@ TEST(DitLaunchPlan, json_through_the_real_binary) {
 // FLUX.1-dev's shape on two GPUs too small for its bfloat16 weights: Ulysses alone does not fit, the same with
 // its blocks sharded does (half the blocks plus two whole), and pays for the gathers in time; the ranking
 // offers it beside PipeFusion's stages.
-TEST(CostModelSharding, sharded_blocks_fit_where_whole_ones_do_not) {
+// FLUX.1-dev's shape at 512^2, from embeddings, and a calibration of `ranks` GPUs of one speed.
+struct FluxDevJob {
+  explicit FluxDevJob(int ranks) {
+    test::flux_dev_shaped(dir);
+    model = plan::read_model_folder(dir);
+    job.prompt_embeds_file = "x";
+    job.height = job.width = 512;
+    c.ranks = ranks, c.gemm_flops_per_s = c.attention_flops_per_s = 4e14;
+    c.gemm_flops_per_s_all = c.attention_flops_per_s_all = 4e14;
+  }
   test::TempDir tmp;
   const std::string dir = tmp.path("flux-dev");
-  test::flux_dev_shaped(dir);
-  const auto model = plan::read_model_folder(dir);
+  plan::ModelFolder model;
   plan::JobSpec job;
-  job.prompt_embeds_file = "x";
-  job.height = job.width = 512;
   plan::Calibration c;
-  c.ranks = 2, c.gemm_flops_per_s = c.attention_flops_per_s = 4e14;
-  c.gemm_flops_per_s_all = c.attention_flops_per_s_all = 4e14;
+};
+
+TEST(CostModelSharding, sharded_blocks_fit_where_whole_ones_do_not) {
+  FluxDevJob f(2);
+  const auto& model = f.model;
+  auto& job = f.job;
+  auto& c = f.c;
   c.link_bytes_per_s = 2e10, c.link_latency_s = 1e-5;
   const auto ranked = plan::rank_configs(job, model, 2, c, 16.0, 2);
   const plan::Prediction *whole = nullptr, *sharded = nullptr;
@@ -399,16 +410,10 @@ TEST(CostModelSharding, sharded_blocks_fit_where_whole_ones_do_not) {
 // fits, so each configuration is ranked again with the blocks in host memory (exact), and --auto takes that;
 // quantizing, which changes the result, stays an offer.
 TEST(CostModelOffload, offloaded_blocks_where_nothing_on_the_device_fits) {
-  test::TempDir tmp;
-  const std::string dir = tmp.path("flux-dev");
-  test::flux_dev_shaped(dir);
-  const auto model = plan::read_model_folder(dir);
-  plan::JobSpec job;
-  job.prompt_embeds_file = "x";
-  job.height = job.width = 512;
-  plan::Calibration c;
-  c.ranks = 1, c.gemm_flops_per_s = c.attention_flops_per_s = 4e14;
-  c.gemm_flops_per_s_all = c.attention_flops_per_s_all = 4e14;
+  FluxDevJob f(1);
+  const auto& model = f.model;
+  auto& job = f.job;
+  const auto& c = f.c;
   const auto ranked = plan::rank_configs(job, model, 1, c, 16.0, 2);
   ASSERT_EQ(ranked.size(), 2u);
   EXPECT_TRUE(ranked[0].fits && ranked[0].offload) << ranked[0].reason;

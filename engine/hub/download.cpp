@@ -252,10 +252,8 @@ DownloadResult download_repo(HubClient& client, const std::string& repo_id, cons
       bring(f, nullptr);
       model_index = plan::read_text_file((blobs / f.blob()).string(), 1 << 20);
     }
-  const auto wanted = o.files.empty()
-                          ? without_weights(files_to_download(all, model_index), model_index, o.without, repo_id)
-                          : named_files(all, repo_id, o.files);
-  const auto read = o.files.empty() ? files_to_download(all, model_index) : wanted;
+  const auto read = o.files.empty() ? files_to_download(all, model_index) : named_files(all, repo_id, o.files);
+  const auto wanted = o.files.empty() ? without_weights(read, model_index, o.without, repo_id) : read;
   for (const auto& f : all)
     if (std::none_of(read.begin(), read.end(), [&](const RemoteFile& w) { return w.path == f.path; }))
       result.skipped.push_back(f.path);
