@@ -332,25 +332,30 @@ TEST(LoraRuns, wan_each_format_and_both_together) {
   for (const char* v : {"lora_peft", "lora_comfy", "lora_musubi", "both"}) expect_variant("wan21_lora_tiny", v, "");
 }
 
-// On a quantized transformer (flux_gguf_tiny's Q8_0 file of flux_words_tiny's) the LoRAs run beside the packed
-// layers: with them the run is as far from the float folder's LoRA run as the quantized base is from the float
-// base, and they move it as much as they move the float one. (No reference runs a LoRA on a GGUF file.)
+// On a quantized transformer (flux_gguf_tiny's Q8_0 file and flux_fp8_tiny's scaled fp8 file of flux_words_tiny's)
+// the LoRAs run beside the packed layers: with them the run is as far from the float folder's LoRA run as the
+// quantized base is from the float base, and they move it as much as they move the float one. (No reference runs a
+// LoRA on a GGUF or fp8 file.)
 TEST(LoraRuns, beside_a_quantized_transformer_as_on_the_float_one) {
   test::TempDir tmp;
   const auto both = test::golden_json(kFlux.name)["variants"]["both"]["adapters"];
-  const std::string gguf = "--transformer " + test::golden_case("flux_gguf_tiny") + "/transformer-Q8_0.gguf";
   const auto latents = [&](const nlohmann::json& adapters, const std::string& flags) {
     return io::TensorFile(run_case(tmp, kFlux.name, adapters, flags), "run").get("final_latents", -1, "");
   };
   const auto float_base = latents(nlohmann::json::object(), ""), float_lora = latents(both, "");
-  const auto q8_base = latents(nlohmann::json::object(), gguf), q8_lora = latents(both, gguf);
-  const double base_gap = test::max_abs_diff(q8_base, float_base), lora_gap = test::max_abs_diff(q8_lora, float_lora);
-  const double float_move = test::max_abs_diff(float_lora, float_base), q8_move = test::max_abs_diff(q8_lora, q8_base);
-  std::printf("Q8_0 against float: base %.3g, with LoRAs %.3g; the LoRAs move float %.3g, Q8_0 %.3g\n", base_gap,
-              lora_gap, float_move, q8_move);
-  EXPECT_LT(lora_gap, 2 * base_gap + 1e-4);
-  EXPECT_GT(q8_move, 0.8 * float_move);
-  EXPECT_LT(q8_move, 1.25 * float_move);
+  for (const std::string file : {"flux_gguf_tiny/transformer-Q8_0.gguf",
+                                 "flux_fp8_tiny/transformer-fp8_e4m3fn_scaled.safetensors"}) {
+    const std::string flag = "--transformer " + test::golden_case(file.substr(0, file.find('/'))) +
+                             file.substr(file.find('/'));
+    const auto q_base = latents(nlohmann::json::object(), flag), q_lora = latents(both, flag);
+    const double base_gap = test::max_abs_diff(q_base, float_base), lora_gap = test::max_abs_diff(q_lora, float_lora);
+    const double float_move = test::max_abs_diff(float_lora, float_base), q_move = test::max_abs_diff(q_lora, q_base);
+    std::printf("%s against float: base %.3g, with LoRAs %.3g; the LoRAs move float %.3g, it %.3g\n", file.c_str(),
+                base_gap, lora_gap, float_move, q_move);
+    EXPECT_LT(lora_gap, 2 * base_gap + 1e-4) << file;
+    EXPECT_GT(q_move, 0.8 * float_move) << file;
+    EXPECT_LT(q_move, 1.25 * float_move) << file;
+  }
 }
 
 // Layers fused after loading (CogVideoX's q, k, v) keep each part's LoRA on its own output rows.

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <regex>
 #include <set>
 
 #include <ATen/ops/cat.h>
@@ -86,18 +87,32 @@ std::string left_out_why(const plan::Family& family, const std::string& tensor) 
   return "";
 }
 
+// One entry of PEFT's alpha_pattern: a regular expression a module's whole name ends in, after a dot or alone.
+struct AlphaPattern {
+  std::string key;
+  std::regex re;
+  double alpha = 0;
+};
+
 // PEFT's LoraConfig as diffusers writes it in the file's metadata ("transformer.lora_alpha", ...).
 struct PeftConfig {
   std::optional<double> lora_alpha;
-  nlohmann::json alpha_pattern = nlohmann::json::object();
+  std::vector<AlphaPattern> alpha_pattern;  // in the file's order: PEFT takes the first that matches
   bool use_rslora = false;
+
+  // A module's alpha from the pattern, as PEFT's get_pattern_key matches: re.match("(.*\.)?(KEY)$", module).
+  std::optional<double> pattern_alpha(const std::string& module) const {
+    for (const auto& p : alpha_pattern)
+      if (std::regex_match(module, p.re)) return p.alpha;
+    return std::nullopt;
+  }
 };
 
 PeftConfig peft_config(const SafetensorsFile& file, const std::string& given) {
   PeftConfig c;
   const auto it = file.metadata().find("lora_adapter_metadata");
   if (it == file.metadata().end()) return c;
-  const auto j = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+  const auto j = nlohmann::ordered_json::parse(it->second, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object())
     throw InputError(given + ": its lora_adapter_metadata is not a JSON object");
   const auto field = [&](const char* key) {
@@ -109,7 +124,19 @@ PeftConfig peft_config(const SafetensorsFile& file, const std::string& given) {
       throw InputError(given + ": lora_alpha in its lora_adapter_metadata is " + f->dump() + ", not a number");
     c.lora_alpha = f->get<double>();
   }
-  if (const auto f = field("alpha_pattern"); f != j.end() && f->is_object()) c.alpha_pattern = *f;
+  if (const auto f = field("alpha_pattern"); f != j.end() && f->is_object()) {
+    for (const auto& [key, value] : f->items()) {
+      if (!value.is_number())
+        throw InputError(given + ": alpha_pattern[\"" + key + "\"] in its lora_adapter_metadata is " + value.dump() +
+                         ", not a number");
+      try {
+        c.alpha_pattern.push_back({key, std::regex("(.*\\.)?(" + key + ")"), value.get<double>()});
+      } catch (const std::regex_error&) {
+        throw InputError(given + ": alpha_pattern key \"" + key + "\" in its lora_adapter_metadata is not a regular "
+                         "expression PEFT could match (it matches each key against the module's name)");
+      }
+    }
+  }
   if (const auto f = field("use_rslora"); f != j.end() && f->is_boolean()) c.use_rslora = f->get<bool>();
   return c;
 }
@@ -266,14 +293,12 @@ std::map<std::string, std::vector<WeightDelta>> lora_deltas(const plan::ModelFol
     for (const auto& [stem, m] : read_modules(file, wanted, given)) {
       const Route route = route_of(stem);
       const std::string where = given + ": module " + stem;
-      // Its alpha: the module's own, PEFT's pattern or lora_alpha, else the rank (a scale of 1).
+      // Its alpha: PEFT's alpha_pattern, the module's own, lora_alpha, else the rank (a scale of 1).
       double low_rank_scale = 0;
       if (m.down.defined()) {
         const double rank = double(m.down.size(0));
-        double alpha = m.alpha.value_or(peft.lora_alpha.value_or(rank));
-        for (const auto& [pattern, value] : peft.alpha_pattern.items())
-          if (value.is_number() && (route.module == pattern || plan::ends_with(route.module, "." + pattern)))
-            alpha = value.get<double>();
+        const double alpha =
+            peft.pattern_alpha(route.module).value_or(m.alpha.value_or(peft.lora_alpha.value_or(rank)));
         low_rank_scale = alpha / (peft.use_rslora ? std::sqrt(rank) : rank);
       }
       const Targets t = names.of(route);
