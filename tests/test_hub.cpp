@@ -403,6 +403,14 @@ TEST_F(Hub, dit_models_downloads_lists_verifies_and_removes) {
   for (const char* line : {"Wan-AI/Wan2.1-I2V-14B-480P-Diffusers", "THUDM/CogVideoX-5b-I2V", "words and a picture (--image)",
                            "black-forest-labs/FLUX.1-dev", "gated"})
     EXPECT_TRUE(test::contains(r.out, line)) << "missing '" << line << "' in:\n" << r.out;
+  const auto line_of = [&](const std::string& repo) {
+    const size_t at = r.out.find(repo);
+    return at == std::string::npos ? std::string() : r.out.substr(at, r.out.find('\n', at) - at);
+  };
+  EXPECT_TRUE(test::contains(line_of("Wan-AI/Wan2.1-FLF2V-14B-720P-Diffusers"), "a first and a last picture (--image, "
+                                                                                  "--last_image)")) << r.out;
+  EXPECT_TRUE(test::contains(line_of("Wan-AI/Wan2.2-TI2V-5B-Diffusers"), "words, or words and a picture")) << r.out;
+  EXPECT_TRUE(test::contains(line_of("THUDM/CogVideoX-5b-I2V"), "  words and a picture (--image)")) << r.out;
 
   // A flipped byte: verify names the file and exits 3.
   const std::string vae = hub::snapshot_dir(settings_.cache_dir, kFluxRepo) + "/vae/diffusion_pytorch_model.safetensors";

@@ -32,6 +32,8 @@ struct KnownRepo {
   std::string memory_note;  // what that figure assumes, and its source
   bool gated = false;       // needs a token and the license accepted on the model's page
   bool image_to_video = false;  // it animates a picture (--image): what a family offers when one is given
+  bool last_image = false;      // it joins a first and a last picture (--last_image)
+  bool words_alone = false;     // it also runs from words alone, without a picture (Wan2.2 TI2V-5B)
 };
 
 

@@ -117,7 +117,7 @@ class Wan final : public Family {
         {"wan2.1-flf2v", "Wan2.1-FLF2V-14B-720P", "Wan-AI/Wan2.1-FLF2V-14B-720P-Diffusers", 90.5, 32.4,
          "the bf16 transformer's weights alone (16.2 B parameters, estimated from its config); activations at 720p "
          "on top",
-         false, true},
+         false, true, /*last_image=*/true},
         // Two experts of the T2V-A14B's shape with 36 input channels (57 each) + umT5-XXL + vae; no image encoder.
         {"wan2.2-i2v", "Wan2.2-I2V-A14B", "Wan-AI/Wan2.2-I2V-A14B-Diffusers", 137.2, 28.6,
          "one expert's bf16 weights (estimated as the T2V-A14B's; the second loads after the first is released)",
@@ -127,7 +127,7 @@ class Wan final : public Family {
         {"wan2.2-ti2v", "Wan2.2-TI2V-5B", "Wan-AI/Wan2.2-TI2V-5B-Diffusers", 44.1, 10.0,
          "the bf16 transformer's weights alone (5.0 B parameters, estimated from its config); activations at 720p "
          "on top",
-         false, true},
+         false, true, /*last_image=*/false, /*words_alone=*/true},
     };
   }
 
