@@ -428,3 +428,30 @@ TEST(CostModelOffload, offloaded_blocks_where_nothing_on_the_device_fits) {
   job.device = "auto";
   for (const auto& r : plan::rank_configs(job, model, 1, c, 80.0, 2)) EXPECT_FALSE(r.offload);
 }
+
+// Offloaded blocks are copied to the GPU at each call, at the host link the calibration measured; the copy of the
+// next block runs while one computes, so a step takes the longer of the two. A calibration without the figure
+// (older files) leaves the copies out, and the figure survives the calibration's file.
+TEST(CostModelOffload, the_copies_take_the_time_the_compute_does_not_hide) {
+  FluxDevJob f(1);
+  f.job.offload = "blocks";
+  plan::ParallelConfig one;
+  const auto unmeasured = plan::predict(one, f.job, f.model, f.c, 2);
+  EXPECT_EQ(unmeasured.host_copy_s, 0);
+  const auto m = plan::estimate_memory(one, f.job, f.model, 2);
+  const double bytes = m.block_weight_gib * plan::rules_of(f.model).blocks(f.model) * plan::kGiB;
+  f.c.host_bytes_per_s = 1e9;  // slower than the compute: the step waits for the copies
+  const auto slow = plan::predict(one, f.job, f.model, f.c, 2);
+  EXPECT_NEAR(slow.host_copy_s, bytes / 1e9 - slow.compute_s, 1e-6 * bytes / 1e9);
+  EXPECT_NEAR(slow.seconds_per_step, unmeasured.seconds_per_step + slow.host_copy_s, 1e-9);
+  f.c.host_bytes_per_s = 1e15;  // faster: the compute hides every copy
+  EXPECT_EQ(plan::predict(one, f.job, f.model, f.c, 2).host_copy_s, 0);
+  f.job.offload.clear();  // on the device: nothing is copied
+  f.c.host_bytes_per_s = 1e9;
+  EXPECT_EQ(plan::predict(one, f.job, f.model, f.c, 2).host_copy_s, 0);
+  f.c.memory_bytes_per_s = 1, f.c.op_seconds = 1;  // what calibration_from_json requires
+  EXPECT_EQ(plan::calibration_from_json(plan::calibration_json(f.c), "c.json").host_bytes_per_s, 1e9);
+  auto old = nlohmann::json::parse(plan::calibration_json(f.c));
+  old.erase("host_bytes_per_s");
+  EXPECT_EQ(plan::calibration_from_json(old.dump(), "c.json").host_bytes_per_s, 0);
+}

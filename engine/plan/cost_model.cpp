@@ -103,6 +103,8 @@ StepWork count_step_work(const ParallelConfig& p, const JobSpec& job_in, const M
     w.weight_calls = int(calls * w.blocks * patches);
     w.weight_bytes = w.weight_calls * estimate_memory(p, job, model, b).block_weight_gib * kGiB * (n - 1) / n;
   }
+  if (job.offload == "blocks" && offload_saves_memory(job))  // every block call copies its block to the device
+    w.host_bytes = calls * w.blocks * patches * estimate_memory(p, job, model, b).block_weight_gib * kGiB;
   const double qkv = w.batch * Hp * d * w.tokens * b;  // one of q, k, v or the output, on this rank
   if (U > 1) {
     w.ulysses_calls = 4 * w.blocks;
@@ -210,7 +212,10 @@ Prediction predict(const ParallelConfig& p, const JobSpec& job_in, const ModelFo
     r.warmup_step_s = sync_compute + sync_comm;
     r.pipelined_step_s = pipelined + pipe_comm;
   }
-  r.seconds_per_step = r.compute_s + r.bubble_s + r.communication_s;
+  // The offloaded blocks' copies run while the blocks before them compute (models/block_prefetch.h): a step is as
+  // long as the longer of the two.
+  if (c.host_bytes_per_s > 0) r.host_copy_s = std::max(0.0, sync.host_bytes / c.host_bytes_per_s - r.compute_s);
+  r.seconds_per_step = r.compute_s + r.bubble_s + r.communication_s + r.host_copy_s;
   const int decoders = p.use_parallel_vae ? P : p.data_parallel_degree;
   r.vae_s = sync.vae_flops / (rate(c.gemm_flops_per_s, c.gemm_flops_per_s_all, c.ranks, decoders) * kConvEfficiency);
   r.total_s = job.num_inference_steps * r.seconds_per_step + r.vae_s;
@@ -278,6 +283,7 @@ std::string predictions_json(const std::vector<Prediction>& ranked) {
                         {"compute_seconds", r.compute_s},
                         {"communication_seconds", r.communication_s},
                         {"bubble_seconds", r.bubble_s},
+                        {"host_copy_seconds", r.host_copy_s},
                         {"vae_seconds", r.vae_s},
                         {"total_seconds", r.total_s},
                         {"peak_bytes_per_rank", r.peak_bytes_per_rank},
@@ -305,6 +311,7 @@ std::string calibration_json(const Calibration& c) {
                         {"op_seconds", c.op_seconds},
                         {"link_bytes_per_s", c.link_bytes_per_s},
                         {"link_latency_s", c.link_latency_s},
+                        {"host_bytes_per_s", c.host_bytes_per_s},
                         {"pair_bytes_per_s", c.pair_bytes_per_s}}
       .dump(2);
 }
@@ -324,6 +331,7 @@ Calibration calibration_from_json(const std::string& text, const std::string& fi
     c.op_seconds = j.at("op_seconds").get<double>();
     c.link_bytes_per_s = j.at("link_bytes_per_s").get<double>();
     c.link_latency_s = j.at("link_latency_s").get<double>();
+    c.host_bytes_per_s = j.value("host_bytes_per_s", 0.0);  // calibrations before it have none: not counted
     if (j.contains("attention_by_head_dim"))
       c.attention_by_head_dim = j.at("attention_by_head_dim").get<std::vector<std::pair<int, double>>>();
     for (size_t i = 0; i < c.attention_by_head_dim.size(); ++i)
@@ -336,7 +344,7 @@ Calibration calibration_from_json(const std::string& text, const std::string& fi
       throw InputError(file + ": pair_bytes_per_s has " + std::to_string(c.pair_bytes_per_s.size()) +
                        " values, not ranks x ranks; run dit-launch --calibrate again");
     if (c.ranks < 1 || c.gemm_flops_per_s <= 0 || c.attention_flops_per_s <= 0 || c.memory_bytes_per_s <= 0 ||
-        c.op_seconds <= 0)
+        c.op_seconds <= 0 || c.host_bytes_per_s < 0)
       throw InputError(file + ": ranks and the rates must be positive; run dit-launch --calibrate again");
     return c;
   } catch (const nlohmann::json::exception& e) {

@@ -29,6 +29,8 @@ struct Calibration {
   double op_seconds = 0;                 // one rank alone: one small operation, dispatched and run
   double link_bytes_per_s = 0;           // per rank: bytes it sends per second in an all-to-all of every rank
   double link_latency_s = 0;             // one small collective of every rank
+  double host_bytes_per_s = 0;           // one rank alone: page-locked host memory copied to the device (0: not
+                                         // measured, or the device is the host)
   // ranks x ranks, row-major: the bytes per second rank i sends to rank j while j sends to i, the pair
   // alone (NVLink and PCIe pairs differ); empty when unknown (one rank).
   std::vector<double> pair_bytes_per_s;
@@ -61,6 +63,7 @@ struct StepWork {
   int gather_calls = 0;
   double weight_bytes = 0;      // received per step gathering sharded blocks (--shard_weights)
   int weight_calls = 0;
+  double host_bytes = 0;        // copied per step from host memory to the device (--offload blocks)
   double pipe_bytes = 0;        // sent per step from a PipeFusion stage to the next, one patch (or whole)
   int pipe_hops = 0;            // point-to-point sends on the critical path
   double vae_flops = 0;         // the decode of the job, on the busiest rank
@@ -74,6 +77,7 @@ struct Prediction {
   double compute_s = 0;        // per step, averaged over warm-up and pipelined steps
   double communication_s = 0;  // per step
   double bubble_s = 0;         // per step: PipeFusion's fill and drain, and its synchronous warm-up
+  double host_copy_s = 0;      // per step: the offloaded blocks' copies to the device that the compute does not hide
   double seconds_per_step = 0;
   // The two kinds of step it averages: PipeFusion's synchronous warm-up step and its pipelined one (both
   // the one step where PipeFusion is off): each step of the job is one or the other.
@@ -94,8 +98,8 @@ Prediction predict(const ParallelConfig& p, const JobSpec& job, const ModelFolde
 // Every valid configuration of the job on `processes` processes with its prediction, the fitting ones
 // first, each part sorted by predicted total time. `memory_gib`: each device's memory (0: unknown, all fit).
 // Where none fits and offloading saves the device's memory, each unsharded one again with --offload blocks
-// (exact; the copies' time is not counted: no host link is measured). Quantizing, which changes the result, is
-// only offered (Prediction::storage).
+// (exact; its copies timed at the calibration's host link, where one was measured). Quantizing, which changes the
+// result, is only offered (Prediction::storage).
 std::vector<Prediction> rank_configs(const JobSpec& job, const ModelFolder& model, int processes,
                                      const Calibration& cal, double memory_gib, int bytes_per_value = 4);
 

@@ -6,6 +6,7 @@
 
 #include <ATen/Context.h>
 #include <ATen/ops/add.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/full.h>
@@ -203,6 +204,13 @@ plan::Calibration calibrate(const parallel::DistEnv& env, const std::string& dty
   c.gemm_flops_per_s_all = std::min(c.gemm_flops_per_s_all, c.gemm_flops_per_s);
   c.attention_flops_per_s_all = std::min(c.attention_flops_per_s_all, c.attention_flops_per_s);
   c.memory_bytes_per_s_all = std::min(c.memory_bytes_per_s_all, c.memory_bytes_per_s);
+  if (dev.is_cuda()) {
+    // --offload blocks: each rank copies its blocks from page-locked host memory at once, 64 MB a copy here.
+    const auto host = at::empty({int64_t(64) << 20}, at::TensorOptions(at::kByte).pinned_memory(true));
+    auto device_copy = at::empty({host.numel()}, at::TensorOptions(at::kByte).device(dev));
+    c.host_bytes_per_s =
+        mean(world, rate_of(double(host.numel()), dev, [&] { device_copy.copy_(host, /*non_blocking=*/true); }, 5), dev);
+  }
   if (env.world_size > 1) {
     // An all-to-all of 16 MB per rank, 5 times a window: each rank sends (W - 1) / W of it.
     const int64_t W = env.world_size, per_rank = (int64_t(16) << 20) / 4 / W * W;
