@@ -7,6 +7,7 @@
 
 #include <random>
 
+#include "io/weights/tensor_file.h"
 #include "models/hunyuan15/hunyuan15_prompt.h"
 #include "plan/error.h"
 #include "plan/families/hunyuan15_config.h"
@@ -150,6 +151,30 @@ TEST(Hunyuan15Prompt, embeddings_equal_the_reference) {
   EXPECT_EQ(models::hunyuan15::glyph_text("\"open\nquote\" no"), "");
 }
 
+// Qwen3 against transformers' Qwen3Model (tests/data/qwen3_tiny/make_qwen3_tiny.py): heads of their own width
+// (head_dim 16 at hidden 48 and 4 heads), an RMS norm over each head of q and k, biases on q, k, v and o (its
+// attention_bias); every hidden state of two rows, the second padded on the right (compared where it has tokens).
+TEST(QwenEncoder, qwen3_hidden_states_equal_transformers) {
+  const std::string dir = std::string(test::source_dir()) + "/tests/data/qwen3_tiny";
+  const auto cfg = plan::parse_qwen_text_config(plan::read_text_file(dir + "/config.json"), dir + "/config.json");
+  EXPECT_EQ(cfg.head_dim(), 16);
+  EXPECT_TRUE(cfg.qk_norm && cfg.qkv_bias && cfg.o_bias);
+  const auto encoder = text::QwenEncoder::load(dir, cfg, at::kFloat, at::kCPU);
+  const io::TensorFile reference(dir + "/reference.safetensors", "reference");
+  const auto ids = reference.get_int64("input_ids"), mask = reference.get_int64("attention_mask");
+  const auto states = reference.get("hidden_states", 4, "[layers + 1, B, L, hidden]");
+  ASSERT_EQ(states.size(0), encoder->num_layers() + 1);
+  for (int i = 0; i <= encoder->num_layers(); ++i) {
+    const auto got = encoder->hidden_state(ids, mask, i);
+    for (int64_t row = 0; row < ids.size(0); ++row) {
+      const int64_t tokens = mask[row].sum().item<int64_t>();
+      const double err = test::max_abs_diff(got[row].narrow(0, 0, tokens), states[i][row].narrow(0, 0, tokens));
+      std::printf("qwen3_tiny hidden state %d, row %lld: %.3g\n", i, static_cast<long long>(row), err);
+      EXPECT_LT(err, test::kCallTolerance) << i << " " << row;
+    }
+  }
+}
+
 TEST(QwenRefusals, other_tokenizers_and_configs_are_named) {
   test::TempDir tmp;
   test::copy_tree(part("tokenizer"), tmp.path("tok"));
@@ -166,6 +191,11 @@ TEST(QwenRefusals, other_tokenizers_and_configs_are_named) {
   config["model_type"] = "llama";
   EXPECT_TRUE(test::throws_with<InputError>([&] { plan::parse_qwen_text_config(config.dump(), "config.json"); },
                                             {"'model_type'", "qwen2_5_vl_text"}));
+  // RoPE stretched for longer contexts (YaRN, linear, dynamic) is not what the encoder computes: named.
+  config["model_type"] = "qwen3";
+  config["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::parse_qwen_text_config(config.dump(), "config.json"); },
+                                            {"'rope_scaling'", "yarn", "unscaled RoPE"}));
   // A language model too shallow for the hidden state HunyuanVideo-1.5 reads, named when the folder is read.
   test::copy_tree(test::golden_case("hunyuan15_tiny"), tmp.path("hy"));
   test::edit_json(tmp.path("hy") + "/text_encoder/config.json", [](nlohmann::json& j) { j["num_hidden_layers"] = 1; });

@@ -1,12 +1,12 @@
-// The config of a Qwen2 / Qwen2.5 language model used as a text encoder (HunyuanVideo-1.5's Qwen2.5-VL text
-// model), read from JSON alone. Qwen3 and Gemma 3 differ from it in ways docs/text-encoders.md lists.
+// The config of a Qwen2 / Qwen2.5 / Qwen3 language model used as a text encoder (HunyuanVideo-1.5's Qwen2.5-VL
+// text model), read from JSON alone. Gemma 3 differs from them in ways docs/text-encoders.md lists.
 #pragma once
 #include <string>
 
 namespace studio::plan {
 
 // text_encoder/config.json of a Qwen2_5_VLTextModel (model_type "qwen2_5_vl_text"), of a whole Qwen2.5-VL model
-// (its "text_config"), or of a Qwen2 model. Defaults: Qwen2.5-VL-7B-Instruct's language model.
+// (its "text_config"), of a Qwen2 model, or of a Qwen3 model. Defaults: Qwen2.5-VL-7B-Instruct's language model.
 struct QwenTextConfig {
   int hidden_size = 3584;
   int num_hidden_layers = 28;
@@ -16,7 +16,11 @@ struct QwenTextConfig {
   int vocab_size = 152064;
   double rms_norm_eps = 1e-6;
   double rope_theta = 1e6;
-  int head_dim() const { return hidden_size / num_attention_heads; }
+  int head_dim_field = 0;    // Qwen3's head_dim, which need not be hidden_size / heads (0: that quotient)
+  bool qkv_bias = true;      // biases on q, k and v (Qwen2's always; Qwen3's attention_bias)
+  bool o_bias = false;       // a bias on the output projection (Qwen3's attention_bias)
+  bool qk_norm = false;      // Qwen3: an RMS norm over each head of q and of k, before RoPE
+  int head_dim() const { return head_dim_field ? head_dim_field : hidden_size / num_attention_heads; }
   // The layers that compute hidden state `index` (transformers' hidden_states[index]; negative from the end, -1
   // the last, after the final norm): the ones before it. std::out_of_range for no such hidden state.
   int layers_for(int index) const;

@@ -76,10 +76,14 @@ std::shared_ptr<QwenEncoder> QwenEncoder::load(io::WeightSet& w, const plan::Qwe
     const std::string l = p + "layers." + std::to_string(i) + ".";
     Layer layer;
     layer.input_norm = src.take(l + "input_layernorm.weight", {d});
-    layer.q = models::Linear::load(src, l + "self_attn.q_proj", d, q, true);
-    layer.k = models::Linear::load(src, l + "self_attn.k_proj", d, kv, true);
-    layer.v = models::Linear::load(src, l + "self_attn.v_proj", d, kv, true);
-    layer.o = models::Linear::load(src, l + "self_attn.o_proj", q, d, false);
+    layer.q = models::Linear::load(src, l + "self_attn.q_proj", d, q, cfg.qkv_bias);
+    layer.k = models::Linear::load(src, l + "self_attn.k_proj", d, kv, cfg.qkv_bias);
+    layer.v = models::Linear::load(src, l + "self_attn.v_proj", d, kv, cfg.qkv_bias);
+    layer.o = models::Linear::load(src, l + "self_attn.o_proj", q, d, cfg.o_bias);
+    if (cfg.qk_norm) {
+      layer.q_norm = src.take(l + "self_attn.q_norm.weight", {cfg.head_dim()});
+      layer.k_norm = src.take(l + "self_attn.k_norm.weight", {cfg.head_dim()});
+    }
     layer.post_norm = src.take(l + "post_attention_layernorm.weight", {d});
     layer.gate = models::Linear::load(src, l + "mlp.gate_proj", d, ff, false);
     layer.up = models::Linear::load(src, l + "mlp.up_proj", d, ff, false);
@@ -133,10 +137,13 @@ at::Tensor QwenEncoder::hidden_state(const at::Tensor& ids_in, const at::Tensor&
   for (int i = 0; i < std::min(index, n); ++i) {
     const Layer& layer = layers_[size_t(i)];
     auto h = rms_norm(x, layer.input_norm, cfg_.rms_norm_eps);
-    const auto heads = [&](const models::Linear& w, int64_t count) { return w(h).view({B, L, count, hd}).transpose(1, 2); };
-    const auto q = rotate_half_pairs(heads(layer.q, H), cos, sin);
-    const auto k = at::repeat_interleave(rotate_half_pairs(heads(layer.k, KV), cos, sin), H / KV, 1);
-    const auto v = at::repeat_interleave(heads(layer.v, KV), H / KV, 1);
+    const auto heads = [&](const models::Linear& w, int64_t count, const at::Tensor& norm) {
+      const auto t = w(h).view({B, L, count, hd});
+      return (norm.defined() ? rms_norm(t, norm, cfg_.rms_norm_eps) : t).transpose(1, 2);
+    };
+    const auto q = rotate_half_pairs(heads(layer.q, H, layer.q_norm), cos, sin);
+    const auto k = at::repeat_interleave(rotate_half_pairs(heads(layer.k, KV, layer.k_norm), cos, sin), H / KV, 1);
+    const auto v = at::repeat_interleave(heads(layer.v, KV, {}), H / KV, 1);
     const auto scores = at::matmul(q, k.transpose(-1, -2)).to(at::kFloat) * scale + bias;
     const auto attn = at::matmul(at::softmax(scores, -1).to(dtype_), v);
     x = x + layer.o(attn.transpose(1, 2).reshape({B, L, H * hd}));

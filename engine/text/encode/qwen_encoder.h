@@ -1,6 +1,7 @@
-// A Qwen2 / Qwen2.5 language model as a text encoder (transformers' Qwen2_5_VLTextModel, HunyuanVideo-1.5's):
-// token embeddings (not scaled), then per layer an RMS norm, attention with biases on q, k and v (none on o),
-// grouped-query (each key/value head serves heads / kv query heads), RoPE on half-split pairs
+// A Qwen2 / Qwen2.5 / Qwen3 language model as a text encoder (transformers' Qwen2_5_VLTextModel, HunyuanVideo-1.5's;
+// Qwen3Model): token embeddings (not scaled), then per layer an RMS norm, attention with biases on q, k and v (none
+// on o; Qwen3: as its config says, and an RMS norm over each head of q and k before RoPE), grouped-query (each
+// key/value head serves heads / kv query heads), RoPE on half-split pairs
 // (x cos + [-x2, x1] sin; Qwen2.5-VL's M-RoPE is this for text, its three position streams being equal), causal
 // and padding mask; an RMS norm and the SiLU-gated MLP down(silu(gate(x)) * up(x)); a final norm. A pipeline
 // reads the hidden state of a chosen layer, so the layers after it never run.
@@ -39,7 +40,7 @@ class QwenEncoder {
 
  private:
   struct Layer {
-    at::Tensor input_norm, post_norm;
+    at::Tensor input_norm, post_norm, q_norm, k_norm;  // q_norm, k_norm: Qwen3's
     models::Linear q, k, v, o, gate, up, down;
   };
   plan::QwenTextConfig cfg_;
