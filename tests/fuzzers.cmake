@@ -20,6 +20,7 @@ function(studio_fuzzer name)
   endif()
   add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/tests/${name}
     COMMAND ${STUDIO_CLANGXX} -std=c++17 -O1 -g ${F_SANITIZE} "-DSTUDIO_PRIVATE_LIB_FROM_BIN=\"${STUDIO_PRIVATE_LIB_FROM_BIN}\""
+            "-DSTUDIO_VERSION=\"${PROJECT_VERSION}\""
             -I${CMAKE_SOURCE_DIR} -I${CMAKE_SOURCE_DIR}/engine ${F_SOURCES} ${F_LIBS} -o ${CMAKE_BINARY_DIR}/tests/${name}
     DEPENDS ${F_SOURCES} ${F_HEADERS}
     COMMENT "Building ${name} with clang" VERBATIM)

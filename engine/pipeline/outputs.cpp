@@ -1,7 +1,5 @@
 #include "pipeline/outputs.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 
 #include <ATen/ops/cat.h>
@@ -15,6 +13,7 @@
 #include "plan/family.h"
 #include "plan/lora_choice.h"
 #include "plan/output_format.h"
+#include "plan/run_settings.h"
 #include "video/clip_writer.h"
 #include "video/image_writer.h"
 #include "video/picture.h"
@@ -42,18 +41,6 @@ std::string written(const std::vector<std::string>& files) {
   return out;
 }
 
-// 3.5 as "3.5", not "3.500000".
-std::string shortest(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  for (int digits = 1; digits <= 17; ++digits) {
-    char s[32];
-    std::snprintf(s, sizeof s, "%.*g", digits, v);
-    if (std::strtod(s, nullptr) == v) return s;
-  }
-  return buf;
-}
-
 // The dtype the run computed in, as --dtype names it.
 std::string dtype_name(at::ScalarType dtype) {
   return dtype == at::kBFloat16 ? "bfloat16" : dtype == at::kHalf ? "float16" : "float32";
@@ -63,28 +50,12 @@ std::string dtype_name(at::ScalarType dtype) {
 
 std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const plan::ModelFolder& model,
                                                 const plan::ParallelConfig& par) {
-  std::map<std::string, std::string> m{{"generator", "DiT Studio " STUDIO_VERSION},
-          {"model", model.dir},
-          {"model_family", model.variant.name},
-          {"sampler", plan::rules_of(model).sampler_name(model)},
-          {"seed", std::to_string(job.seed)},
-          {"height", std::to_string(job.height)},
-          {"width", std::to_string(job.width)},
-          {"num_frames", std::to_string(job.num_frames)},
-          {"num_inference_steps", std::to_string(job.num_inference_steps)},
-          {"guidance_scale", shortest(job.guidance_scale)},
-          {"use_dynamic_cfg", job.use_dynamic_cfg ? "true" : "false"},
-          {"prompt", job.prompt},
-          {"prompt_2", job.prompt_2},
-          {"negative_prompt", job.negative_prompt},
-          {"prompt_embeds", job.prompt_embeds_file},
-          {"num_videos_per_prompt", std::to_string(job.num_videos_per_prompt)},
-          {"parallel", par.describe()},
-          {"use_fbcache", job.use_fbcache ? "true" : "false"},
-          {"use_teacache", job.use_teacache ? "true" : "false"},
-          {"use_magcache", job.use_magcache ? "true" : "false"}};
+  auto m = plan::settings_metadata(job, par);
+  m["model"] = model.dir;
+  m["model_family"] = model.variant.name;
+  m["sampler"] = plan::rules_of(model).sampler_name(model);
   if (job.use_fbcache || job.use_teacache || job.use_magcache)
-    m["cache_threshold"] = shortest(plan::cache_threshold(job, model));
+    m["cache_threshold"] = plan::shortest_number(plan::cache_threshold(job, model));
   // The pictures a clip started from: where they were, and what they were (the file may move or change).
   for (auto [key, path, flag] : {std::tuple{"image", &job.image_file, "--image"},
                                  std::tuple{"last_image", &job.last_image_file, "--last_image"}})

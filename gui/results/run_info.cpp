@@ -8,27 +8,17 @@
 #include <QObject>
 #include <QStringList>
 
-#include <charconv>
 #include <cmath>
+#include <optional>
 
 #include "hub/hashing.h"
 #include "plan/family.h"
 #include "plan/field_labels.h"
 #include "plan/lora_choice.h"
 #include "plan/model_folder.h"
+#include "plan/run_settings.h"
 
 namespace studio::gui {
-
-namespace {
-
-// 3.5 as "3.5", not "3.500000" (the shortest text that reads back as the same double).
-std::string shortest(double v) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
-}  // namespace
 
 QString run_name(qint64 id, const QString& prompt, const QString& settings) {
   constexpr int kShown = 32;
@@ -70,41 +60,23 @@ bool makes_clips(const plan::JobSpec& job) {
 
 std::map<std::string, std::string> run_metadata(const plan::JobFile& f) {
   plan::JobSpec job = f.job;
-  std::map<std::string, std::string> m{{"generator", "DiT Studio " STUDIO_VERSION},
-                                       {"model", job.model_dir},
-                                       {"parallel", f.parallel.describe()},
-                                       {"settings", plan::to_json(f)}};
+  std::optional<plan::ModelFolder> model;
   try {  // the model's defaults filled in, its family and sampler named, as the worker writes them
-    const auto model = plan::read_model_folder(job.model_dir);
-    plan::apply_model_defaults(job, model);
-    m["model_family"] = model.variant.name;
-    m["sampler"] = plan::rules_of(model).sampler_name(model);
-    if (job.use_fbcache || job.use_teacache || job.use_magcache)
-      m["cache_threshold"] = shortest(plan::cache_threshold(job, model));
+    model = plan::read_model_folder(job.model_dir);
+    plan::apply_model_defaults(job, *model);
   } catch (const std::exception&) {
-    // the folder moved since the run: what the job file says is still written
+    model.reset();  // the folder moved since the run: what the job file says is still written
   }
-  for (const auto& [key, value] :
-       std::map<std::string, std::string>{{"seed", std::to_string(job.seed)},
-                                          {"height", std::to_string(job.height)},
-                                          {"width", std::to_string(job.width)},
-                                          {"num_frames", std::to_string(job.num_frames)},
-                                          {"fps", std::to_string(job.fps)},
-                                          {"num_inference_steps", std::to_string(job.num_inference_steps)},
-                                          {"use_dynamic_cfg", job.use_dynamic_cfg ? "true" : "false"},
-                                          {"prompt", job.prompt},
-                                          {"prompt_2", job.prompt_2},
-                                          {"negative_prompt", job.negative_prompt},
-                                          {"num_videos_per_prompt", std::to_string(job.num_videos_per_prompt)},
-                                          {"dtype", job.dtype},
-                                          {"use_fbcache", job.use_fbcache ? "true" : "false"},
-                                          {"use_teacache", job.use_teacache ? "true" : "false"},
-                                          {"use_magcache", job.use_magcache ? "true" : "false"}})
-    m[key] = value;
-  if (!std::isnan(job.guidance_scale)) m["guidance_scale"] = shortest(job.guidance_scale);
-  if (!std::isnan(job.guidance_scale_2)) m["guidance_scale_2"] = shortest(job.guidance_scale_2);
+  auto m = plan::settings_metadata(job, f.parallel);
+  m["settings"] = plan::to_json(f);
+  if (model) {
+    m["model_family"] = model->variant.name;
+    m["sampler"] = plan::rules_of(*model).sampler_name(*model);
+    if (job.use_fbcache || job.use_teacache || job.use_magcache)
+      m["cache_threshold"] = plan::shortest_number(plan::cache_threshold(job, *model));
+  }
   if (!std::isnan(job.cache_threshold) && !m.count("cache_threshold"))
-    m["cache_threshold"] = shortest(job.cache_threshold);
+    m["cache_threshold"] = plan::shortest_number(job.cache_threshold);
   for (auto [key, value] : {std::pair{"image", &job.image_file}, std::pair{"last_image", &job.last_image_file},
                             std::pair{"lora", &job.lora}, std::pair{"lora_2", &job.lora_2}})
     if (!value->empty()) m[key] = *value;

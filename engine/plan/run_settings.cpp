@@ -1,0 +1,41 @@
+#include "plan/run_settings.h"
+
+#include <charconv>
+#include <cmath>
+
+
+namespace studio::plan {
+
+std::string shortest_number(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+std::map<std::string, std::string> settings_metadata(const JobSpec& job, const ParallelConfig& parallel) {
+  const auto flag = [](bool on) { return std::string(on ? "true" : "false"); };
+  std::map<std::string, std::string> m{{"generator", "DiT Studio " STUDIO_VERSION},
+                                       {"model", job.model_dir},
+                                       {"seed", std::to_string(job.seed)},
+                                       {"height", std::to_string(job.height)},
+                                       {"width", std::to_string(job.width)},
+                                       {"num_frames", std::to_string(job.num_frames)},
+                                       {"fps", std::to_string(job.fps)},
+                                       {"num_inference_steps", std::to_string(job.num_inference_steps)},
+                                       {"use_dynamic_cfg", flag(job.use_dynamic_cfg)},
+                                       {"prompt", job.prompt},
+                                       {"prompt_2", job.prompt_2},
+                                       {"negative_prompt", job.negative_prompt},
+                                       {"num_videos_per_prompt", std::to_string(job.num_videos_per_prompt)},
+                                       {"dtype", job.dtype},
+                                       {"parallel", parallel.describe()},
+                                       {"use_fbcache", flag(job.use_fbcache)},
+                                       {"use_teacache", flag(job.use_teacache)},
+                                       {"use_magcache", flag(job.use_magcache)}};
+  if (!job.prompt_embeds_file.empty()) m["prompt_embeds"] = job.prompt_embeds_file;
+  if (!std::isnan(job.guidance_scale)) m["guidance_scale"] = shortest_number(job.guidance_scale);
+  if (!std::isnan(job.guidance_scale_2)) m["guidance_scale_2"] = shortest_number(job.guidance_scale_2);
+  return m;
+}
+
+}  // namespace studio::plan

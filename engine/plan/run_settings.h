@@ -1,0 +1,21 @@
+// The settings a run's outputs carry in their metadata (a PNG's text chunks, a clip's tags, the sidecar JSON):
+// one list for the worker that writes them and the studio that writes them again on export.
+#pragma once
+#include <map>
+#include <string>
+
+#include "plan/job.h"
+#include "plan/parallel.h"
+
+namespace studio::plan {
+
+// 3.5 as "3.5", not "3.500000": the shortest text that reads back as the same double.
+std::string shortest_number(double v);
+
+// The job's own settings as the metadata names them (seed, size, steps, guidance, prompts, caches, the parallel
+// configuration; dtype as asked, which the worker replaces with the one it ran); a guidance scale the job leaves
+// to the model (NaN) is left out. What depends on the model
+// folder or the files (its family, sampler, the pictures' and LoRAs' hashes) the writer adds.
+std::map<std::string, std::string> settings_metadata(const JobSpec& job, const ParallelConfig& parallel);
+
+}  // namespace studio::plan
