@@ -1,6 +1,7 @@
 #include "gui/compose/picture_field.h"
 
 #include <QDateTime>
+#include <QDir>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileDialog>
@@ -68,14 +69,38 @@ PictureField::PictureField(const char* field, QWidget* parent) : QWidget(parent)
     if (!file.isEmpty()) set_path(file);
   });
   connect(edit, &QLineEdit::editingFinished, this, [this] {
+    watch();
     show_picture();
     Q_EMIT changed();
   });
+  // An editor that saves by writing a new file and renaming it over the old one ends the watch on the old one:
+  // the watch follows the path, and the folder's change tells when the new file arrives.
+  const auto on_disk_change = [this] {
+    watch();
+    if (path().isEmpty() || file_key() == read_key_) return;  // another file of the folder
+    show_picture();
+    Q_EMIT changed();
+  };
+  connect(&watcher_, &QFileSystemWatcher::fileChanged, this, on_disk_change);
+  connect(&watcher_, &QFileSystemWatcher::directoryChanged, this, on_disk_change);
   show_picture();
+}
+
+void PictureField::watch() {
+  const QFileInfo file(path());
+  QStringList wanted;
+  if (!path().isEmpty() && file.dir().exists()) wanted << file.absolutePath();
+  if (file.isFile()) wanted << file.absoluteFilePath();
+  QStringList watched = watcher_.files() + watcher_.directories();
+  for (const auto& w : watched)
+    if (!wanted.contains(w)) watcher_.removePath(w);
+  for (const auto& w : wanted)
+    if (!watched.contains(w)) watcher_.addPath(w);
 }
 
 void PictureField::set_path(const QString& p) {
   edit->setText(p);
+  watch();
   show_picture();
   Q_EMIT changed();
 }
@@ -160,11 +185,16 @@ void PictureField::show_picture() {
   note->setText(text);
 }
 
+QString PictureField::file_key() const {
+  const QFileInfo file(path());
+  return file.absoluteFilePath() + "|" + QString::number(file.size()) + "|" +
+         QString::number(file.lastModified().toMSecsSinceEpoch());
+}
+
 void PictureField::read_picture() {
   // Read again only when the file changes: the thumbnail is redrawn at every change of the output's size.
   const QFileInfo file(path());
-  const QString key = file.absoluteFilePath() + "|" + QString::number(file.size()) + "|" +
-                      QString::number(file.lastModified().toMSecsSinceEpoch());
+  const QString key = file_key();
   if (key == read_key_) return;
   read_key_ = key;
   picture_ = {};

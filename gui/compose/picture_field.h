@@ -2,8 +2,10 @@
 // can use it, the one it ends on; for a text-to-video model, the family's image-to-video models to use instead.
 // Each is a path (typed, chosen, or a file dropped on the field) with a thumbnail of what the model will see:
 // the picture stretched to the job's width and height, or scaled to cover them and cropped at the centre
-// (plan::Family::crops_picture), as the pipeline resizes it, and a note when that changes its shape.
+// (plan::Family::crops_picture), as the pipeline resizes it, and a note when that changes its shape. A picture
+// changed on disk after it was chosen (an editor saving it again) is read and shown again.
 #pragma once
+#include <QFileSystemWatcher>
 #include <QImage>
 #include <QLabel>
 #include <QPushButton>
@@ -58,8 +60,11 @@ class PictureField : public QWidget {
  private:
   void show_picture();
   void read_picture();
+  void watch();  // the file at path() and its folder, and no other
+  QString file_key() const;  // the file at path() as read_key_ names it
   std::string flag_;  // "--image" or "--last_image": how the engine names the file in a refusal
   QString read_key_;  // the file (path, size, time) picture_ was read from
+  QFileSystemWatcher watcher_;
   QImage picture_;
   QString problem_;
   int width_ = 0, height_ = 0;
