@@ -9,7 +9,9 @@
 #include <ATen/ops/abs.h>
 #include <ATen/ops/max.h>
 
+#include "io/safetensors/safetensors_file.h"
 #include "io/weights/tensor_file.h"
+#include "plan/error.h"
 #include "workers/launch/guarded_main.h"
 
 int main(int argc, char** argv) {
@@ -20,12 +22,15 @@ int main(int argc, char** argv) {
   }
   return workers::guarded_main("bench-compare-runs: ", [&] {
     io::TensorFile a(argv[1], "A"), b(argv[2], "B");
-    // A video's latents [B, F, C, h, w] and frames; an image's latents packed [B, N, 4C].
-    const bool image = a.has("image") || b.has("image");
+    // A video's latents [B, F, C, h, w] and frames; an image's latents packed [B, N, 4C] (an image-to-video case
+    // keeps its input picture as "image" too: the latents tell which).
+    const auto la = a.get("final_latents", -1, ""), lb = b.get("final_latents", -1, "");
+    if (la.sizes() != lb.sizes())
+      throw InputError("final_latents: A's are " + io::shape_str(la.sizes().vec()) + ", B's " +
+                       io::shape_str(lb.sizes().vec()) + ": not runs of the same job");
+    const bool image = la.dim() == 3;
     const char* name = image ? "image" : "video";
-    const int64_t latent_rank = image ? 3 : 5;
-    const double err =
-        at::max(at::abs(a.get("final_latents", latent_rank, "") - b.get("final_latents", latent_rank, ""))).item<double>();
+    const double err = at::max(at::abs(la - lb)).item<double>();
     if (!a.has(name) || !b.has(name)) {
       std::printf("%.3g - -\n", err);
       return 0;

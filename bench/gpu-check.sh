@@ -10,8 +10,9 @@
 #     layers) against diffusers 0.32.2 with SDPA on the same torch wheel, in the same run
 #     (bench/peer_step.sh BUILD_DIR --gpu; its goals are printed, not part of the exit status);
 #  5. the cost model against measurements on the GPUs (bench/cost_model.sh, 1 to all GPUs, one rank each).
-# The reference cases from words (wan21_tiny, wan22_tiny, flux_words_tiny) start from the seed alone: they
-# check that the noise drawn for a GPU run is the CPU generator's, as diffusers draws it.
+# The reference cases from words (wan21_tiny, wan22_tiny, flux_words_tiny, hunyuan15_tiny) and from words and a
+# picture (the image-to-video cases of CogVideoX, Wan and HunyuanVideo-1.5) start from the seed alone: they check
+# that the noise drawn for a GPU run is the CPU generator's, as diffusers draws it.
 # Prints markdown tables. Exit status 0 when every reference case and the peer bench ran and passed.
 # Usage: bench/gpu-check.sh [BUILD_DIR]   (default build-gpu)
 #   GPU_CHECK_PREBUILT=1: BUILD_DIR already holds dit-worker, dit-launch, bench-make-model and
@@ -55,6 +56,8 @@ if "prompt" in g:  # from words and the seed alone
 else:  # from the recorded embeddings, initial latents and sampler noise
     args += ["--prompt_embeds", f, "--latents", f]
     if g["scheduler"] == "CogVideoXDPMScheduler": args += ["--sampler_noise", f]
+for key in ("image", "last_image"):  # the image-to-video cases' pictures, in the case's folder
+    if g.get(key): args += ["--" + key, f"{case}/{g[key]}"]
 if "num_frames" in g: args += ["--num_frames", g["num_frames"]]  # images (FLUX) have none
 if g.get("use_dynamic_cfg"): args.append("--use_dynamic_cfg")
 print("\n".join(str(a) for a in args))
@@ -104,8 +107,11 @@ for c in cogvx2b_tiny cogvx5b_tiny cogvx15_tiny flux_tiny; do
   bf=$(awk -v d="${diffusers_bf16[$c]}" 'BEGIN { print 2 * d }')
   check "$c bf16" "$c" "$bf" 1 --device cuda:0 --dtype bfloat16
 done
-((quick)) || for c in flux_words_tiny wan21_tiny wan22_tiny; do
+((quick)) || for c in flux_words_tiny wan21_tiny wan22_tiny hunyuan15_tiny; do
   check "$c fp32 (from words)" "$c" 1e-3 1e-3 --device cuda:0 --dtype float32
+done
+((quick)) || for c in cogvx5b_i2v_tiny cogvx15_i2v_tiny wan21_i2v_tiny wan22_i2v_tiny wan22_ti2v_tiny hunyuan15_i2v_tiny; do
+  check "$c fp32 (from words and a picture)" "$c" 1e-3 1e-3 --device cuda:0 --dtype float32
 done
 # Each attention kernel on its own (the rows above take auto's choice), and float8 GEMMs' error per family.
 ((quick)) || for k in flash cudnn efficient; do
