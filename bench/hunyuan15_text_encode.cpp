@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   const auto& parts = folder.parts_as<plan::Hunyuan15Parts>();
   const std::vector<std::string> prompts{argv[2], argv[3]};
   const int repeats = argc > 4 ? std::max(1, std::atoi(argv[4])) : 3;
-  const auto qwen = text::QwenEncoder::load(plan::part_path(folder, "text_encoder"), *parts.qwen, at::kFloat, at::kCPU,
+  const auto qwen = text::LlmEncoder::load(plan::part_path(folder, "text_encoder"), *parts.qwen, at::kFloat, at::kCPU,
                                             plan::kQwenHiddenState);
   const auto byt5 = text::T5Encoder::load(plan::part_path(folder, "text_encoder_2"), *folder.text_encoder, at::kFloat,
                                           at::kCPU);

@@ -55,7 +55,7 @@
 #include "plan/families/wan_config.h"
 #include "plan/parallel.h"
 #include "sampling/noise.h"
-#include "text/encode/qwen_encoder.h"
+#include "text/encode/llm_encoder.h"
 #include "text/encode/t5_encoder.h"
 
 namespace fs = std::filesystem;
@@ -357,7 +357,7 @@ int main(int argc, char** argv) {
     if (o.text_encoders) {
       write_weights(
           out / "text_encoder", 15, o.bfloat16,
-          [&](io::WeightSet& w) { text::QwenEncoder::load(w, *parts.qwen, at::kFloat, at::kCPU); },
+          [&](io::WeightSet& w) { text::LlmEncoder::load(w, *parts.qwen, at::kFloat, at::kCPU); },
           "model.safetensors");
       write_weights(
           out / "text_encoder_2", 16, o.bfloat16,

@@ -2,7 +2,7 @@
 // transformers 5.24 and tokenizers 0.23): Qwen2's byte-level BPE tokenizer and the chat template (ids and masks
 // exact for six prompts: empty, short, far past the limit, CJK, emoji, quotes and digits), Qwen2.5-VL's language
 // model (every hidden state of one prompt, and hidden_states[-3] cropped for all six), and the quoted text through
-// ByT5.
+// ByT5. The same encoder as Qwen3 and Gemma 3 against transformers on tiny models of tests/data.
 #include <ATen/ops/zeros.h>
 
 #include <random>
@@ -12,7 +12,7 @@
 #include "plan/error.h"
 #include "plan/families/hunyuan15_config.h"
 #include "plan/model_folder.h"
-#include "plan/qwen_config.h"
+#include "plan/llm_config.h"
 #include "plan/t5_config.h"
 #include "tensor_support.h"
 #include "text/tokenize/qwen_tokenizer.h"
@@ -27,9 +27,9 @@ const std::string kCase = "qwen25vl_text_tiny";
 std::string part(const std::string& p) { return test::golden_case(kCase) + "/" + p; }
 at::Tensor golden(const std::string& name) { return test::golden_tensor(kCase, name); }
 
-std::shared_ptr<text::QwenEncoder> qwen(std::optional<int> reads = {}) {
+std::shared_ptr<text::LlmEncoder> qwen(std::optional<int> reads = {}) {
   const auto file = part("text_encoder/config.json");
-  return text::QwenEncoder::load(part("text_encoder"), plan::parse_qwen_text_config(plan::read_text_file(file), file),
+  return text::LlmEncoder::load(part("text_encoder"), plan::parse_llm_text_config(plan::read_text_file(file), file),
                                  at::kFloat, at::kCPU, reads);
 }
 
@@ -83,7 +83,7 @@ TEST(QwenTokenizer, chat_ids_equal_the_reference) {
 }
 
 // Every hidden state of prompt 1 (embeddings, layers 1-3, the last after the final norm), padding rows included.
-TEST(QwenEncoder, every_hidden_state_equals_the_reference) {
+TEST(LlmEncoder, every_hidden_state_equals_the_reference) {
   const auto encoder = qwen();
   const auto layers = golden("layer_hidden_states");
   const auto ids = test::golden_ids(kCase, "input_ids").narrow(0, 1, 1);
@@ -103,7 +103,7 @@ TEST(QwenEncoder, every_hidden_state_equals_the_reference) {
   for (int after : {3, 4, -1}) EXPECT_THROW(partial->hidden_state(ids, mask, after), std::logic_error) << after;
   EXPECT_THROW(qwen(5), std::out_of_range);
   // Qwen2.5-VL-7B's language model: 7.1B weights, of which the pipeline's 26 of 28 layers hold 0.47B less.
-  const plan::QwenTextConfig real;
+  const plan::LlmTextConfig real;
   EXPECT_EQ(real.layers_for(plan::kQwenHiddenState), 26);
   EXPECT_NEAR(real.parameters() / 1e9, 7.07, 0.05);
   EXPECT_NEAR((real.parameters() - real.parameters(26)) / 1e9, 0.47, 0.01);
@@ -151,15 +151,12 @@ TEST(Hunyuan15Prompt, embeddings_equal_the_reference) {
   EXPECT_EQ(models::hunyuan15::glyph_text("\"open\nquote\" no"), "");
 }
 
-// Qwen3 against transformers' Qwen3Model (tests/data/qwen3_tiny/make_qwen3_tiny.py): heads of their own width
-// (head_dim 16 at hidden 48 and 4 heads), an RMS norm over each head of q and k, biases on q, k, v and o (its
-// attention_bias); every hidden state of two rows, the second padded on the right (compared where it has tokens).
-TEST(QwenEncoder, qwen3_hidden_states_equal_transformers) {
-  const std::string dir = std::string(test::source_dir()) + "/tests/data/qwen3_tiny";
-  const auto cfg = plan::parse_qwen_text_config(plan::read_text_file(dir + "/config.json"), dir + "/config.json");
-  EXPECT_EQ(cfg.head_dim(), 16);
-  EXPECT_TRUE(cfg.qk_norm && cfg.qkv_bias && cfg.o_bias);
-  const auto encoder = text::QwenEncoder::load(dir, cfg, at::kFloat, at::kCPU);
+// A tiny model of tests/data/NAME (made by its make_NAME.py with transformers) against transformers' every hidden
+// state of two rows, the second padded on the right (compared where it has tokens).
+void expect_hidden_states_of(const std::string& name) {
+  const std::string dir = std::string(test::source_dir()) + "/tests/data/" + name;
+  const auto cfg = plan::parse_llm_text_config(plan::read_text_file(dir + "/config.json"), dir + "/config.json");
+  const auto encoder = text::LlmEncoder::load(dir, cfg, at::kFloat, at::kCPU);
   const io::TensorFile reference(dir + "/reference.safetensors", "reference");
   const auto ids = reference.get_int64("input_ids"), mask = reference.get_int64("attention_mask");
   const auto states = reference.get("hidden_states", 4, "[layers + 1, B, L, hidden]");
@@ -169,13 +166,48 @@ TEST(QwenEncoder, qwen3_hidden_states_equal_transformers) {
     for (int64_t row = 0; row < ids.size(0); ++row) {
       const int64_t tokens = mask[row].sum().item<int64_t>();
       const double err = test::max_abs_diff(got[row].narrow(0, 0, tokens), states[i][row].narrow(0, 0, tokens));
-      std::printf("qwen3_tiny hidden state %d, row %lld: %.3g\n", i, static_cast<long long>(row), err);
-      EXPECT_LT(err, test::kCallTolerance) << i << " " << row;
+      std::printf("%s hidden state %d, row %lld: %.3g\n", name.c_str(), i, static_cast<long long>(row), err);
+      EXPECT_LT(err, test::kCallTolerance) << name << " " << i << " " << row;
     }
   }
 }
 
-TEST(QwenRefusals, other_tokenizers_and_configs_are_named) {
+// Qwen3 against transformers' Qwen3Model: heads of their own width (head_dim 16 at hidden 48 and 4 heads), an RMS
+// norm over each head of q and k, biases on q, k, v and o (its attention_bias).
+TEST(LlmEncoder, qwen3_hidden_states_equal_transformers) {
+  const std::string config = std::string(test::source_dir()) + "/tests/data/qwen3_tiny/config.json";
+  const auto cfg = plan::parse_llm_text_config(plan::read_text_file(config), config);
+  EXPECT_EQ(cfg.head_dim(), 16);
+  EXPECT_TRUE(cfg.qk_norm && cfg.qkv_bias && cfg.o_bias && !cfg.gemma);
+  expect_hidden_states_of("qwen3_tiny");
+}
+
+// Gemma 3's language model against transformers' Gemma3TextModel: scaled embeddings, 1 + weight norms, four norms
+// a layer, q/k norms, tanh-GELU, scores scaled by query_pre_attn_scalar (24, not head_dim 16), local layers over a
+// sliding window of 4 of the 9 tokens with RoPE at base 10000, global ones at 1e6 scaled linearly by 8.
+TEST(LlmEncoder, gemma3_hidden_states_equal_transformers) {
+  const std::string config = std::string(test::source_dir()) + "/tests/data/gemma3_tiny/config.json";
+  const auto cfg = plan::parse_llm_text_config(plan::read_text_file(config), config);
+  EXPECT_TRUE(cfg.gemma && cfg.qk_norm && !cfg.qkv_bias);
+  EXPECT_EQ(cfg.sliding_layers, (std::vector<bool>{true, false, true, false}));
+  EXPECT_EQ(cfg.sliding_window, 4);
+  EXPECT_EQ(cfg.rope_linear_factor, 8);
+  EXPECT_EQ(cfg.sliding_rope_theta, 10000);
+  expect_hidden_states_of("gemma3_tiny");
+  // transformers 4's way of writing the same settings reads the same.
+  auto old = nlohmann::json::parse(plan::read_text_file(config));
+  old.erase("rope_parameters");
+  old.erase("layer_types");
+  old["rope_theta"] = 1e6, old["rope_local_base_freq"] = 10000.0, old["sliding_window_pattern"] = 2;
+  old["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}};
+  const auto read = plan::parse_llm_text_config(old.dump(), "config.json");
+  EXPECT_EQ(read.sliding_layers, cfg.sliding_layers);
+  EXPECT_EQ(read.rope_theta, cfg.rope_theta);
+  EXPECT_EQ(read.rope_linear_factor, 8);
+  EXPECT_EQ(read.sliding_rope_theta, 10000);
+}
+
+TEST(LlmRefusals, other_tokenizers_and_configs_are_named) {
   test::TempDir tmp;
   test::copy_tree(part("tokenizer"), tmp.path("tok"));
   test::edit_json(tmp.path("tok") + "/tokenizer.json", [](nlohmann::json& j) {
@@ -185,17 +217,27 @@ TEST(QwenRefusals, other_tokenizers_and_configs_are_named) {
                                             {"tokenizer.json", "Qwen2's split pattern"}));
   auto config = nlohmann::json::parse(plan::read_text_file(part("text_encoder/config.json")));
   config["num_key_value_heads"] = 3;
-  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::parse_qwen_text_config(config.dump(), "config.json"); },
+  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::parse_llm_text_config(config.dump(), "config.json"); },
                                             {"'num_key_value_heads'", "grouped-query"}));
   config["num_key_value_heads"] = 2;
   config["model_type"] = "llama";
-  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::parse_qwen_text_config(config.dump(), "config.json"); },
+  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::parse_llm_text_config(config.dump(), "config.json"); },
                                             {"'model_type'", "qwen2_5_vl_text"}));
   // RoPE stretched for longer contexts (YaRN, linear, dynamic) is not what the encoder computes: named.
   config["model_type"] = "qwen3";
   config["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
-  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::parse_qwen_text_config(config.dump(), "config.json"); },
-                                            {"'rope_scaling'", "yarn", "unscaled RoPE"}));
+  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::parse_llm_text_config(config.dump(), "config.json"); },
+                                            {"'rope_scaling'", "yarn", "RoPE unscaled"}));
+  // Gemma 2's soft-capping and another activation are named, not run as Gemma 3's.
+  auto gemma = nlohmann::json::parse(
+      plan::read_text_file(std::string(test::source_dir()) + "/tests/data/gemma3_tiny/config.json"));
+  gemma["attn_logit_softcapping"] = 50.0;
+  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::parse_llm_text_config(gemma.dump(), "config.json"); },
+                                            {"'attn_logit_softcapping'", "50", "Gemma 2"}));
+  gemma.erase("attn_logit_softcapping");
+  gemma["hidden_activation"] = "gelu";
+  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::parse_llm_text_config(gemma.dump(), "config.json"); },
+                                            {"'hidden_activation'", "gelu_pytorch_tanh"}));
   // A language model too shallow for the hidden state HunyuanVideo-1.5 reads, named when the folder is read.
   test::copy_tree(test::golden_case("hunyuan15_tiny"), tmp.path("hy"));
   test::edit_json(tmp.path("hy") + "/text_encoder/config.json", [](nlohmann::json& j) { j["num_hidden_layers"] = 1; });

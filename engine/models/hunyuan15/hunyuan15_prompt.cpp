@@ -64,7 +64,7 @@ std::string glyph_text(const std::string& prompt) {
 }
 
 PromptEmbeds encode_prompts(const std::vector<std::string>& prompts, const text::QwenTokenizer& tokenizer,
-                            const text::QwenEncoder& encoder, const text::ByT5Tokenizer& glyph_tokenizer,
+                            const text::LlmEncoder& encoder, const text::ByT5Tokenizer& glyph_tokenizer,
                             const text::T5Encoder& glyph_encoder, Rows rows) {
   c10::InferenceMode guard;
   PromptEmbeds out;

@@ -10,7 +10,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "text/encode/qwen_encoder.h"
+#include "text/encode/llm_encoder.h"
 #include "text/encode/t5_encoder.h"
 #include "text/tokenize/byt5_tokenizer.h"
 #include "text/tokenize/qwen_tokenizer.h"
@@ -42,7 +42,7 @@ struct PromptEmbeds {
 enum class Rows { All, Real };
 
 PromptEmbeds encode_prompts(const std::vector<std::string>& prompts, const text::QwenTokenizer& tokenizer,
-                            const text::QwenEncoder& encoder, const text::ByT5Tokenizer& glyph_tokenizer,
+                            const text::LlmEncoder& encoder, const text::ByT5Tokenizer& glyph_tokenizer,
                             const text::T5Encoder& glyph_encoder, Rows rows = Rows::All);
 
 }  // namespace studio::models::hunyuan15

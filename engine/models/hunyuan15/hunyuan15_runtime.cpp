@@ -57,7 +57,7 @@ class Hunyuan15Runtime final : public FamilyRuntime {
         " layers) and " + text::encoder_source(folder, "text_encoder_2") +
         " (ByT5, for the text in quotes) on " + device.str());
     auto qwen_weights = text::encoder_weights(folder, "text_encoder");
-    const auto qwen = text::QwenEncoder::load(qwen_weights, qwen_cfg, dtype, device, plan::kQwenHiddenState);
+    const auto qwen = text::LlmEncoder::load(qwen_weights, qwen_cfg, dtype, device, plan::kQwenHiddenState);
     auto byt5_weights = text::encoder_weights(folder, "text_encoder_2");
     const auto byt5 = text::T5Encoder::load(byt5_weights, *folder.text_encoder, dtype, device);
     const auto e = hunyuan15::encode_prompts(texts, text::QwenTokenizer::load(part_path(folder, "tokenizer")), *qwen,

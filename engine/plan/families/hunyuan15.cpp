@@ -94,7 +94,7 @@ class Hunyuan15 final : public Family {
                        " does not match the transformer's out_channels " + std::to_string(p->transformer.out_channels));
     if (!idx.has("guider")) idx.fail("guider", "missing", "must name the guider (guider/guider_config.json holds the scale)");
     p->guidance_scale = parse_hunyuan15_guidance_scale(read_text_file(gcfg), gcfg);
-    if (std::filesystem::exists(qcfg)) p->qwen = parse_qwen_text_config(read_text_file(qcfg), qcfg);
+    if (std::filesystem::exists(qcfg)) p->qwen = parse_llm_text_config(read_text_file(qcfg), qcfg);
     if (p->qwen && !p->qwen->has_hidden_state(kQwenHiddenState))
       throw InputError(qcfg + ": num_hidden_layers " + std::to_string(p->qwen->num_hidden_layers) + " is too few: "
                        "the pipeline reads hidden_states[" + std::to_string(kQwenHiddenState) + "], which the language "

@@ -8,7 +8,7 @@
 #include "plan/clip_config.h"
 #include "plan/families/flux_config.h"  // FlowMatchConfig
 #include "plan/model_folder.h"
-#include "plan/qwen_config.h"
+#include "plan/llm_config.h"
 
 namespace studio::plan {
 
@@ -63,7 +63,7 @@ struct Hunyuan15Parts final : FamilyParts {
   FlowMatchConfig scheduler;
   std::optional<Hunyuan15VaeConfig> vae;
   double guidance_scale = 6.0;           // the guider's
-  std::optional<QwenTextConfig> qwen;    // text_encoder/
+  std::optional<LlmTextConfig> qwen;    // text_encoder/
   bool has_qwen_tokenizer = false;       // tokenizer/tokenizer.json
   // Image-to-video (task_type i2v): SigLIP (image_encoder/) and its processor (feature_extractor/).
   std::optional<ClipVisionConfig> image_encoder;
