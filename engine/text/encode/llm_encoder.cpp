@@ -144,7 +144,8 @@ at::Tensor LlmEncoder::hidden_state(const at::Tensor& ids_in, const at::Tensor& 
   if (cfg_.gemma) x = x * at::scalar_tensor(std::sqrt(double(cfg_.hidden_size)), x.options());  // rounded to the dtype
   if (index == 0) return x;
 
-  // Positions 0..L-1 (the batch is padded on the right, so every prompt starts at 0).
+  // Positions 0..L-1 whichever side the batch is padded on, as transformers' text models number them when given
+  // no position ids (a prompt padded on the left starts at its first token's column).
   const auto f32 = at::TensorOptions(at::kFloat).device(device_);
   const auto global = rope_angles(L, hd, cfg_.rope_theta, cfg_.rope_linear_factor, dtype_, device_);
   const auto local = cfg_.sliding_layers.empty() ? global : rope_angles(L, hd, cfg_.sliding_rope_theta, 1, dtype_, device_);

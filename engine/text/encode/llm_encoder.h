@@ -34,7 +34,7 @@ class LlmEncoder {
                                            at::ScalarType dtype, at::Device device, std::optional<int> reads = {});
 
   // transformers' hidden_states[index] for ids [B, L] (int64) with their mask [B, L] (1: a token, 0: padding
-  // on the right): 0 the embeddings, i the output of layer i, num_layers that of the last after the final norm;
+  // on either side): 0 the embeddings, i the output of layer i, num_layers that of the last after the final norm;
   // a negative index counts from the end (-1: the last). [B, L, hidden], in the encoder's dtype. std::out_of_range
   // for an index the model has not, std::logic_error for one after what the load read.
   at::Tensor hidden_state(const at::Tensor& ids, const at::Tensor& mask, int index) const;

@@ -3,8 +3,8 @@
 # Qwen: embeddings scaled by sqrt(hidden), norms that multiply by 1 + weight, four norms a layer, q/k norms, a
 # tanh-GELU gated MLP, scores scaled by query_pre_attn_scalar^-1/2 (24, not head_dim 16), and layers alternating a
 # sliding window of 4 tokens (RoPE base 10000) with global attention (base 1e6, scaled linearly by 8), saved as
-# transformers saves it (config.json, model.safetensors); then two rows of 9 ids, the second padded on the right,
-# and every hidden state. The norms' weights are moved off 0 so that a norm left out shows. Run from the
+# transformers saves it (config.json, model.safetensors); then three rows of 9 ids, the second padded on the right
+# and the third on the left, and every hidden state. The norms' weights are moved off 0 so that a norm left out shows. Run from the
 # repository root:
 #   PYTHONPATH=.deps/libtorch-2.15.0 python tests/data/gemma3_tiny/make_gemma3_tiny.py
 import os
@@ -29,10 +29,12 @@ with torch.no_grad():
             p.copy_(0.3 * torch.randn_like(p))
 model.save_pretrained(here, safe_serialization=True)
 
-ids = torch.randint(0, config.vocab_size, (2, 9))
-mask = torch.ones(2, 9, dtype=torch.long)
-mask[1, 6:] = 0
+ids = torch.randint(0, config.vocab_size, (3, 9))
+mask = torch.ones(3, 9, dtype=torch.long)
+mask[1, 6:] = 0  # padded on the right
 ids[1, 6:] = 0
+mask[2, :4] = 0  # on the left: positions still count from the first column, as no position_ids are given
+ids[2, :4] = 0
 with torch.no_grad():
     out = model(input_ids=ids, attention_mask=mask, output_hidden_states=True)
 save_file({"input_ids": ids, "attention_mask": mask, "hidden_states": torch.stack(out.hidden_states).contiguous()},

@@ -1,7 +1,8 @@
 # Makes the Qwen3 reference that test_hunyuan15_text's Qwen3 case reads, with transformers' Qwen3Model (float32,
 # CPU): a tiny Qwen3 of random weights whose heads have their own width (head_dim 16, hidden 48, 4 heads, 2 key /
 # value heads), q/k norms, and attention_bias on (a bias on q, k, v and o), saved as transformers saves it
-# (config.json, model.safetensors); then two rows of ids, the second padded on the right, and every hidden state.
+# (config.json, model.safetensors); then three rows of ids, the second padded on the right and the third on the
+# left, and every hidden state.
 # The norms' weights are moved off 1 so that a norm left out shows. Run from the repository root:
 #   PYTHONPATH=.deps/libtorch-2.15.0 python tests/data/qwen3_tiny/make_qwen3_tiny.py
 import os
@@ -23,10 +24,12 @@ with torch.no_grad():
             p.copy_(1.0 + 0.3 * torch.randn_like(p) if "norm" in name else 0.2 * torch.randn_like(p))
 model.save_pretrained(here, safe_serialization=True)
 
-ids = torch.randint(0, config.vocab_size, (2, 9))
-mask = torch.ones(2, 9, dtype=torch.long)
-mask[1, 6:] = 0
+ids = torch.randint(0, config.vocab_size, (3, 9))
+mask = torch.ones(3, 9, dtype=torch.long)
+mask[1, 6:] = 0  # padded on the right
 ids[1, 6:] = 0
+mask[2, :4] = 0  # on the left: positions still count from the first column, as no position_ids are given
+ids[2, :4] = 0
 with torch.no_grad():
     out = model(input_ids=ids, attention_mask=mask, output_hidden_states=True)
 save_file({"input_ids": ids, "attention_mask": mask, "hidden_states": torch.stack(out.hidden_states).contiguous()},
