@@ -15,6 +15,8 @@
 //   target_size (960) with --height 720. `--text_encoders` adds Qwen2.5-VL-7B's language model (--layers + 2
 //   layers) and ByT5-small's encoder with random weights; their tokenizers are not written (copy tokenizer/ and
 //   tokenizer_2/ from a folder that has them, as bench/hunyuan15_text.sh does).
+// - hunyuan15-i2v: HunyuanVideo-1.5 480p I2V (the same blocks, task_type i2v) with its SigLIP image encoder
+//   (so400m-patch14-384's shape: 27 layers, width 1152) and processor, and the VAE's encoder (`--vae` implied).
 // `--layers N` sets the blocks (both real models have 30); `--vae` adds vae/ with the real VAE config (the
 // decoder's weights: text-to-video needs no encoder; bench-vae-encode times the encoder); `--bfloat16` stores the transformer in bfloat16 (half the
 // disk and, run with --dtype bfloat16, weights the engine maps instead of copying). No text encoder (but hunyuan15's
@@ -24,7 +26,8 @@
 // writes the transformer as OUT_DIR/transformer-<type>.gguf (bench/gguf_quantize.h) for --transformer.
 // `--lora RANK` writes OUT_DIR/lora-r<RANK>.safetensors, a LoRA of that rank on every linear layer of the
 // blocks, for --lora.
-// Usage: bench-make-model OUT_DIR [--family cogvideox|cogvideox-5b|wan21|wan21-14b|wan21-i2v-14b|wan22|flux|hunyuan15]
+// Usage: bench-make-model OUT_DIR [--family cogvideox|cogvideox-5b|wan21|wan21-14b|wan21-i2v-14b|wan22|flux|hunyuan15
+//        |hunyuan15-i2v]
 //        [--layers N] [--height H --width W --num_frames F] [--vae] [--text_encoders] [--bfloat16] [--gguf TYPE]
 //        [--lora RANK]
 #include <cstdio>
@@ -117,11 +120,14 @@ void write_flux_configs(const fs::path& out, const Options& o) {
 }
 
 // hunyuanvideo-community/HunyuanVideo-1.5-Diffusers-480p_t2v's configs (diffusers 0.42.1), its text encoders left out.
-void write_hunyuan15_configs(const fs::path& out, const Options& o) {
+void write_hunyuan15_configs(const fs::path& out, const Options& o, bool i2v) {
   fs::create_directories(out / "guider");
-  std::ofstream(out / "model_index.json") << R"({"_class_name": "HunyuanVideo15Pipeline", "guider": ["diffusers",
-    "ClassifierFreeGuidance"], "scheduler": ["diffusers", "FlowMatchEulerDiscreteScheduler"], "transformer": ["diffusers",
-    "HunyuanVideo15Transformer3DModel"])"
+  std::ofstream(out / "model_index.json")
+      << (i2v ? R"({"_class_name": "HunyuanVideo15ImageToVideoPipeline", "image_encoder": ["transformers",
+    "SiglipVisionModel"], "feature_extractor": ["transformers", "SiglipImageProcessor"], )"
+              : R"({"_class_name": "HunyuanVideo15Pipeline", )")
+      << R"("guider": ["diffusers", "ClassifierFreeGuidance"], "scheduler": ["diffusers",
+    "FlowMatchEulerDiscreteScheduler"], "transformer": ["diffusers", "HunyuanVideo15Transformer3DModel"])"
       << (o.text_encoders ? R"(, "text_encoder": ["transformers", "Qwen2_5_VLTextModel"], "text_encoder_2":
     ["transformers", "T5EncoderModel"], "tokenizer": ["transformers", "Qwen2TokenizerFast"], "tokenizer_2":
     ["transformers", "ByT5Tokenizer"])"
@@ -132,7 +138,20 @@ void write_hunyuan15_configs(const fs::path& out, const Options& o) {
     "in_channels": 65, "mlp_ratio": 4.0, "num_attention_heads": 16, "num_layers": )" << o.layers
       << R"(, "num_refiner_layers": 2, "out_channels": 32, "patch_size": 1, "patch_size_t": 1, "qk_norm": "rms_norm",
     "rope_axes_dim": [16, 56, 56], "rope_theta": 256.0, "target_size": )" << (o.height >= 720 ? 960 : 640)
-      << R"(, "task_type": "t2v", "text_embed_2_dim": 1472, "text_embed_dim": 3584, "use_meanflow": false})";
+      << R"(, "task_type": ")" << (i2v ? "i2v" : "t2v")
+      << R"(", "text_embed_2_dim": 1472, "text_embed_dim": 3584, "use_meanflow": false})";
+  if (i2v) {  // google/siglip-so400m-patch14-384's vision tower (width 1152: the transformer's image_embed_dim)
+    fs::create_directories(out / "image_encoder");
+    fs::create_directories(out / "feature_extractor");
+    std::ofstream(out / "image_encoder" / "config.json")
+        << R"({"architectures": ["SiglipVisionModel"], "hidden_act": "gelu_pytorch_tanh", "hidden_size": 1152,
+    "image_size": 384, "intermediate_size": 4304, "layer_norm_eps": 1e-06, "model_type": "siglip_vision_model",
+    "num_attention_heads": 16, "num_channels": 3, "num_hidden_layers": 27, "patch_size": 14, "vision_use_head": true})";
+    std::ofstream(out / "feature_extractor" / "preprocessor_config.json")
+        << R"({"do_normalize": true, "do_rescale": true, "do_resize": true, "image_mean": [0.5, 0.5, 0.5],
+    "image_processor_type": "SiglipImageProcessor", "image_std": [0.5, 0.5, 0.5], "resample": 3,
+    "rescale_factor": 0.00392156862745098, "size": {"height": 384, "width": 384}})";
+  }
   std::ofstream(out / "scheduler" / "scheduler_config.json")
       << R"({"_class_name": "FlowMatchEulerDiscreteScheduler", "num_train_timesteps": 1000, "shift": 5.0,
     "use_dynamic_shifting": false})";
@@ -288,7 +307,7 @@ void print_weight_estimate(const plan::ModelFolder& folder, int bytes) {
 
 int main(int argc, char** argv) {
   const char* usage = "usage: bench-make-model OUT_DIR [--family cogvideox|cogvideox-5b|wan21|wan21-14b|wan21-i2v-14b|wan22|"
-                      "flux|hunyuan15] [--layers N] "
+                      "flux|hunyuan15|hunyuan15-i2v] [--layers N] "
                       "[--height H --width W --num_frames F] [--vae] [--text_encoders] [--bfloat16] [--gguf TYPE] [--lora RANK]\n";
   if (argc < 2) return std::cerr << usage, 2;
   if (argv[1][0] == '-') {  // an option where the folder goes (--help too): no folder named after it
@@ -310,13 +329,13 @@ int main(int argc, char** argv) {
     else if (value && !std::strcmp(argv[i], "--num_frames")) o.frames = std::atoi(argv[++i]);
     else return std::cerr << "bench-make-model: unknown or incomplete option " << argv[i] << "\n" << usage, 2;
   }
-  const bool i2v = o.family == "wan21-i2v-14b";
-  const bool wan = o.family == "wan21" || o.family == "wan21-14b" || i2v || o.family == "wan22",
-             flux = o.family == "flux", hunyuan = o.family == "hunyuan15";
+  const bool hunyuan_i2v = o.family == "hunyuan15-i2v", i2v = o.family == "wan21-i2v-14b" || hunyuan_i2v;
+  const bool wan = o.family == "wan21" || o.family == "wan21-14b" || o.family == "wan21-i2v-14b" || o.family == "wan22",
+             flux = o.family == "flux", hunyuan = o.family == "hunyuan15" || hunyuan_i2v;
   o.vae = o.vae || i2v;  // the picture is encoded
   if (!wan && !flux && !hunyuan && o.family != "cogvideox" && o.family != "cogvideox-5b")
-    return std::cerr << "bench-make-model: --family " << o.family
-                     << ": cogvideox, cogvideox-5b, wan21, wan21-14b, wan21-i2v-14b, wan22, flux or hunyuan15\n", 2;
+    return std::cerr << "bench-make-model: --family " << o.family << ": cogvideox, cogvideox-5b, wan21, wan21-14b, "
+                     << "wan21-i2v-14b, wan22, flux, hunyuan15 or hunyuan15-i2v\n", 2;
   const auto gguf = plan::weight_format_named(o.gguf);
   if (!o.gguf.empty() && gguf != plan::WeightFormat::Q8_0 && gguf != plan::WeightFormat::Q4_K)
     return std::cerr << "bench-make-model: --gguf " << o.gguf << ": Q8_0 or Q4_K\n", 2;
@@ -326,7 +345,7 @@ int main(int argc, char** argv) {
   if (o.vae) fs::create_directories(out / "vae");
   if (wan) write_wan_configs(out, o, o.family == "wan22");
   else if (flux) write_flux_configs(out, o);
-  else if (hunyuan) write_hunyuan15_configs(out, o);
+  else if (hunyuan) write_hunyuan15_configs(out, o, hunyuan_i2v);
   else write_cogvideox_configs(out, o);
 
   const auto folder = plan::read_model_folder(out.string());
@@ -351,9 +370,15 @@ int main(int argc, char** argv) {
     write_weights(out / "transformer", 11, o.bfloat16, [&](io::WeightSet& w) {
       models::Hunyuan15Transformer::load(w, parts.transformer, at::kFloat, at::kCPU);
     });
-    if (o.vae)  // the decoder only
-      write_weights(out / "vae", 13, false,
-                    [&](io::WeightSet& w) { models::Hunyuan15Vae::load(w, *parts.vae, at::kFloat, at::kCPU); });
+    if (o.vae)  // the decoder only, but for image-to-video
+      write_weights(out / "vae", 13, false, [&](io::WeightSet& w) {
+        models::Hunyuan15Vae::load(w, *parts.vae, at::kFloat, at::kCPU, hunyuan_i2v);
+      });
+    if (hunyuan_i2v)
+      write_weights(
+          out / "image_encoder", 14, o.bfloat16,
+          [&](io::WeightSet& w) { models::ClipVisionEncoder::load(w, *parts.image_encoder, at::kFloat, at::kCPU); },
+          "model.safetensors");
     if (o.text_encoders) {
       write_weights(
           out / "text_encoder", 15, o.bfloat16,

@@ -65,7 +65,7 @@ at::Tensor Hunyuan15Vae::Conv::operator()(const at::Tensor& x, RowExchange* rows
 
 std::shared_ptr<Hunyuan15Vae> Hunyuan15Vae::load(io::WeightSet& weights, const plan::Hunyuan15VaeConfig& cfg,
                                                  at::ScalarType dtype, at::Device device, bool with_encoder) {
-  if (with_encoder && !weights.contains("encoder.conv_in.conv.weight"))
+  if (with_encoder && !weights.makes_weights() && !weights.contains("encoder.conv_in.conv.weight"))
     throw InputError(weights.dir() + " holds no encoder weights (encoder.*): the picture cannot be encoded; use the "
                      "model's complete vae/ folder as the Hub has it");
   WeightSource w{weights, dtype, device};
