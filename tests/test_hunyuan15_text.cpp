@@ -194,17 +194,34 @@ TEST(LlmEncoder, gemma3_hidden_states_equal_transformers) {
   EXPECT_EQ(cfg.rope_linear_factor, 8);
   EXPECT_EQ(cfg.sliding_rope_theta, 10000);
   expect_hidden_states_of("gemma3_tiny");
-  // transformers 4's way of writing the same settings reads the same.
+  // transformers 4's way of writing the settings: rope_theta, rope_local_base_freq, rope_scaling, a pattern.
   auto old = nlohmann::json::parse(plan::read_text_file(config));
   old.erase("rope_parameters");
   old.erase("layer_types");
-  old["rope_theta"] = 1e6, old["rope_local_base_freq"] = 10000.0, old["sliding_window_pattern"] = 2;
-  old["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}};
+  old["rope_theta"] = 5e5, old["rope_local_base_freq"] = 20000.0, old["sliding_window_pattern"] = 2;
+  old["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 4.0}};
   const auto read = plan::parse_llm_text_config(old.dump(), "config.json");
   EXPECT_EQ(read.sliding_layers, cfg.sliding_layers);
-  EXPECT_EQ(read.rope_theta, cfg.rope_theta);
-  EXPECT_EQ(read.rope_linear_factor, 8);
-  EXPECT_EQ(read.sliding_rope_theta, 10000);
+  EXPECT_EQ(read.rope_theta, 5e5);
+  EXPECT_EQ(read.rope_linear_factor, 4);
+  EXPECT_EQ(read.sliding_rope_theta, 20000);
+  // A whole model's config as the Hub's gemma-3-4b-it has it (transformers 4.50): text_config holds only what
+  // differs from Gemma3TextConfig's defaults, which fill the rest.
+  const auto whole = plan::parse_llm_text_config(R"({"model_type": "gemma3", "text_config": {"hidden_size": 2560,
+      "intermediate_size": 10240, "model_type": "gemma3_text", "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0,
+      "rope_type": "linear"}, "sliding_window": 1024}, "vision_config": {"model_type": "siglip_vision_model"}})",
+                                                 "config.json");
+  EXPECT_TRUE(whole.gemma);
+  EXPECT_EQ(whole.num_attention_heads, 8);
+  EXPECT_EQ(whole.num_key_value_heads, 4);
+  EXPECT_EQ(whole.head_dim(), 256);
+  EXPECT_EQ(whole.vocab_size, 262208);
+  EXPECT_EQ(whole.query_pre_attn_scalar, 256);
+  EXPECT_EQ(whole.sliding_window, 1024);
+  EXPECT_EQ(whole.rope_theta, 1e6);
+  EXPECT_EQ(whole.rope_linear_factor, 8);
+  ASSERT_EQ(whole.sliding_layers.size(), 34u);
+  EXPECT_TRUE(whole.sliding_layers[0] && !whole.sliding_layers[5] && whole.sliding_layers[6] && !whole.sliding_layers[11]);
 }
 
 TEST(LlmRefusals, other_tokenizers_and_configs_are_named) {

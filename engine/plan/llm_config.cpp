@@ -84,7 +84,7 @@ bool LlmTextConfig::has_hidden_state(int index) const {
 
 int LlmTextConfig::layers_for(int index) const {
   if (!has_hidden_state(index))
-    throw std::out_of_range("Qwen: no hidden state " + std::to_string(index) + " of " +
+    throw std::out_of_range("LLM text encoder: no hidden state " + std::to_string(index) + " of " +
                             std::to_string(num_hidden_layers + 1));
   return from_front(index, num_hidden_layers);
 }
@@ -106,12 +106,16 @@ LlmTextConfig parse_llm_text_config(const std::string& text, const std::string& 
   if (type != "qwen2_5_vl_text" && type != "qwen2_5_vl" && type != "qwen2" && type != "qwen3" && !gemma)
     top.fail("model_type", "\"" + type + "\"",
              "is not supported; the LLM text encoder reads Qwen2.5-VL's language model (\"qwen2_5_vl_text\"), Qwen2 "
-             "(\"qwen2\"), Qwen3 (\"qwen3\") or Gemma 3's (\"gemma3_text\")");
+             "(\"qwen2\"), Qwen3 (\"qwen3\") or Gemma 3's (\"gemma3_text\", or a whole \"gemma3\" model's)");
   LlmTextConfig c;
+  if (gemma) {  // transformers 4 leaves out what equals Gemma3TextConfig's defaults (gemma-3-4b-it's heads, vocab)
+    c.hidden_size = 2304, c.num_hidden_layers = 26, c.num_attention_heads = 8, c.num_key_value_heads = 4;
+    c.intermediate_size = 9216, c.vocab_size = 262208;
+  }
   c.hidden_size = f.positive("hidden_size", c.hidden_size, 65536);
   c.num_hidden_layers = f.positive("num_hidden_layers", c.num_hidden_layers, 1024);
   c.num_attention_heads = f.positive("num_attention_heads", c.num_attention_heads, 1024);
-  c.num_key_value_heads = f.positive("num_key_value_heads", c.num_attention_heads, 1024);
+  c.num_key_value_heads = f.positive("num_key_value_heads", gemma ? c.num_key_value_heads : c.num_attention_heads, 1024);
   c.intermediate_size = f.positive("intermediate_size", c.intermediate_size, 1 << 20);
   c.vocab_size = f.positive("vocab_size", c.vocab_size, 1 << 22);
   c.rms_norm_eps = f.get<double>("rms_norm_eps", c.rms_norm_eps);
@@ -132,7 +136,7 @@ LlmTextConfig parse_llm_text_config(const std::string& text, const std::string& 
       f.fail("use_sliding_window", "true", "is not supported; Qwen2.5-VL's language model attends to every token");
   }
   if (type == "qwen3") {  // Qwen3: heads of their own width, q/k norms, one switch for every projection's bias
-    c.head_dim_field = f.positive("head_dim", c.hidden_size / c.num_attention_heads, 4096);
+    c.head_dim_field = f.positive("head_dim", 128, 4096);  // Qwen3Config's default
     c.qkv_bias = c.o_bias = f.get<bool>("attention_bias", false);
     c.qk_norm = true;
   } else if (!gemma && c.hidden_size % c.num_attention_heads) {

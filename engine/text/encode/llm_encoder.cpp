@@ -62,8 +62,9 @@ std::string weights_prefix(const io::WeightSet& w) {
   if (w.makes_weights()) return "";  // a synthetic set (the benchmarks') makes Qwen2_5_VLTextModel's layout
   for (const char* p : {"", "model.", "model.language_model.", "language_model.model.", "language_model."})
     if (w.contains(std::string(p) + "embed_tokens.weight")) return p;
-  throw InputError("the text encoder's weights hold no embed_tokens.weight (under \"\", \"model.\" or "
-                   "\"model.language_model.\"); is this a language model's folder (Qwen, Gemma 3)?");
+  throw InputError("the text encoder's weights hold no embed_tokens.weight (under \"\", \"model.\", "
+                   "\"model.language_model.\", \"language_model.model.\" or \"language_model.\"); is this a language "
+                   "model's folder (Qwen, Gemma 3)?");
 }
 
 }  // namespace
