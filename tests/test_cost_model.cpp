@@ -429,25 +429,40 @@ TEST(CostModelOffload, offloaded_blocks_where_nothing_on_the_device_fits) {
   for (const auto& r : plan::rank_configs(job, model, 1, c, 80.0, 2)) EXPECT_FALSE(r.offload);
 }
 
-// Offloaded blocks are copied to the GPU at each call, at the host link the calibration measured; the copy of the
-// next block runs while one computes, so a step takes the longer of the two. A calibration without the figure
-// (older files) leaves the copies out, and the figure survives the calibration's file.
+// Offloaded blocks are copied to the GPU at each call, at the host link the calibration measured: a call's first
+// block before it runs, each next one while the one before computes, so a step takes the first blocks' copies and
+// the longer of the rest and the compute. PipeFusion copies a block a patch. A calibration without the figure (older
+// files) leaves the copies out, and the figure survives the calibration's file.
 TEST(CostModelOffload, the_copies_take_the_time_the_compute_does_not_hide) {
   FluxDevJob f(1);
   f.job.offload = "blocks";
+  f.job.num_inference_steps = 20;
   plan::ParallelConfig one;
   const auto unmeasured = plan::predict(one, f.job, f.model, f.c, 2);
   EXPECT_EQ(unmeasured.host_copy_s, 0);
-  const auto m = plan::estimate_memory(one, f.job, f.model, 2);
-  const double bytes = m.block_weight_gib * plan::rules_of(f.model).blocks(f.model) * plan::kGiB;
+  const int blocks = plan::rules_of(f.model).blocks(f.model);
+  const double bytes = plan::estimate_memory(one, f.job, f.model, 2).block_weight_gib * blocks * plan::kGiB;
+  const auto expected = [&](double copies, double compute) {
+    return copies / blocks + std::max(0.0, copies - copies / blocks - compute);
+  };
   f.c.host_bytes_per_s = 1e9;  // slower than the compute: the step waits for the copies
   const auto slow = plan::predict(one, f.job, f.model, f.c, 2);
-  EXPECT_NEAR(slow.host_copy_s, bytes / 1e9 - slow.compute_s, 1e-6 * bytes / 1e9);
+  EXPECT_GT(bytes / 1e9, 2 * slow.compute_s);
+  EXPECT_NEAR(slow.host_copy_s, expected(bytes / 1e9, slow.compute_s), 1e-6 * bytes / 1e9);
   EXPECT_NEAR(slow.seconds_per_step, unmeasured.seconds_per_step + slow.host_copy_s, 1e-9);
-  f.c.host_bytes_per_s = 1e15;  // faster: the compute hides every copy
-  EXPECT_EQ(plan::predict(one, f.job, f.model, f.c, 2).host_copy_s, 0);
-  f.job.offload.clear();  // on the device: nothing is copied
+  f.c.host_bytes_per_s = 1e15;  // faster: the compute hides every copy but the first block's
+  EXPECT_NEAR(plan::predict(one, f.job, f.model, f.c, 2).host_copy_s, bytes / blocks / 1e15, 1e-18);
+  // PipeFusion, 4 patches after 2 warm-up steps of 20: its pipelined steps copy each block 4 times.
+  plan::ParallelConfig pf;
+  pf.pipefusion_parallel_degree = 2, pf.num_pipeline_patch = 4, pf.warmup_steps = 2;
+  const auto sync = plan::count_step_work(pf, f.job, f.model, 2, false), pipe = plan::count_step_work(pf, f.job, f.model, 2, true);
+  EXPECT_NEAR(pipe.host_bytes, 4 * sync.host_bytes, 1e-6 * pipe.host_bytes);
   f.c.host_bytes_per_s = 1e9;
+  const auto staged = plan::predict(pf, f.job, f.model, f.c, 2);
+  const double copies = (0.1 * sync.host_bytes + 0.9 * pipe.host_bytes) / 1e9;
+  EXPECT_NEAR(staged.host_copy_s, copies / sync.blocks + std::max(0.0, copies - copies / sync.blocks - staged.compute_s),
+              1e-6 * copies);
+  f.job.offload.clear();  // on the device: nothing is copied
   EXPECT_EQ(plan::predict(one, f.job, f.model, f.c, 2).host_copy_s, 0);
   f.c.memory_bytes_per_s = 1, f.c.op_seconds = 1;  // what calibration_from_json requires
   EXPECT_EQ(plan::calibration_from_json(plan::calibration_json(f.c), "c.json").host_bytes_per_s, 1e9);

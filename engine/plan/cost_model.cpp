@@ -167,6 +167,7 @@ Prediction predict(const ParallelConfig& p, const JobSpec& job_in, const ModelFo
   r.config = p;
   const StepWork sync = count_step_work(p, job, model, b, false);
   const double full_rate_compute = compute(sync, P);
+  double host_bytes = sync.host_bytes;  // copied per step, averaged as the compute is (--offload blocks)
   if (S == 1) {
     r.compute_s = full_rate_compute;
     r.communication_s = collectives(sync);
@@ -209,12 +210,17 @@ Prediction predict(const ParallelConfig& p, const JobSpec& job_in, const ModelFo
     r.compute_s = std::min(full_rate_compute, step);
     r.bubble_s = step - r.compute_s;
     r.communication_s = warm * sync_comm + (1 - warm) * pipe_comm;
+    host_bytes = warm * sync.host_bytes + (1 - warm) * pipe.host_bytes;  // a pipelined step copies a block a patch
     r.warmup_step_s = sync_compute + sync_comm;
     r.pipelined_step_s = pipelined + pipe_comm;
   }
-  // The offloaded blocks' copies run while the blocks before them compute (models/block_prefetch.h): a step is as
-  // long as the longer of the two.
-  if (c.host_bytes_per_s > 0) r.host_copy_s = std::max(0.0, sync.host_bytes / c.host_bytes_per_s - r.compute_s);
+  // The offloaded blocks' copies: a call's (or patch's) first block is copied before it runs, each next one while
+  // the one before computes (models/block_prefetch.h), so a step takes its first blocks' copies and the longer of
+  // the other copies and the compute.
+  if (c.host_bytes_per_s > 0 && host_bytes > 0) {
+    const double copies = host_bytes / c.host_bytes_per_s, first = copies / sync.blocks;
+    r.host_copy_s = first + std::max(0.0, copies - first - r.compute_s);
+  }
   r.seconds_per_step = r.compute_s + r.bubble_s + r.communication_s + r.host_copy_s;
   const int decoders = p.use_parallel_vae ? P : p.data_parallel_degree;
   r.vae_s = sync.vae_flops / (rate(c.gemm_flops_per_s, c.gemm_flops_per_s_all, c.ranks, decoders) * kConvEfficiency);

@@ -29,8 +29,8 @@ struct Calibration {
   double op_seconds = 0;                 // one rank alone: one small operation, dispatched and run
   double link_bytes_per_s = 0;           // per rank: bytes it sends per second in an all-to-all of every rank
   double link_latency_s = 0;             // one small collective of every rank
-  double host_bytes_per_s = 0;           // one rank alone: page-locked host memory copied to the device (0: not
-                                         // measured, or the device is the host)
+  double host_bytes_per_s = 0;           // per rank, the slowest, every rank copying page-locked host memory to its
+                                         // device at once (0: not measured, or the device is the host)
   // ranks x ranks, row-major: the bytes per second rank i sends to rank j while j sends to i, the pair
   // alone (NVLink and PCIe pairs differ); empty when unknown (one rank).
   std::vector<double> pair_bytes_per_s;

@@ -14,6 +14,7 @@
 #include <ATen/ops/layer_norm.h>
 #include <ATen/ops/linear.h>
 #include <ATen/ops/matmul.h>
+#include <ATen/ops/min.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/randn.h>
 #include <ATen/ops/stack.h>
@@ -61,6 +62,12 @@ double rate_of(double flops, const at::Device& dev, F run, int times = 0) {
 double mean(parallel::Group& world, double x, const at::Device& dev) {
   auto parts = world.all_gather(at::full({1}, x, at::TensorOptions(at::kDouble).device(dev)));
   return at::stack(parts).mean().item<double>();
+}
+
+// The least of one number over every rank.
+double slowest(parallel::Group& world, double x, const at::Device& dev) {
+  auto parts = world.all_gather(at::full({1}, x, at::TensorOptions(at::kDouble).device(dev)));
+  return at::stack(parts).min().item<double>();
 }
 
 // Operations per second of each rank while every rank runs `run` (`flops` each) kOpsPerSync times, then
@@ -205,11 +212,13 @@ plan::Calibration calibrate(const parallel::DistEnv& env, const std::string& dty
   c.attention_flops_per_s_all = std::min(c.attention_flops_per_s_all, c.attention_flops_per_s);
   c.memory_bytes_per_s_all = std::min(c.memory_bytes_per_s_all, c.memory_bytes_per_s);
   if (dev.is_cuda()) {
-    // --offload blocks: each rank copies its blocks from page-locked host memory at once, 64 MB a copy here.
+    // --offload blocks: every rank copies its blocks from page-locked host memory at once (64 MB a copy here), in
+    // lockstep as offloaded steps run; the slowest rank's rate, which holds the others' steps back.
     const auto host = at::empty({int64_t(64) << 20}, at::TensorOptions(at::kByte).pinned_memory(true));
     auto device_copy = at::empty({host.numel()}, at::TensorOptions(at::kByte).device(dev));
-    c.host_bytes_per_s =
-        mean(world, rate_of(double(host.numel()), dev, [&] { device_copy.copy_(host, /*non_blocking=*/true); }, 5), dev);
+    const auto copy = [&] { device_copy.copy_(host, /*non_blocking=*/true); };
+    const double alone = mean(world, rate_of(double(host.numel()), dev, copy, 5), dev);
+    c.host_bytes_per_s = slowest(world, lockstep(world, double(host.numel()), alone, dev, copy), dev);
   }
   if (env.world_size > 1) {
     // An all-to-all of 16 MB per rank, 5 times a window: each rank sends (W - 1) / W of it.
