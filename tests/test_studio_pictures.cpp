@@ -151,16 +151,29 @@ class TestStudioPictures : public QObject {
     QImage(96, 64, QImage::Format_RGB888).save(file);
     field.set_path(file);
     QCOMPARE(field.picture_size(), QSize(96, 64));
-    QSignalSpy changed(&field, &PictureField::changed);
+    QSignalSpy changed(&field, &PictureField::changed), reread(&field, &PictureField::reread);
     QImage(40, 80, QImage::Format_RGB888).save(file);  // in place
     QTRY_COMPARE(field.picture_size(), QSize(40, 80));
     QVERIFY(changed.count() >= 1);
+    // Another file of the folder changes nothing.
+    QTest::qWait(200);
+    const int before_other = int(changed.count() + reread.count());
     const QString saved = tmp_.path() + "/saved-elsewhere.png";
     QImage(50, 30, QImage::Format_RGB888).save(saved);
+    QTest::qWait(300);
+    QCOMPARE(int(changed.count() + reread.count()), before_other);
+    QCOMPARE(field.picture_size(), QSize(40, 80));
     std::filesystem::rename(saved.toStdString(), file.toStdString());  // replaced: a new file at the path
     QTRY_COMPARE(field.picture_size(), QSize(50, 30));
     QImage(64, 64, QImage::Format_RGB888).save(file);  // and watched still
     QTRY_COMPARE(field.picture_size(), QSize(64, 64));
+    // Saved again at the same size (a retouch): read again, said as such, the output's size left alone.
+    const int changes = int(changed.count());
+    QImage retouched(64, 64, QImage::Format_RGB888);
+    retouched.fill(Qt::red);
+    retouched.save(file);
+    QTRY_VERIFY(reread.count() >= 1);
+    QCOMPARE(int(changed.count()), changes);
   }
 };
 

@@ -240,12 +240,11 @@ int known() {
   }
   std::printf("%-*s %-*s %9s %11s  %s\n", family, "FAMILY", repo, "REPO", "DOWNLOAD", "GPU MEMORY", "TAKES");
   for (const auto& m : models) {
-    const char* takes = !m.image_to_video ? "words"
-                        : m.words_alone   ? "words, or words and a picture (--image)"
-                        : m.last_image    ? "words and a first and a last picture (--image, --last_image)"
-                                          : "words and a picture (--image)";
+    std::string takes = !m.image_to_video ? "words" : m.words_alone ? "words, or words and a picture" : "words and a picture";
+    if (m.image_to_video) takes += m.last_image ? ", or a first and a last (--image, --last_image)" : " (--image)";
     std::printf("%-*s %-*s %6.1f GB %8.1f GB  %s%s\n", family, m.family.c_str(), repo, m.repo_id.c_str(),
-                m.download_gb, m.gpu_memory_gb, takes, m.gated ? "; gated: accept the license on its page, set HF_TOKEN" : "");
+                m.download_gb, m.gpu_memory_gb, takes.c_str(),
+                m.gated ? "; gated: accept the license on its page, set HF_TOKEN" : "");
   }
   std::cout << "GPU memory: one GPU's for the default job (the Models tab of dit-studio says what each assumes)\n";
   return workers::kOk;

@@ -3,7 +3,6 @@
 #include <charconv>
 #include <cmath>
 
-
 namespace studio::plan {
 
 std::string shortest_number(double v) {
@@ -20,14 +19,12 @@ std::map<std::string, std::string> settings_metadata(const JobSpec& job, const P
                                        {"height", std::to_string(job.height)},
                                        {"width", std::to_string(job.width)},
                                        {"num_frames", std::to_string(job.num_frames)},
-                                       {"fps", std::to_string(job.fps)},
                                        {"num_inference_steps", std::to_string(job.num_inference_steps)},
                                        {"use_dynamic_cfg", flag(job.use_dynamic_cfg)},
                                        {"prompt", job.prompt},
                                        {"prompt_2", job.prompt_2},
                                        {"negative_prompt", job.negative_prompt},
                                        {"num_videos_per_prompt", std::to_string(job.num_videos_per_prompt)},
-                                       {"dtype", job.dtype},
                                        {"parallel", parallel.describe()},
                                        {"use_fbcache", flag(job.use_fbcache)},
                                        {"use_teacache", flag(job.use_teacache)},

@@ -13,9 +13,9 @@ namespace studio::plan {
 std::string shortest_number(double v);
 
 // The job's own settings as the metadata names them (seed, size, steps, guidance, prompts, caches, the parallel
-// configuration; dtype as asked, which the worker replaces with the one it ran); a guidance scale the job leaves
-// to the model (NaN) is left out. What depends on the model
-// folder or the files (its family, sampler, the pictures' and LoRAs' hashes) the writer adds.
+// configuration; "model" the folder as the job names it, which the worker replaces with the folder it resolved); a
+// guidance scale the job leaves to the model (NaN) is left out. What depends on the run, the model folder or the
+// files (the dtype computed in, the family, sampler, the pictures' and LoRAs' hashes) each writer adds.
 std::map<std::string, std::string> settings_metadata(const JobSpec& job, const ParallelConfig& parallel);
 
 }  // namespace studio::plan

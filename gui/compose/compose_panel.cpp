@@ -155,7 +155,10 @@ QWidget* ComposePanel::build_prompt_section() {
   form->addRow(label("image"), image);
   last_image = new PictureField("last_image");
   form->addRow(label("last_image"), last_image);
-  for (auto* p : {image, last_image}) connect(p, &PictureField::changed, this, &ComposePanel::changed);
+  for (auto* p : {image, last_image}) {
+    connect(p, &PictureField::changed, this, &ComposePanel::changed);
+    connect(p, &PictureField::reread, this, &ComposePanel::changed);
+  }
   connect(image, &PictureField::changed, this, &ComposePanel::size_from_picture);
   connect(image, &PictureField::match_shape_requested, this, [this] {
     const auto [w, h] = picture_shape();

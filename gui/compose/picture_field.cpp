@@ -75,11 +75,15 @@ PictureField::PictureField(const char* field, QWidget* parent) : QWidget(parent)
   });
   // An editor that saves by writing a new file and renaming it over the old one ends the watch on the old one:
   // the watch follows the path, and the folder's change tells when the new file arrives.
+  // A picture of a new shape is as a new picture (the output may follow its shape); the same shape saved again only
+  // asks for the job to be checked again, keeping a size the user chose.
   const auto on_disk_change = [this] {
     watch();
     if (path().isEmpty() || file_key() == read_key_) return;  // another file of the folder
+    const QSize before = picture_size_;
     show_picture();
-    Q_EMIT changed();
+    if (picture_size_ != before) Q_EMIT changed();
+    else Q_EMIT reread();
   };
   connect(&watcher_, &QFileSystemWatcher::fileChanged, this, on_disk_change);
   connect(&watcher_, &QFileSystemWatcher::directoryChanged, this, on_disk_change);

@@ -50,6 +50,7 @@ class PictureField : public QWidget {
 
  Q_SIGNALS:
   void changed();
+  void reread();  // the file changed on disk, its picture's size did not
   void offer_chosen(const QString& repo_id);
   void match_shape_requested();
 

@@ -69,6 +69,8 @@ std::map<std::string, std::string> run_metadata(const plan::JobFile& f) {
   }
   auto m = plan::settings_metadata(job, f.parallel);
   m["settings"] = plan::to_json(f);
+  m["fps"] = std::to_string(job.fps);
+  m["dtype"] = job.dtype;  // as asked; the worker's sidecar below says what it computed in
   if (model) {
     m["model_family"] = model->variant.name;
     m["sampler"] = plan::rules_of(*model).sampler_name(*model);

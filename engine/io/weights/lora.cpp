@@ -101,9 +101,15 @@ struct PeftConfig {
   bool use_rslora = false;
 
   // A module's alpha from the pattern, as PEFT's get_pattern_key matches: re.match("(.*\.)?(KEY)$", module).
-  std::optional<double> pattern_alpha(const std::string& module) const {
-    for (const auto& p : alpha_pattern)
-      if (std::regex_match(module, p.re)) return p.alpha;
+  std::optional<double> pattern_alpha(const std::string& module, const std::string& given) const {
+    for (const auto& p : alpha_pattern) {
+      try {
+        if (std::regex_match(module, p.re)) return p.alpha;
+      } catch (const std::regex_error&) {  // a pattern too complex for this module's name
+        throw InputError(given + ": alpha_pattern key \"" + p.key + "\" in its lora_adapter_metadata could not be "
+                         "matched against module " + module + " (too complex a regular expression)");
+      }
+    }
     return std::nullopt;
   }
 };
@@ -133,7 +139,8 @@ PeftConfig peft_config(const SafetensorsFile& file, const std::string& given) {
         c.alpha_pattern.push_back({key, std::regex("(.*\\.)?(" + key + ")"), value.get<double>()});
       } catch (const std::regex_error&) {
         throw InputError(given + ": alpha_pattern key \"" + key + "\" in its lora_adapter_metadata is not a regular "
-                         "expression PEFT could match (it matches each key against the module's name)");
+                         "expression the engine reads (ECMAScript's syntax, which PEFT's keys use but for Python-only "
+                         "forms such as (?P<name>...)); each key is matched against the modules' names");
       }
     }
   }
@@ -298,7 +305,7 @@ std::map<std::string, std::vector<WeightDelta>> lora_deltas(const plan::ModelFol
       if (m.down.defined()) {
         const double rank = double(m.down.size(0));
         const double alpha =
-            peft.pattern_alpha(route.module).value_or(m.alpha.value_or(peft.lora_alpha.value_or(rank)));
+            peft.pattern_alpha(route.module, given).value_or(m.alpha.value_or(peft.lora_alpha.value_or(rank)));
         low_rank_scale = alpha / (peft.use_rslora ? std::sqrt(rank) : rank);
       }
       const Targets t = names.of(route);

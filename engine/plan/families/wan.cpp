@@ -121,7 +121,7 @@ class Wan final : public Family {
         // Two experts of the T2V-A14B's shape with 36 input channels (57 each) + umT5-XXL + vae; no image encoder.
         {"wan2.2-i2v", "Wan2.2-I2V-A14B", "Wan-AI/Wan2.2-I2V-A14B-Diffusers", 137.2, 28.6,
          "one expert's bf16 weights (estimated as the T2V-A14B's; the second loads after the first is released)",
-         false, true},
+         false, true, /*last_image=*/true},
         // Text- and image-to-video: 30 blocks of width 3072 (feed-forward 14336), 5.0 B parameters in fp32 (20.0,
         // estimated from its config) + umT5-XXL 22.7 + the Wan2.2 VAE (about 1.4, estimated).
         {"wan2.2-ti2v", "Wan2.2-TI2V-5B", "Wan-AI/Wan2.2-TI2V-5B-Diffusers", 44.1, 10.0,
