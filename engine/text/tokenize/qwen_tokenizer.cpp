@@ -3,10 +3,9 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include <nlohmann/json.hpp>
-
 #include "plan/error.h"
 #include "plan/model_folder.h"
+#include "text/tokenize/tokenizer_json.h"
 #include "text/tokenize/unicode_nfc.h"
 #include "text/tokenize/unicode_text.h"
 
@@ -68,14 +67,6 @@ size_t piece_at(const std::u32string& s, size_t i) {
   return end - i;
 }
 
-nlohmann::json read_json(const std::string& file) {
-  try {
-    return nlohmann::json::parse(plan::read_text_file(file));
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(file + ": not valid JSON (" + e.what() + ")");
-  }
-}
-
 }  // namespace
 
 std::vector<std::u32string> qwen_pieces(const std::u32string& text) {
@@ -91,7 +82,7 @@ std::vector<std::u32string> qwen_pieces(const std::u32string& text) {
 QwenTokenizer QwenTokenizer::load(const std::string& dir) {
   QwenTokenizer t;
   t.file_ = (fs::path(dir) / "tokenizer.json").string();
-  const auto j = read_json(t.file_);
+  const auto j = read_tokenizer_json(t.file_);
   const auto fail = [&](const std::string& why) -> InputError {
     return InputError(t.file_ + ": " + why + "; a Qwen2 tokenizer folder (Qwen2.5-VL's tokenizer/) has it");
   };
@@ -105,12 +96,7 @@ QwenTokenizer QwenTokenizer::load(const std::string& dir) {
                                   p["pattern"].value("Regex", "") == kQwen2Pattern);
     if (!qwen_split) throw fail("pre_tokenizer is not Qwen2's split pattern");
     for (const auto& [symbol, id] : model.at("vocab").items()) t.vocab_[symbol] = id.get<int64_t>();
-    int rank = 0;
-    for (const auto& m : model.at("merges")) {
-      const std::string pair = m.is_array() ? m.at(0).get<std::string>() + " " + m.at(1).get<std::string>()
-                                            : m.get<std::string>();
-      t.merge_rank_.emplace(pair, rank++);
-    }
+    t.merge_rank_ = merge_ranks(model.at("merges"));
     for (const auto& a : j.at("added_tokens")) t.added_.emplace_back(a.at("content"), a.at("id").get<int64_t>());
   } catch (const nlohmann::json::exception& e) {
     throw fail(std::string("malformed (") + e.what() + ")");
@@ -118,7 +104,7 @@ QwenTokenizer QwenTokenizer::load(const std::string& dir) {
   std::string pad = "<|endoftext|>";
   const std::string config = (fs::path(dir) / "tokenizer_config.json").string();
   if (fs::exists(config)) {
-    const auto c = read_json(config);
+    const auto c = read_tokenizer_json(config);
     if (c.contains("pad_token") && c["pad_token"].is_string()) pad = c["pad_token"];
     if (c.contains("pad_token") && c["pad_token"].is_object()) pad = c["pad_token"].value("content", pad);
   }
