@@ -7,8 +7,10 @@
 # - the seconds of a step in each: the fastest of steps 2 to STEPS (the machine's noise is a tenth of a step;
 #   the fastest is the least disturbed), from dit-launch's --events_log.
 # The real models have 40 (Wan) and 19 + 38 (FLUX) blocks: the table also gives the load's extra seconds per block.
-# Small jobs, as a CPU allows: Wan 160 x 288 x 5 frames, FLUX 256 x 256; STEPS steps (default 4).
-# Prints markdown tables. Usage: bench/lora.sh [BUILD_DIR] [LAYERS] [RANK] [STEPS]
+# Small jobs by default, as a CPU allows: Wan 160 x 288 x 5 frames, FLUX 256 x 256; STEPS steps (default 4).
+# LORA_BENCH_REAL=1: the real sizes' tokens instead (FLUX 1024 x 1024, Wan 480 x 832 with 5 frames: 480p's
+# positions per frame; its 81 frames are beyond a CPU bench's reach).
+# Prints markdown tables. Usage: [LORA_BENCH_REAL=1] bench/lora.sh [BUILD_DIR] [LAYERS] [RANK] [STEPS]
 set -euo pipefail
 build=${1:-build}
 layers=${2:-2}
@@ -36,9 +38,12 @@ for family in wan21-14b flux; do
   m=$dir/$family
   "$build/bin/bench-make-model" "$m" --family "$family" --layers "$layers" --bfloat16 --gguf Q8_0 --lora "$rank" >/dev/null
   if [ "$family" = flux ]; then
-    name="FLUX.1-dev shape, 256 x 256"; job="--height 256 --width 256"; blocks=$((2 * layers))
+    size=$( ((${LORA_BENCH_REAL:-0})) && echo "1024 1024" || echo "256 256")
+    name="FLUX.1-dev shape, ${size/ / x }"; job="--height ${size% *} --width ${size#* }"; blocks=$((2 * layers))
   else
-    name="Wan2.1-T2V-14B shape, 160 x 288 x 5"; job="--height 160 --width 288 --num_frames 5 --guidance_scale 5"
+    size=$( ((${LORA_BENCH_REAL:-0})) && echo "480 832" || echo "160 288")
+    name="Wan2.1-T2V-14B shape, ${size/ / x } x 5"
+    job="--height ${size% *} --width ${size#* } --num_frames 5 --guidance_scale 5"
     blocks=$layers
   fi
   lora="--lora $m/lora-r$rank.safetensors"
