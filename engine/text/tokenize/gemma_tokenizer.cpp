@@ -84,11 +84,7 @@ std::vector<int64_t> GemmaTokenizer::tokenize(const std::string& text) const {
         word.push_back(unk_), after_unknown = true;  // merged, if at all, as tokenizers merges the unknown's id
       }
     }
-    for (const auto& symbol : merge_symbols(std::move(word), merge_rank_)) {
-      const auto it = vocab_.find(symbol);
-      if (it == vocab_.end()) throw InputError(file_ + ": the merges make '" + symbol + "', which the vocabulary lacks");
-      ids.push_back(it->second);
-    }
+    append_merged_ids(std::move(word), merge_rank_, vocab_, file_, ids);
   };
   split_at_added(text, added_, add_text, [&](int64_t id) { ids.push_back(id); });
   return ids;

@@ -4,7 +4,6 @@
 #include <stdexcept>
 
 #include "plan/error.h"
-#include "plan/model_folder.h"
 #include "text/tokenize/tokenizer_json.h"
 #include "text/tokenize/unicode_nfc.h"
 #include "text/tokenize/unicode_text.h"
@@ -124,11 +123,7 @@ std::vector<int64_t> QwenTokenizer::tokenize(const std::string& text) const {
     for (const auto& piece : qwen_pieces(unicode::nfc(unicode::decode(chunk)))) {
       std::vector<std::string> word;
       for (unsigned char b : unicode::encode(piece)) word.push_back(byte_symbol(b));
-      for (const auto& symbol : merge_symbols(std::move(word), merge_rank_)) {
-        const auto it = vocab_.find(symbol);
-        if (it == vocab_.end()) throw InputError(file_ + ": the merges make '" + symbol + "', which the vocabulary lacks");
-        ids.push_back(it->second);
-      }
+      append_merged_ids(std::move(word), merge_rank_, vocab_, file_, ids);
     }
   };
   split_at_added(text, added_, add_text, [&](int64_t id) { ids.push_back(id); });

@@ -22,4 +22,14 @@ MergeRanks merge_ranks(const nlohmann::json& merges) {
   return ranks;
 }
 
+void append_merged_ids(std::vector<std::string> word, const MergeRanks& ranks,
+                       const std::unordered_map<std::string, int64_t>& vocab, const std::string& file,
+                       std::vector<int64_t>& ids) {
+  for (const auto& symbol : merge_symbols(std::move(word), ranks)) {
+    const auto it = vocab.find(symbol);
+    if (it == vocab.end()) throw InputError(file + ": the merges make '" + symbol + "', which the vocabulary lacks");
+    ids.push_back(it->second);
+  }
+}
+
 }  // namespace studio::text
