@@ -3,8 +3,8 @@
 // the warning when some will be cut, the wheel over an unfocused field, the preset box saying "Custom",
 // problems in the window's words, nothing moving as one types, refused values said, a truncated download or
 // an empty folder named, other families' fields, LoRAs, and a tooltip on every setting (the parallel settings:
-// test_studio_parallel; the pictures of image-to-video models: test_studio_pictures). With STUDIO_SCREENSHOTS=DIR it saves the compose view at 1280 x 800
-// and 1920 x 1080 there.
+// test_studio_parallel; the pictures of image-to-video models: test_studio_pictures). With STUDIO_SCREENSHOTS=DIR
+// it saves the compose view there at the window sizes the first screen's test checks.
 #undef QT_NO_KEYWORDS  // qcustomplot.h, included through the GUI, uses Qt's keywords
 #include <QAbstractSpinBox>
 #include <QCheckBox>

@@ -60,18 +60,18 @@ void read_gemma(const Fields& f, LlmTextConfig& c) {
     for (int i = 0; i < c.num_hidden_layers; ++i) c.sliding_layers.push_back((i + 1) % pattern != 0);
   }
   c.sliding_rope_theta = 10000;
-  double unused_factor = 1;
+  double sliding_factor = 1;
   if (f.has("rope_parameters") && f.raw()["rope_parameters"].contains("full_attention")) {  // transformers 5
     const auto& r = f.raw()["rope_parameters"];
     read_rope(f, "rope_parameters.full_attention", r["full_attention"], c.rope_theta, c.rope_linear_factor);
     if (r.contains("sliding_attention"))
-      read_rope(f, "rope_parameters.sliding_attention", r["sliding_attention"], c.sliding_rope_theta, unused_factor);
+      read_rope(f, "rope_parameters.sliding_attention", r["sliding_attention"], c.sliding_rope_theta, sliding_factor);
   } else {  // transformers 4: the global layers' base and scaling, the local layers' base
     if (f.has("rope_scaling")) read_rope(f, "rope_scaling", f.raw()["rope_scaling"], c.rope_theta, c.rope_linear_factor);
     c.rope_theta = f.get<double>("rope_theta", c.rope_theta);
     c.sliding_rope_theta = f.get<double>("rope_local_base_freq", c.sliding_rope_theta);
   }
-  if (unused_factor != 1)
+  if (sliding_factor != 1)
     f.fail("rope_parameters.sliding_attention", "a linear factor", "is not supported on Gemma 3's local layers");
 }
 

@@ -212,8 +212,8 @@ plan::Calibration calibrate(const parallel::DistEnv& env, const std::string& dty
   c.attention_flops_per_s_all = std::min(c.attention_flops_per_s_all, c.attention_flops_per_s);
   c.memory_bytes_per_s_all = std::min(c.memory_bytes_per_s_all, c.memory_bytes_per_s);
   if (dev.is_cuda()) {
-    // --offload blocks: every rank copies its blocks from page-locked host memory at once (64 MB a copy here), in
-    // lockstep as offloaded steps run; the slowest rank's rate, which holds the others' steps back.
+    // --offload blocks: every rank copies its blocks from page-locked host memory at once, in lockstep as offloaded
+    // steps run; the slowest rank's rate, which holds the others' steps back.
     const auto host = at::empty({int64_t(64) << 20}, at::TensorOptions(at::kByte).pinned_memory(true));
     auto device_copy = at::empty({host.numel()}, at::TensorOptions(at::kByte).device(dev));
     const auto copy = [&] { device_copy.copy_(host, /*non_blocking=*/true); };

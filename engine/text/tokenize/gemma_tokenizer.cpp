@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <utility>
 
 #include "plan/error.h"
 #include "text/tokenize/tokenizer_json.h"
@@ -75,7 +76,7 @@ std::vector<int64_t> GemmaTokenizer::tokenize(const std::string& text) const {
       }
       std::vector<std::string> bytes;
       for (unsigned char b : ch)
-        if (vocab_.count(byte_piece(b))) bytes.push_back(byte_piece(b));
+        if (auto piece = byte_piece(b); vocab_.count(piece)) bytes.push_back(std::move(piece));
       if (bytes.size() == ch.size()) {
         word.insert(word.end(), bytes.begin(), bytes.end()), after_unknown = false;
       } else if (!(after_unknown && fuse_unk_)) {
