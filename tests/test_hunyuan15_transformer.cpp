@@ -172,6 +172,33 @@ TEST_P(Hunyuan15Mix, step0_outputs_equal_one_process) {
 INSTANTIATE_TEST_SUITE_P(Mixes, Hunyuan15Mix, ::testing::ValuesIn(hunyuan15_mixes()),
                          [](const ::testing::TestParamInfo<int>& info) { return std::string(test::mixes()[size_t(info.param)].name); });
 
+// Ulysses over a head count the ranks do not divide: the tiny case has 2 heads, so the same shape with 3 heads
+// and made weights (a synthetic set: the layout is the loader's), 3 heads over 2 ranks and over 3.
+TEST(Hunyuan15Transformer, ulysses_over_uneven_heads_equals_one_process) {
+  const std::string file = test::golden_case(kCase) + "/transformer/config.json";
+  auto j = nlohmann::json::parse(plan::read_text_file(file));
+  j["num_attention_heads"] = 3;
+  const auto cfg = plan::parse_hunyuan15_transformer_config(j.dump(), file);
+  auto weights = io::WeightSet::synthetic(11);
+  const auto model = models::Hunyuan15Transformer::load(weights, cfg, at::kFloat, at::kCPU);
+  const auto in = step0("");
+  const auto want = model->forward(in, model->positions(model->token_grid(in.latents)));
+  ASSERT_GT(test::max_abs(want), 0.1);  // the made weights move the output
+  for (const int u : {2, 3}) {
+    plan::ParallelConfig p;
+    p.ulysses_degree = u;
+    std::vector<double> err(size_t(u), 1e30);
+    const auto failure = test::run_ranks(p, [&](int r, parallel::Mesh& mesh) {
+      parallel::ParallelTransformer call(*model, mesh);
+      err[size_t(r)] = test::max_abs_diff(call(in, model->positions(model->token_grid(in.latents))), want);
+    });
+    for (int r = 0; r < u; ++r) {
+      ASSERT_TRUE(failure[size_t(r)].empty()) << "ulysses " << u << " rank " << r << ": " << failure[size_t(r)];
+      EXPECT_LT(err[size_t(r)], test::kCallTolerance) << "ulysses " << u << " rank " << r;
+    }
+  }
+}
+
 // The loop's sigmas and every step's latents, the branches' texts of different lengths each in its own call.
 TEST(Hunyuan15Transformer, the_whole_loop_reproduces_the_reference) {
   const std::string file = test::golden_case(kCase) + "/scheduler/scheduler_config.json";
