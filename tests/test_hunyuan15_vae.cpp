@@ -39,6 +39,17 @@ std::shared_ptr<models::Hunyuan15Vae> load(const std::string& c = kCase, bool wi
 
 }  // namespace
 
+// The plan counts the decoder's weights from the config: as many as the reference folder's file holds, and the
+// real configuration's (the defaults) as many as a folder bench-make-model writes with it.
+TEST(Hunyuan15Vae, the_plan_counts_the_decoders_weights) {
+  const auto file = io::SafetensorsFile::open(test::golden_case(kCase) + "/vae/diffusion_pytorch_model.safetensors");
+  int64_t in_file = 0;
+  for (const auto& t : file->tensors())
+    if (t.name.rfind("decoder.", 0) == 0) in_file += t.numel();
+  EXPECT_EQ(config().decoder_parameters(), in_file);
+  EXPECT_EQ(plan::Hunyuan15VaeConfig{}.decoder_parameters(), 871309571);
+}
+
 TEST(Hunyuan15Vae, config_is_read_and_checked) {
   const auto c = config();
   EXPECT_EQ(c.in_channels, 3);

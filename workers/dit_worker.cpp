@@ -18,7 +18,6 @@
 #include <nlohmann/json.hpp>
 
 #include "compat/cpu_tensor_budget.h"
-#include "compat/heap.h"
 #include "compat/torch_compat.h"
 #include "models/family_runtime.h"
 #include "pipeline/decode.h"
@@ -185,7 +184,9 @@ void run_rank(const plan::JobFile& file, const plan::ModelFolder& model, const p
   pipeline::Hooks hooks;
   hooks.stop_requested = [&] { return g_signalled.load() || reporter.cancel_requested(); };
   hooks.on_phase = [&](const std::string& p) { reporter.phase(p); };
-  hooks.on_decode_progress = [&](int done, int total) { reporter.phase("decoding", done, total); };
+  hooks.on_decode_progress = [&](int done, int total) {
+    reporter.phase("decoding", done, total, resources(device, *mesh, before));
+  };
   hooks.on_step = [&](const pipeline::StepDone& d) {
     if (d.step == 1 && fault) compat::limit_cpu_tensor_memory(fault->bytes, fault->setting);
     reporter.progress({env.rank, d.step, d.total, d.seconds, d.full, resources(device, *mesh, before), d.calls});
@@ -276,7 +277,6 @@ int run(const std::string& job_path, const parallel::DistEnv& env, bool serve) {
 int main(int argc, char** argv) {
   // No rank outlives the program that started it (and the events connection closing says the same).
   prctl(PR_SET_PDEATHSIG, SIGTERM);
-  compat::keep_freed_memory_in_heap();
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::string prefix = "dit-worker: ";

@@ -3,10 +3,26 @@
 
 namespace studio::compat {
 
-// Large blocks come from the heap and go back to it instead of being mapped afresh: glibc maps every block over
-// 32 MB anew and the kernel zeroes each new page on first touch, which cost 8-10% of a CPU step and a third of the
-// demo's decode (docs/performance.md). Freed memory then stays with the process until give_back_free_heap().
-void keep_freed_memory_in_heap();
+// While one is alive, large blocks come from the heap and go back to it instead of being mapped afresh: glibc maps
+// every block over 32 MB anew and the kernel zeroes each new page on first touch, which cost 8-10% of a CPU step
+// (docs/performance.md). That pays where the same sizes come back again and again, as in the denoising loop. Work
+// whose sizes change as it goes (a VAE's levels, each wider than the last) leaves the heap full of holes it cannot
+// reuse, and a rank twice the memory it uses (docs/memory.md), so outside these scopes blocks over 32 MB are mapped
+// and unmapped as glibc does by default. The last scope to end hands the heap's free pages back. Scopes may nest
+// and overlap across threads (ranks as threads).
+class HeapForRepeatedWork {
+ public:
+  HeapForRepeatedWork();
+  ~HeapForRepeatedWork();
+  HeapForRepeatedWork(const HeapForRepeatedWork&) = delete;
+  HeapForRepeatedWork& operator=(const HeapForRepeatedWork&) = delete;
+};
+
+// Asks LibTorch to back CPU tensors of 2 MB and more with huge pages (THP_MEM_ALLOC_ENABLE, LibTorch 2.1 and
+// newer; the environment's setting wins): a fresh block then costs one fault per 2 MB instead of one per 4 kB.
+// Before any tensor is made, as LibTorch reads it once: every program that links the engine calls it when it
+// loads (compat/vector_math_kernels.cpp).
+void huge_pages_for_large_tensors();
 
 // Hands the heap's free pages back to the system: after a load whose temporaries (a whole transformer before its
 // blocks were sharded, converted copies of the file's tensors) are gone, so that the rank's memory is what it holds.

@@ -6,6 +6,9 @@
 // program loads, before anything runs in parallel, settles the choice. Without MKL (Debian's LibTorch 1.13)
 // these are a few ordinary tiny ops.
 //
+// The first tensor LibTorch makes is made here, so this is also where the process chooses huge pages for large
+// tensors (compat/heap.h), which LibTorch reads at its first tensor.
+//
 // Every program that links the engine runs this: engine/CMakeLists.txt makes the linker take this file
 // (-u studio_vector_math_kernels_settled) though nothing calls into it.
 #include <ATen/ops/acos.h>
@@ -29,10 +32,13 @@
 #include <cstdio>
 #include <exception>
 
+#include "compat/heap.h"
+
 namespace {
 
 // ATen's functions that reach MKL's VML (IMPLEMENT_VML_MKL in ATen/cpu/vml.h), in float and double.
 bool settle_vector_math_kernels() {
+  studio::compat::huge_pages_for_large_tensors();
   try {
     for (const auto dtype : {at::kFloat, at::kDouble}) {
       const auto x = at::full({1}, 0.5, at::TensorOptions(dtype));

@@ -164,6 +164,7 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
   if (hooks.on_phase) hooks.on_phase("denoising");
   PartialLatents partial;
   at::Tensor latents;
+  compat::HeapForRepeatedWork heap;  // every step allocates what the last one freed
   try {
     const auto sampler = models::make_sampler(model, job.num_inference_steps, geo.latent_tokens);
     latents = denoise(*transformer, *sampler, in, noise, step_hooks(hooks, mesh, device, partial, parallel_model, log),

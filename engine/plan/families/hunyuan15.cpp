@@ -262,13 +262,16 @@ class Hunyuan15 final : public Family {
     e.block_weight_gib = block_weight_gib(job, m, block, other, b);
     if (const auto& qwen = hy(m).qwen; qwen && !job.prompt.empty())
       e.text_encoder_gib = qwen->parameters(hy(m).qwen_layers()) * b / kGiB;
-    if (hy(m).vae && job.height > 0) {
-      // Decoded whole (or a tile at a time): the widest full-size level, a few copies, for every frame.
+    if (const auto& v = hy(m).vae; v && job.height > 0) {
+      // Decoded whole (or a tile at a time): the decoder's weights, and its last level's activations, about eight
+      // copies of it at once for every frame (measured on the CPU: docs/memory.md). Split by rows, each rank
+      // holds its rows' share of the activations and all the weights.
       const double pixels = job.vae_tiling ? double(std::min(job.height, job.tile_sample_min_height)) *
                                                  std::min(job.width, job.tile_sample_min_width)
                                            : double(job.height) * job.width;
-      e.vae_gib = 6.0 * job.num_frames * pixels * hy(m).vae->block_out_channels.front() * b / kGiB + 0.5;
-      if (p.use_parallel_vae) e.vae_gib = (e.vae_gib - 0.5) / p.world_size() + 0.5;
+      const double activations = 8.0 * job.num_frames * pixels * v->block_out_channels.front() * b / kGiB;
+      e.vae_gib = double(v->decoder_parameters()) * b / kGiB +
+                  (p.use_parallel_vae ? activations / p.world_size() : activations);
     }
     return e;
   }

@@ -80,6 +80,25 @@ double parse_hunyuan15_guidance_scale(const std::string& text, const std::string
 int Hunyuan15VaeConfig::spatial_upsamples() const { return log2_of(spatial_compression_ratio); }
 int Hunyuan15VaeConfig::temporal_upsamples() const { return log2_of(temporal_compression_ratio); }
 
+int64_t Hunyuan15VaeConfig::decoder_parameters() const {
+  const std::vector<int64_t> ch(block_out_channels.rbegin(), block_out_channels.rend());
+  auto conv = [](int64_t in, int64_t out, int64_t k) { return out * in * k * k * k + out; };
+  auto resnet = [&](int64_t in, int64_t out) {
+    return in + out + conv(in, out, 3) + conv(out, out, 3) + (in != out ? conv(in, out, 1) : 0);
+  };
+  int64_t n = conv(latent_channels, ch[0], 3) + 2 * resnet(ch[0], ch[0]) + ch[0] + 4 * conv(ch[0], ch[0], 1);
+  int64_t in = ch[0];
+  for (size_t i = 0; i < ch.size(); ++i) {
+    for (int j = 0; j <= layers_per_block; ++j) n += resnet(j == 0 ? in : ch[i], ch[i]);
+    in = ch[i];
+    if (int(i) < spatial_upsamples()) {
+      n += conv(ch[i], ch[i + 1] * (int(i) < temporal_upsamples() ? 8 : 4), 3);
+      in = ch[i + 1];
+    }
+  }
+  return n + ch.back() + conv(ch.back(), out_channels, 3);
+}
+
 Hunyuan15VaeConfig parse_hunyuan15_vae_config(const std::string& text, const std::string& file) {
   Fields f(text, file);
   expect_class(f, file.c_str(), {"AutoencoderKLHunyuanVideo15"});

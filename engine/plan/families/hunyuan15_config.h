@@ -1,6 +1,7 @@
 // The transformer config of a HunyuanVideo-1.5 folder (HunyuanVideo15Pipeline of diffusers v0.42.1), read
 // from JSON alone.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,6 +49,8 @@ struct Hunyuan15VaeConfig {
   // in the last log2(temporal) of those.
   int spatial_upsamples() const;
   int temporal_upsamples() const;
+  // The decoder's weights, counted as models/hunyuan15/hunyuan15_vae.cpp loads them (the plan's VAE memory).
+  int64_t decoder_parameters() const;
 };
 
 // guider/guider_config.json of a ClassifierFreeGuidance: the scale the pipeline guides with (1 turns CFG off).
