@@ -89,7 +89,8 @@ TEST(Events, every_message_survives_the_framing) {
   ASSERT_EQ(int(all[8].kind), int(Kind::Cancel));
 }
 
-// A phase may say how far into it a rank is (the decode's parts); a count that cannot be is refused.
+// A phase may say how far into it a rank is (the decode's parts) and what it holds then; a count that cannot be
+// is refused.
 TEST(Events, a_phase_counts_its_parts) {
   const auto plain = Phase::parse(Phase{1, "loading"}.make());
   EXPECT_EQ(plain.parts, 0);
@@ -98,6 +99,14 @@ TEST(Events, a_phase_counts_its_parts) {
   EXPECT_EQ(part.phase, "decoding");
   EXPECT_EQ(part.part, 3);
   EXPECT_EQ(part.parts, 12);
+  EXPECT_FALSE(part.resources);  // none given, none on the wire
+  Resources memory;
+  memory.host_rss = 3u << 30, memory.host_peak = 5u << 30, memory.bytes_sent = 7;
+  const auto measured = Phase::parse(Phase{1, "decoding", 4, 12, memory}.make());
+  ASSERT_TRUE(measured.resources);
+  EXPECT_EQ(measured.resources->host_rss, memory.host_rss);
+  EXPECT_EQ(measured.resources->host_peak, memory.host_peak);
+  EXPECT_EQ(measured.resources->bytes_sent, 7u);
   auto bad = Phase{1, "decoding", 3, 12}.make();
   bad.body["part"] = 13;
   EXPECT_TRUE(test::throws_with<ProtocolError>([&] { Phase::parse(bad); }, {"part 13 of 12 parts"}));

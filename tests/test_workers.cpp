@@ -190,8 +190,14 @@ TEST_P(EventsOfWholeRuns, on_every_rank) {
   std::vector<std::string> phases;
   std::vector<std::pair<int, int>> decoded;  // the decode's parts as rank 0 told them
   for (const auto& e : of_kind(all, "phase", 0)) {
-    if (e["body"].contains("parts")) decoded.push_back({e["body"]["part"], e["body"]["parts"]});
-    else phases.push_back(e["body"]["phase"]);
+    if (!e["body"].contains("parts")) {
+      phases.push_back(e["body"]["phase"]);
+      continue;
+    }
+    decoded.push_back({e["body"]["part"], e["body"]["parts"]});
+    // The decode's memory, which no step reports: the launcher's line and the studio show it as it goes.
+    EXPECT_GT(e["body"].value("host_rss", uint64_t(0)), 10u << 20) << e.dump();
+    EXPECT_GE(e["body"].value("host_peak", uint64_t(0)), e["body"].value("host_rss", uint64_t(0)));
   }
   EXPECT_EQ(phases, (std::vector<std::string>{"starting", "encoding", "loading", "denoising", "decoding", "writing"}));
   // 3 latent frames decode as one batch of frames: 1 of 1.

@@ -105,6 +105,8 @@ void RunView::update_rank(const workers::RankView& r) {
       text += tr("  ETA %1 s").arg(r.eta_seconds(), 0, 'f', 0);
     if (r.cached) text += tr("  reused %1").arg(r.reused_calls);
   }
+  if (r.resources.in_use())  // a GPU's allocation or the process's resident memory, the decode's too
+    text += tr("  memory %1").arg(QString::fromStdString(plan::human_bytes(r.resources.in_use())));
   if (r.resources.bytes_sent)
     text += tr("  moved %1").arg(QString::fromStdString(plan::human_bytes(r.resources.bytes_sent + r.resources.bytes_received)));
   labels_[size_t(r.rank)]->setText(text);

@@ -96,6 +96,7 @@ Hello Hello::parse(const Message& m) {
 Message Phase::make() const {
   Message m{Kind::Phase, {{"rank", rank}, {"phase", phase}}, {}};
   if (parts > 0) m.body.update({{"part", part}, {"parts", parts}});
+  if (resources) put(m.body, *resources);
   return m;
 }
 
@@ -108,6 +109,7 @@ Phase Phase::parse(const Message& m) {
       throw ProtocolError("phase: part " + std::to_string(p.part) + " of " + std::to_string(p.parts) +
                           " parts; expected 0 <= part <= parts, parts >= 1");
   }
+  if (m.body.contains("host_rss")) p.resources = read_resources(m);
   return p;
 }
 

@@ -3,6 +3,7 @@
 // launcher never acts on half a message.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,16 +20,6 @@ struct Hello {
   static Hello parse(const Message& m);
 };
 
-struct Phase {
-  int rank = 0;
-  std::string phase;  // loading, encoding, denoising, decoding, writing
-  // How far into it, where the phase counts its parts (the decode: tiles, frame batches or the decoder's
-  // levels): `part` of `parts` done. On the wire only when parts > 0.
-  int part = 0, parts = 0;
-  Message make() const;
-  static Phase parse(const Message& m);
-};
-
 // Memory and traffic of a rank at one moment. Device figures are 0 on the CPU.
 struct Resources {
   uint64_t device_allocated = 0, device_reserved = 0, device_peak = 0;
@@ -36,6 +27,19 @@ struct Resources {
   uint64_t bytes_sent = 0, bytes_received = 0;
   // What the job holds now: the device's allocation on a GPU, the process's resident memory on the CPU.
   uint64_t in_use() const { return device_allocated ? device_allocated : host_rss; }
+};
+
+struct Phase {
+  int rank = 0;
+  std::string phase;  // loading, encoding, denoising, decoding, writing
+  // How far into it, where the phase counts its parts (the decode: tiles, frame batches or the decoder's
+  // levels): `part` of `parts` done. On the wire only when parts > 0.
+  int part = 0, parts = 0;
+  // The rank's memory and traffic as it reached that part (the decode is often a rank's peak, and no step
+  // reports it); on the wire only where given.
+  std::optional<Resources> resources;
+  Message make() const;
+  static Phase parse(const Message& m);
 };
 
 struct Progress {

@@ -302,6 +302,7 @@ void Supervisor::handle(int rank, const events::Message& m) {
     case events::Kind::Phase: {
       const auto p = events::Phase::parse(m);
       r.phase = p.phase, r.phase_part = p.part, r.phase_parts = p.parts;
+      if (p.resources) r.resources = *p.resources;
       break;
     }
     case events::Kind::Progress: {

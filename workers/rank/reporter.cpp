@@ -135,8 +135,9 @@ void RankReporter::send(const events::Message& m) {
   conn_->send(m);  // a closed connection is noticed by listen()
 }
 
-void RankReporter::phase(const std::string& name, int part, int parts) {
-  if (conn_) send(events::Phase{rank_, name, part, parts}.make());
+void RankReporter::phase(const std::string& name, int part, int parts,
+                         const std::optional<events::Resources>& resources) {
+  if (conn_) send(events::Phase{rank_, name, part, parts, resources}.make());
 }
 
 void RankReporter::progress(const events::Progress& p) {

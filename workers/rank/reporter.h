@@ -36,7 +36,8 @@ class RankReporter {
   bool cancel_requested() const { return cancel_.load(); }
 
   // `part` of `parts` done within the phase, where it counts them (the decode's tiles or batches).
-  void phase(const std::string& name, int part = 0, int parts = 0);
+  void phase(const std::string& name, int part = 0, int parts = 0,
+             const std::optional<events::Resources>& resources = std::nullopt);
   void progress(const events::Progress& p);
   void picture(events::Kind kind, const events::Picture& p);
   void log(const std::string& line);
