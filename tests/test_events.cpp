@@ -101,7 +101,7 @@ TEST(Events, a_phase_counts_its_parts) {
   EXPECT_EQ(part.parts, 12);
   EXPECT_FALSE(part.resources);  // none given, none on the wire
   Resources memory;
-  memory.host_rss = 3u << 30, memory.host_peak = 5u << 30, memory.bytes_sent = 7;
+  memory.host_rss = uint64_t(3) << 30, memory.host_peak = uint64_t(5) << 30, memory.bytes_sent = 7;
   const auto measured = Phase::parse(Phase{1, "decoding", 4, 12, memory}.make());
   ASSERT_TRUE(measured.resources);
   EXPECT_EQ(measured.resources->host_rss, memory.host_rss);

@@ -267,12 +267,13 @@ class TestStudioPlumbing : public QObject {
     r.phase = "decoding";
     r.phase_part = 3, r.phase_parts = 12;
     r.resources.host_rss = uint64_t(5) << 30;  // as the part's phase event told the supervisor
+    r.resources.host_peak = uint64_t(7) << 30;
     view.message(events::Phase{0, "decoding", 3, 12, r.resources}.make(), {r});
     QString row;
     for (const auto* l : view.findChildren<QLabel*>())
       if (l->text().startsWith("rank 0")) row = l->text();
     QVERIFY2(row.contains("decoding") && row.contains("25%") && !row.contains("step 4/4"), qPrintable(row));
-    QVERIFY2(row.contains("memory 5.0 GiB"), qPrintable(row));
+    QVERIFY2(row.contains("memory 5.0 GiB (peak 7.0 GiB)"), qPrintable(row));
     QCOMPARE(view.bars.at(0)->value(), 25);
     view.show();
     shoot_sizes(&view, "run-decoding");

@@ -292,7 +292,7 @@ TEST_F(Workers, out_of_memory_while_decoding_retries_in_tiles) {
   // 24 x 36 latent pixels in tiles of 8 x 12 that start every 6 rows and 9 columns: 4 x 4 tiles.
   ASSERT_EQ(tiles.size(), 16u);
   for (int i = 0; i < 16; ++i) EXPECT_EQ(tiles[size_t(i)], std::make_pair(i + 1, 16));
-  EXPECT_TRUE(test::contains(r.err, "decoding   16/16 (100%)")) << r.err;  // the launcher's line for it
+  EXPECT_TRUE(test::contains(r.err, "decoding   16/16 (100%)  RSS ")) << r.err;  // the launcher's line for it
   const auto file = io::SafetensorsFile::open(out);
   const auto* video = file->find("video");
   ASSERT_TRUE(video);

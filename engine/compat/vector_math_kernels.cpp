@@ -6,8 +6,9 @@
 // program loads, before anything runs in parallel, settles the choice. Without MKL (Debian's LibTorch 1.13)
 // these are a few ordinary tiny ops.
 //
-// The first tensor LibTorch makes is made here, so this is also where the process chooses huge pages for large
-// tensors (compat/heap.h), which LibTorch reads at its first tensor.
+// No other file of the engine makes a tensor as the program loads, so the first one LibTorch makes is made here:
+// this is also where the process chooses huge pages for large tensors (compat/heap.h), which LibTorch reads at
+// its first tensor. A tensor made by another static initializer before this one would keep them off.
 //
 // Every program that links the engine runs this: engine/CMakeLists.txt makes the linker take this file
 // (-u studio_vector_math_kernels_settled) though nothing calls into it.

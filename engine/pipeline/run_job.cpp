@@ -273,6 +273,9 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   r.final_latents = denoise_stage(job, weights_from, mesh, hooks, dtype, device, std::move(in),
                                   recorded ? recorded.get() : &seeded, r, log, t0,
                                   kept ? &kept->transformers : nullptr);
+  // The transformer's weights and buffers went after the loop's heap was handed back: what they leave in the
+  // heap goes too, before the VAE.
+  compat::give_back_free_heap();
   if (!parallel::decodes(mesh)) return r;
 
   // Decode and write. A clip needs the VAE (the plan refuses --output without one); --save_tensors

@@ -105,8 +105,13 @@ void RunView::update_rank(const workers::RankView& r) {
       text += tr("  ETA %1 s").arg(r.eta_seconds(), 0, 'f', 0);
     if (r.cached) text += tr("  reused %1").arg(r.reused_calls);
   }
-  if (r.resources.in_use())  // a GPU's allocation or the process's resident memory, the decode's too
-    text += tr("  memory %1").arg(QString::fromStdString(plan::human_bytes(r.resources.in_use())));
+  const auto& m = r.resources;
+  if (m.in_use()) {  // a GPU's allocation or the process's resident memory, the decode's too
+    text += tr("  memory %1").arg(QString::fromStdString(plan::human_bytes(m.in_use())));
+    const uint64_t peak = m.device_allocated ? m.device_peak : m.host_peak;
+    if (r.phase_parts > 0 && peak > m.in_use())  // sampled between the decode's parts: its peak so far too
+      text += tr(" (peak %1)").arg(QString::fromStdString(plan::human_bytes(peak)));
+  }
   if (r.resources.bytes_sent)
     text += tr("  moved %1").arg(QString::fromStdString(plan::human_bytes(r.resources.bytes_sent + r.resources.bytes_received)));
   labels_[size_t(r.rank)]->setText(text);

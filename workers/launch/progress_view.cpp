@@ -17,8 +17,14 @@ std::string rank_status_line(const RankView& r) {
     if (r.cached) n += std::snprintf(s + n, sizeof s - size_t(n), "  reused %d", r.reused_calls);
   }
   const auto& m = r.resources;
-  if (m.device_allocated) n += std::snprintf(s + n, sizeof s - size_t(n), "  GPU %s", plan::human_bytes(m.device_allocated).c_str());
-  if (m.host_rss) n += std::snprintf(s + n, sizeof s - size_t(n), "  RSS %s", plan::human_bytes(m.host_rss).c_str());
+  // While decoding (often the rank's peak, sampled between its parts), the job's peak so far as well.
+  auto with_peak = [&](const char* what, uint64_t now, uint64_t peak) {
+    n += std::snprintf(s + n, sizeof s - size_t(n), "  %s %s", what, plan::human_bytes(now).c_str());
+    if (r.phase_parts > 0 && peak > now)
+      n += std::snprintf(s + n, sizeof s - size_t(n), " (peak %s)", plan::human_bytes(peak).c_str());
+  };
+  if (m.device_allocated) with_peak("GPU", m.device_allocated, m.device_peak);
+  if (m.host_rss) with_peak("RSS", m.host_rss, m.host_peak);
   if (m.bytes_sent || m.bytes_received)
     std::snprintf(s + n, sizeof s - size_t(n), "  sent %s  received %s", plan::human_bytes(m.bytes_sent).c_str(),
                   plan::human_bytes(m.bytes_received).c_str());
