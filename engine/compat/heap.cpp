@@ -40,7 +40,6 @@ HeapForRepeatedWork::~HeapForRepeatedWork() {
   mallopt(M_MMAP_THRESHOLD, kMappedFrom);
   mallopt(M_MMAP_MAX, 65536);
   mallopt(M_TRIM_THRESHOLD, 2 * kMappedFrom);
-  malloc_trim(0);
 #endif
 }
 

@@ -273,8 +273,8 @@ JobResult run_job(const plan::JobSpec& job, const plan::ModelFolder& model, para
   r.final_latents = denoise_stage(job, weights_from, mesh, hooks, dtype, device, std::move(in),
                                   recorded ? recorded.get() : &seeded, r, log, t0,
                                   kept ? &kept->transformers : nullptr);
-  // The transformer's weights and buffers went after the loop's heap was handed back: what they leave in the
-  // heap goes too, before the VAE.
+  // What the loop kept in the heap, and the transformer's weights and buffers gone with the stage: back before
+  // the VAE.
   compat::give_back_free_heap();
   if (!parallel::decodes(mesh)) return r;
 
