@@ -15,10 +15,6 @@ namespace studio::plan {
 
 namespace {
 
-// The VAE decoder's convolutions run at this fraction of the GEMM rate: the CogVideoX decoder's measured
-// rate against the GEMM peak (docs/cost-model.md says where it was measured and how).
-constexpr double kConvEfficiency = 0.55;
-
 // Per-rank rate with `busy` ranks working at once: a rank alone runs at `alone`; when more ranks share the
 // devices (CPU processes on the same cores), the `all`-ranks measurement divides among those that work.
 double rate(double alone, double all, int ranks, int busy) {
@@ -125,7 +121,7 @@ StepWork count_step_work(const ParallelConfig& p, const JobSpec& job_in, const M
     w.pipe_hops = pipelined ? patches + S - 1 : S - 1;
   }
   if (model.has_vae() && job.height > 0)
-    w.vae_flops = rules.vae_flops_per_pixel(model) * job.height * job.width * std::max(1, job.num_frames) * videos /
+    w.vae_flops = rules.vae_decode_flops(model, job.height, job.width, job.num_frames) * videos /
                   (p.use_parallel_vae ? p.world_size() : p.data_parallel_degree);
   return w;
 }
@@ -223,7 +219,8 @@ Prediction predict(const ParallelConfig& p, const JobSpec& job_in, const ModelFo
   }
   r.seconds_per_step = r.compute_s + r.bubble_s + r.communication_s + r.host_copy_s;
   const int decoders = p.use_parallel_vae ? P : p.data_parallel_degree;
-  r.vae_s = sync.vae_flops / (rate(c.gemm_flops_per_s, c.gemm_flops_per_s_all, c.ranks, decoders) * kConvEfficiency);
+  // The decoder's convolutions, counted as they run, go at the calibrated GEMM rate on a CPU (docs/cost-model.md).
+  r.vae_s = sync.vae_flops / rate(c.gemm_flops_per_s, c.gemm_flops_per_s_all, c.ranks, decoders);
   r.total_s = job.num_inference_steps * r.seconds_per_step + r.vae_s;
   r.peak_bytes_per_rank = device_peak_gib(estimate_memory(p, job, model, b), job, memory_gib) * kGiB;
   for (auto& c : storage_choices(p, job, model, b, memory_gib))

@@ -23,15 +23,6 @@ const std::string& job_text(const JobSpec& job, const std::string& field) {
   throw std::logic_error("no text field '" + field + "' in a job");
 }
 
-double decoder_flops_per_pixel(const std::vector<int>& widths, int resnets, int taps) {
-  double flops = 0, share = 1;
-  for (int c : widths) {
-    flops += share * resnets * 2 * (2.0 * taps * c * c);
-    share /= 4;
-  }
-  return flops;
-}
-
 std::vector<KnownRepo> image_to_video_repos(const Family& family) {
   std::vector<KnownRepo> out;
   for (auto& r : family.known_repos())

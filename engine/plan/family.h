@@ -151,11 +151,12 @@ class Family {
   // The cost model's counts (plan/cost_model.h, docs/cost-model.md), FLOPs as 2 per multiply-add: one
   // block's GEMMs per token it holds (the linear layers' weights times 2); its attention per query-key pair
   // (Q K^T and P V over the inner width: 4 x heads x head_dim); whether the text joins the attended sequence
-  // (else the latent attends to it in a cross-attention); the VAE decoder per output pixel and frame.
+  // (else the latent attends to it in a cross-attention); the VAE's decode of one video (`frames` 1 for an image),
+  // 0 for a folder without a VAE.
   virtual double gemm_flops_per_token(const ModelFolder& m) const = 0;
   virtual double attention_flops_per_pair(const ModelFolder& m) const = 0;
   virtual bool joint_text() const { return true; }
-  virtual double vae_flops_per_pixel(const ModelFolder& m) const = 0;
+  virtual double vae_decode_flops(const ModelFolder& m, int height, int width, int frames) const = 0;
   virtual BlockCosts block_costs(const ModelFolder& m) const = 0;
 
   // One file standing for transformer/ (expert 1: transformer_2/) in the family's original checkpoint layout
@@ -198,11 +199,6 @@ double transformer_gib(const ParallelConfig& p, const JobSpec& job, const ModelF
 // One block's weights as the job keeps them (plan::weight_bytes_per_param).
 double block_weight_gib(const JobSpec& job, const ModelFolder& m, double block_params, double other_params,
                         int bytes_per_value);
-
-// A convolutional decoder's FLOPs per output pixel: `resnets` residual blocks of two convolutions of
-// `taps` taps (27 for 3x3x3, 9 for 3x3) at each level, `widths` from the full-size level down, each level
-// below at a quarter of the pixels of the one above.
-double decoder_flops_per_pixel(const std::vector<int>& widths, int resnets, int taps);
 
 // A video's frames against a causal VAE that compresses time `temporal`x keeping the first frame: "--num_frames
 // 10: must be 4k+1 (...); 9 or 13 would work".

@@ -144,10 +144,10 @@ struct SpatialNorm {
     std::vector<int64_t> src(static_cast<size_t>(T));
     for (int64_t t = 0; t < T; ++t)
       src[size_t(t)] = (T > 1 && T % 2 == 1) ? (t == 0 ? 0 : 1 + (t - 1) * (Tz - 1) / (T - 1)) : t * Tz / T;
-    return [=](int64_t first, int64_t count) {
+    return [=, weight = norm_w, bias = norm_b](int64_t first, int64_t count) {
       auto x = f.narrow(2, first, count);
       auto h = ((x.reshape({B, G, C / G, count, x.size(3), x.size(4)}) - mu) * rstd).view(x.sizes()).to(x.scalar_type());
-      h.mul_(norm_w.view({1, C, 1, 1, 1})).add_(norm_b.view({1, C, 1, 1, 1}));
+      h.mul_(weight.view({1, C, 1, 1, 1})).add_(bias.view({1, C, 1, 1, 1}));
       auto idx = at::tensor(std::vector<int64_t>(src.begin() + first, src.begin() + first + count));
       modulate(h, y.index_select(2, idx.to(y.device())), b.index_select(2, idx.to(b.device())));
       return at::silu_(h);

@@ -124,10 +124,8 @@ class CogVideoX final : public Family {
     b.ops_per_step = sampler_name(m) == "CogVideoXDPMScheduler" ? 41 : 32;  // DPM's noise and history; DDIM
     return b;
   }
-  // The decoder's levels from full size down, layers_per_block + 1 resnets of 3x3x3 convolutions each.
-  double vae_flops_per_pixel(const ModelFolder& m) const override {
-    if (!cog(m).vae) return 0;
-    return decoder_flops_per_pixel(cog(m).vae->block_out_channels, cog(m).vae->layers_per_block + 1, 27);
+  double vae_decode_flops(const ModelFolder& m, int height, int width, int frames) const override {
+    return cog(m).vae ? cog(m).vae->decoder_flops(height, width, frames) : 0;
   }
 
   const char* gguf_architecture() const override { return "cogvideox"; }

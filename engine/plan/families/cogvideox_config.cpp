@@ -1,5 +1,8 @@
 #include "plan/families/cogvideox_config.h"
 
+#include <algorithm>
+
+#include "plan/decoder_flops.h"
 #include "plan/json_fields.h"
 
 namespace studio::plan {
@@ -125,6 +128,44 @@ CogVideoXVaeConfig parse_cogvideox_vae_config(const std::string& text, const std
   auto act = f.get<std::string>("act_fn", "silu");
   if (act != "silu") f.fail("act_fn", "\"" + act + "\"", "is not supported; CogVideoX uses \"silu\"");
   return v;
+}
+
+
+double CogVideoXVaeConfig::decoder_flops(int height, int width, int frames) const {
+  // Batches of two latent frames (an odd count's first batch three). Each level's time upsampler doubles the
+  // frames but keeps an odd first one single; its 3x3 convolution runs after the upsampling.
+  const std::vector<int> ch(block_out_channels.rbegin(), block_out_channels.rend());
+  const int latent = (std::max(frames, 1) - 1) / temporal_compression_ratio + 1;
+  const int batches = std::max(latent / 2, 1);
+  int time_levels = 0;
+  for (int r = temporal_compression_ratio; r > 1; r /= 2) ++time_levels;
+  const double pixels = double(height / spatial_compression) * (width / spatial_compression);
+  DecoderFlops d;
+  for (int b = 0; b < batches; ++b) {
+    const int f = b == 0 ? latent - 2 * (batches - 1) : 2;
+    // Every spatial norm makes its scale and shift from the batch's latents, at their size.
+    const auto norm = [&](int c) { d.conv(pixels * f, 1, latent_channels, 2 * c); };
+    const auto resnet = [&](double points, int in, int out) {
+      norm(in), norm(out);
+      d.resnet(points, 27, in, out);
+    };
+    double points = pixels * f, level_pixels = pixels;
+    int level_frames = f;
+    d.conv(points, 27, latent_channels, ch[0]);
+    for (int i = 0; i < 2; ++i) resnet(points, ch[0], ch[0]);
+    int in = ch[0];
+    for (size_t i = 0; i < ch.size(); ++i) {
+      for (int j = 0; j <= layers_per_block; ++j, in = ch[i]) resnet(points, in, ch[i]);
+      if (i + 1 == ch.size()) break;
+      if (int(i) < time_levels && level_frames > 1) level_frames = 2 * level_frames - level_frames % 2;
+      level_pixels *= 4;
+      points = level_pixels * level_frames;
+      d.conv(points, 9, ch[i], ch[i]);
+    }
+    norm(ch.back());
+    d.conv(points, 27, ch.back(), out_channels);
+  }
+  return d.total();
 }
 
 }  // namespace studio::plan

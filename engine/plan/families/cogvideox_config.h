@@ -77,6 +77,9 @@ struct CogVideoXVaeConfig {
   double norm_eps = 1e-6;
   int in_channels = 3;                // the encoder's
   bool invert_scale_latents = false;  // CogVideoX1.5-I2V: the picture's latents are divided by scaling_factor
+  // The FLOPs of decoding one video of `frames` frames (an image: 1) at `height` x `width` pixels, as
+  // models/cogvideox/cogvideox_vae.cpp decodes it (plan/decoder_flops.h).
+  double decoder_flops(int height, int width, int frames) const;
 };
 
 // transformer/, scheduler/ and vae/ (when present) of a CogVideoXPipeline folder.

@@ -131,10 +131,8 @@ class Flux final : public Family {
     b.ops_per_step = 24;
     return b;
   }
-  // An image: the 2D decoder's levels from full size down, layers_per_block + 1 resnets of 3x3 convolutions.
-  double vae_flops_per_pixel(const ModelFolder& m) const override {
-    if (!flux(m).vae) return 0;
-    return decoder_flops_per_pixel(flux(m).vae->block_out_channels, flux(m).vae->layers_per_block + 1, 9);
+  double vae_decode_flops(const ModelFolder& m, int height, int width, int frames) const override {
+    return flux(m).vae ? flux(m).vae->decoder_flops(height, width, frames) : 0;
   }
 
   TensorRenames transformer_renames(const ModelFolder& m, const std::set<std::string>& names) const override {

@@ -1,5 +1,8 @@
 #include "plan/families/flux_config.h"
 
+#include <algorithm>
+
+#include "plan/decoder_flops.h"
 #include "plan/json_fields.h"
 
 namespace studio::plan {
@@ -86,6 +89,28 @@ AutoencoderKLConfig parse_autoencoder_kl_config(const std::string& text, const s
       for (const auto& t : f.raw()[key])
         if (t != "UpDecoderBlock2D") f.fail(key, f.dump(key), "must list only \"UpDecoderBlock2D\"");
   return v;
+}
+
+
+double AutoencoderKLConfig::decoder_flops(int height, int width, int) const {
+  // 3x3 convolutions; the middle attention is one head over every pixel of the latents; an upsampler's
+  // convolution runs after it doubles the pixels.
+  const std::vector<int> ch(block_out_channels.rbegin(), block_out_channels.rend());
+  double pixels = double(height / spatial_compression()) * (width / spatial_compression());
+  DecoderFlops d;
+  d.conv(pixels, 9, latent_channels, ch[0]);
+  d.resnet(pixels, 9, ch[0], ch[0]);
+  if (mid_block_add_attention) d.attention(pixels, pixels * pixels, ch[0]);
+  d.resnet(pixels, 9, ch[0], ch[0]);
+  int in = ch[0];
+  for (size_t i = 0; i < ch.size(); ++i) {
+    for (int j = 0; j <= layers_per_block; ++j, in = ch[i]) d.resnet(pixels, 9, in, ch[i]);
+    if (i + 1 == ch.size()) break;
+    pixels *= 4;
+    d.conv(pixels, 9, ch[i], ch[i]);
+  }
+  d.conv(pixels, 9, ch.back(), out_channels);
+  return d.total();
 }
 
 }  // namespace studio::plan

@@ -46,6 +46,9 @@ struct AutoencoderKLConfig {
   int sample_size = 1024;  // pixels: diffusers' tile size when tiling
   bool mid_block_add_attention = true;
   int spatial_compression() const { return 1 << (block_out_channels.size() - 1); }
+  // The FLOPs of decoding one video of `frames` frames (an image: 1) at `height` x `width` pixels, as
+  // models/vae/autoencoder_kl.cpp decodes it (plan/decoder_flops.h).
+  double decoder_flops(int height, int width, int frames) const;
 };
 
 FluxTransformerConfig parse_flux_transformer_config(const std::string& json_text, const std::string& file);

@@ -191,10 +191,8 @@ class Hunyuan15 final : public Family {
     b.ops_per_step = 24;
     return b;
   }
-  // The causal 3D decoder's levels from full size down, layers_per_block + 1 resnets of 3x3x3 convolutions.
-  double vae_flops_per_pixel(const ModelFolder& m) const override {
-    if (!hy(m).vae) return 0;
-    return decoder_flops_per_pixel(hy(m).vae->block_out_channels, hy(m).vae->layers_per_block + 1, 27);
+  double vae_decode_flops(const ModelFolder& m, int height, int width, int frames) const override {
+    return hy(m).vae ? hy(m).vae->decoder_flops(height, width, frames) : 0;
   }
   const char* gguf_architecture() const override { return "hunyuan-video-1.5"; }  // no GGUF layout is read yet
 

@@ -1,5 +1,8 @@
 #include "plan/families/hunyuan15_config.h"
 
+#include <algorithm>
+
+#include "plan/decoder_flops.h"
 #include "plan/json_fields.h"
 
 namespace studio::plan {
@@ -141,6 +144,33 @@ Hunyuan15VaeConfig parse_hunyuan15_vae_config(const std::string& text, const std
              "has levels whose downsampler cannot average its input over its output's channels");
   }
   return c;
+}
+
+
+double Hunyuan15VaeConfig::decoder_flops(int height, int width, int frames) const {
+  // One pass over every frame. An upsampler's convolution runs before it unpacks channels into pixels (and
+  // frames: all but the first doubled); the middle attention is causal, each frame's pixels seeing its own
+  // and the earlier frames'.
+  const std::vector<int> ch(block_out_channels.rbegin(), block_out_channels.rend());
+  double pixels = double(height / spatial_compression_ratio) * (width / spatial_compression_ratio);
+  double f = (std::max(frames, 1) - 1) / temporal_compression_ratio + 1;
+  DecoderFlops d;
+  d.conv(pixels * f, 27, latent_channels, ch[0]);
+  d.resnet(pixels * f, 27, ch[0], ch[0]);
+  d.attention(pixels * f, pixels * pixels * f * (f + 1) / 2, ch[0]);
+  d.resnet(pixels * f, 27, ch[0], ch[0]);
+  int in = ch[0];
+  for (size_t i = 0; i < ch.size(); ++i) {
+    for (int j = 0; j <= layers_per_block; ++j, in = ch[i]) d.resnet(pixels * f, 27, in, ch[i]);
+    if (int(i) >= spatial_upsamples()) continue;
+    const bool temporal = int(i) < temporal_upsamples();
+    d.conv(pixels * f, 27, ch[i], ch[i + 1] * (temporal ? 8 : 4));
+    pixels *= 4;
+    if (temporal) f = 2 * f - 1;
+    in = ch[i + 1];
+  }
+  d.conv(pixels * f, 27, ch.back(), out_channels);
+  return d.total();
 }
 
 }  // namespace studio::plan

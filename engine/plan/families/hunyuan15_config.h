@@ -51,6 +51,9 @@ struct Hunyuan15VaeConfig {
   int temporal_upsamples() const;
   // The decoder's weights, counted as models/hunyuan15/hunyuan15_vae.cpp loads them (the plan's VAE memory).
   int64_t decoder_parameters() const;
+  // The FLOPs of decoding one video of `frames` frames (an image: 1) at `height` x `width` pixels, as
+  // models/hunyuan15/hunyuan15_vae.cpp decodes it (plan/decoder_flops.h).
+  double decoder_flops(int height, int width, int frames) const;
 };
 
 // guider/guider_config.json of a ClassifierFreeGuidance: the scale the pipeline guides with (1 turns CFG off).

@@ -228,14 +228,8 @@ class Wan final : public Family {
     b.ops_per_step = 37;
     return b;
   }
-  // The causal 3D decoder's levels from full size down, num_res_blocks + 1 resnets of 3x3x3 convolutions.
-  double vae_flops_per_pixel(const ModelFolder& m) const override {
-    if (!wan(m).vae) return 0;
-    const auto& v = *wan(m).vae;
-    std::vector<int> widths;
-    for (int d : v.dim_mult) widths.push_back(v.decoder_base_dim * d);
-    // The Wan2.2 VAE's full-size level works on 2x2 patches: a quarter of the pixels.
-    return decoder_flops_per_pixel(widths, v.num_res_blocks + 1, 27) / (v.patch_size * v.patch_size);
+  double vae_decode_flops(const ModelFolder& m, int height, int width, int frames) const override {
+    return wan(m).vae ? wan(m).vae->decoder_flops(height, width, frames) : 0;
   }
 
   TensorRenames transformer_renames(const ModelFolder&, const std::set<std::string>& names) const override {

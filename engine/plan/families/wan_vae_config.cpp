@@ -1,7 +1,9 @@
 #include "plan/families/wan_vae_config.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "plan/decoder_flops.h"
 #include "plan/json_fields.h"
 
 namespace studio::plan {
@@ -99,6 +101,40 @@ WanVaeConfig parse_wan_vae_config(const std::string& text, const std::string& fi
            "disagrees with temperal_downsample's " + std::to_string(c.temporal_compression()) +
                " (2 per level marked true)");
   return c;
+}
+
+
+double WanVaeConfig::decoder_flops(int height, int width, int frames) const {
+  // Latent frame by latent frame: the first makes one frame (its upsamplers skip their time convolution), each
+  // next one temporal_compression() frames. An upsampler's 3x3 convolution runs after it doubles the pixels,
+  // its time convolution (3 taps, twice the channels out) before. The middle attention is per frame.
+  const auto dims = decoder_dims();
+  const size_t levels = dim_mult.size();
+  const int latent = (std::max(frames, 1) - 1) / temporal_compression() + 1;
+  const double pixels = double(height / spatial_compression()) * (width / spatial_compression());
+  DecoderFlops d;
+  for (int chunk = 0; chunk < latent; ++chunk) {
+    double level_pixels = pixels, f = 1;
+    d.conv(pixels, 1, z_dim, z_dim);
+    d.conv(pixels, 27, z_dim, dims[0]);
+    d.resnet(pixels, 27, dims[0], dims[0]);
+    d.attention(pixels, pixels * pixels, dims[0]);
+    d.resnet(pixels, 27, dims[0], dims[0]);
+    for (size_t i = 0; i < levels; ++i) {
+      int in = i == 0 || is_residual ? dims[i] : dims[i] / 2;
+      const int out = dims[i + 1];
+      for (int j = 0; j <= num_res_blocks; ++j, in = out) d.resnet(level_pixels * f, 27, in, out);
+      if (i + 1 == levels) break;
+      if (temperal_downsample[levels - 2 - i] && chunk > 0) {
+        d.conv(level_pixels * f, 3, out, 2 * out);
+        f *= 2;
+      }
+      level_pixels *= 4;
+      d.conv(level_pixels * f, 9, out, is_residual ? out : out / 2);
+    }
+    d.conv(level_pixels * f, 27, dims.back(), out_channels);
+  }
+  return d.total();
 }
 
 }  // namespace studio::plan

@@ -30,6 +30,9 @@ struct WanVaeConfig {
   // The channels of the decoder's levels, from the latents down: [decoder_base_dim * dim_mult.back(),
   // then decoder_base_dim * dim_mult reversed].
   std::vector<int> decoder_dims() const;
+  // The FLOPs of decoding one video of `frames` frames (an image: 1) at `height` x `width` pixels, as
+  // models/wan/wan_vae_blocks.cpp decodes it (plan/decoder_flops.h).
+  double decoder_flops(int height, int width, int frames) const;
 };
 
 WanVaeConfig parse_wan_vae_config(const std::string& json_text, const std::string& file);
