@@ -285,6 +285,26 @@ TEST_F(DitLaunch, unwritable_output_is_refused_before_any_work) {
   EXPECT_FALSE(std::filesystem::exists(out("missing")));
 }
 
+// What stands at an output's own path, or two outputs of one name, would fail a run only at its end (or, for
+// --save_tensors and --output, let one replace the other): refused before any work.
+TEST_F(DitLaunch, outputs_that_clash_are_refused_before_any_work) {
+  std::filesystem::create_directories(out("frames"));
+  test::write_file(out("frames/0001.png"), "x");
+  test::write_file(out("plain"), "x");
+  const Args run{"--prompt", "a boat", "--num_inference_steps", "1"};
+  expect_error(run + Args{"--output", out("c.mp4"), "--save_tensors", out("c.mp4")}, 2,
+               {"--save_tensors", "is also --output's file", "its own name"});
+  expect_error(run + Args{"--output", out("frames")}, 2, {"--output", "frames: the folder exists and is not empty"});
+  expect_error(run + Args{"--output", out("plain/")}, 2, {"plain/: a file of that name exists", ".mp4"});
+  expect_error(run + Args{"--output", "/dev/null"}, 2, {"/dev/null: a device or a pipe"});
+  expect_error(run + Args{"--save_tensors", out("frames")}, 2, {"--save_tensors", "a folder of that name exists"});
+  expect_error(run + Args{"--events_log", out("nowhere/e.jsonl")}, 2, {"--events_log", "nowhere", "does not exist"});
+  expect_error(run + Args{"--events_log", out("frames")}, 2, {"--events_log", "a folder of that name exists"});
+  expect_error(run + Args{"--auto", "--ulysses_degree", "2"}, 2, {"--auto chooses", "ulysses 2", "drop --auto"});
+  EXPECT_EQ(test::read_file(out("plain")), "x");
+  EXPECT_FALSE(std::filesystem::exists(out("c.mp4")));
+}
+
 TEST_F(DitLaunch, sigterm_cancels_within_a_step_and_writes_nothing) {
   const std::string c = test::golden_case("cogvx2b_tiny");
   test::Process p;

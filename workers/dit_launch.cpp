@@ -49,7 +49,6 @@ bool plan_configs(studio::workers::LaunchArgs& args, const studio::plan::ModelFo
                                                     : std::max(1, devices.cpu_cores);
   plan::JobSpec job = args.job;
   plan::apply_model_defaults(job, model);
-  if (const auto problems = plan::validate(job, model); !problems.empty()) throw workers::ArgError(problems.front().message);
   const int b = plan::bytes_per_value(job, gpus);
   const std::string dtype = plan::calibration_dtype(job, gpus);
   bool cached = false;
@@ -60,6 +59,7 @@ bool plan_configs(studio::workers::LaunchArgs& args, const studio::plan::ModelFo
               << workers::calibration_cache_file(workers::calibration_key(devices, processes, dtype)) << std::endl;
     return true;
   }
+  if (const auto problems = plan::validate(job, model); !problems.empty()) throw workers::ArgError(problems.front().message);
   const auto ranked = plan::rank_configs(job, model, processes, cal, memory_gib, b);
   if (ranked.empty())
     throw workers::ArgError("no parallel configuration runs this job on " + std::to_string(processes) +

@@ -31,22 +31,6 @@ std::string short_number(double x) {
   return s.str();
 }
 
-// The folder a file will be written to must exist, take a file and have room for `needed` bytes:
-// checked before any work, with the true reason (plan/output_folder.h).
-void check_output_folder(const char* field, const std::string& file, std::vector<Problem>& out, uint64_t needed = 0) {
-  if (file.empty()) return;
-  std::string trimmed = file;
-  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
-  const auto dir = std::filesystem::absolute(trimmed).parent_path().string();
-  const auto c = check_folder(dir, needed);
-  if (c.ok()) return;
-  static const char* const remedy[] = {"", "; create it or choose another path", "; choose another path",
-                                       "; choose another path", "; choose a folder on a writable disk",
-                                       "; free some space or choose another disk"};
-  out.push_back({field, std::string("--") + field + " " + file + ": the folder " + dir + " " + c.reason(dir) +
-                            remedy[int(c.state)]});
-}
-
 std::string nearest_multiples(int value, int step) {
   int below = value / step * step;
   int above = below + step;
@@ -95,6 +79,7 @@ void check_step_cache(const JobSpec& job, const ModelFolder& model, std::vector<
     out.push_back({"magcache_calibrate", "--magcache_calibrate measures the uncached model; drop the step cache "
                                          "for this run"});
   check_output_folder("magcache_calibrate", job.magcache_calibrate, out);
+  check_output_target("magcache_calibrate", job.magcache_calibrate, false, out);
   const double t = job.cache_threshold;
   if (caches > 0 && !std::isnan(t) && !(t >= 0 && t <= kMaxCacheThreshold))
     out.push_back({"cache_threshold", "--cache_threshold " + std::to_string(job.cache_threshold) +
@@ -182,10 +167,17 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
   check_pictures(job, model, out);
   // Outputs are checked now, not after a long run.
   check_output_folder("save_tensors", job.save_tensors_file, out);
+  check_output_target("save_tensors", job.save_tensors_file, false, out);
   check_output_folder("output", job.output_file, out, expected_output_bytes(job));
+  check_outputs_differ({{"output", job.output_file},
+                        {"save_tensors", job.save_tensors_file},
+                        {"magcache_calibrate", job.magcache_calibrate}},
+                       out);
   if (!job.output_file.empty()) {
     try {
-      const bool image = is_image(format_for(job.output_file));
+      const Format format = format_for(job.output_file);
+      check_output_target("output", job.output_file, format == Format::PNG, out);
+      const bool image = is_image(format);
       if (image && rules.makes_video())
         out.push_back({"output", "--output " + job.output_file + ": this model makes clips, not single images; use "
                                  ".mp4, .webm, .gif or a folder name (numbered PNGs)"});

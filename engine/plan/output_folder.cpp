@@ -11,6 +11,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <utility>
+#include <vector>
 
 #include "plan/error.h"
 #include "plan/output_format.h"
@@ -103,5 +106,58 @@ uint64_t expected_output_bytes(const JobSpec& job) {
   }
 }
 
+
+void check_output_folder(const char* field, const std::string& file, std::vector<Problem>& out, uint64_t needed) {
+  if (file.empty()) return;
+  std::string trimmed = file;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  const auto dir = std::filesystem::absolute(trimmed).parent_path().string();
+  const auto c = check_folder(dir, needed);
+  if (c.ok()) return;
+  static const char* const remedy[] = {"", "; create it or choose another path", "; choose another path",
+                                       "; choose another path", "; choose a folder on a writable disk",
+                                       "; free some space or choose another disk"};
+  out.push_back({field, std::string("--") + field + " " + file + ": the folder " + dir + " " + c.reason(dir) +
+                            remedy[int(c.state)]});
+}
+
+void check_output_target(const char* field, const std::string& path, bool folder, std::vector<Problem>& out) {
+  if (path.empty()) return;
+  std::string trimmed = path;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  std::error_code ec;
+  const auto status = std::filesystem::status(trimmed, ec);
+  if (ec || !std::filesystem::exists(status)) return;
+  const std::string flag = std::string("--") + field + " " + path;
+  if (folder && !std::filesystem::is_directory(status))
+    out.push_back({field, flag + (std::filesystem::is_regular_file(status) ? ": a file" : ": a device or a pipe") +
+                              " of that name exists where the folder of frames would go; choose another name, or a "
+                              "name ending in .mp4, .webm or .gif for a clip"});
+  else if (folder && !std::filesystem::is_empty(trimmed, ec))
+    out.push_back({field, flag + ": the folder exists and is not empty; choose a new folder name, or empty it"});
+  else if (!folder && std::filesystem::is_directory(status))
+    out.push_back({field, flag + ": a folder of that name exists; choose a file name"});
+  else if (!folder && !std::filesystem::is_regular_file(status))
+    out.push_back({field, flag + ": not a regular file (a device or a pipe); choose a file name in a folder"});
+}
+
+void check_outputs_differ(const std::vector<std::pair<const char*, std::string>>& outputs, std::vector<Problem>& out) {
+  std::vector<std::pair<const char*, std::filesystem::path>> seen;
+  for (const auto& [field, path] : outputs) {
+    if (path.empty()) continue;
+    std::error_code ec;
+    std::string trimmed = path;
+    while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+    auto where = std::filesystem::weakly_canonical(std::filesystem::absolute(trimmed), ec);
+    if (ec) where = std::filesystem::absolute(trimmed).lexically_normal();
+    for (const auto& [other, other_where] : seen)
+      if (where == other_where) {
+        out.push_back({field, std::string("--") + field + " " + path + " is also --" + other +
+                                  "'s file; the one written last would replace the other: give each its own name"});
+        break;
+      }
+    seen.emplace_back(field, where);
+  }
+}
 
 }  // namespace studio::plan

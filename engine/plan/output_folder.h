@@ -4,6 +4,8 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "plan/job.h"
 
@@ -24,6 +26,14 @@ struct FolderCheck {
 // Checks `dir` for existence, write access (access(W_OK) and a real write of a small file, removed
 // again: a read-only mount or a full disk shows only then) and at least `needed_bytes` free (statvfs).
 FolderCheck check_folder(const std::string& dir, uint64_t needed_bytes = 0);
+
+// The checks of a job's (or the launcher's) output `path` before any work, as `field`'s problems: its folder
+// exists and takes a file of `needed` bytes (the true reason when not); what stands at the path itself can be
+// replaced by what is written there (a file, or with `folder` an empty folder of frames).
+void check_output_folder(const char* field, const std::string& path, std::vector<Problem>& out, uint64_t needed = 0);
+void check_output_target(const char* field, const std::string& path, bool folder, std::vector<Problem>& out);
+// No two of a job's outputs (flag, path) may be the same file: the one written last would replace the other.
+void check_outputs_differ(const std::vector<std::pair<const char*, std::string>>& outputs, std::vector<Problem>& out);
 
 // The decoded frames of a job in bytes (RGB8, every video). 0 when the size is not known yet (a
 // dimension left at the model's default).

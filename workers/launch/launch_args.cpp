@@ -9,6 +9,7 @@
 #include "plan/error.h"
 #include "plan/families/registry.h"
 #include "plan/options.h"
+#include "plan/output_folder.h"
 
 namespace studio::workers {
 
@@ -155,6 +156,13 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
   a.parallel = file.parallel;
   if (a.json && !a.plan) throw ArgError("--json goes with --plan (the ranked configurations as a JSON array)");
   if (a.plan && a.auto_pick) throw ArgError("--plan prints the ranking and runs nothing; --auto runs the best: choose one");
+  if (a.auto_pick && a.parallel.world_size() > 1)
+    throw ArgError("--auto chooses how the ranks divide the work, and " + a.parallel.describe() +
+                   " was given too: drop --auto to run exactly that, or drop the degrees and let --auto choose");
+  std::vector<plan::Problem> log_problems;
+  plan::check_output_folder("events_log", a.run.events_log, log_problems);
+  plan::check_output_target("events_log", a.run.events_log, false, log_problems);
+  if (!log_problems.empty()) throw ArgError(log_problems.front().message);
   if (a.run.node_rank >= a.run.nnodes)
     throw ArgError("--node_rank " + std::to_string(a.run.node_rank) + ": must be below --nnodes " +
                    std::to_string(a.run.nnodes) + " (machines are numbered from 0)");
