@@ -126,6 +126,30 @@ TEST_F(Hub, dit_models_downloads_lists_verifies_and_removes) {
   EXPECT_TRUE(test::contains(r.err, "not in the cache")) << r.err;
 }
 
+// A cache put together by hand (plain files, no blobs named by their hash): verify cannot vouch for it and says
+// so, and a file that `list` sees is damaged fails verify too.
+TEST_F(Hub, dit_models_verify_says_what_it_could_not_check) {
+  const std::string repo = hub::repo_dir(settings_.cache_dir, "test-org/by-hand"), commit(40, 'a');
+  fs::create_directories(repo + "/refs");
+  fs::create_directories(repo + "/snapshots");
+  test::write_file(repo + "/refs/main", commit);
+  const std::string snap = repo + "/snapshots/" + commit;
+  fs::copy(test::golden_case("flux_words_tiny"), snap, fs::copy_options::recursive);
+  fs::remove(snap + "/golden.safetensors");
+  const test::EnvVars env{{"HF_HUB_CACHE", settings_.cache_dir}, {"HF_HOME", tmp_.path("home")}};
+  auto r = test::run(test::bin("dit-models"), {"verify", "test-org/by-hand"}, 60000, env);
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "none of its") && test::contains(r.err, "could be checked")) << r.err;
+  EXPECT_FALSE(test::contains(r.err, "match their hashes")) << r.err;
+  const std::string vae = snap + "/vae/diffusion_pytorch_model.safetensors";
+  test::write_file(vae, test::read_file(vae) + "8 bytes!");
+  r = test::run(test::bin("dit-models"), {"verify", "test-org/by-hand"}, 60000, env);
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "vae/diffusion_pytorch_model.safetensors") &&
+              test::contains(r.err, "download it again"))
+      << r.err;
+}
+
 // A GGUF repository's one quant, with the folder it goes with from its own repository: only that file is
 // fetched, a name the repository lacks is refused listing the ones it has, and dit-launch runs the two.
 TEST_F(Hub, dit_models_downloads_one_single_file_for_transformer) {

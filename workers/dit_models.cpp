@@ -275,10 +275,25 @@ int main(int argc, char** argv) {
         line.end();
         for (const auto& m : r.mismatched) std::cerr << prefix << "does not match: " << m << std::endl;
         for (const auto& u : r.unchecked) std::cerr << prefix << "no hash to check against: " << u << std::endl;
+        const std::string again = "; `dit-models remove " + a.repo + "` then download it again";
         if (!r.mismatched.empty())
           throw InputError(a.repo + ": " + std::to_string(r.mismatched.size()) + " of " + std::to_string(r.files) +
-                           " files do not match their hash; `dit-models remove " + a.repo + "` then download it again");
-        std::cerr << prefix << a.repo << ": " << r.files << " files (" << plan::human_bytes(r.bytes) << ") match their hashes" << std::endl;
+                           " files do not match their hash" + again);
+        // A file without a hash in its name can still be seen to be damaged: what `list` reads of it.
+        if (a.revision.empty())
+          if (const auto cached = hub::read_cached_repo(s.cache_dir, a.repo); !cached.problems.empty())
+            throw InputError(a.repo + ": " + cached.problems.front() + again);
+        const int checked = r.files - int(r.unchecked.size());
+        if (checked == 0)
+          throw InputError(a.repo + ": none of its " + std::to_string(r.files) + " files could be checked: their blobs "
+                           "are not named by a content hash (put in the cache by hand, not downloaded); download it "
+                           "again to have files that can be verified");
+        if (r.unchecked.empty())
+          std::cerr << prefix << a.repo << ": " << r.files << " files (" << plan::human_bytes(r.bytes)
+                    << ") match their hashes" << std::endl;
+        else
+          std::cerr << prefix << a.repo << ": " << checked << " of " << r.files << " files match their hashes; "
+                    << r.unchecked.size() << " have no hash to check against" << std::endl;
         return workers::kOk;
       }
       hub::HubClient client(s);
