@@ -267,7 +267,7 @@ TEST_F(StepCaches, teacache_data_parallel_decides_for_the_whole_batch) {
 }
 
 TEST(MagRatios, are_interpolated_over_the_calls_as_magcache_does) {
-  const plan::MagRatios r{"m", 5, {2, 3, 4, 5}};
+  const plan::MagRatios r{"m", "", 5, {2, 3, 4, 5}};
   EXPECT_EQ(plan::mag_ratios_for(r, 5), (std::vector<double>{1, 2, 3, 4, 5}));
   EXPECT_EQ(plan::mag_ratios_for(r, 3), (std::vector<double>{1, 3, 5}));
   // numpy rounds halves to even: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, 3.5 -> 4.
@@ -293,6 +293,7 @@ TEST_F(StepCaches, magcache_calibrates_then_runs_alike_in_every_mix) {
   const auto one = plan::read_mag_ratios(ratios);
   ASSERT_EQ(one.ratios.size(), 11u);
   EXPECT_EQ(one.model, c);
+  EXPECT_EQ(one.variant, plan::read_model_folder(c).variant.id);
   // Measured over every rank's rows (5 parts of 72 tokens: padded), the same ratios.
   launch({"--magcache_calibrate", ring_ratios, "--ring_degree", "5"}, tmp_.path("ring.safetensors"));
   const auto ring = plan::read_mag_ratios(ring_ratios);
@@ -333,6 +334,11 @@ TEST_F(StepCaches, magcache_refusals_name_the_flag_and_the_file) {
   test::write_file(bad, R"({"steps": 3, "ratios": [1.0, -2]})");
   r = launch({"--use_magcache", "--magcache_ratios", bad});
   EXPECT_TRUE(test::contains(r.err, "field 'ratios' = -2 is not a positive number")) << r.err;
+  // Ratios measured on another kind of model would skip the wrong calls without a word.
+  test::write_file(bad, R"({"model": "/elsewhere/flux", "variant": "flux.1-dev", "steps": 3, "ratios": [1.0, 0.9]})");
+  r = launch({"--use_magcache", "--magcache_ratios", bad});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(test::contains(r.err, "measured on /elsewhere/flux (flux.1-dev), not on a model like this one")) << r.err;
   r = launch({"--use_magcache", "--magcache_ratios", tmp_.path("missing.json")});
   EXPECT_TRUE(test::contains(r.err, "--magcache_ratios: ")) << r.err;
   r = launch({"--use_fbcache", "--magcache_calibrate", tmp_.path("r.json")});

@@ -70,7 +70,12 @@ void check_step_cache(const JobSpec& job, const ModelFolder& model, std::vector<
                                       "measure them once with an uncached run and --magcache_calibrate FILE"});
   else if (job.use_magcache) {
     try {
-      read_mag_ratios(job.magcache_ratios);
+      const auto r = read_mag_ratios(job.magcache_ratios);
+      if (!r.variant.empty() && r.variant != model.variant.id)
+        out.push_back({"magcache_ratios", "--magcache_ratios " + job.magcache_ratios + ": measured on " + r.model +
+                                              " (" + r.variant + "), not on a model like this one (" +
+                                              model.variant.id + "); measure this model's once with an uncached run "
+                                              "and --magcache_calibrate FILE"});
     } catch (const InputError& e) {
       out.push_back({"magcache_ratios", "--magcache_ratios: " + std::string(e.what())});
     }

@@ -12,6 +12,7 @@ MagRatios read_mag_ratios(const std::string& path) {
   const Fields in(read_text_file(path, 1u << 20), path);
   MagRatios r;
   r.model = in.get<std::string>("model", "");
+  r.variant = in.get<std::string>("variant", "");
   r.steps = in.in_range("steps", 0, 2, 100000);
   const auto& v = in.raw().contains("ratios") ? in.raw()["ratios"] : json();
   if (!v.is_array() || v.size() != size_t(r.steps - 1))
@@ -27,8 +28,8 @@ MagRatios read_mag_ratios(const std::string& path) {
 }
 
 void write_mag_ratios(const std::string& path, const MagRatios& r) {
-  write_text_file(path, json{{"model", r.model}, {"steps", r.steps}, {"ratios", r.ratios}}.dump(2) + "\n",
-                  "the MagCache ratios");
+  const json j{{"model", r.model}, {"variant", r.variant}, {"steps", r.steps}, {"ratios", r.ratios}};
+  write_text_file(path, j.dump(2) + "\n", "the MagCache ratios");
 }
 
 std::vector<double> mag_ratios_for(const MagRatios& r, int steps) {

@@ -10,6 +10,7 @@ namespace studio::plan {
 
 struct MagRatios {
   std::string model;            // the folder it was measured on, for the user to see
+  std::string variant;          // that model's Variant id: ratios of another model mean nothing ("" in older files)
   int steps = 0;                // the calls of the calibration run, one a step
   std::vector<double> ratios;   // steps - 1 of them: call i + 1's mean residual norm over call i's
 };
