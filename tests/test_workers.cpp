@@ -219,6 +219,44 @@ TEST_P(Cancel, stops_every_rank_and_keeps_only_what_was_asked) {
   EXPECT_TRUE(all_gone(pids_of(all)));
 }
 
+// Cancelled while decoding: the denoising is done, so --keep_partial keeps its latents whole, and the clip of the
+// frames decoded so far says in its sidecar that it was cut short; the rank's last word says what it kept.
+TEST_F(Workers, a_cancel_while_decoding_keeps_the_latents_and_the_frames_so_far) {
+  const std::string clip = path("cut.mp4");
+  test::Process p;
+  // 25 frames: the demo's decoder takes them in 3 batches.
+  p.start(kLaunch, Args{"--prompt", "a paper boat", "--num_frames", "25", "--num_inference_steps", "2", "--output", clip,
+                        "--keep_partial"});
+  ASSERT_TRUE(p.wait_for_stderr("(33%)", kRunMs)) << p.err();
+  p.signal(SIGINT);
+  const auto r = test::finish(p, 30000);
+  ASSERT_EQ(r.code, 130) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "cancelled; kept the first ")) << r.err;
+  EXPECT_FALSE(test::contains(r.err, "nothing was written")) << r.err;
+  const auto side = json::parse(test::read_file(clip + ".json"));
+  EXPECT_TRUE(test::contains(side["cancelled"].get<std::string>(), "kept the first ")) << side.dump();
+  EXPECT_LT(side["frames"].get<int>(), 25);
+  const auto latents = io::SafetensorsFile::open(clip + ".partial.safetensors");
+  EXPECT_EQ(latents->metadata().at("cancelled_after_step"), "2/2");
+}
+
+// The rank that writes killed mid-clip cannot remove its partial file: the launcher does, and the folder holds
+// nothing the run began.
+TEST_F(Workers, a_writer_killed_while_decoding_leaves_no_partial_file) {
+  const std::string folder = path("killed"), log = path("killed.jsonl");
+  fs::create_directory(folder);
+  test::Process p;
+  p.start(kLaunch, Args{"--prompt", "a paper boat", "--num_frames", "25", "--num_inference_steps", "2", "--output",
+                        folder + "/clip.mp4", "--events_log", log});
+  ASSERT_TRUE(p.wait_for_stderr("(33%)", kRunMs)) << p.err();
+  const int64_t writer = pid_of_rank(read_events(log), 0);
+  ::kill(pid_t(writer), SIGKILL);
+  const auto r = test::finish(p, 30000);
+  EXPECT_NE(r.code, 0);
+  EXPECT_TRUE(test::contains(r.err, "was killed by signal 9")) << r.err;
+  EXPECT_TRUE(fs::is_empty(folder)) << fs::directory_iterator(folder)->path();
+}
+
 INSTANTIATE_TEST_SUITE_P(Kept, Cancel, ::testing::Bool(),
                          [](const auto& info) { return std::string(info.param ? "keep_partial" : "nothing_kept"); });
 

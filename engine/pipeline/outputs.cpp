@@ -9,6 +9,7 @@
 #include "parallel/job_ranks.h"
 #include "pipeline/decode.h"
 #include "pipeline/making_room.h"
+#include "pipeline/reproduction.h"
 #include "plan/error.h"
 #include "plan/family.h"
 #include "plan/lora_choice.h"
@@ -161,13 +162,23 @@ at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& m
       }
     }
   } catch (const Cancelled&) {
-    // The frames decoded so far make a shorter clip; without --keep_partial the writers discard theirs.
-    if (job.keep_partial && r.frames > 0)
-      for (size_t b = 0; b < clips.size(); ++b) {
-        clips[b]->finish();
-        log("cancelled: kept the " + std::to_string(r.frames) + " frames decoded so far in " + r.outputs[b]);
-      }
-    throw;
+    // The denoising is done: its latents are kept whole, and the frames decoded so far make a shorter clip.
+    // Without --keep_partial the writers discard theirs.
+    if (!job.keep_partial) throw;
+    if (!writer) throw Cancelled("rank 0 keeps what was reached");
+    std::string kept;
+    const std::string cut = "kept the first " + std::to_string(r.frames) + " of " +
+                            std::to_string(vae->output_frames(geo.frames)) + " frames";
+    for (size_t b = 0; b < clips.size() && r.frames > 0; ++b) {
+      clips[b]->finish({{"cancelled", cut}});
+      log("cancelled: " + cut + " in " + r.outputs[b]);
+      kept += (kept.empty() ? "" : "; ") + cut + " in " + r.outputs[b];
+    }
+    const auto latents = keep_partial_latents(job, model, job_metadata(job, model, mesh.config()),
+                                              {r.final_latents, job.num_inference_steps, job.num_inference_steps}, log);
+    kept += (kept.empty() || latents.empty() ? "" : "; ") + latents;
+    if (kept.empty()) throw;
+    throw Cancelled(kept);
   }
   if (writer && !clips.empty()) {
     if (hooks.on_phase) hooks.on_phase("writing");

@@ -35,17 +35,19 @@ std::unique_ptr<sampling::NoiseSource> recorded_noise(const plan::JobSpec& job, 
   return std::make_unique<sampling::RecordedNoise>(slice.of(file.get("scheduler_noise", 6, "[steps, B, F, C, H, W]"), 1));
 }
 
-void keep_partial_latents(const plan::JobSpec& job, const plan::ModelFolder& model, Metadata meta,
-                          const PartialLatents& partial, const std::function<void(const std::string&)>& log) {
-  if (!partial.latents.defined()) return;
+std::string keep_partial_latents(const plan::JobSpec& job, const plan::ModelFolder& model, Metadata meta,
+                                 const PartialLatents& partial, const std::function<void(const std::string&)>& log) {
+  if (!partial.latents.defined()) return "";
   const std::string base = !job.save_tensors_file.empty() ? job.save_tensors_file : job.output_file;
-  if (base.empty()) return;
+  if (base.empty()) return "";
   std::string path = base;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   path += ".partial.safetensors";
   meta["cancelled_after_step"] = std::to_string(partial.step) + "/" + std::to_string(partial.total);
   io::save_tensors(path, {{"partial_latents", models::latents_to_file(model, partial.latents).cpu().contiguous()}}, meta);
-  log("cancelled after step " + meta["cancelled_after_step"] + ": kept the latents in " + path);
+  const std::string kept = "kept the latents of step " + meta["cancelled_after_step"] + " in " + path;
+  log("cancelled: " + kept);
+  return kept;
 }
 
 }  // namespace studio::pipeline

@@ -171,9 +171,11 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
     latents = denoise(*transformer, *sampler, in, noise, step_hooks(hooks, mesh, device, partial, parallel_model, log),
                       call, second ? &*second : nullptr);
   } catch (const Cancelled&) {
-    if (job.keep_partial && parallel::writes(mesh))
-      keep_partial_latents(job, model, job_metadata(job, model, mesh.config()), partial, log);
-    throw;
+    if (!job.keep_partial) throw;
+    if (!parallel::writes(mesh)) throw Cancelled("rank 0 keeps what was reached");
+    const auto kept = keep_partial_latents(job, model, job_metadata(job, model, mesh.config()), partial, log);
+    if (kept.empty()) throw;
+    throw Cancelled(kept);
   }
   log_cache();
   auto all = parallel::gather_samples(mesh, latents).cpu();

@@ -11,9 +11,11 @@ struct InputError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The user asked the run to stop.
+// The user asked the run to stop. `kept`: what --keep_partial kept, in words ("" when nothing was written).
 struct Cancelled : std::runtime_error {
   Cancelled() : std::runtime_error("cancelled") {}
+  explicit Cancelled(std::string what_was_kept) : std::runtime_error("cancelled"), kept(std::move(what_was_kept)) {}
+  std::string kept;
 };
 
 // Whether an error's message says an allocation failed (LibTorch has no exception type for it that

@@ -8,8 +8,6 @@ extern "C" {
 #include <libswscale/swscale.h>
 }
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +16,7 @@ extern "C" {
 
 #include <nlohmann/json.hpp>
 
+#include "io/files/partial_file.h"
 #include "plan/error.h"
 #include "video/av_error.h"
 #include "video/embedded_settings.h"
@@ -127,8 +126,7 @@ ClipWriter::ClipWriter(const std::string& path, const ClipInfo& info) : impl_(st
   while (target.size() > 1 && target.back() == '/') target.pop_back();
   m.path = target;
   const fs::path p(target);
-  const std::string suffix = ".partial-" + std::to_string(::getpid());
-  m.tmp = (p.parent_path() / ("." + p.filename().string() + suffix + p.extension().string())).string();
+  m.tmp = io::partial_path(target);
   std::error_code ec;
   if (m.format == Format::PNG) {
     if (fs::exists(p, ec) && !fs::is_empty(p, ec))
@@ -225,7 +223,7 @@ void ClipWriter::add_frame(const uint8_t* rgb) {
   m.drain(false);
 }
 
-void ClipWriter::finish() {
+void ClipWriter::finish(const std::map<std::string, std::string>& more) {
   Impl& m = *impl_;
   m.drain(true);
   if (m.fmt) check(av_write_trailer(m.fmt), m.path, "writing the trailer");
@@ -240,6 +238,7 @@ void ClipWriter::finish() {
   side["width"] = m.info.width;
   side["height"] = m.info.height;
   side["encoder"] = m.encoder_name;
+  for (const auto& [key, value] : more) side[key] = value;
   if (m.format == Format::GIF) {  // GIF has no tags: the settings go in its comment
     std::ifstream in(m.tmp, std::ios::binary);
     const std::vector<uint8_t> gif((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -31,7 +31,8 @@ class ClipWriter {
   ClipWriter& operator=(const ClipWriter&) = delete;
 
   void add_frame(const uint8_t* rgb);  // width * height * 3 bytes
-  void finish();                       // flushes, writes the sidecar, renames into place
+  // Flushes, writes the sidecar (with `more` fields: a clip cut short says so), renames into place.
+  void finish(const std::map<std::string, std::string>& more = {});
   const std::string& encoder() const;  // e.g. "libx264" or "mpeg4 (libx264 not available)"
 
  private:

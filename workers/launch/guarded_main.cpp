@@ -70,8 +70,8 @@ Failure failure_of(std::exception_ptr error) {
     std::rethrow_exception(error);
   } catch (const ArgError& e) {
     return {events::ErrorKind::BadInput, e.what(), kBadArgument};
-  } catch (const Cancelled&) {
-    return {events::ErrorKind::Cancelled, "cancelled; nothing was written", kCancelled};
+  } catch (const Cancelled& e) {
+    return {events::ErrorKind::Cancelled, "cancelled; " + (e.kept.empty() ? "nothing was written" : e.kept), kCancelled};
   } catch (const InputError& e) {
     return {events::ErrorKind::BadInput, e.what(), kBadInput};
   } catch (const std::bad_alloc&) {

@@ -7,10 +7,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <set>
 #include <cstring>
 #include <stdexcept>
 #include <string_view>
 
+#include "io/files/partial_file.h"
 #include "workers/launch/guarded_main.h"
 
 extern char** environ;
@@ -83,6 +86,15 @@ int exit_status_of(int status) {
 
 events::ErrorKind kind_of_status(int status) {
   return WIFSIGNALED(status) ? events::ErrorKind::Crash : kind_of_exit(WEXITSTATUS(status));
+}
+
+void remove_partial_outputs(const plan::JobSpec& job, pid_t pid) {
+  std::set<std::string> folders;
+  for (std::string out : {job.output_file, job.save_tensors_file, job.magcache_calibrate}) {
+    while (out.size() > 1 && out.back() == '/') out.pop_back();
+    if (!out.empty()) folders.insert(std::filesystem::absolute(out).lexically_normal().parent_path().string());
+  }
+  for (const auto& folder : folders) io::remove_partials(folder, long(pid));
 }
 
 }  // namespace studio::workers

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "plan/job.h"
 #include "workers/events/messages.h"
 
 namespace studio::workers {
@@ -29,5 +30,9 @@ std::string describe_status(int status);
 // The shell's reading of a waitpid status: the exit code, or 128 + the signal.
 int exit_status_of(int status);
 events::ErrorKind kind_of_status(int status);
+
+// What a rank that died while writing (killed, out of memory) left of the job's outputs: its partial files and
+// folders (io/files/partial_file.h), removed. One that failed cleanly removed its own, and this finds nothing.
+void remove_partial_outputs(const plan::JobSpec& job, pid_t pid);
 
 }  // namespace studio::workers

@@ -395,6 +395,7 @@ void Supervisor::reap() {
       r.finished = true;
       if (!r.pid) r.pid = pid;
       if (exit_status_of(status) == 0) break;
+      remove_partial_outputs(plan_.job.job, pid);
       if (r.phase != "failed") r.phase = WIFSIGNALED(status) ? "killed" : "failed";
       if (!stopping_ || outcome_.kind == events::ErrorKind::LostPeer)
         fail(l.rank, kind_of_status(status), describe_status(status), exit_status_of(status));
