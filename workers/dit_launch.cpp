@@ -52,11 +52,14 @@ bool plan_configs(studio::workers::LaunchArgs& args, const studio::plan::ModelFo
   const int b = plan::bytes_per_value(job, gpus);
   const std::string dtype = plan::calibration_dtype(job, gpus);
   bool cached = false;
-  const auto cal = workers::calibration_for(worker, devices, processes, dtype, args.calibrate, &cached);
+  std::string busy;
+  const auto cal = workers::calibration_for(worker, devices, processes, dtype, args.calibrate, &cached, &busy);
+  if (!busy.empty()) std::cerr << "dit-launch: " << busy << std::endl;
   if (args.calibrate && !args.plan && !args.auto_pick) {
     std::cout << plan::calibration_json(cal) << std::endl;
-    std::cerr << "dit-launch: measured; cached in "
-              << workers::calibration_cache_file(workers::calibration_key(devices, processes, dtype)) << std::endl;
+    if (busy.empty())
+      std::cerr << "dit-launch: measured; cached in "
+                << workers::calibration_cache_file(workers::calibration_key(devices, processes, dtype)) << std::endl;
     return true;
   }
   if (const auto problems = plan::validate(job, model); !problems.empty()) throw workers::ArgError(problems.front().message);

@@ -19,8 +19,10 @@ std::string calibration_cache_file(const std::string& key);
 // The cached calibration for this key, if any (measures nothing: for the studio's lists).
 std::optional<plan::Calibration> cached_calibration(const Devices& devices, int ranks, const std::string& dtype);
 
-// `measure`: measure again even when the cache holds this key. `used_cache` says which happened.
+// `measure`: measure again even when the cache holds this key. `used_cache` says which happened. Figures
+// measured on a busy machine are returned but not cached, and `busy_note` says so in words.
 plan::Calibration calibration_for(const std::string& worker_exe, const Devices& devices, int ranks,
-                                  const std::string& dtype, bool measure, bool* used_cache = nullptr);
+                                  const std::string& dtype, bool measure, bool* used_cache = nullptr,
+                                  std::string* busy_note = nullptr);
 
 }  // namespace studio::workers
