@@ -8,12 +8,15 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 
 #include "plan/error.h"
 #include "video/av_error.h"
@@ -77,6 +80,41 @@ bool animated_webp(const std::string& path) {
   return in && std::string_view(head, 4) == "RIFF" && std::string_view(head + 8, 8) == "WEBPVP8X" && (head[20] & 0x02);
 }
 
+// A PNG's or a JPEG's size as its header gives it, {0, 0} for other files. FFmpeg refuses pictures of more than
+// about 268 million pixels as invalid data before it says their size; the header says it first.
+std::pair<uint32_t, uint32_t> header_size(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char b[24] = {};
+  in.read(reinterpret_cast<char*>(b), sizeof b);
+  const auto be = [](const unsigned char* p, int n) {
+    uint32_t v = 0;
+    for (int i = 0; i < n; ++i) v = v << 8 | p[i];
+    return v;
+  };
+  if (in && std::memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0 && std::memcmp(b + 12, "IHDR", 4) == 0)
+    return {be(b + 16, 4), be(b + 20, 4)};
+  if (b[0] != 0xFF || b[1] != 0xD8) return {0, 0};
+  // JPEG: the markers' segments in turn, to the first start of frame (SOF0-SOF15 but DHT, JPG and DAC).
+  in.clear();
+  in.seekg(2);
+  for (unsigned char m[9]; in.read(reinterpret_cast<char*>(m), 4) && m[0] == 0xFF;) {
+    const int marker = m[1];
+    const uint32_t length = be(m + 2, 2);
+    if (marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) {
+      if (!in.read(reinterpret_cast<char*>(m + 4), 5)) break;
+      return {be(m + 7, 2), be(m + 5, 2)};
+    }
+    if (length < 2) break;
+    in.seekg(length - 2, std::ios::cur);
+  }
+  return {0, 0};
+}
+
+std::string too_large(const std::string& who, uint32_t width, uint32_t height) {
+  return who + "is " + std::to_string(width) + " x " + std::to_string(height) + " pixels, larger than " +
+         std::to_string(kMaxPictureSide) + " on a side; resize it first (the models take at most 1280 x 720)";
+}
+
 std::string damaged(const std::string& who, const std::string& detail) {
   return who + "is damaged, truncated or not a picture (" + detail + "); open it in an image editor and save it "
          "again, or use another copy: " + kWhatWorks;
@@ -97,6 +135,8 @@ Picture read_picture(const std::string& path, const std::string& flag) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) throw InputError(who + "no such file");
   if (animated_webp(path)) throw InputError(who + kAnimated);
+  if (const auto [w, h] = header_size(path); w > uint32_t(kMaxPictureSide) || h > uint32_t(kMaxPictureSide))
+    throw InputError(too_large(who, w, h));
   Input in;
   if (int e = avformat_open_input(&in.fmt, path.c_str(), nullptr, nullptr); e < 0)
     throw InputError(who + "not a picture FFmpeg can read (" + av_error_text(e) + "); " + kWhatWorks);
@@ -106,9 +146,7 @@ Picture read_picture(const std::string& path, const std::string& flag) {
   if (stream < 0) throw InputError(who + "holds no picture; " + kWhatWorks);
   const AVCodecParameters* par = in.fmt->streams[stream]->codecpar;
   if (par->width > kMaxPictureSide || par->height > kMaxPictureSide)
-    throw InputError(who + "is " + std::to_string(par->width) + " x " + std::to_string(par->height) +
-                     " pixels, larger than " + std::to_string(kMaxPictureSide) + " on a side; resize it first (the "
-                     "models take at most 1280 x 720)");
+    throw InputError(too_large(who, uint32_t(par->width), uint32_t(par->height)));
   const AVCodec* codec = avcodec_find_decoder(par->codec_id);
   if (!codec) throw InputError(who + "this FFmpeg has no decoder for its format; " + kWhatWorks);
   auto free_ctx = [](AVCodecContext* x) { avcodec_free_context(&x); };
