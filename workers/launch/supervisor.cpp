@@ -205,7 +205,7 @@ bool Supervisor::poll(int timeout_ms) {
     const auto& r = ranks_[size_t(outcome_.failed_rank)];
     std::string who = "rank " + std::to_string(r.rank);
     if (r.pid) who += " (pid " + std::to_string(r.pid) + (r.host.empty() ? "" : " on " + r.host) + ")";
-    outcome_.message = who + " " + outcome_.message + "; the other ranks were stopped";
+    outcome_.message = who + " " + outcome_.message + (ranks_.size() > 1 ? "; the other ranks were stopped" : "");
     if (const auto tail = tail_of(r.rank); !tail.empty()) outcome_.message += "\nits last lines:\n" + tail;
   }
   return false;
@@ -327,8 +327,8 @@ void Supervisor::handle(int rank, const events::Message& m) {
       break;
     case events::Kind::Error: {
       const auto e = events::Error::parse(m);
-      // The rank prints it on stderr too (for launchers without our events): those lines stay in its tail, where
-      // the failure report ends with them, but are not passed on as they come, the failure saying it already.
+      // The rank prints it on stderr too (for launchers without our events): those lines are neither passed on as
+      // they come nor repeated in the report's tail, the failure saying it already.
       std::string lines = "[rank " + std::to_string(rank) + "] " + e.message;
       for (size_t from = 0, nl = 0; e.kind != events::ErrorKind::Cancelled && from < lines.size(); from = nl + 1) {
         nl = std::min(lines.find('\n', from), lines.size());
@@ -372,10 +372,7 @@ void Supervisor::read_stderr(Local& l, bool final) {
   while ((nl = l.partial_line.find('\n')) != std::string::npos || (final && !l.partial_line.empty())) {
     std::string line = l.partial_line.substr(0, nl);
     l.partial_line.erase(0, nl == std::string::npos ? std::string::npos : nl + 1);
-    if (reported_lines_.count({l.rank, line})) {  // its error, reported already
-      keep_in_tail(ranks_[size_t(l.rank)], line);
-      continue;
-    }
+    if (reported_lines_.count({l.rank, line})) continue;  // its error, reported already
     events::Message m = events::LogLine{l.rank, line}.make();
     m.body["stream"] = "stderr";
     handle(l.rank, m);
@@ -459,7 +456,8 @@ void Supervisor::fail(int rank, events::ErrorKind kind, const std::string& why, 
   outcome_ = {exit_code == 0 ? 1 : exit_code, rank, kind, why};
   failed_at_ = Clock::now();
   settled_ = kind != events::ErrorKind::LostPeer;
-  if (note_) note_("rank " + std::to_string(rank) + " " + why);
+  // Told at once while the other ranks are stopped (up to their grace); alone, the report follows right away.
+  if (note_ && ranks_.size() > 1) note_("rank " + std::to_string(rank) + " " + why);
   if (!stopping_) stop_all();
 }
 
