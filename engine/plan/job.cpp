@@ -2,10 +2,10 @@
 
 #include <cmath>
 #include <filesystem>
-#include <sstream>
 
 #include "plan/error.h"
 #include "plan/family.h"
+#include "plan/human_bytes.h"
 #include "plan/mag_ratios.h"
 #include "plan/output_format.h"
 #include "plan/output_folder.h"
@@ -24,12 +24,6 @@ void size_from_picture(JobSpec& job, const ModelFolder& model, int width, int he
 }
 
 namespace {
-
-std::string short_number(double x) {
-  std::ostringstream s;
-  s << x;
-  return s.str();
-}
 
 std::string nearest_multiples(int value, int step) {
   int below = value / step * step;
@@ -87,7 +81,7 @@ void check_step_cache(const JobSpec& job, const ModelFolder& model, std::vector<
   check_output_target("magcache_calibrate", job.magcache_calibrate, false, out);
   const double t = job.cache_threshold;
   if (caches > 0 && !std::isnan(t) && !(t >= 0 && t <= kMaxCacheThreshold))
-    out.push_back({"cache_threshold", "--cache_threshold " + std::to_string(job.cache_threshold) +
+    out.push_back({"cache_threshold", "--cache_threshold " + short_number(job.cache_threshold) +
                                           ": must be between 0 (skip nothing: the uncached result) and " +
                                           std::to_string(int(kMaxCacheThreshold)) +
                                           " (the default: First-Block Cache " + short_number(kFirstBlockCacheThreshold) +
@@ -143,12 +137,12 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
                                               ": must be between 1 and " + std::to_string(max_steps) +
                                               " (the sampler's training steps)"});
   if (!std::isfinite(job.guidance_scale) || job.guidance_scale < 0)
-    out.push_back({"guidance_scale", "--guidance_scale " + std::to_string(job.guidance_scale) + ": must be a number >= 0"});
+    out.push_back({"guidance_scale", "--guidance_scale " + short_number(job.guidance_scale) + ": must be a number >= 0"});
   if (!std::isnan(job.guidance_scale_2) && !rules_of(model).takes_guidance_2(model))
     out.push_back({"guidance_scale_2", "--guidance_scale_2: the second expert's guidance (Wan2.2); this model has one "
                                        "transformer, so give --guidance_scale alone"});
   else if (!std::isnan(job.guidance_scale_2) && !(std::isfinite(job.guidance_scale_2) && job.guidance_scale_2 >= 0))
-    out.push_back({"guidance_scale_2", "--guidance_scale_2 " + std::to_string(job.guidance_scale_2) +
+    out.push_back({"guidance_scale_2", "--guidance_scale_2 " + short_number(job.guidance_scale_2) +
                                            ": must be a number >= 0"});
   if (rules.makes_video() && (job.fps < 1 || job.fps > 240))
     out.push_back({"fps", "--fps " + std::to_string(job.fps) + ": must be between 1 and 240 frames per second"});

@@ -59,7 +59,8 @@ FolderCheck check_folder(const std::string& dir, uint64_t needed_bytes) {
   const bool known = ::statvfs(dir.c_str(), &fs) == 0;
   if (known && (fs.f_flag & ST_RDONLY)) return failed(FolderState::ReadOnly);
   if (::access(dir.c_str(), W_OK) != 0) return failed(state_of_errno(errno), errno);
-  if (const int e = test_write(dir)) return failed(state_of_errno(e), e);
+  // The folder exists (stat said so): a file that cannot be made in it (ENOENT in /proc) is refused, not missing.
+  if (const int e = test_write(dir)) return e == ENOENT ? failed(FolderState::NotWritable) : failed(state_of_errno(e), e);
   FolderCheck c;
   if (!known) return c;  // statvfs is not answered everywhere (some FUSE mounts): the test write passed
   c.free_bytes = uint64_t(fs.f_bavail) * fs.f_frsize;
