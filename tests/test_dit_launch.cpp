@@ -176,8 +176,10 @@ TEST_F(DitLaunch, bad_arguments_exit_2_with_one_line) {
   expect_error({"--model", c, "--prompt_embeds", c + "/golden.safetensors", "--ring_degree", "2", "--nproc_per_node",
                 "1"},
                2, {"--nproc_per_node 1 makes 1 ranks", "make 2", "--ring_degree"});
-  expect_error({"--model", c, "--device", "tpu", "--prompt_embeds", c + "/golden.safetensors"}, 3,
+  expect_error({"--model", c, "--device", "tpu", "--prompt_embeds", c + "/golden.safetensors"}, 2,
                {"--device 'tpu'", "cpu"});
+  expect_error({"--model", c, "--dtype", "float64", "--prompt_embeds", c + "/golden.safetensors"}, 2,
+               {"--dtype 'float64'", "bfloat16"});
 }
 
 TEST_F(DitLaunch, bad_inputs_exit_3_naming_file_and_tensor) {

@@ -25,6 +25,19 @@ void size_from_picture(JobSpec& job, const ModelFolder& model, int width, int he
 
 namespace {
 
+// The names the ranks take (pipeline/device_choice.*), checked before any starts; whether this machine has the
+// device named is the rank's to say.
+void check_device_and_dtype(const JobSpec& job, std::vector<Problem>& out) {
+  const std::string& d = job.device;
+  const bool index = d.size() > 5 && d.rfind("cuda:", 0) == 0 &&
+                     d.find_first_not_of("0123456789", 5) == std::string::npos;
+  if (d != "auto" && d != "cpu" && d != "cuda" && !index)
+    out.push_back({"device", "--device '" + d + "': expected auto, cpu, cuda or cuda:N"});
+  const std::string& t = job.dtype;
+  if (t != "auto" && t != "float32" && t != "bfloat16" && t != "float16")
+    out.push_back({"dtype", "--dtype '" + t + "': expected auto, float32, bfloat16 or float16"});
+}
+
 std::string nearest_multiples(int value, int step) {
   int below = value / step * step;
   int above = below + step;
@@ -163,6 +176,7 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
   check_weight_choices(job, model, out);
   check_loras(job, model, out);
   check_kernel_choices(job, out);
+  check_device_and_dtype(job, out);
   check_pictures(job, model, out);
   // Outputs are checked now, not after a long run.
   check_output_folder("save_tensors", job.save_tensors_file, out);
