@@ -297,6 +297,10 @@ TEST_F(DitLaunch, outputs_that_clash_are_refused_before_any_work) {
   expect_error(run + Args{"--output", out("c.mp4"), "--save_tensors", out("c.mp4")}, 2,
                {"--save_tensors", "is also --output's file", "its own name"});
   expect_error(run + Args{"--output", out("frames")}, 2, {"--output", "frames: the folder exists and is not empty"});
+  std::filesystem::create_directories(out("many_2"));  // the second of two videos' frames
+  test::write_file(out("many_2/0001.png"), "x");
+  expect_error(run + Args{"--num_videos_per_prompt", "2", "--output", out("many")}, 2,
+               {"many_2: the folder exists and is not empty"});
   expect_error(run + Args{"--output", out("plain/")}, 2, {"plain/: a file of that name exists", ".mp4"});
   expect_error(run + Args{"--output", "/dev/null"}, 2, {"/dev/null: a device or a pipe"});
   expect_error(run + Args{"--save_tensors", out("frames")}, 2, {"--save_tensors", "a folder of that name exists"});

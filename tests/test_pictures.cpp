@@ -123,9 +123,9 @@ TEST(PictureSize, a_picture_too_large_for_ffmpeg_is_named_by_its_header) {
   const std::string png = tmp.path("huge.png"), jpg = tmp.path("huge.jpg");
   test::write_file(png, std::string("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\x4e\x20\0\0\x4e\x20\x08\x02\0\0\0", 29) +
                             std::string(4, '\0'));
-  // SOI, an APP0 segment of 16 bytes, then SOF0: 8 bits, 100 rows, 30000 columns, 3 components.
+  // SOI, an APP0 segment of 16 bytes, a fill byte, then SOF0: 8 bits, 100 rows, 30000 columns, 3 components.
   test::write_file(jpg, std::string("\xff\xd8\xff\xe0\0\x10", 6) + std::string(14, '\0') +
-                            std::string("\xff\xc0\0\x11\x08\0\x64\x75\x30\x03", 10) + std::string(9, '\0'));
+                            std::string("\xff\xff\xc0\0\x11\x08\0\x64\x75\x30\x03", 11) + std::string(9, '\0'));
   for (const auto& [path, size] : {std::pair{png, "20000 x 20000 pixels"}, std::pair{jpg, "30000 x 100 pixels"}}) {
     try {
       video::read_picture(path, "--image");

@@ -231,7 +231,9 @@ TEST_F(Workers, a_cancel_while_decoding_keeps_the_latents_and_the_frames_so_far)
   p.signal(SIGINT);
   const auto r = test::finish(p, 30000);
   ASSERT_EQ(r.code, 130) << r.err;
-  EXPECT_TRUE(test::contains(r.err, "cancelled; kept the first ")) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "cancelled; kept the latents of step 2/2 in ") &&
+              test::contains(r.err, "; kept the first "))
+      << r.err;
   EXPECT_FALSE(test::contains(r.err, "nothing was written")) << r.err;
   const auto side = json::parse(test::read_file(clip + ".json"));
   EXPECT_TRUE(test::contains(side["cancelled"].get<std::string>(), "kept the first ")) << side.dump();

@@ -49,20 +49,22 @@ bool plan_configs(studio::workers::LaunchArgs& args, const studio::plan::ModelFo
                                                     : std::max(1, devices.cpu_cores);
   plan::JobSpec job = args.job;
   plan::apply_model_defaults(job, model);
+  const bool calibrate_only = args.calibrate && !args.plan && !args.auto_pick;
+  if (const auto problems = plan::validate(job, model); !problems.empty() && !calibrate_only)
+    throw workers::ArgError(problems.front().message);  // before the calibration's seconds
   const int b = plan::bytes_per_value(job, gpus);
   const std::string dtype = plan::calibration_dtype(job, gpus);
   bool cached = false;
   std::string busy;
   const auto cal = workers::calibration_for(worker, devices, processes, dtype, args.calibrate, &cached, &busy);
   if (!busy.empty()) std::cerr << "dit-launch: " << busy << std::endl;
-  if (args.calibrate && !args.plan && !args.auto_pick) {
+  if (calibrate_only) {
     std::cout << plan::calibration_json(cal) << std::endl;
     if (busy.empty())
       std::cerr << "dit-launch: measured; cached in "
                 << workers::calibration_cache_file(workers::calibration_key(devices, processes, dtype)) << std::endl;
     return true;
   }
-  if (const auto problems = plan::validate(job, model); !problems.empty()) throw workers::ArgError(problems.front().message);
   const auto ranked = plan::rank_configs(job, model, processes, cal, memory_gib, b);
   if (ranked.empty())
     throw workers::ArgError("no parallel configuration runs this job on " + std::to_string(processes) +

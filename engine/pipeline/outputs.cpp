@@ -25,16 +25,6 @@ namespace studio::pipeline {
 
 namespace {
 
-// One clip per sample of the batch: NAME.ext, or NAME_1.ext, NAME_2.ext ... for a batch.
-std::string clip_path(const std::string& output, int64_t sample, int64_t batch) {
-  if (batch == 1) return output;
-  std::string base = output;
-  while (base.size() > 1 && base.back() == '/') base.pop_back();
-  const fs::path p(base);
-  return (p.parent_path() / (p.stem().string() + "_" + std::to_string(sample + 1) + p.extension().string())).string() +
-         (output.back() == '/' ? "/" : "");
-}
-
 // The files a run wrote, for its log: "clip.mp4", or "clip_1.mp4, clip_2.mp4".
 std::string written(const std::vector<std::string>& files) {
   std::string out;
@@ -105,15 +95,17 @@ at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& m
   std::vector<std::unique_ptr<video::ClipWriter>> clips;
   std::vector<at::Tensor> images;             // per sample, RGB8 [H, W, 3]
   std::vector<std::vector<at::Tensor>> kept;  // per video, for --save_tensors
+  std::vector<int> decoded;                   // per video, its frames so far (one video after another when slicing)
   auto open_outputs = [&] {
     clips.clear();  // a writer dropped unfinished removes what it wrote
     r.outputs.clear();
     kept.assign(size_t(videos), {});
+    decoded.assign(size_t(videos), 0);
     images.assign(size_t(videos), {});
     r.frames = 0;
     if (!writer || job.output_file.empty()) return;
     if (image) {
-      for (int64_t b = 0; b < videos; ++b) r.outputs.push_back(clip_path(job.output_file, b, videos));
+      for (int64_t b = 0; b < videos; ++b) r.outputs.push_back(plan::output_of_video(job.output_file, int(b), int(videos)));
       return;
     }
     video::ClipInfo info;
@@ -123,13 +115,14 @@ at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& m
     info.metadata = job_metadata(job, model, mesh.config());
     info.metadata["dtype"] = dtype_name(dtype);
     for (int64_t b = 0; b < videos; ++b) {
-      r.outputs.push_back(clip_path(job.output_file, b, videos));
+      r.outputs.push_back(plan::output_of_video(job.output_file, int(b), int(videos)));
       clips.push_back(std::make_unique<video::ClipWriter>(r.outputs.back(), info));
     }
   };
   auto on_frames = [&](const at::Tensor& frames, int first_video, int first_frame) {
     if (hooks.stop()) throw Cancelled();
     r.frames = std::max(r.frames, first_frame + int(frames.size(2)));
+    for (int64_t b = 0; b < frames.size(0); ++b) decoded[size_t(first_video + b)] = first_frame + int(frames.size(2));
     for (int64_t b = 0; b < frames.size(0) && !job.save_tensors_file.empty(); ++b)
       kept[size_t(first_video + b)].push_back(frames.narrow(0, b, 1).cpu());
     if (clips.empty() && !image && !hooks.on_frames) return;
@@ -166,17 +159,17 @@ at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& m
     // Without --keep_partial the writers discard theirs.
     if (!job.keep_partial) throw;
     if (!writer) throw Cancelled("rank 0 keeps what was reached");
-    std::string kept;
-    const std::string cut = "kept the first " + std::to_string(r.frames) + " of " +
-                            std::to_string(vae->output_frames(geo.frames)) + " frames";
-    for (size_t b = 0; b < clips.size() && r.frames > 0; ++b) {
+    // The latents first: a clip that cannot be finished (a full disk) must not lose them.
+    std::string kept = keep_partial_latents(job, model, job_metadata(job, model, mesh.config()),
+                                            {r.final_latents, job.num_inference_steps, job.num_inference_steps}, log);
+    for (size_t b = 0; b < clips.size(); ++b) {
+      if (decoded[b] == 0) continue;  // dropped unfinished: its writer removes what it began
+      const std::string cut = "kept the first " + std::to_string(decoded[b]) + " of " +
+                              std::to_string(vae->output_frames(geo.frames)) + " frames";
       clips[b]->finish({{"cancelled", cut}});
       log("cancelled: " + cut + " in " + r.outputs[b]);
       kept += (kept.empty() ? "" : "; ") + cut + " in " + r.outputs[b];
     }
-    const auto latents = keep_partial_latents(job, model, job_metadata(job, model, mesh.config()),
-                                              {r.final_latents, job.num_inference_steps, job.num_inference_steps}, log);
-    kept += (kept.empty() || latents.empty() ? "" : "; ") + latents;
     if (kept.empty()) throw;
     throw Cancelled(kept);
   }

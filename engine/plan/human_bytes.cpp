@@ -1,7 +1,6 @@
 #include "plan/human_bytes.h"
 
 #include <cstdio>
-#include <sstream>
 
 namespace studio::plan {
 
@@ -13,12 +12,6 @@ std::string human_bytes(uint64_t bytes) {
   char s[32];
   std::snprintf(s, sizeof s, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
   return s;
-}
-
-std::string short_number(double x) {
-  std::ostringstream s;
-  s << x;
-  return s.str();
 }
 
 }  // namespace studio::plan

@@ -1,11 +1,12 @@
 #include "plan/job.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
 #include "plan/error.h"
 #include "plan/family.h"
-#include "plan/human_bytes.h"
+#include "plan/run_settings.h"
 #include "plan/mag_ratios.h"
 #include "plan/output_format.h"
 #include "plan/output_folder.h"
@@ -94,12 +95,12 @@ void check_step_cache(const JobSpec& job, const ModelFolder& model, std::vector<
   check_output_target("magcache_calibrate", job.magcache_calibrate, false, out);
   const double t = job.cache_threshold;
   if (caches > 0 && !std::isnan(t) && !(t >= 0 && t <= kMaxCacheThreshold))
-    out.push_back({"cache_threshold", "--cache_threshold " + short_number(job.cache_threshold) +
+    out.push_back({"cache_threshold", "--cache_threshold " + shortest_number(job.cache_threshold) +
                                           ": must be between 0 (skip nothing: the uncached result) and " +
                                           std::to_string(int(kMaxCacheThreshold)) +
-                                          " (the default: First-Block Cache " + short_number(kFirstBlockCacheThreshold) +
-                                          ", TeaCache " + short_number(rules_of(model).teacache_threshold()) +
-                                          " for this model, MagCache " + short_number(kMagCacheThreshold) +
+                                          " (the default: First-Block Cache " + shortest_number(kFirstBlockCacheThreshold) +
+                                          ", TeaCache " + shortest_number(rules_of(model).teacache_threshold()) +
+                                          " for this model, MagCache " + shortest_number(kMagCacheThreshold) +
                                           "; higher skips more)"});
 }
 
@@ -150,12 +151,12 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
                                               ": must be between 1 and " + std::to_string(max_steps) +
                                               " (the sampler's training steps)"});
   if (!std::isfinite(job.guidance_scale) || job.guidance_scale < 0)
-    out.push_back({"guidance_scale", "--guidance_scale " + short_number(job.guidance_scale) + ": must be a number >= 0"});
+    out.push_back({"guidance_scale", "--guidance_scale " + shortest_number(job.guidance_scale) + ": must be a number >= 0"});
   if (!std::isnan(job.guidance_scale_2) && !rules_of(model).takes_guidance_2(model))
     out.push_back({"guidance_scale_2", "--guidance_scale_2: the second expert's guidance (Wan2.2); this model has one "
                                        "transformer, so give --guidance_scale alone"});
   else if (!std::isnan(job.guidance_scale_2) && !(std::isfinite(job.guidance_scale_2) && job.guidance_scale_2 >= 0))
-    out.push_back({"guidance_scale_2", "--guidance_scale_2 " + short_number(job.guidance_scale_2) +
+    out.push_back({"guidance_scale_2", "--guidance_scale_2 " + shortest_number(job.guidance_scale_2) +
                                            ": must be a number >= 0"});
   if (rules.makes_video() && (job.fps < 1 || job.fps > 240))
     out.push_back({"fps", "--fps " + std::to_string(job.fps) + ": must be between 1 and 240 frames per second"});
@@ -189,7 +190,8 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
   if (!job.output_file.empty()) {
     try {
       const Format format = format_for(job.output_file);
-      check_output_target("output", job.output_file, format == Format::PNG, out);
+      for (int b = 0, videos = std::max(1, job.num_videos_per_prompt); b < videos; ++b)
+        check_output_target("output", output_of_video(job.output_file, b, videos), format == Format::PNG, out);
       const bool image = is_image(format);
       if (image && rules.makes_video())
         out.push_back({"output", "--output " + job.output_file + ": this model makes clips, not single images; use "

@@ -25,4 +25,13 @@ Format format_for(const std::string& path) {
 
 bool is_image(Format f) { return f == Format::ImagePNG || f == Format::ImageJPEG || f == Format::ImageWebP; }
 
+std::string output_of_video(const std::string& output, int sample, int videos) {
+  if (videos == 1) return output;
+  std::string base = output;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  const std::filesystem::path p(base);
+  return (p.parent_path() / (p.stem().string() + "_" + std::to_string(sample + 1) + p.extension().string())).string() +
+         (output.back() == '/' ? "/" : "");
+}
+
 }  // namespace studio::plan

@@ -12,4 +12,7 @@ bool is_image(Format f);
 // a folder of PNGs. Throws InputError naming the path and the extensions that work.
 Format format_for(const std::string& path);
 
+// Where video `sample` of `videos` goes: the output itself for one, NAME_1.ext, NAME_2.ext ... for several.
+std::string output_of_video(const std::string& output, int sample, int videos);
+
 }  // namespace studio::plan

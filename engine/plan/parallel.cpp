@@ -8,7 +8,7 @@
 
 #include "plan/device_memory.h"
 #include "plan/family.h"
-#include "plan/human_bytes.h"
+#include "plan/run_settings.h"
 #include "plan/job_file.h"
 #include "plan/options.h"
 #include "plan/weight_choice.h"
@@ -138,7 +138,7 @@ void check_shape(const ParallelConfig& p, const JobSpec& job, const ModelFolder&
                                            "nothing to split; use --ulysses_degree, --ring_degree, "
                                            "--pipefusion_parallel_degree or --data_parallel_degree instead"});
   else if (p.use_cfg_parallel && job.guidance_scale <= 1)
-    out.push_back({"use_cfg_parallel", "--use_cfg_parallel: --guidance_scale " + short_number(job.guidance_scale) +
+    out.push_back({"use_cfg_parallel", "--use_cfg_parallel: --guidance_scale " + shortest_number(job.guidance_scale) +
                                            " turns guidance off, so there is no second branch to run in parallel"});
   const int videos = std::max(1, job.num_videos_per_prompt);
   if (p.data_parallel_degree > 1 && videos % p.data_parallel_degree != 0)

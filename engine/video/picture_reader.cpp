@@ -94,18 +94,20 @@ std::pair<uint32_t, uint32_t> header_size(const std::string& path) {
   if (in && std::memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0 && std::memcmp(b + 12, "IHDR", 4) == 0)
     return {be(b + 16, 4), be(b + 20, 4)};
   if (b[0] != 0xFF || b[1] != 0xD8) return {0, 0};
-  // JPEG: the markers' segments in turn, to the first start of frame (SOF0-SOF15 but DHT, JPG and DAC).
+  // JPEG: the markers in turn (fill bytes skipped, standalone ones without a length) to the first start of frame
+  // (SOF0-SOF15 but DHT, JPG and DAC): its length, precision, height and width.
   in.clear();
   in.seekg(2);
-  for (unsigned char m[9]; in.read(reinterpret_cast<char*>(m), 4) && m[0] == 0xFF;) {
-    const int marker = m[1];
-    const uint32_t length = be(m + 2, 2);
-    if (marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) {
-      if (!in.read(reinterpret_cast<char*>(m + 4), 5)) break;
-      return {be(m + 7, 2), be(m + 5, 2)};
-    }
-    if (length < 2) break;
-    in.seekg(length - 2, std::ios::cur);
+  while (in.get() == 0xFF) {
+    int marker = in.get();
+    while (marker == 0xFF) marker = in.get();
+    if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) continue;
+    unsigned char m[7];
+    if (marker == EOF || !in.read(reinterpret_cast<char*>(m), 2)) break;
+    if (marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC)
+      return in.read(reinterpret_cast<char*>(m + 2), 5) ? std::pair{be(m + 5, 2), be(m + 3, 2)} : std::pair{0u, 0u};
+    if (be(m, 2) < 2) break;
+    in.seekg(be(m, 2) - 2, std::ios::cur);
   }
   return {0, 0};
 }

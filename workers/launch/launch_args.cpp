@@ -3,6 +3,7 @@
 #include <map>
 #include <tuple>
 
+#include <filesystem>
 #include <functional>
 
 #include "hub/cache.h"
@@ -159,9 +160,14 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
   if (a.auto_pick && a.parallel.world_size() > 1)
     throw ArgError("--auto chooses how the ranks divide the work, and " + a.parallel.describe() +
                    " was given too: drop --auto to run exactly that, or drop the degrees and let --auto choose");
+  // The events log is opened in place: an existing file, pipe or device takes it (/dev/stdout, >(jq ...)); a new
+  // file needs its folder.
   std::vector<plan::Problem> log_problems;
-  plan::check_output_folder("events_log", a.run.events_log, log_problems);
-  plan::check_output_target("events_log", a.run.events_log, false, log_problems);
+  std::error_code ec;
+  if (!a.run.events_log.empty() && std::filesystem::is_directory(a.run.events_log, ec))
+    plan::check_output_target("events_log", a.run.events_log, false, log_problems);
+  else if (!a.run.events_log.empty() && !std::filesystem::exists(a.run.events_log, ec))
+    plan::check_output_folder("events_log", a.run.events_log, log_problems);
   if (!log_problems.empty()) throw ArgError(log_problems.front().message);
   if (a.run.node_rank >= a.run.nnodes)
     throw ArgError("--node_rank " + std::to_string(a.run.node_rank) + ": must be below --nnodes " +

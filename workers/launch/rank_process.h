@@ -31,8 +31,9 @@ std::string describe_status(int status);
 int exit_status_of(int status);
 events::ErrorKind kind_of_status(int status);
 
-// What a rank that died while writing (killed, out of memory) left of the job's outputs: its partial files and
-// folders (io/files/partial_file.h), removed. One that failed cleanly removed its own, and this finds nothing.
+// What rank 0, the one that writes, left of the job's outputs when it died while writing (killed, out of memory):
+// its partial files and folders (io/files/partial_file.h), removed. Had it failed cleanly it removed its own, and
+// this finds nothing.
 void remove_partial_outputs(const plan::JobSpec& job, pid_t pid);
 
 }  // namespace studio::workers

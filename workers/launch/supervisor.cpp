@@ -327,8 +327,8 @@ void Supervisor::handle(int rank, const events::Message& m) {
       break;
     case events::Kind::Error: {
       const auto e = events::Error::parse(m);
-      // The rank prints it on stderr too (for launchers without our events): those lines are neither passed on as
-      // they come nor repeated in the report's tail, the failure saying it already.
+      // The rank prints it on stderr too (for launchers without our events): those lines stay in its tail, where
+      // the failure report ends with them, but are not passed on as they come, the failure saying it already.
       std::string lines = "[rank " + std::to_string(rank) + "] " + e.message;
       for (size_t from = 0, nl = 0; e.kind != events::ErrorKind::Cancelled && from < lines.size(); from = nl + 1) {
         nl = std::min(lines.find('\n', from), lines.size());
@@ -372,7 +372,10 @@ void Supervisor::read_stderr(Local& l, bool final) {
   while ((nl = l.partial_line.find('\n')) != std::string::npos || (final && !l.partial_line.empty())) {
     std::string line = l.partial_line.substr(0, nl);
     l.partial_line.erase(0, nl == std::string::npos ? std::string::npos : nl + 1);
-    if (reported_lines_.count({l.rank, line})) continue;  // its error, reported already
+    if (reported_lines_.count({l.rank, line})) {  // its error, reported already
+      keep_in_tail(ranks_[size_t(l.rank)], line);
+      continue;
+    }
     events::Message m = events::LogLine{l.rank, line}.make();
     m.body["stream"] = "stderr";
     handle(l.rank, m);
@@ -392,7 +395,7 @@ void Supervisor::reap() {
       r.finished = true;
       if (!r.pid) r.pid = pid;
       if (exit_status_of(status) == 0) break;
-      remove_partial_outputs(plan_.job.job, pid);
+      if (l.rank == 0) remove_partial_outputs(plan_.job.job, pid);  // the rank that writes (parallel::writes)
       if (r.phase != "failed") r.phase = WIFSIGNALED(status) ? "killed" : "failed";
       if (!stopping_ || outcome_.kind == events::ErrorKind::LostPeer)
         fail(l.rank, kind_of_status(status), describe_status(status), exit_status_of(status));
