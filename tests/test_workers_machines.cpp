@@ -45,14 +45,15 @@ int free_master_port() {
   throw std::runtime_error("no two adjacent free ports between 20000 and 32000 on 127.0.0.1");
 }
 
-// A TCP connection to 127.0.0.1:`port`, tried for up to `attempts` x 100 ms; -1 if none was made.
+// A TCP connection to 127.0.0.1:`port`, tried `attempts` times kRetryEvery apart; -1 if none was made.
+constexpr std::chrono::milliseconds kRetryEvery{100};
 int connect_loopback(int port, int attempts) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(uint16_t(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   for (int i = 0; i < attempts; ++i) {
-    const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+    const auto next = std::chrono::steady_clock::now() + kRetryEvery;
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd >= 0 && ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) return fd;
     if (fd >= 0) ::close(fd);

@@ -4,6 +4,7 @@
 #include "io/weights/tensor_file.h"
 #include "models/family_runtime.h"
 #include "plan/error.h"
+#include "plan/output_format.h"
 
 namespace studio::pipeline {
 
@@ -40,9 +41,7 @@ std::string keep_partial_latents(const plan::JobSpec& job, const plan::ModelFold
   if (!partial.latents.defined()) return "";
   const std::string base = !job.save_tensors_file.empty() ? job.save_tensors_file : job.output_file;
   if (base.empty()) return "";
-  std::string path = base;
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  path += ".partial.safetensors";
+  const std::string path = plan::without_trailing_slash(base) + ".partial.safetensors";
   meta["cancelled_after_step"] = std::to_string(partial.step) + "/" + std::to_string(partial.total);
   io::save_tensors(path, {{"partial_latents", models::latents_to_file(model, partial.latents).cpu().contiguous()}}, meta);
   const std::string kept = "kept the latents of step " + meta["cancelled_after_step"] + " in " + path;

@@ -110,9 +110,7 @@ uint64_t expected_output_bytes(const JobSpec& job) {
 
 void check_output_folder(const char* field, const std::string& file, std::vector<Problem>& out, uint64_t needed) {
   if (file.empty()) return;
-  std::string trimmed = file;
-  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
-  const auto dir = std::filesystem::absolute(trimmed).parent_path().string();
+  const auto dir = std::filesystem::absolute(without_trailing_slash(file)).parent_path().string();
   const auto c = check_folder(dir, needed);
   if (c.ok()) return;
   static const char* const remedy[] = {"", "; create it or choose another path", "; choose another path",
@@ -124,8 +122,7 @@ void check_output_folder(const char* field, const std::string& file, std::vector
 
 void check_output_target(const char* field, const std::string& path, bool folder, std::vector<Problem>& out) {
   if (path.empty()) return;
-  std::string trimmed = path;
-  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  const std::string trimmed = without_trailing_slash(path);
   std::error_code ec;
   const auto status = std::filesystem::status(trimmed, ec);
   if (ec || !std::filesystem::exists(status)) return;
@@ -147,8 +144,7 @@ void check_outputs_differ(const std::vector<std::pair<const char*, std::string>>
   for (const auto& [field, path] : outputs) {
     if (path.empty()) continue;
     std::error_code ec;
-    std::string trimmed = path;
-    while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+    const std::string trimmed = without_trailing_slash(path);
     auto where = std::filesystem::weakly_canonical(std::filesystem::absolute(trimmed), ec);
     if (ec) where = std::filesystem::absolute(trimmed).lexically_normal();
     for (const auto& [other, other_where] : seen)

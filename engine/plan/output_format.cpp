@@ -27,9 +27,7 @@ bool is_image(Format f) { return f == Format::ImagePNG || f == Format::ImageJPEG
 
 std::string output_of_video(const std::string& output, int sample, int videos) {
   if (videos == 1) return output;
-  std::string base = output;
-  while (base.size() > 1 && base.back() == '/') base.pop_back();
-  const std::filesystem::path p(base);
+  const std::filesystem::path p(without_trailing_slash(output));
   return (p.parent_path() / (p.stem().string() + "_" + std::to_string(sample + 1) + p.extension().string())).string() +
          (output.back() == '/' ? "/" : "");
 }

@@ -12,6 +12,12 @@ bool is_image(Format f);
 // a folder of PNGs. Throws InputError naming the path and the extensions that work.
 Format format_for(const std::string& path);
 
+// The path without the '/' that asks for a folder of frames: the name the folder (or a file) has on disk.
+inline std::string without_trailing_slash(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
 // Where video `sample` of `videos` goes: the output itself for one, NAME_1.ext, NAME_2.ext ... for several.
 std::string output_of_video(const std::string& output, int sample, int videos);
 

@@ -18,6 +18,7 @@ extern "C" {
 
 #include "io/files/partial_file.h"
 #include "plan/error.h"
+#include "plan/output_format.h"
 #include "video/av_error.h"
 #include "video/embedded_settings.h"
 
@@ -122,8 +123,7 @@ ClipWriter::ClipWriter(const std::string& path, const ClipInfo& info) : impl_(st
   if (info.width % 2 || info.height % 2 || info.width <= 0 || info.height <= 0)
     throw InputError(path + ": frames of " + std::to_string(info.width) + "x" + std::to_string(info.height) +
                      " cannot be encoded; width and height must be even");
-  std::string target = path;
-  while (target.size() > 1 && target.back() == '/') target.pop_back();
+  const std::string target = plan::without_trailing_slash(path);
   m.path = target;
   const fs::path p(target);
   m.tmp = io::partial_path(target);

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "io/files/partial_file.h"
+#include "plan/output_format.h"
 #include "workers/launch/guarded_main.h"
 
 extern char** environ;
@@ -90,10 +91,10 @@ events::ErrorKind kind_of_status(int status) {
 
 void remove_partial_outputs(const plan::JobSpec& job, pid_t pid) {
   std::set<std::string> folders;
-  for (std::string out : {job.output_file, job.save_tensors_file, job.magcache_calibrate}) {
-    while (out.size() > 1 && out.back() == '/') out.pop_back();
-    if (!out.empty()) folders.insert(std::filesystem::absolute(out).lexically_normal().parent_path().string());
-  }
+  for (const auto* out : {&job.output_file, &job.save_tensors_file, &job.magcache_calibrate})
+    if (!out->empty())
+      folders.insert(
+          std::filesystem::absolute(plan::without_trailing_slash(*out)).lexically_normal().parent_path().string());
   for (const auto& folder : folders) io::remove_partials(folder, long(pid));
 }
 

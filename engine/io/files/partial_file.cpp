@@ -5,14 +5,14 @@
 #include <filesystem>
 #include <system_error>
 
+#include "plan/output_format.h"
+
 namespace fs = std::filesystem;
 
 namespace studio::io {
 
 std::string partial_path(const std::string& path) {
-  std::string trimmed = path;
-  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
-  const fs::path p(trimmed);
+  const fs::path p(plan::without_trailing_slash(path));
   return (p.parent_path() / ("." + p.filename().string() + ".partial-" + std::to_string(::getpid()) +
                                  p.extension().string()))
       .string();
