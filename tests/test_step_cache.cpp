@@ -267,7 +267,7 @@ TEST_F(StepCaches, teacache_data_parallel_decides_for_the_whole_batch) {
 }
 
 TEST(MagRatios, are_interpolated_over_the_calls_as_magcache_does) {
-  const plan::MagRatios r{"m", "", 5, {2, 3, 4, 5}};
+  const plan::MagRatios r{"m", "", 0, 0, 5, {2, 3, 4, 5}};
   EXPECT_EQ(plan::mag_ratios_for(r, 5), (std::vector<double>{1, 2, 3, 4, 5}));
   EXPECT_EQ(plan::mag_ratios_for(r, 3), (std::vector<double>{1, 3, 5}));
   // numpy rounds halves to even: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, 3.5 -> 4.
@@ -293,7 +293,10 @@ TEST_F(StepCaches, magcache_calibrates_then_runs_alike_in_every_mix) {
   const auto one = plan::read_mag_ratios(ratios);
   ASSERT_EQ(one.ratios.size(), 11u);
   EXPECT_EQ(one.model, c);
-  EXPECT_EQ(one.variant, plan::read_model_folder(c).variant.id);
+  const auto model = plan::read_model_folder(c);
+  EXPECT_EQ(one.variant, model.variant.id);
+  EXPECT_EQ(one.blocks, plan::rules_of(model).blocks(model));
+  EXPECT_EQ(one.width, plan::rules_of(model).hidden_size(model));
   // Measured over every rank's rows (5 parts of 72 tokens: padded), the same ratios.
   launch({"--magcache_calibrate", ring_ratios, "--ring_degree", "5"}, tmp_.path("ring.safetensors"));
   const auto ring = plan::read_mag_ratios(ring_ratios);
@@ -338,7 +341,19 @@ TEST_F(StepCaches, magcache_refusals_name_the_flag_and_the_file) {
   test::write_file(bad, R"({"model": "/elsewhere/flux", "variant": "flux.1-dev", "steps": 3, "ratios": [1.0, 0.9]})");
   r = launch({"--use_magcache", "--magcache_ratios", bad});
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(test::contains(r.err, "measured on /elsewhere/flux (flux.1-dev), not on a model like this one")) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "measured on /elsewhere/flux (flux.1-dev), not on a model like this one (")) << r.err;
+  // One variant id covers models of several sizes (Wan2.1 1.3B and 14B): the transformer's shape tells them apart.
+  const auto model = plan::read_model_folder(c);
+  const auto& rules = plan::rules_of(model);
+  const std::string here = model.variant.id + ", " + std::to_string(rules.blocks(model)) + " blocks of width " +
+                           std::to_string(rules.hidden_size(model));
+  test::write_file(bad, R"({"model": "/elsewhere/big", "variant": ")" + model.variant.id +
+                            R"(", "blocks": 40, "width": 5120, "steps": 3, "ratios": [1.0, 0.9]})");
+  r = launch({"--use_magcache", "--magcache_ratios", bad});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(test::contains(r.err, "measured on /elsewhere/big (" + model.variant.id +
+                                        ", 40 blocks of width 5120), not on a model like this one (" + here + ")"))
+      << r.err;
   r = launch({"--use_magcache", "--magcache_ratios", tmp_.path("missing.json")});
   EXPECT_TRUE(test::contains(r.err, "--magcache_ratios: ")) << r.err;
   r = launch({"--use_fbcache", "--magcache_calibrate", tmp_.path("r.json")});

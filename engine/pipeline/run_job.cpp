@@ -58,7 +58,12 @@ std::string cache_summary(const std::string& name, const std::vector<int>& full,
 void write_calibration(const plan::JobSpec& job, const plan::ModelFolder& model, const cache::StepCache& cache,
                        const std::function<void(const std::string&)>& log) {
   const auto& changes = cache.changes();
-  plan::MagRatios r{model.dir, model.variant.id, int(changes.size()),
+  const auto& rules = plan::rules_of(model);
+  plan::MagRatios r{model.dir,
+                    model.variant.id,
+                    rules.blocks(model),
+                    rules.hidden_size(model),
+                    int(changes.size()),
                     std::vector<double>(changes.begin() + 1, changes.end())};
   plan::write_mag_ratios(job.magcache_calibrate, r);
   log("MagCache: wrote the ratios of " + std::to_string(r.steps) + " steps to " + job.magcache_calibrate);

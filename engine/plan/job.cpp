@@ -79,11 +79,12 @@ void check_step_cache(const JobSpec& job, const ModelFolder& model, std::vector<
   else if (job.use_magcache) {
     try {
       const auto r = read_mag_ratios(job.magcache_ratios);
-      if (!r.variant.empty() && r.variant != model.variant.id)
-        out.push_back({"magcache_ratios", "--magcache_ratios " + job.magcache_ratios + ": measured on " + r.model +
-                                              " (" + r.variant + "), not on a model like this one (" +
-                                              model.variant.id + "); measure this model's once with an uncached run "
-                                              "and --magcache_calibrate FILE"});
+      const auto& rules = rules_of(model);
+      const auto why = mag_ratios_mismatch(r, model.variant.id, rules.blocks(model), rules.hidden_size(model));
+      if (!why.empty())
+        out.push_back({"magcache_ratios", "--magcache_ratios " + job.magcache_ratios + ": " + why +
+                                              "; measure this model's once with an uncached run and "
+                                              "--magcache_calibrate FILE"});
     } catch (const InputError& e) {
       out.push_back({"magcache_ratios", "--magcache_ratios: " + std::string(e.what())});
     }

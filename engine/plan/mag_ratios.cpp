@@ -13,6 +13,8 @@ MagRatios read_mag_ratios(const std::string& path) {
   MagRatios r;
   r.model = in.get<std::string>("model", "");
   r.variant = in.get<std::string>("variant", "");
+  r.blocks = in.in_range("blocks", 0, 0, 100000);
+  r.width = in.in_range("width", 0, 0, 1 << 20);
   r.steps = in.in_range("steps", 0, 2, 100000);
   const auto& v = in.raw().contains("ratios") ? in.raw()["ratios"] : json();
   if (!v.is_array() || v.size() != size_t(r.steps - 1))
@@ -28,8 +30,24 @@ MagRatios read_mag_ratios(const std::string& path) {
 }
 
 void write_mag_ratios(const std::string& path, const MagRatios& r) {
-  const json j{{"model", r.model}, {"variant", r.variant}, {"steps", r.steps}, {"ratios", r.ratios}};
+  const json j{{"model", r.model}, {"variant", r.variant}, {"blocks", r.blocks}, {"width", r.width},
+                {"steps", r.steps}, {"ratios", r.ratios}};
   write_text_file(path, j.dump(2) + "\n", "the MagCache ratios");
+}
+
+namespace {
+std::string shape(const std::string& variant, int blocks, int width) {
+  if (blocks == 0 || width == 0) return variant;  // an older file's
+  return variant + ", " + std::to_string(blocks) + " blocks of width " + std::to_string(width);
+}
+}  // namespace
+
+std::string mag_ratios_mismatch(const MagRatios& r, const std::string& variant, int blocks, int width) {
+  const bool fits = (r.variant.empty() || r.variant == variant) && (r.blocks == 0 || r.blocks == blocks) &&
+                    (r.width == 0 || r.width == width);
+  if (fits) return "";
+  return "measured on " + r.model + " (" + shape(r.variant, r.blocks, r.width) + "), not on a model like this one (" +
+         shape(variant, blocks, width) + ")";
 }
 
 std::vector<double> mag_ratios_for(const MagRatios& r, int steps) {
