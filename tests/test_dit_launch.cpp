@@ -296,6 +296,12 @@ TEST_F(DitLaunch, outputs_that_clash_are_refused_before_any_work) {
   const Args run{"--prompt", "a boat", "--num_inference_steps", "1"};
   expect_error(run + Args{"--output", out("c.mp4"), "--save_tensors", out("c.mp4")}, 2,
                {"--save_tensors", "is also --output's file", "its own name"});
+  // What the sidecar JSON beside a clip (or in a folder of frames) would replace.
+  expect_error(run + Args{"--output", out("c.mp4"), "--magcache_calibrate", out("c.mp4.json")}, 2,
+               {"--magcache_calibrate", "c.mp4.json is also --output's sidecar JSON"});
+  std::filesystem::create_directories(out("new_frames"));  // empty: frames may go there
+  expect_error(run + Args{"--output", out("new_frames/"), "--save_tensors", out("new_frames/clip.json")}, 2,
+               {"--save_tensors", "is also --output's sidecar JSON"});
   expect_error(run + Args{"--output", out("frames")}, 2, {"--output", "frames: the folder exists and is not empty"});
   std::filesystem::create_directories(out("many_2"));  // the second of two videos' frames
   test::write_file(out("many_2/0001.png"), "x");

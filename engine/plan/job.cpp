@@ -134,6 +134,23 @@ void check_pictures(const JobSpec& job, const ModelFolder& model, std::vector<Pr
   }
 }
 
+// Every file the job writes under a name the user gave: the outputs first, then the outputs' sidecars.
+std::vector<OutputName> output_names(const JobSpec& job) {
+  std::vector<OutputName> names;
+  const int videos = job.output_file.empty() ? 0 : std::max(1, job.num_videos_per_prompt);
+  for (int b = 0; b < videos; ++b) names.push_back({"output", output_of_video(job.output_file, b, videos)});
+  names.push_back({"save_tensors", job.save_tensors_file});
+  names.push_back({"magcache_calibrate", job.magcache_calibrate});
+  try {
+    const Format format = format_for(job.output_file);
+    for (int b = 0; b < videos; ++b)
+      names.push_back({"output", sidecar_of(output_of_video(job.output_file, b, videos), format), "sidecar JSON"});
+  } catch (const InputError&) {
+    // An output name of no known format: its own problem says so.
+  }
+  return names;
+}
+
 }  // namespace
 
 double cache_threshold(const JobSpec& job, const ModelFolder& model) {
@@ -184,10 +201,7 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
   check_output_folder("save_tensors", job.save_tensors_file, out);
   check_output_target("save_tensors", job.save_tensors_file, false, out);
   check_output_folder("output", job.output_file, out, expected_output_bytes(job));
-  check_outputs_differ({{"output", job.output_file},
-                        {"save_tensors", job.save_tensors_file},
-                        {"magcache_calibrate", job.magcache_calibrate}},
-                       out);
+  check_outputs_differ(output_names(job), out);
   if (!job.output_file.empty()) {
     try {
       const Format format = format_for(job.output_file);

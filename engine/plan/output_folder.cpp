@@ -139,21 +139,26 @@ void check_output_target(const char* field, const std::string& path, bool folder
     out.push_back({field, flag + ": not a regular file (a device or a pipe); choose a file name in a folder"});
 }
 
-void check_outputs_differ(const std::vector<std::pair<const char*, std::string>>& outputs, std::vector<Problem>& out) {
-  std::vector<std::pair<const char*, std::filesystem::path>> seen;
-  for (const auto& [field, path] : outputs) {
-    if (path.empty()) continue;
+void check_outputs_differ(const std::vector<OutputName>& outputs, std::vector<Problem>& out) {
+  std::vector<std::pair<const OutputName*, std::filesystem::path>> seen;
+  for (const auto& o : outputs) {
+    if (o.path.empty()) continue;
     std::error_code ec;
-    const std::string trimmed = without_trailing_slash(path);
+    const std::string trimmed = without_trailing_slash(o.path);
     auto where = std::filesystem::weakly_canonical(std::filesystem::absolute(trimmed), ec);
     if (ec) where = std::filesystem::absolute(trimmed).lexically_normal();
     for (const auto& [other, other_where] : seen)
       if (where == other_where) {
-        out.push_back({field, std::string("--") + field + " " + path + " is also --" + other +
-                                  "'s file; the one written last would replace the other: give each its own name"});
+        // The flag to change is the one naming a file of its own; the other may only name it by its sidecar.
+        const bool own = std::string(o.role) == "file";
+        const OutputName& blamed = own ? o : *other;
+        const OutputName& by = own ? *other : o;
+        out.push_back({blamed.field, std::string("--") + blamed.field + " " + blamed.path + " is also --" + by.field +
+                                         "'s " + by.role + "; the one written last would replace the other: give "
+                                         "each its own name"});
         break;
       }
-    seen.emplace_back(field, where);
+    seen.emplace_back(&o, where);
   }
 }
 

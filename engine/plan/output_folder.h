@@ -32,8 +32,14 @@ FolderCheck check_folder(const std::string& dir, uint64_t needed_bytes = 0);
 // replaced by what is written there (a file, or with `folder` an empty folder of frames).
 void check_output_folder(const char* field, const std::string& path, std::vector<Problem>& out, uint64_t needed = 0);
 void check_output_target(const char* field, const std::string& path, bool folder, std::vector<Problem>& out);
-// No two of a job's outputs (flag, path) may be the same file: the one written last would replace the other.
-void check_outputs_differ(const std::vector<std::pair<const char*, std::string>>& outputs, std::vector<Problem>& out);
+// One file a job writes: the flag that names it, its path, and what it is to that flag ("file", "sidecar JSON").
+struct OutputName {
+  const char* field;
+  std::string path;
+  const char* role = "file";
+};
+// No two of a job's outputs may be the same file: the one written last would replace the other.
+void check_outputs_differ(const std::vector<OutputName>& outputs, std::vector<Problem>& out);
 
 // The decoded frames of a job in bytes (RGB8, every video). 0 when the size is not known yet (a
 // dimension left at the model's default).

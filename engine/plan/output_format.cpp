@@ -32,4 +32,9 @@ std::string output_of_video(const std::string& output, int sample, int videos) {
          (output.back() == '/' ? "/" : "");
 }
 
+std::string sidecar_of(const std::string& output, Format f) {
+  if (f == Format::PNG) return (std::filesystem::path(without_trailing_slash(output)) / "clip.json").string();
+  return output + ".json";
+}
+
 }  // namespace studio::plan

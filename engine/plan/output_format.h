@@ -21,4 +21,8 @@ inline std::string without_trailing_slash(std::string path) {
 // Where video `sample` of `videos` goes: the output itself for one, NAME_1.ext, NAME_2.ext ... for several.
 std::string output_of_video(const std::string& output, int sample, int videos);
 
+// The JSON beside an output of format `f` that records how it was made: a folder of frames' clip.json, else
+// OUTPUT.json.
+std::string sidecar_of(const std::string& output, Format f);
+
 }  // namespace studio::plan

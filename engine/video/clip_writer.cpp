@@ -48,10 +48,6 @@ FormatSpec spec(Format f) {
   }
 }
 
-std::string sidecar_path(const std::string& path, Format f) {
-  return f == Format::PNG ? (fs::path(path) / "clip.json").string() : path + ".json";
-}
-
 void write_json(const std::string& path, const nlohmann::json& j) {
   std::ofstream out(path, std::ios::trunc);
   out << j.dump(2) << "\n";
@@ -247,9 +243,9 @@ void ClipWriter::finish(const std::map<std::string, std::string>& more) {
     out.write(reinterpret_cast<const char*>(with.data()), std::streamsize(with.size()));
     if (!out.flush()) throw InputError("--output " + m.path + ": writing failed (disk full?)");
   }
-  const std::string final_sidecar = sidecar_path(m.path, m.format);
+  const std::string final_sidecar = plan::sidecar_of(m.path, m.format);
   if (m.format == Format::PNG) {
-    write_json(sidecar_path(m.tmp, m.format), side);
+    write_json(plan::sidecar_of(m.tmp, m.format), side);
   } else {
     m.sidecar_tmp = m.tmp + ".json";
     write_json(m.sidecar_tmp, side);
@@ -272,7 +268,7 @@ ClipProbe probe_clip(const std::string& path) {
     if (frames.empty()) throw InputError(path + ": no PNG frames in this folder");
     p.frames = int(frames.size());
     media = frames.front();
-    std::ifstream side(sidecar_path(path, Format::PNG));
+    std::ifstream side(plan::sidecar_of(path, Format::PNG));
     if (side) {
       auto j = nlohmann::json::parse(side, nullptr, false);
       if (j.is_object())

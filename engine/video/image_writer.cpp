@@ -169,7 +169,7 @@ std::string write_image(const std::string& path, const uint8_t* rgb, const Image
     write_file(tmp, bytes.data(), bytes.size(), path);
     write_file(tmp + ".json", sidecar.data(), sidecar.size(), path);
     fs::rename(tmp, path);
-    fs::rename(tmp + ".json", path + ".json");
+    fs::rename(tmp + ".json", plan::sidecar_of(path, format));
   } catch (const std::exception& e) {
     std::error_code ec;
     fs::remove(tmp, ec);
