@@ -213,6 +213,10 @@ TEST_P(Cancel, stops_every_rank_and_keeps_only_what_was_asked) {
   // Every rank stopped at the same step boundary, by agreement, and said so.
   EXPECT_EQ(of_kind(all, "error").size(), size_t(2));
   for (const auto& e : of_kind(all, "error")) EXPECT_EQ(e["body"]["kind"], "cancelled");
+  // Rank 0 says what it kept; rank 1, which cannot know, does not claim anything was.
+  const auto said = [&](int rank) { return of_kind(all, "error", rank).at(0)["body"]["message"].get<std::string>(); };
+  EXPECT_TRUE(test::contains(said(0), keep ? "kept the latents of step " : "nothing was written")) << said(0);
+  EXPECT_EQ(said(1), keep ? "cancelled; anything kept is written by rank 0" : "cancelled; nothing was written");
   EXPECT_EQ(of_kind(all, "progress", 0).size(), of_kind(all, "progress", 1).size());
   EXPECT_FALSE(fs::exists(out));
   EXPECT_EQ(fs::exists(out + ".partial.safetensors"), keep);

@@ -158,7 +158,7 @@ at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& m
     // The denoising is done: its latents are kept whole, and the frames decoded so far make a shorter clip.
     // Without --keep_partial the writers discard theirs.
     if (!job.keep_partial) throw;
-    if (!writer) throw Cancelled("rank 0 keeps what was reached");
+    if (!writer) throw cancelled_on_a_reader();
     // The latents first: a clip that cannot be finished (a full disk) must not lose them.
     std::string kept = keep_partial_latents(job, model, job_metadata(job, model, mesh.config()),
                                             {r.final_latents, job.num_inference_steps, job.num_inference_steps}, log);

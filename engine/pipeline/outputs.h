@@ -9,12 +9,16 @@
 
 #include "parallel/mesh.h"
 #include "pipeline/run_job.h"
+#include "plan/error.h"
 
 namespace studio::pipeline {
 
 // What a clip and its sidecar record about the job that made it.
 std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const plan::ModelFolder& model,
                                                 const plan::ParallelConfig& par);
+
+// How a rank that writes nothing ends a cancelled job with --keep_partial: rank 0 alone knows what it kept.
+inline Cancelled cancelled_on_a_reader() { return Cancelled("anything kept is written by rank 0"); }
 
 // Decodes r.final_latents and writes the clips --output names, filling r's frames, outputs and encoder.
 // Returns the decoded video [B, 3, T, H, W] on the writing rank when --save_tensors wants it. Out of

@@ -177,7 +177,7 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
                       call, second ? &*second : nullptr);
   } catch (const Cancelled&) {
     if (!job.keep_partial) throw;
-    if (!parallel::writes(mesh)) throw Cancelled("rank 0 keeps what was reached");
+    if (!parallel::writes(mesh)) throw cancelled_on_a_reader();
     const auto kept = keep_partial_latents(job, model, job_metadata(job, model, mesh.config()), partial, log);
     if (kept.empty()) throw;
     throw Cancelled(kept);
