@@ -160,6 +160,7 @@ TEST_F(DitLaunch, runs_the_worker_it_is_given_or_finds_on_the_path) {
 TEST_F(DitLaunch, bad_arguments_exit_2_with_one_line) {
   const std::string c = test::golden_case("cogvx2b_tiny");
   expect_error({"--model", c, "--bogus"}, 2, {"unknown option '--bogus'", "--help"});
+  expect_error({"--model", c, "--num_inference_step", "2"}, 2, {"did you mean --num_inference_steps?"});
   expect_error({"--model", c, "--height", "abc"}, 2, {"--height 'abc'", "not an integer", "480"});
   expect_error({"--model", c, "--height"}, 2, {"--height needs a value"});
   expect_error({"--model", c, "--guidance_scale", "x"}, 2, {"--guidance_scale 'x'", "not a number"});

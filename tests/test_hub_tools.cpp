@@ -117,6 +117,11 @@ TEST_F(Hub, dit_models_downloads_lists_verifies_and_removes) {
   r = models({"fetch", kFluxRepo});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(test::contains(r.err, "unknown command 'fetch'")) << r.err;
+  r = models({"donwload", kFluxRepo, "--revison", "main"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(test::contains(r.err, "unknown option '--revison'; did you mean --revision?")) << r.err;
+  r = models({"donwload", kFluxRepo});
+  EXPECT_TRUE(test::contains(r.err, "unknown command 'donwload'; did you mean download?")) << r.err;
 
   r = models({"remove", kFluxRepo});
   EXPECT_EQ(r.code, 0) << r.err;

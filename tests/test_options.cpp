@@ -8,8 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/error.h"
 #include "plan/field_labels.h"
 #include "plan/job_file.h"
+#include "plan/nearest_names.h"
 #include "plan/options.h"
 #include "support.h"
 #include "workers/launch/launch_args.h"
@@ -133,6 +135,41 @@ TEST(Options, flags_given_twice_and_settings_without_use_are_noted) {
   args = workers::parse_launch_args({"--pipefusion_parallel_degree", "2", "--warmup_steps", "3", "--use_parallel_vae"});
   workers::note_unused_settings(args);
   EXPECT_TRUE(args.notes.empty()) << args.notes.front();
+}
+
+// A mistyped flag or job file field names what was most likely meant: a letter or two off, or a part of a
+// longer name; nothing when nothing is near.
+TEST(Options, a_mistyped_name_says_what_was_meant) {
+  const auto refused = [](const std::vector<std::string>& argv) {
+    try {
+      workers::parse_launch_args(argv);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_EQ(refused({"--num_inference_step", "4"}),
+            "unknown option '--num_inference_step'; did you mean --num_inference_steps? (dit-launch --help lists the "
+            "options)");
+  EXPECT_TRUE(test::contains(refused({"--hieght=480"}), "'--hieght'; did you mean --height?")) << refused({"--hieght"});
+  EXPECT_TRUE(test::contains(refused({"--ulysses", "2"}), "did you mean --ulysses_degree?"));
+  EXPECT_EQ(refused({"--qwertyuiop"}), "unknown option '--qwertyuiop' (dit-launch --help lists the options)");
+  EXPECT_EQ(plan::nearest_names("STEPS", {"warmup_steps", "seed", "num_inference_steps"}),
+            (std::vector<std::string>{"warmup_steps", "num_inference_steps"}));  // contained, shorter first
+  EXPECT_EQ(plan::did_you_mean("lst", {"list", "known", "last"}, ""), "; did you mean list or last?");
+  EXPECT_EQ(plan::did_you_mean("ab", {"abcdef"}), "");  // too short to be a part that says anything
+
+  // A job file a person wrote: a field that is no setting would be dropped without a word.
+  const std::string text = R"({"prompt": "a boat", "num_inference_step": 4})";
+  try {
+    plan::job_file_from_json(text, "job.json");
+    ADD_FAILURE() << "a field that is no setting was read";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "job.json: field 'num_inference_step' is not a job setting; did you mean "
+                                     "num_inference_steps? (the fields are dit-launch's flags without the dashes)");
+  }
+  // The studio's own records of another version's settings: what this one knows is read, the rest skipped.
+  EXPECT_EQ(plan::job_file_from_json(text, "history", plan::UnknownKeys::Skipped).job.prompt, "a boat");
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "workers/launch/guarded_main.h"
 #include "workers/launch/launch_args.h"
 #include "plan/human_bytes.h"
+#include "plan/nearest_names.h"
 
 namespace {
 
@@ -119,7 +120,14 @@ Args parse(const std::vector<std::string>& argv) {
         throw workers::ArgError("--without '" + c + "': leaves out the weights a single file stands for, given to "
                                 "dit-launch by the flag of the same name: transformer, transformer_2, text_encoder "
                                 "or text_encoder_2");
-    } else if (w.rfind("-", 0) == 0) throw workers::ArgError("unknown option '" + w + "'; see dit-models --help");
+    } else if (w.rfind("-", 0) == 0) {
+      std::string name = w.substr(0, w.find('='));
+      name.erase(0, name.find_first_not_of('-'));  // npos: all of it
+      throw workers::ArgError("unknown option '" + w + "'" +
+                              plan::did_you_mean(name,
+                                                 {"revision", "file", "base", "without", "help", "version"}) +
+                              " (dit-models --help lists the options)");
+    }
     else words.push_back(w);
   }
   if (a.help || a.version) return a;
@@ -127,7 +135,9 @@ Args parse(const std::vector<std::string>& argv) {
   a.command = words[0];
   const bool wants_repo = a.command == "download" || a.command == "verify" || a.command == "remove";
   if (!wants_repo && a.command != "list" && a.command != "known")
-    throw workers::ArgError("unknown command '" + a.command + "'; expected list, known, download, verify or remove");
+    throw workers::ArgError("unknown command '" + a.command + "'" +
+                            plan::did_you_mean(a.command, {"list", "known", "download", "verify", "remove"}, "") +
+                            " (expected list, known, download, verify or remove)");
   if (wants_repo && words.size() < 2)
     throw workers::ArgError(a.command + " needs a repository id, e.g. dit-models " + a.command + " THUDM/CogVideoX-2b");
   if (!a.files.empty() && a.command != "download")

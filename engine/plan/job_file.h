@@ -14,8 +14,12 @@ struct JobFile {
 };
 
 std::string to_json(const JobFile& f);
+// What a key that names no option means: a mistake in a file a person wrote (refused, with the nearest
+// names), or a setting of another version in one the studio kept (its history, its last job: skipped).
+enum class UnknownKeys { Refused, Skipped };
 // InputError naming the file and field for anything malformed.
-JobFile job_file_from_json(const std::string& text, const std::string& file);
+JobFile job_file_from_json(const std::string& text, const std::string& file,
+                           UnknownKeys unknown = UnknownKeys::Refused);
 // Writes `path` whole or not at all (a temporary file renamed into place); InputError with the reason.
 void write_job_file(const std::string& path, const JobFile& f);
 

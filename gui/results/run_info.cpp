@@ -44,7 +44,7 @@ QString setting_label(const QString& key) { return QString::fromStdString(plan::
 
 std::optional<plan::JobFile> job_of(const QString& settings) {
   try {
-    return plan::job_file_from_json(settings.toStdString(), "the history's settings");
+    return plan::job_file_from_json(settings.toStdString(), "the history's settings", plan::UnknownKeys::Skipped);
   } catch (const std::exception&) {
     return std::nullopt;
   }

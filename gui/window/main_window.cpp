@@ -154,7 +154,8 @@ void MainWindow::restore_settings() {
   keep_loaded_->setChecked(s.value("run/keep_loaded", true).toBool());
   if (!s.contains("job/last")) return;
   try {  // the settings of the last session, as a job file
-    const auto f = plan::job_file_from_json(s.value("job/last").toString().toStdString(), "settings");
+    const auto f =
+        plan::job_file_from_json(s.value("job/last").toString().toStdString(), "settings", plan::UnknownKeys::Skipped);
     compose_->set_job(f.job);
     // The LoRAs switched off are the session's, not the job's.
     compose_->loras->add_switched_off(s.value("compose/loras_off").toString().toStdString());

@@ -49,7 +49,8 @@ void MainWindow::connect_results() {
   // A run's settings come back from the history database, which may have been damaged or edited.
   auto settings_of = [this](const RunRecord& r) -> std::optional<plan::JobFile> {
     try {
-      return plan::job_file_from_json(r.settings.toStdString(), "the history's settings of run " + std::to_string(r.id));
+      return plan::job_file_from_json(r.settings.toStdString(), "the history's settings of run " + std::to_string(r.id),
+                                      plan::UnknownKeys::Skipped);
     } catch (const InputError& e) {
       reason_->setText(QString::fromStdString(e.what()));
       return std::nullopt;

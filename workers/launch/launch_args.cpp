@@ -9,6 +9,7 @@
 #include "hub/cache.h"
 #include "plan/error.h"
 #include "plan/families/registry.h"
+#include "plan/nearest_names.h"
 #include "plan/options.h"
 #include "plan/output_folder.h"
 
@@ -102,6 +103,14 @@ const LauncherOption* launcher_option(const std::string& key) {
   return nullptr;
 }
 
+// Every flag's name, the job's and the launcher's own, without the dashes.
+std::vector<std::string> option_names() {
+  std::vector<std::string> names;
+  for (const auto& o : plan::options()) names.push_back(o.spec.key);
+  for (const auto& o : launcher_options()) names.push_back(o.spec.key);
+  return names;
+}
+
 }  // namespace
 
 LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
@@ -127,7 +136,8 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
     const std::string key = flag.rfind("--", 0) == 0 ? flag.substr(2) : "";
     const plan::Option* job_option = plan::option(key);
     const LauncherOption* own = job_option ? nullptr : launcher_option(key);
-    if (!job_option && !own) throw ArgError("unknown option '" + argv[i] + "'; see dit-launch --help for the options");
+    if (!job_option && !own) throw ArgError("unknown option '" + flag + "'" + plan::did_you_mean(key, option_names()) +
+                                            " (dit-launch --help lists the options)");
     const plan::OptionSpec& spec = job_option ? job_option->spec : own->spec;
     if (spec.kind == plan::OptionKind::Switch) {
       if (inline_value) throw ArgError(flag + " takes no value (it is a switch)");
