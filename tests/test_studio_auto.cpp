@@ -6,7 +6,8 @@
 // (computed here from the cached file) and lists every valid one with its predicted s/step and GiB per rank,
 // fastest first; a sweep of two configurations shows each one's prediction before it runs, and after the
 // runs the measured time beside it and the model's error over both. With STUDIO_SCREENSHOTS=DIR it saves the
-// Auto menu (auto-menu.png) and the sweep's predicted-beside-measured (sweep-predicted.png) at 1280 x 800.
+// Auto menu (auto-menu.png) and the sweep's predicted-beside-measured (sweep-predicted.png) at 1280 x 800. Figures
+// measured on a busy machine are said below the fields until Auto measures again.
 #undef QT_NO_KEYWORDS  // qcustomplot.h, included through the GUI, uses Qt's keywords
 #include <QDir>
 #include <QFile>
@@ -23,6 +24,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gui/devices/calibration_task.h"
 #include "gui/widgets/collapsible.h"
 #include "gui/window/main_window.h"
 #include "gui/results/run_info.h"
@@ -254,6 +256,37 @@ class TestStudioAuto : public QObject {
     v->metric->setCurrentIndex(0);
     v->adopt->click();
     QVERIFY(w.parallel_panel().config() == best_measured);
+  }
+
+  // A machine busy while it was measured (other work on its cores) cannot be made on demand: the panel's own
+  // calibration task hands it the figures and the note, as it does after such a measurement.
+  void a_busy_measurement_is_said_until_auto_measures_again() {
+    MainWindow w(tmp_.path() + "/busy");
+    w.show();
+    wait_for_devices(w);
+    two_process_job(w);
+    auto* task = w.parallel_panel().findChild<CalibrationTask*>();
+    QVERIFY(task);
+    plan::Calibration cal;
+    cal.ranks = w.parallel_panel().config().world_size();
+    cal.dtype = plan::calibration_dtype(w.compose_panel().job(), false);
+    cal.gemm_flops_per_s = cal.gemm_flops_per_s_all = cal.attention_flops_per_s = cal.attention_flops_per_s_all = 1e10;
+    cal.memory_bytes_per_s = cal.memory_bytes_per_s_all = cal.link_bytes_per_s = 1e9;
+    cal.op_seconds = 9e-4;
+    Q_EMIT task->measured(cal, "the machine was busy (a small operation took 900 us)");
+    QString said = w.parallel_panel().problems().text("auto");
+    QVERIFY2(said.contains("The devices were measured while the machine was busy (a small operation took 900 us): "
+                           "Auto's choice may be far off, and the figures were not kept. Click Auto again"),
+             qPrintable(said));
+    QVERIFY2(!said.contains("--calibrate"), qPrintable(said));  // the studio's words, not the launcher's
+    // Auto again measures again (or takes the figures an earlier case cached), not the busy ones: the note goes.
+    const bool cached = !QDir(cache_dir()).entryList({"calibration-*.json"}).isEmpty();
+    QSignalSpy done(&w.parallel_panel(), &ParallelPanel::auto_done);
+    w.parallel_panel().auto_pick->click();
+    QCOMPARE(w.parallel_panel().measuring(), !cached);
+    QVERIFY(done.count() > 0 || done.wait(180000));
+    said = w.parallel_panel().problems().text("auto");
+    QVERIFY2(!said.contains("while the machine was busy (a small operation took 900 us)"), qPrintable(said));
   }
 };
 

@@ -57,7 +57,9 @@ bool plan_configs(studio::workers::LaunchArgs& args, const studio::plan::ModelFo
   bool cached = false;
   std::string busy;
   const auto cal = workers::calibration_for(worker, devices, processes, dtype, args.calibrate, &cached, &busy);
-  if (!busy.empty()) std::cerr << "dit-launch: " << busy << std::endl;
+  if (!busy.empty())
+    std::cerr << "dit-launch: " << busy << " while calibrating; these figures may be far off and are not kept: "
+              << "calibrate again with --calibrate when it is quiet" << std::endl;
   if (calibrate_only) {
     std::cout << plan::calibration_json(cal) << std::endl;
     if (busy.empty())

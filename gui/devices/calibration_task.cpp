@@ -21,7 +21,9 @@ void CalibrationTask::start(const std::string& worker, const workers::Devices& d
   running_ = true;
   thread_ = std::thread([this, worker, devices, ranks, dtype] {
     try {
-      Q_EMIT measured(workers::calibration_for(worker, devices, ranks, dtype, false));
+      std::string busy;
+      const auto c = workers::calibration_for(worker, devices, ranks, dtype, false, nullptr, &busy);
+      Q_EMIT measured(c, QString::fromStdString(busy));
     } catch (const std::exception& e) {
       Q_EMIT failed(QString::fromStdString(e.what()));
     }

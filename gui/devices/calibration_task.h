@@ -26,7 +26,8 @@ class CalibrationTask : public QObject {
   void start(const std::string& worker, const workers::Devices& devices, int ranks, const std::string& dtype);
 
  Q_SIGNALS:
-  void measured(const studio::plan::Calibration& c);
+  // `busy_note`: "" or why the figures may be far off (the machine was busy: they were not cached).
+  void measured(const studio::plan::Calibration& c, const QString& busy_note);
   void failed(const QString& why);  // what failed, in the worker's or the cache's words
 
  private:

@@ -80,10 +80,15 @@ ParallelPanel::ParallelPanel(QWidget* parent) : QWidget(parent) {
   form->addRow(QString(), choose);
   calibration_ = new CalibrationTask(this);
   connect(auto_pick, &QToolButton::clicked, this, [this] { choose_fastest(true); });
-  connect(calibration_, &CalibrationTask::measured, this, [this](const plan::Calibration& c) {
+  connect(calibration_, &CalibrationTask::measured, this, [this](const plan::Calibration& c, const QString& busy) {
     measured_ = c;
     show_measuring(false);
     choose_fastest(false);
+    busy_note_ = busy.isEmpty() ? QString()
+                                : tr("The devices were measured while %1: Auto's choice may be far off, and the "
+                                     "figures were not kept. Click Auto again when the machine is quiet.")
+                                      .arg(busy);
+    if (!busy_note_.isEmpty()) Q_EMIT changed();  // the window validates, showing it below the fields
   });
   connect(calibration_, &CalibrationTask::failed, this, [this](const QString& why) {
     show_measuring(false);
@@ -221,6 +226,10 @@ void ParallelPanel::choose_fastest(bool measure) {
     auto_problem_.clear();
     Q_EMIT changed();
   }
+  if (measure && !busy_note_.isEmpty()) {  // figures from a busy machine: measured again (or the cache's)
+    busy_note_.clear();
+    measured_.reset();
+  }
   const auto ranked = rank();
   if (ranked.empty() && measure) {
     show_measuring(true);
@@ -293,6 +302,7 @@ std::vector<plan::Problem> ParallelPanel::show_problems(const std::vector<plan::
   if (!on_gpus() && oversubscribe->isChecked())
     if (auto w = plan::cpu_processes_problem(config().world_size(), cpu_cores())) warnings.push_back(*w);
   if (!auto_problem_.isEmpty()) warnings.push_back({"auto", auto_problem_.toStdString()});
+  if (!busy_note_.isEmpty() && measured_) warnings.push_back({"auto", busy_note_.toStdString()});
   if (!refit_note_.isEmpty()) hints.push_back({"world_size", refit_note_.toStdString()});
   return problems_.show(problems, warnings, hints);
 }

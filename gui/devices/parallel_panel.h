@@ -96,6 +96,7 @@ class ParallelPanel : public QWidget {
   std::optional<plan::Calibration> measured_;  // the last measurement, should the cache not keep it
   QString auto_problem_;                        // why Auto could not choose, until it is clicked again
   QString refit_note_;                          // what refit changed, until a field is edited
+  QString busy_note_;  // the last measurement's was taken on a busy machine (not cached), until Auto measures again
   std::vector<plan::ParallelConfig> valid_;
   std::optional<plan::JobSpec> job_;
   std::optional<plan::ModelFolder> model_;

@@ -110,9 +110,7 @@ plan::Calibration calibration_for(const std::string& worker, const Devices& devi
   const auto c = measure(worker, ranks, dtype);
   if (c.op_seconds > kBusyOpSeconds) {
     if (busy_note)
-      *busy_note = "the machine was busy while calibrating (a small operation took " +
-                   std::to_string(int(c.op_seconds * 1e6)) + " us); these figures may be far off and are not kept: "
-                   "calibrate again with --calibrate when it is quiet";
+      *busy_note = "the machine was busy (a small operation took " + std::to_string(int(c.op_seconds * 1e6)) + " us)";
     return c;
   }
   std::error_code ec;

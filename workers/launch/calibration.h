@@ -20,7 +20,8 @@ std::string calibration_cache_file(const std::string& key);
 std::optional<plan::Calibration> cached_calibration(const Devices& devices, int ranks, const std::string& dtype);
 
 // `measure`: measure again even when the cache holds this key. `used_cache` says which happened. Figures
-// measured on a busy machine are returned but not cached, and `busy_note` says so in words.
+// measured on a busy machine are returned but not cached, and `busy_note` says why they look busy ("the
+// machine was busy (a small operation took N us)"), for each interface to add its own remedy.
 plan::Calibration calibration_for(const std::string& worker_exe, const Devices& devices, int ranks,
                                   const std::string& dtype, bool measure, bool* used_cache = nullptr,
                                   std::string* busy_note = nullptr);
