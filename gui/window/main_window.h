@@ -68,7 +68,7 @@ class MainWindow : public QMainWindow {
 
   // The window's parts, for driving it as a user would (tests). The buttons, the reason under them, the
   // queue and the tabs are found by their object names: "generate", "sweep_configs", "cancel", "reason",
-  // "queue", "tabs".
+  // "queue", "queue_note", "resume_queue", "tabs".
   ComposePanel& compose_panel() { return *compose_; }
   ParallelPanel& parallel_panel() { return *parallel_; }
   WorkerPicker& worker_picker() { return *worker_; }
@@ -86,6 +86,7 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* e) override;
+  void keyPressEvent(QKeyEvent* e) override;
 
  private:
   // main_window.cpp: the layout, the menus, the settings checked on every edit and kept between sessions.
@@ -100,10 +101,13 @@ class MainWindow : public QMainWindow {
   struct Queued {
     plan::JobFile job;
     int sweep_row = -1;  // its row in the sweep table, for a sweep's runs
+    QString gpus;        // CUDA_VISIBLE_DEVICES for its ranks ("" on the CPU)
+    QString worker;      // the dit-worker that runs it
   };
   QWidget* build_queue();
   void connect_queue();
-  std::optional<Queued> make_job(const plan::ParallelConfig& p);
+  // The compose column's job checked, with `seed`, or else the one its seed mode gives next.
+  std::optional<Queued> make_job(const plan::ParallelConfig& p, std::optional<uint64_t> seed = std::nullopt);
   void enqueue(const Queued& q);
   void start_next();
   void show_queue();
@@ -130,11 +134,14 @@ class MainWindow : public QMainWindow {
   ModelsView* models_view_;
   RecentStrip* recent_;  // the latest results along the bottom
   QListWidget* queue_list_;
+  QLabel* queue_note_;           // why the queue waits ("queue_note")
+  QPushButton* resume_button_;   // tries the first queued job again ("resume_queue")
   QTabWidget* tabs_;
   QPushButton *generate_button_, *sweep_button_, *cancel_button_;
   QLabel* reason_;
 
   std::deque<Queued> queue_;
+  QString paused_;  // why the first queued job could not start; the queue waits while it is said
   Queued current_;
   std::optional<Queued> sweep_base_;
   // The listed sweep's job and model, for its predictions when "Auto" measures the devices after it.
@@ -147,6 +154,7 @@ class MainWindow : public QMainWindow {
   bool closing_ = false;  // the window closes once the stopped run is recorded
   QAction* keep_loaded_ = nullptr;  // Settings > Keep the model loaded between runs
   QImage thumbnail_;
+  bool player_taken_ = false;  // the running job has begun showing its frames in the Player
   qint64 started_ms_ = 0;
 };
 

@@ -28,9 +28,17 @@ QWidget* MainWindow::build_queue() {
   auto* up = new QPushButton(tr("Up"));
   auto* down = new QPushButton(tr("Down"));
   auto* remove = new QPushButton(tr("Remove"));
-  for (auto* b : {up, down, remove}) queue_buttons->addWidget(b);
+  resume_button_ = new QPushButton(tr("Resume"));
+  resume_button_->setObjectName("resume_queue");
+  resume_button_->setToolTip(tr("Start the first queued job again, once what stopped the queue is fixed"));
+  for (auto* b : {up, down, remove, resume_button_}) queue_buttons->addWidget(b);
+  queue_note_ = new QLabel;
+  queue_note_->setObjectName("queue_note");
+  queue_note_->setWordWrap(true);
+  queue_note_->setStyleSheet("color: #c0392b");
   left_layout->addWidget(new QLabel(tr("Queue")));
   left_layout->addWidget(queue_list_);
+  left_layout->addWidget(queue_note_);
   left_layout->addLayout(queue_buttons);
   auto move = [this](int by) {
     const int i = queue_list_->currentRow(), j = i + by;
@@ -45,8 +53,15 @@ QWidget* MainWindow::build_queue() {
     const int i = queue_list_->currentRow();
     if (i < 0 || i >= int(queue_.size())) return;
     queue_.erase(queue_.begin() + i);
+    if (i == 0) paused_.clear();  // the job that could not start is gone
     show_queue();
+    start_next();
   });
+  connect(resume_button_, &QPushButton::clicked, this, [this] {
+    paused_.clear();
+    start_next();
+  });
+  show_queue();
   return left;
 }
 
@@ -67,13 +82,16 @@ void MainWindow::connect_queue() {
   }, Qt::WidgetWithChildrenShortcut);
 }
 
-std::optional<MainWindow::Queued> MainWindow::make_job(const plan::ParallelConfig& p) {
+std::optional<MainWindow::Queued> MainWindow::make_job(const plan::ParallelConfig& p, std::optional<uint64_t> seed) {
   if (!validate().empty()) return std::nullopt;
   Queued q;
   q.job.job = compose_->job();
-  q.job.job.seed = compose_->next_seed();
+  q.job.job.seed = seed ? *seed : compose_->next_seed();
   q.job.job.device = parallel_->device();
   q.job.parallel = p;
+  // The devices and the worker chosen now, not when the job's turn comes: its configuration was checked for them.
+  if (parallel_->on_gpus()) q.gpus = parallel_->selected_gpus().join(',');
+  q.worker = worker_->current();
   return q;
 }
 
@@ -86,6 +104,7 @@ bool MainWindow::generate() {
 
 void MainWindow::enqueue(const Queued& q) {
   queue_.push_back(q);
+  paused_.clear();  // Generate is a request to run: the first queued job is tried again
   show_queue();
   start_next();
 }
@@ -97,62 +116,71 @@ void MainWindow::show_queue() {
                              .arg(QString::fromStdString(q.job.job.prompt).left(40))
                              .arg(q.job.job.seed)
                              .arg(QString::fromStdString(q.job.parallel.describe())));
+  queue_note_->setText(paused_.isEmpty() ? QString()
+                                         : tr("Paused: the first job could not start. %1 Fix it, then Resume; or "
+                                              "Remove the job.")
+                                               .arg(paused_));
+  queue_note_->setVisible(!paused_.isEmpty());
+  resume_button_->setEnabled(!paused_.isEmpty() && !queue_.empty());
 }
 
 void MainWindow::start_next() {
-  QString not_started;  // why the last job taken could not start (validate() below rewrites `reason_`)
-  while (!runner_.running() && !queue_.empty()) {
-    Queued q = queue_.front();
-    queue_.pop_front();
+  if (runner_.running() || queue_.empty() || !paused_.isEmpty()) return (void)validate();
+  // A job that cannot start stays first in the queue, which waits (paused_) for the user to fix what stopped it:
+  // the jobs queued are the user's work, never dropped for a folder unmounted meanwhile.
+  const auto pause = [this](const QString& why) {
+    paused_ = why;
     show_queue();
-    const QString root = output_root(data_dir_);
-    if (const QString why = check_output_root(root, q.job.job); !why.isEmpty()) {
-      not_started = why;  // before any rank starts: the true reason, in the window's words
-      continue;
-    }
-    run_folder_ = root + "/" + QDateTime::currentDateTime().toString("yyyyMMdd-hhmmss-zzz");
-    QDir().mkpath(run_folder_ + "/frames");
-    // A clip or an image, as the model's family makes (the folder was read when the job was checked).
-    bool clip = true;
-    try {
-      clip = plan::rules_of(plan::read_model_folder(q.job.job.model_dir)).makes_video();
-    } catch (const std::exception&) {
-      // the run reports the folder's problem itself
-    }
-    q.job.job.output_file = (run_folder_ + (clip ? "/clip.mp4" : "/image.png")).toStdString();
-    // The pictures a run starts from are copied into its folder and the run reads the copies: its history
-    // record, its export and a re-run keep them, whatever becomes of the originals.
-    for (auto [path, name] : {std::pair{&q.job.job.image_file, "input"}, std::pair{&q.job.job.last_image_file, "input_last"}})
-      if (!path->empty()) {
-        const QString copy = run_folder_ + "/" + name + "." + QFileInfo(QString::fromStdString(*path)).suffix();
-        if (QFile::copy(QString::fromStdString(*path), copy)) *path = copy.toStdString();
-      }
-    if (parallel_->on_gpus()) qputenv("CUDA_VISIBLE_DEVICES", parallel_->selected_gpus().join(',').toUtf8());
-    workers::LaunchPlan lp;
-    lp.job = q.job;
-    lp.worker_exe = worker_->current().toStdString();
-    QString error;
-    if (!runner_.start(lp, &error, run_folder_ + "/frames")) {
-      not_started = error;
-      QDir(run_folder_).removeRecursively();
-      continue;
-    }
-    current_ = q;
-    if (q.sweep_row >= 0) sweep_view_->started(q.sweep_row);
-    steps_.clear();
-    thumbnail_ = {};
-    started_ms_ = QDateTime::currentMSecsSinceEpoch();
-    const auto& job = q.job.job;
-    run_view_->start(q.job.parallel.world_size(), tr("\"%1\", seed %2, %3")
-                                                      .arg(QString::fromStdString(job.prompt).left(60))
-                                                      .arg(job.seed)
-                                                      .arg(QString::fromStdString(q.job.parallel.describe())),
-                     q.job.job.num_frames);
-    if (q.sweep_row < 0) tabs_->setCurrentWidget(run_view_);
-    cancel_button_->setEnabled(true);
+    validate();
+    reason_->setText(why);  // where Generate's reasons are, until the next edit; the queue keeps saying it
+  };
+  Queued q = queue_.front();
+  const QString root = output_root(data_dir_);
+  if (const QString why = check_output_root(root, q.job.job); !why.isEmpty())
+    return pause(why);  // before any rank starts: the true reason, in the window's words
+  run_folder_ = root + "/" + QDateTime::currentDateTime().toString("yyyyMMdd-hhmmss-zzz");
+  QDir().mkpath(run_folder_ + "/frames");
+  // A clip or an image, as the model's family makes (the folder was read when the job was checked).
+  bool clip = true;
+  try {
+    clip = plan::rules_of(plan::read_model_folder(q.job.job.model_dir)).makes_video();
+  } catch (const std::exception&) {
+    // the run reports the folder's problem itself
   }
+  q.job.job.output_file = (run_folder_ + (clip ? "/clip.mp4" : "/image.png")).toStdString();
+  // The pictures a run starts from are copied into its folder and the run reads the copies: its history
+  // record, its export and a re-run keep them, whatever becomes of the originals.
+  for (auto [path, name] : {std::pair{&q.job.job.image_file, "input"}, std::pair{&q.job.job.last_image_file, "input_last"}})
+    if (!path->empty()) {
+      const QString copy = run_folder_ + "/" + name + "." + QFileInfo(QString::fromStdString(*path)).suffix();
+      if (QFile::copy(QString::fromStdString(*path), copy)) *path = copy.toStdString();
+    }
+  if (!q.gpus.isEmpty()) qputenv("CUDA_VISIBLE_DEVICES", q.gpus.toUtf8());
+  workers::LaunchPlan lp;
+  lp.job = q.job;
+  lp.worker_exe = q.worker.toStdString();
+  QString error;
+  if (!runner_.start(lp, &error, run_folder_ + "/frames")) {
+    QDir(run_folder_).removeRecursively();
+    return pause(error);
+  }
+  queue_.pop_front();
+  show_queue();
+  current_ = q;
+  if (q.sweep_row >= 0) sweep_view_->started(q.sweep_row);
+  steps_.clear();
+  thumbnail_ = {};
+  player_taken_ = false;
+  started_ms_ = QDateTime::currentMSecsSinceEpoch();
+  const auto& job = q.job.job;
+  run_view_->start(q.job.parallel.world_size(), tr("\"%1\", seed %2, %3")
+                                                    .arg(QString::fromStdString(job.prompt).left(60))
+                                                    .arg(job.seed)
+                                                    .arg(QString::fromStdString(q.job.parallel.describe())),
+                   q.job.job.num_frames);
+  if (q.sweep_row < 0) tabs_->setCurrentWidget(run_view_);
+  cancel_button_->setEnabled(true);
   validate();
-  if (!not_started.isEmpty()) reason_->setText(not_started);
 }
 
 void MainWindow::cancel() { runner_.cancel(); }
@@ -198,13 +226,17 @@ void MainWindow::on_picture(const RunPicture& pic) {
   run_view_->show_picture(pic);
   if (!pic.frame || pic.video != 0) return;
   const QImage& img = pic.image;
-  if (player_->source() != run_folder_)  // the Player keeps the run it shows until this one has a frame
+  if (thumbnail_.isNull()) thumbnail_ = img.scaledToHeight(96);
+  // The Player keeps the run it shows until this one has a frame, then follows it; a run the user opens in it
+  // after that stays (this run's frames are on disk, in History when it ends).
+  if (!player_taken_) {
+    player_taken_ = true;
     player_->begin(run_folder_, current_.job, tr("\"%1\", seed %2, saved in %3")
                                                   .arg(QString::fromStdString(current_.job.job.prompt).left(80))
                                                   .arg(current_.job.job.seed)
                                                   .arg(run_folder_));
-  player_->set_frame(pic.index, img);
-  if (thumbnail_.isNull()) thumbnail_ = img.scaledToHeight(96);
+  }
+  if (player_->source() == run_folder_) player_->set_frame(pic.index, img);
 }
 
 }  // namespace studio::gui

@@ -5,7 +5,7 @@
 #include <QDir>
 #include <QJsonArray>
 #include <QJsonDocument>
-#include <QShortcut>
+#include <QKeyEvent>
 #include <QSplitter>
 #include <QStatusBar>
 
@@ -62,19 +62,40 @@ void MainWindow::connect_results() {
     compose_->set_job(f->job);
     parallel_->set_config(f->parallel);
   });
+  // Run again queues the run's job as it was, with its seed; the compose column keeps what the user has there
+  // (it shows the old job only while the job is checked, as Generate checks it).
   connect(history_, &History::rerun, this, [this, settings_of](const RunRecord& r) {
     const auto f = settings_of(r);
     if (!f) return;
+    const plan::JobSpec draft = compose_->job();
+    const plan::ParallelConfig draft_parallel = parallel_->config();
     compose_->set_job(f->job);
-    compose_->seed_mode->setCurrentIndex(0);  // the same seed: the same clip
     parallel_->set_config(f->parallel);
+    const auto q = make_job(f->parallel, f->job.seed);
+    const QString why = q ? QString() : reason_->text();
+    compose_->set_job(draft);
+    parallel_->set_config(draft_parallel);
+    validate();
+    if (!q) {
+      reason_->setText(tr("Run %1 cannot run again as it was: %2 Open its settings to change them.").arg(r.id).arg(why));
+      return;
+    }
     const QStringList changed = changed_loras(*f);  // the same seed, yet not the same clip: say why
-    if (!generate()) return;
+    enqueue(*q);
     for (const QString& file : changed)
       run_view_->log->note(tr("The LoRA %1 has changed since run %2 (its SHA-256 differs): this run uses it as it "
                               "is now.").arg(file).arg(r.id));
   });
-  new QShortcut(QKeySequence(Qt::Key_Space), player_, [this] { player_->playing() ? player_->pause() : player_->play(); });
+}
+
+// Space plays or pauses the Player while it is shown, unless the control with the focus uses Space itself (a
+// button, a check box, a text field): their key events reach the window only when they leave them unhandled.
+void MainWindow::keyPressEvent(QKeyEvent* e) {
+  if (e->key() == Qt::Key_Space && e->modifiers() == Qt::NoModifier && tabs_->currentWidget() == player_) {
+    player_->playing() ? player_->pause() : player_->play();
+    return;
+  }
+  QMainWindow::keyPressEvent(e);
 }
 
 void MainWindow::on_finished(const workers::Outcome& outcome, const std::vector<workers::RankView>& ranks) {
