@@ -187,6 +187,7 @@ TEST_F(DitLaunch, bad_inputs_exit_3_naming_file_and_tensor) {
   const std::string c = test::golden_case("cogvx2b_tiny"), g = c + "/golden.safetensors";
   expect_error({"--model", "/nonexistent"}, 3, {"--model /nonexistent", "not a folder"});
   expect_error({"--model", c}, 2, {"no prompt", "--prompt TEXT", "--prompt_embeds FILE"});
+  expect_error({"--model", c, "--prompt", " \n "}, 2, {"a prompt of only spaces", "--prompt TEXT"});
   expect_error({"--model", c, "--prompt_embeds", "/nonexistent.safetensors"}, 3,
                {"--prompt_embeds", "/nonexistent.safetensors", "file not found"});
   expect_error({"--model", c, "--prompt_embeds", g, "--latents", c + "/vae/diffusion_pytorch_model.safetensors"}, 3,

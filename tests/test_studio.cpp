@@ -47,9 +47,11 @@ class TestStudio : public QObject {
     // A first start fills every setting from the model's family: CogVideoX's 50 steps and guidance 6.
     QCOMPARE(w.compose_panel().steps->value(), 50);
     QCOMPARE(w.compose_panel().guidance->value(), 6.0);
-    w.compose_panel().prompt->setPlainText("");
-    QVERIFY(!generate_button(w)->isEnabled());
-    QVERIFY(w.compose_panel().problems().text("prompt").contains("write a prompt"));
+    for (const char* blank : {"", "  \n\t "}) {  // spaces and newlines are no prompt either
+      w.compose_panel().prompt->setPlainText(blank);
+      QVERIFY(!generate_button(w)->isEnabled());
+      QVERIFY(w.compose_panel().problems().text("prompt").contains("write a prompt"));
+    }
     w.compose_panel().prompt->setPlainText("a paper boat");
     QVERIFY2(generate_button(w)->isEnabled(), qPrintable(reason(w)->text()));
     w.compose_panel().height->setValue(200);

@@ -232,6 +232,13 @@ class TestStudioPlumbing : public QObject {
     int marked_again = 0;
     for (const auto& l : again.lines()) marked_again += l.failure;
     QCOMPARE(marked_again, rank1_marked + launcher_marked);
+    // The next run's status is no longer drawn as that failure was.
+    QVERIFY(!w.run_view().status->styleSheet().isEmpty());
+    w.compose_panel().steps->setValue(1);
+    QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
+    QVERIFY2(w.run_view().status->text().startsWith("Running"), qPrintable(w.run_view().status->text()));
+    QCOMPARE(w.run_view().status->styleSheet(), QString());
+    QCOMPARE(wait_for_run(spy, 120000), 0);
   }
 
   // While a rank decodes, its row counts the frames that have come, and its bar follows them, rather than

@@ -120,6 +120,9 @@ class TestStudioResults : public QObject {
     QCOMPARE(w.player().frame_count(), 9);
     w.cancel();
     QCOMPARE(wait_for_run(spy, 60000), 130);
+    for (const auto* l : w.run_view().findChildren<QLabel*>())  // the rows say the run was cancelled, not failed
+      if (l->text().startsWith("rank "))
+        QVERIFY2(l->text().contains("cancelled") && !l->text().contains("failed"), qPrintable(l->text()));
     QCOMPARE(w.player().source(), first_folder);
     QCOMPARE(w.player().frame_count(), 9);
     // The plots start over with it: its points only (ranges from zero).

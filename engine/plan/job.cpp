@@ -183,8 +183,9 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
                                "so put everything in --prompt"});
   else if (!job.prompt_2.empty() && job.prompt.empty())
     out.push_back({"prompt_2", "--prompt_2 without --prompt: give the prompt too (CLIP reads --prompt, T5 --prompt_2)"});
-  else if (job.prompt.empty() && job.prompt_embeds_file.empty())
-    out.push_back({"prompt", "no prompt: give --prompt TEXT, or --prompt_embeds FILE with precomputed embeddings"});
+  else if (job.prompt.find_first_not_of(" \t\r\n") == std::string::npos && job.prompt_embeds_file.empty())
+    out.push_back({"prompt", std::string(job.prompt.empty() ? "no prompt" : "a prompt of only spaces") +
+                                 ": give --prompt TEXT, or --prompt_embeds FILE with precomputed embeddings"});
   if (!job.prompt.empty() && !job.prompt_embeds_file.empty())
     out.push_back({"prompt", "--prompt and --prompt_embeds both given: use one (--prompt_embeds skips the encoder)"});
   if (!job.prompt.empty() && job.prompt_embeds_file.empty() && !model.can_encode_words())

@@ -462,7 +462,7 @@ void ComposePanel::show_preset() {
   preset->setCurrentIndex(matching_preset(compose_presets(job(), *model_), job(), plan::rules_of(*model_).makes_video()));
 }
 
-bool ComposePanel::prompt_missing() const { return prompt->toPlainText().isEmpty(); }
+bool ComposePanel::prompt_missing() const { return prompt->toPlainText().trimmed().isEmpty(); }
 
 std::vector<plan::Problem> ComposePanel::show_problems(const std::vector<plan::Problem>& problems) {
   std::vector<plan::Problem> errors, hints;

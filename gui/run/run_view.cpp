@@ -79,6 +79,7 @@ void RunView::start(int ranks, const QString& what, int frames) {
   }
   status->setText(ranks == 1 ? tr("Running %1 on one rank…").arg(what)
                              : tr("Running %1 on %2 ranks…").arg(what).arg(ranks));
+  status->setStyleSheet("");  // the last run's failure said in red is over
   preview->clear();
 }
 
@@ -156,8 +157,10 @@ void RunView::finish(const workers::Outcome& outcome, const std::vector<workers:
     update_rank(r);
     if (outcome.exit_code == 0) continue;
     auto* label = labels_[size_t(r.rank)];
-    if (r.phase != "starting")  // how it ended, where (no ETA left)
-      label->setText(tr("rank %1  %2 at step %3/%4").arg(r.rank).arg(QString::fromStdString(r.phase)).arg(r.step).arg(r.total));
+    // How it ended, where (no ETA left): a cancel the user asked for is no rank's failure.
+    const QString ended = outcome.kind == events::ErrorKind::Cancelled ? tr("cancelled") : QString::fromStdString(r.phase);
+    if (r.phase != "starting")
+      label->setText(tr("rank %1  %2 at step %3/%4").arg(r.rank).arg(ended).arg(r.step).arg(r.total));
     if (r.rank == outcome.failed_rank) {
       label->setStyleSheet("color: #c0392b;");
     } else if (r.phase == "starting") {
