@@ -2,6 +2,8 @@
 // run and for the device list.
 #pragma once
 #include <QApplication>
+#include <QElapsedTimer>
+#include <QFileInfo>
 #include <QLabel>
 #include <QListWidget>
 #include <QMessageBox>
@@ -99,6 +101,29 @@ inline QPushButton* generate_button(QWidget& w) { return named<QPushButton>(w, "
 inline QLabel* reason(QWidget& w) { return named<QLabel>(w, "reason"); }
 inline QListWidget* queue_list(QWidget& w) { return named<QListWidget>(w, "queue"); }
 inline QTabWidget* tabs(QWidget& w) { return named<QTabWidget>(w, "tabs"); }
+
+// Waits for the Player's export (started just now, on its own thread) to end: true when it was written, else false
+// with `error` set.
+inline bool wait_for_export(gui::Player& p, QString* error, int ms = 120000) {
+  QSignalSpy done(&p, &gui::Player::exported), failed(&p, &gui::Player::export_failed);
+  QElapsedTimer waited;
+  waited.start();
+  while (done.isEmpty() && failed.isEmpty() && waited.elapsed() < ms) QTest::qWait(20);
+  if (!failed.isEmpty()) *error = failed.first().at(0).toString();
+  else if (done.isEmpty()) *error = "the export did not end in time";
+  return !done.isEmpty();
+}
+
+// Exports as the Player's Export does, in the format `path`'s extension names ("DIR/": PNG frames), and waits
+// for it: the path written, or "" with `error` set.
+inline QString export_as(gui::Player& p, const QString& path, QString* error) {
+  const QString ext = path.endsWith('/') ? QString("/") : "." + QFileInfo(path).suffix().toLower();
+  const int i = p.format->findData(ext);
+  if (i < 0) return *error = "the Player offers no " + ext + " format here", QString();
+  p.format->setCurrentIndex(i);
+  const QString started = p.export_chosen(path, error);
+  return !started.isEmpty() && wait_for_export(p, error) ? started : QString();
+}
 
 // Until `dit-worker --list-devices` has answered and the CPU is listed.
 inline void wait_for_devices(gui::MainWindow& w) {

@@ -198,7 +198,12 @@ class TestStudioResults : public QObject {
     QSignalSpy exported(&w.player(), &Player::exported);
     const QString written = w.player().export_chosen(tmp_.path() + "/boat", &error);
     QCOMPARE(written, tmp_.path() + "/boat.webm");
+    // Written on a thread of its own: the window goes on meanwhile, and says how far it is.
+    QVERIFY2(w.player().note->text().startsWith("Exporting to " + written), qPrintable(w.player().note->text()));
+    QVERIFY(!w.player().export_button->isEnabled() && !w.player().cancel_export_button->isHidden());
+    QVERIFY2(wait_for_export(w.player(), &error), qPrintable(error));
     QCOMPARE(exported.size(), 1);
+    QVERIFY(w.player().export_button->isEnabled() && w.player().cancel_export_button->isHidden());
     QVERIFY(w.player().note->text().contains(written) && w.player().note->text().contains("Open folder"));
     // "Open folder" where no file manager answers (the offscreen platform has none): said, with the path.
     Q_EMIT w.player().note->linkActivated(QUrl::fromLocalFile(tmp_.path()).toString());
@@ -216,15 +221,26 @@ class TestStudioResults : public QObject {
     QCOMPARE(probe.metadata.at("sampler").empty(), false);
     QCOMPARE(probe.metadata.at("parallel"), std::string("ulysses 2 (2 processes)"));
     QVERIFY(QFile::exists(written + ".json"));
+    // Cancelled at once: nothing at the path, nor any partial file beside it.
+    QVERIFY(QDir().mkpath(tmp_.path() + "/cut"));
+    const QString cut = w.player().export_chosen(tmp_.path() + "/cut/boat", &error);
+    QVERIFY2(!cut.isEmpty(), qPrintable(error));
+    w.player().cancel_export_button->click();
+    QTRY_VERIFY_WITH_TIMEOUT(w.player().export_button->isEnabled(), 60000);
+    QVERIFY2(w.player().note->text().startsWith("Export cancelled: nothing was written"), qPrintable(w.player().note->text()));
+    QCOMPARE(exported.size(), 1);
+    QVERIFY(QDir(tmp_.path() + "/cut").isEmpty());
     // MP4 keeps them too; a folder of PNG frames only when it is the format chosen.
     w.player().format->setCurrentIndex(w.player().format->findData(".mp4"));
     const QString mp4 = w.player().export_chosen(tmp_.path() + "/boat.gif", &error);
     QCOMPARE(mp4, tmp_.path() + "/boat.mp4");
+    QVERIFY2(wait_for_export(w.player(), &error), qPrintable(error));
     QCOMPARE(video::probe_clip(mp4.toStdString()).metadata.at("num_inference_steps"), std::string("3"));
     QVERIFY(!QFileInfo(tmp_.path() + "/boat").isDir());
     // A GIF has no tags: its comment holds them.
     w.player().format->setCurrentIndex(w.player().format->findData(".gif"));
     const QString gif = w.player().export_chosen(tmp_.path() + "/boat", &error);
+    QVERIFY2(wait_for_export(w.player(), &error), qPrintable(error));
     QVERIFY2(w.player().note->text().contains("every setting in its metadata"), qPrintable(w.player().note->text()));
     const auto in_gif = nlohmann::json::parse(video::probe_clip(gif.toStdString()).settings);
     QCOMPARE(QString::fromStdString(in_gif.value("num_inference_steps", "")), QString("3"));
@@ -232,6 +248,7 @@ class TestStudioResults : public QObject {
     QVERIFY(QFile::exists(gif + ".json"));
     w.player().format->setCurrentIndex(w.player().format->findData("/"));
     const QString pngs = w.player().export_chosen(tmp_.path() + "/frames", &error);
+    QVERIFY2(wait_for_export(w.player(), &error), qPrintable(error));
     QCOMPARE(video::probe_clip(pngs.toStdString()).frames, 9);
     tabs(w)->setCurrentWidget(&w.player());
     shoot_sizes(&w.player(), "player");
@@ -306,9 +323,11 @@ class TestStudioResults : public QObject {
     QCOMPARE(w.player().frame_count(), 9);
     // Its export names the picture as the run read it: the copy, its size and SHA-256, as the worker wrote them.
     QString error;
-    const QString png = tmp_.path() + "/kite.png";
-    QVERIFY2(w.player().export_to(png, &error), qPrintable(error));
-    const auto tags = nlohmann::json::parse(video::probe_image(png.toStdString()).settings);
+    const QString clip = tmp_.path() + "/kite.mp4";
+    QVERIFY2(export_as(w.player(), clip, &error) == clip, qPrintable(error));
+    QFile sidecar(clip + ".json");  // every setting, as the clip's tags have them
+    QVERIFY(sidecar.open(QIODevice::ReadOnly));
+    const auto tags = nlohmann::json::parse(sidecar.readAll().toStdString());
     QFile picture(original);
     QVERIFY(picture.open(QIODevice::ReadOnly));
     QCOMPARE(QString::fromStdString(tags.value("image_sha256", "")),

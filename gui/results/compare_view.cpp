@@ -60,11 +60,15 @@ QWidget* captioned(QLabel* picture, const QString& caption) {
 
 }  // namespace
 
-std::vector<QImage> load_frames(const QString& run_folder) {
+std::vector<QImage> load_frames(const QString& run_folder, QSize fit, const std::function<bool()>& go_on) {
   std::vector<QImage> out;
   if (run_folder.isEmpty()) return out;
   const QDir dir(run_folder + "/frames");
-  for (const auto& name : dir.entryList({"*.png"}, QDir::Files, QDir::Name)) out.push_back(QImage(dir.filePath(name)));
+  for (const auto& name : dir.entryList({"*.png"}, QDir::Files, QDir::Name)) {
+    if (go_on && !go_on()) return {};
+    const QImage frame(dir.filePath(name));
+    out.push_back(fit.isValid() ? frame.scaled(fit, Qt::KeepAspectRatio) : frame);
+  }
   return out;
 }
 

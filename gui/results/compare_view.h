@@ -13,6 +13,7 @@
 #include <QTimer>
 #include <QWidget>
 
+#include <functional>
 #include <vector>
 
 #include "gui/results/history.h"
@@ -47,8 +48,9 @@ class CompareView : public QWidget {
   QTimer timer_;
 };
 
-// The frames a run kept (PNG, in order) in its folder.
-std::vector<QImage> load_frames(const QString& run_folder);
+// The frames a run kept (PNG, in order) in its folder, each scaled to fit in `fit` when it is valid; with
+// `go_on`, asked before each frame, an empty list as soon as it says no (a load on a thread no longer wanted).
+std::vector<QImage> load_frames(const QString& run_folder, QSize fit = {}, const std::function<bool()>& go_on = {});
 
 // |a - b| per channel (RGB8), scaled by `gain` (clamped at 255); null unless both have the same size.
 QImage difference_of(const QImage& a, const QImage& b, int gain);

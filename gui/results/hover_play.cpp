@@ -6,6 +6,10 @@
 
 namespace studio::gui {
 
+namespace {
+constexpr size_t kKeptRuns = 8;  // runs whose icon frames stay for the next hover (small: icon-sized)
+}  // namespace
+
 HoverPlay::HoverPlay(QListWidget* list) : QObject(list), list_(list) {
   list->setMouseTracking(true);  // itemEntered without a button held
   connect(list, &QListWidget::itemEntered, this, &HoverPlay::hover);
@@ -33,17 +37,38 @@ void HoverPlay::tick() {
   }
 }
 
+HoverPlay::~HoverPlay() {
+  wanted_ = 0;
+  if (loader_.joinable()) loader_.join();
+}
+
 void HoverPlay::hover(QListWidgetItem* item) {
   const qint64 id = item->data(Qt::UserRole).toLongLong();
   if (id == id_) return;
   restore();
   const QString folder = item->data(folder_role).toString();
   if (folder.isEmpty()) return;
-  for (const QImage& f : load_frames(folder)) frames_.push_back(f.scaled(list_->iconSize(), Qt::KeepAspectRatio));
-  if (frames_.size() < 2) return frames_.clear();
   id_ = id;
   still_ = item->icon();
   frame_ = 0;
+  for (const auto& [kept_id, frames] : kept_)
+    if (kept_id == id) return play(frames);
+  wanted_ = id;  // a load of another run under way stops at its next frame
+  if (loader_.joinable()) loader_.join();
+  loader_ = std::thread([this, id, folder, fit = list_->iconSize()] {
+    auto frames = load_frames(folder, fit, [this, id] { return wanted_ == id; });
+    if (wanted_ != id) return;
+    QMetaObject::invokeMethod(this, [this, id, frames = std::move(frames)] {
+      kept_.emplace_front(id, frames);
+      if (kept_.size() > kKeptRuns) kept_.pop_back();
+      if (id == id_) play(frames);
+    }, Qt::QueuedConnection);
+  });
+}
+
+void HoverPlay::play(const std::vector<QImage>& frames) {
+  if (frames.size() < 2) return;
+  frames_ = frames;
   timer_.start(125);
 }
 

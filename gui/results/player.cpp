@@ -7,33 +7,16 @@
 #include <QUrl>
 #include <QHBoxLayout>
 #include <QPainter>
-#include <QMessageBox>
 #include <QVBoxLayout>
 
-#include <cstring>
-
+#include "gui/results/clip_export.h"
 #include "gui/results/compare_view.h"
 #include "gui/results/run_info.h"
 #include "gui/widgets/open_folder.h"
 #include "gui/widgets/run_picture.h"
 #include "plan/output_format.h"
-#include "video/clip_writer.h"
-#include "video/image_writer.h"
 
 namespace studio::gui {
-
-namespace {
-
-// RGB8 rows without QImage's line padding, as the writers take them.
-std::vector<uint8_t> packed_rgb(const QImage& image) {
-  const QImage rgb = image.convertToFormat(QImage::Format_RGB888);
-  const size_t row = size_t(rgb.width()) * 3;
-  std::vector<uint8_t> packed(row * size_t(rgb.height()));
-  for (int y = 0; y < rgb.height(); ++y) std::memcpy(packed.data() + size_t(y) * row, rgb.constScanLine(y), row);
-  return packed;
-}
-
-}  // namespace
 
 Player::Player(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
@@ -78,8 +61,12 @@ Player::Player(QWidget* parent) : QWidget(parent) {
   for (QWidget* w : std::initializer_list<QWidget*>{back, play_button, forward, frame_label, loop, speed})
     controls->addWidget(w);
   controls->addStretch();
+  cancel_export_button = new QPushButton(tr("Cancel export"));
+  cancel_export_button->setObjectName("cancel_export");
+  cancel_export_button->hide();
   controls->addWidget(format);
   controls->addWidget(export_button);
+  controls->addWidget(cancel_export_button);
   layout->addLayout(controls);
   note = new QLabel;
   note->setObjectName("export_note");
@@ -99,6 +86,12 @@ Player::Player(QWidget* parent) : QWidget(parent) {
   connect(forward, &QPushButton::clicked, this, [this] { show_frame(std::min(frame_count() - 1, current_ + 1)); });
   connect(speed, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { set_fps(fps_); });
   connect(export_button, &QPushButton::clicked, this, &Player::export_dialog);
+  export_ = new ClipExport(this);
+  connect(cancel_export_button, &QPushButton::clicked, export_, &ClipExport::cancel);
+  connect(export_, &ClipExport::progress, this, [this](int written, int total) {
+    note->setText(tr("Exporting to %1… %2 of %3").arg(exporting_to_.toHtmlEscaped()).arg(written).arg(total));
+  });
+  connect(export_, &ClipExport::finished, this, &Player::export_ended);
 }
 
 // The formats of the mode: the extension each writes as its data ("/" for a folder of PNG frames).
@@ -124,7 +117,7 @@ void Player::export_dialog() {
                                                     ext == "/" ? tr("A folder of PNG frames (*)")
                                                                : tr("%1 (*%2)").arg(format->currentText(), ext));
   QString error;
-  if (!path.isEmpty() && export_chosen(path, &error).isEmpty()) QMessageBox::warning(this, tr("Export failed"), error);
+  if (!path.isEmpty() && export_chosen(path, &error).isEmpty()) export_ended(path, error, false);
 }
 
 QString Player::export_chosen(const QString& chosen, QString* error) {
@@ -135,14 +128,35 @@ QString Player::export_chosen(const QString& chosen, QString* error) {
   const QString suffix = QFileInfo(path).suffix().toLower();
   if (QStringList{"mp4", "webm", "gif", "png", "jpg", "jpeg", "webp"}.contains(suffix)) path.chop(suffix.size() + 1);
   path += ext;
-  if (!export_to(path, error)) return {};
-  const QString folder = ext == "/" ? path : QFileInfo(path).absolutePath();
+  if (frames_.empty() || frames_.front().isNull()) return *error = tr("there are no frames to export"), QString();
+  if (export_->running()) return *error = tr("an export is still running; wait for it, or cancel it"), QString();
+  exporting_to_ = path;
+  note->setStyleSheet("");
+  note->setText(tr("Exporting to %1…").arg(path.toHtmlEscaped()));
+  export_button->setEnabled(false);
+  cancel_export_button->show();
+  export_->start(frames_, std::max(0, current_), fps_,
+                 job_ ? run_metadata(*job_) : std::map<std::string, std::string>{}, path);
+  return path;
+}
+
+void Player::export_ended(const QString& path, const QString& error, bool cancelled) {
+  export_button->setEnabled(true);
+  cancel_export_button->hide();
+  if (cancelled) return note->setText(tr("Export cancelled: nothing was written at %1.").arg(path.toHtmlEscaped()));
+  if (!error.isEmpty()) {
+    note->setStyleSheet("color: #c0392b");
+    note->setText(tr("Export failed: %1").arg(error.toHtmlEscaped()));
+    Q_EMIT export_failed(error);
+    return;
+  }
+  const bool frames = path.endsWith('/');
+  const QString folder = frames ? path : QFileInfo(path).absolutePath();
   note->setText(tr("Exported to %1 (every setting in its metadata and in %2). <a href=\"%3\">Open folder</a>")
                     .arg(path.toHtmlEscaped(),
-                         ext == "/" ? tr("the folder's JSON") : QFileInfo(path).fileName().toHtmlEscaped() + ".json",
+                         frames ? tr("the folder's JSON") : QFileInfo(path).fileName().toHtmlEscaped() + ".json",
                          QUrl::fromLocalFile(folder).toString()));
   Q_EMIT exported(path);
-  return path;
 }
 
 void Player::set_image_mode(bool image) {
@@ -260,35 +274,6 @@ void Player::advance() {
   if (current_ + 1 < frame_count()) return show_frame(current_ + 1);
   if (loop->isChecked()) return show_frame(0);
   pause();
-}
-
-bool Player::export_to(const QString& path, QString* error) const {
-  if (frames_.empty() || frames_.front().isNull()) return *error = tr("there are no frames to export"), false;
-  const auto metadata = job_ ? run_metadata(*job_) : std::map<std::string, std::string>{};
-  try {
-    if (plan::is_image(plan::format_for(path.toStdString()))) {
-      // One picture: the one shown (the first of a batch's images otherwise).
-      const QImage& shown = frames_[size_t(std::max(0, current_))];
-      video::ImageInfo info;
-      info.width = shown.width();
-      info.height = shown.height();
-      info.metadata = metadata;
-      video::write_image(path.toStdString(), packed_rgb(shown).data(), info);
-      return true;
-    }
-    video::ClipInfo info;
-    info.width = frames_.front().width();
-    info.height = frames_.front().height();
-    info.fps = fps_;
-    info.metadata = metadata;
-    video::ClipWriter writer(path.toStdString(), info);
-    for (const auto& f : frames_) writer.add_frame(packed_rgb(f).data());
-    writer.finish();
-  } catch (const std::exception& e) {
-    *error = QString::fromStdString(e.what());
-    return false;
-  }
-  return true;
 }
 
 }  // namespace studio::gui

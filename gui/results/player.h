@@ -23,6 +23,8 @@
 
 namespace studio::gui {
 
+class ClipExport;
+
 class Player : public QWidget {
   Q_OBJECT
  public:
@@ -46,10 +48,9 @@ class Player : public QWidget {
   void play();
   void pause();
   bool playing() const { return timer_.isActive(); }
-  // Writes every frame to `path` (the format from its extension); false with `error` set on failure.
-  bool export_to(const QString& path, QString* error) const;
-  // Writes to `path` in the format chosen in `format` (its extension added or replaced; a folder for PNG
-  // frames), says where in `note` and emits exported(). The path written, or empty with `error` set.
+  // Starts writing to `path` in the format chosen in `format` (its extension added or replaced; a folder for PNG
+  // frames) on a thread (ClipExport), the progress in `note`; when it ends, says where in `note` and emits
+  // exported(), or export_failed(). The path it writes, or empty with `error` set when it cannot start.
   QString export_chosen(const QString& path, QString* error);
   // Asks where, then export_chosen().
   void export_dialog();
@@ -58,7 +59,7 @@ class Player : public QWidget {
   QLabel* screen;
   QLabel* input;  // the picture(s) an image-to-video run started from, beside the screen; hidden otherwise
   QSlider* slider;
-  QPushButton *play_button, *export_button;
+  QPushButton *play_button, *export_button, *cancel_export_button;
   QPushButton *back_button, *forward_button;
   QLabel* frame_label;  // "frame 3 of 49"
   QCheckBox* loop;
@@ -68,9 +69,11 @@ class Player : public QWidget {
 
  Q_SIGNALS:
   void exported(const QString& path);
+  void export_failed(const QString& why);
 
  private:
   void advance();
+  void export_ended(const QString& path, const QString& error, bool cancelled);
   void show_frame_number();
   void show_input(const plan::JobSpec& job);
   static constexpr int kInputWidth = 160;
@@ -82,6 +85,8 @@ class Player : public QWidget {
   int current_ = -1, fps_ = 8;
   bool image_mode_ = false;
   QTimer timer_;
+  ClipExport* export_;
+  QString exporting_to_;
 };
 
 }  // namespace studio::gui

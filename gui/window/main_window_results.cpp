@@ -42,6 +42,8 @@ void MainWindow::connect_results() {
   });
   connect(player_, &Player::exported, this,
           [this](const QString& path) { statusBar()->showMessage(tr("Exported to %1").arg(path)); });
+  connect(player_, &Player::export_failed, this,
+          [this](const QString& why) { statusBar()->showMessage(tr("Export failed: %1").arg(why)); });
   // Compare shows two runs side by side: the settings panel steps aside while it is shown.
   connect(tabs_, &QTabWidget::currentChanged, this, [this] {
     if (auto* split = findChild<QSplitter*>("split")) split->widget(0)->setVisible(tabs_->currentWidget() != compare_view_);
