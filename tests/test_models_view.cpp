@@ -112,6 +112,7 @@ class TestModelsView : public QObject {
     w.show();
     ModelsView& v = w.models_view();
     tabs(w)->setCurrentWidget(&v);
+    QTRY_VERIFY_WITH_TIMEOUT(!v.listing(), 20000);  // the cache is read on a thread
     // An empty cache, and the models we run with their sizes and memory.
     QCOMPARE(v.cache_table->rowCount(), 0);
     QVERIFY2(v.status->text().contains("No models in " + QString::fromStdString(cache_)), qPrintable(v.status->text()));
@@ -183,6 +184,7 @@ class TestModelsView : public QObject {
     QCOMPARE(v.cache_table->rowCount(), 1);
     answer_next("confirm_remove", QMessageBox::Yes);
     v.remove_button->click();
+    QTRY_VERIFY_WITH_TIMEOUT(!v.listing(), 20000);
     QCOMPARE(v.cache_table->rowCount(), 0);
     QVERIFY(!fs::exists(hub::repo_dir(cache_, kRepo)));
     QVERIFY2(v.status->text().startsWith("Removed " + QString(kRepo)), qPrintable(v.status->text()));
@@ -198,6 +200,7 @@ class TestModelsView : public QObject {
     w.show();
     ModelsView& v = w.models_view();
     v.refresh();
+    QTRY_VERIFY_WITH_TIMEOUT(!v.listing(), 20000);
     const int row = row_of(v, repo);
     QVERIFY(row >= 0);
     QCOMPARE(v.cache_table->item(row, 1)->text(), QString("single file: flux1-dev-Q4_0.gguf"));
@@ -221,6 +224,7 @@ class TestModelsView : public QObject {
     w.show();
     ModelsView& v = w.models_view();
     v.refresh();
+    QTRY_VERIFY_WITH_TIMEOUT(!v.listing(), 20000);
     const int row = row_of(v, repo);
     QVERIFY(row >= 0);
     QCOMPARE(v.cache_table->item(row, 1)->text(), QString("LoRA for FLUX.1, width 32: style.safetensors"));
@@ -248,6 +252,7 @@ class TestModelsView : public QObject {
     w.show();
     ModelsView& v = w.models_view();
     v.refresh();
+    QTRY_VERIFY_WITH_TIMEOUT(!v.listing(), 20000);
     const int row = row_of(v, repo);
     QVERIFY(row >= 0);
     const QString family = v.cache_table->item(row, 1)->text();

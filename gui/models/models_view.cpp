@@ -22,10 +22,6 @@ namespace studio::gui {
 
 namespace {
 
-// A file of a single-file repository in words: "LoRA for FLUX.1, width 32", "LoRA" or "single file".
-QString kind_of(const hub::CachedRepo& r, const std::string& file) {
-  return QString::fromStdString(io::single_file_kind(r.snapshot + "/" + file));
-}
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
@@ -186,10 +182,42 @@ hub::HubSettings ModelsView::settings() const {
   return s;
 }
 
+ModelsView::~ModelsView() {
+  if (lister_.joinable()) lister_.join();
+}
+
 void ModelsView::refresh() {
-  const QString selected = selected_repo();
+  ++listing_;
+  if (!lister_.joinable()) list(listing_);  // else the listing under way, now stale, starts this one as it ends
+}
+
+void ModelsView::list(int listing) {
   const std::string cache = hub::settings_from_environment().cache_dir;
-  repos_ = hub::list_cache(cache);
+  lister_ = std::thread([this, cache, listing] {
+    // Every repository's weight headers and single files read here, never on the GUI thread (a large cache on a
+    // slow disk takes seconds).
+    auto repos = hub::list_cache(cache);
+    std::map<std::string, QString> kinds;
+    for (const auto& r : repos)
+      for (const auto& f : r.single_files)
+        kinds[r.snapshot + "/" + f] = qs(io::single_file_kind(r.snapshot + "/" + f));
+    QMetaObject::invokeMethod(this, [this, listing, repos = std::move(repos), kinds = std::move(kinds), cache] {
+      lister_.join();  // it has nothing left to do but return
+      if (listing != listing_) return list(listing_);  // refreshed meanwhile: list again
+      repos_ = repos;
+      kinds_ = kinds;
+      show_cache(cache);
+    }, Qt::QueuedConnection);
+  });
+}
+
+QString ModelsView::kind_of(const hub::CachedRepo& r, const std::string& file) const {
+  const auto it = kinds_.find(r.snapshot + "/" + file);
+  return it != kinds_.end() ? it->second : tr("single file");
+}
+
+void ModelsView::show_cache(const std::string& cache) {
+  const QString selected = selected_repo();
   cache_table->setRowCount(int(repos_.size()));
   for (size_t i = 0; i < repos_.size(); ++i) {
     const auto& r = repos_[i];
@@ -225,6 +253,12 @@ void ModelsView::refresh() {
   if (repos_.empty() && status->text().isEmpty())
     show_status(tr("No models in %1 yet: pick one below and download it.").arg(qs(cache)));
   update_buttons();
+  listed_ = listing_;
+  if (finished_ending_) {  // a task's end waited for its result to be listed
+    const int ending = *finished_ending_;
+    finished_ending_.reset();
+    Q_EMIT task_finished(ending);
+  }
 }
 
 QString ModelsView::selected_repo() const {
@@ -367,8 +401,8 @@ void ModelsView::on_finished(int ending, const QString& message) {
     show_status(text, true);
   }
   if (!paused_) progress_label->clear();
+  finished_ending_ = ending;  // said once the cache is listed again, the task's result in it
   refresh();
-  Q_EMIT task_finished(ending);
 }
 
 void ModelsView::verify_selected() {

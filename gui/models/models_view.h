@@ -14,6 +14,10 @@
 #include <QTableWidget>
 #include <QWidget>
 
+#include <map>
+#include <optional>
+#include <thread>
+
 #include "gui/models/hub_task.h"
 #include "gui/models/token_store.h"
 #include "hub/cache.h"
@@ -24,9 +28,11 @@ class ModelsView : public QWidget {
   Q_OBJECT
  public:
   explicit ModelsView(QWidget* parent = nullptr);
+  ~ModelsView() override;  // waits for a listing under way
 
-  // Lists the cache again (the environment's HF_HUB_CACHE, read each time).
+  // Lists the cache again (the environment's HF_HUB_CACHE, read each time), on a thread: the table follows.
   void refresh();
+  bool listing() const { return listed_ != listing_; }  // a refresh has not reached the table yet
   // Starts downloading `repo_id` (resuming what an earlier one left); false, with the reason shown, when
   // another task runs or it is no repo id.
   bool download(const QString& repo_id);
@@ -58,7 +64,7 @@ class ModelsView : public QWidget {
   void use(const QString& model_dir);
   void use_file(const QString& file);  // a single file's repository: the file, as the transformer's
   void use_lora(const QString& file);  // a LoRA's repository: the file, added to the compose LoRA list
-  void task_finished(int ending);  // HubTask::Ending, once the view has shown it
+  void task_finished(int ending);  // HubTask::Ending, once the view has shown it and listed the cache again
 
  private:
   enum class Op { None, Download, Verify };
@@ -69,7 +75,15 @@ class ModelsView : public QWidget {
   void show_status(const QString& text, bool error = false);
   void update_buttons();
   void use_single_file(const hub::CachedRepo& r, const std::string& file);
+  void list(int listing);                     // reads the cache on lister_, then shows it
+  void show_cache(const std::string& cache);  // repos_ in the table
+  // A file of a single-file repository in words: "LoRA for FLUX.1, width 32", "LoRA" or "single file".
+  QString kind_of(const hub::CachedRepo& r, const std::string& file) const;
   std::vector<hub::CachedRepo> repos_;
+  std::map<std::string, QString> kinds_;  // each single file (snapshot/file) in words, read with the listing
+  std::thread lister_;
+  int listing_ = 0, listed_ = 0;          // the last refresh asked for, the last shown
+  std::optional<int> finished_ending_;    // a task's end, said once its result is listed
   HubTask task_;
   TokenStore tokens_;
   Op op_ = Op::None;
