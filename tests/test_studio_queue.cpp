@@ -1,8 +1,9 @@
 // The queue and the runs it starts, offscreen with the real window, worker and demo model on the CPU: a job that
 // cannot start waits first in the queue (paused, the reason kept beside it) until the user fixes it and resumes
 // or removes it, never dropped; Run again queues an old run's job with its seed and leaves the compose column as
-// the user had it; a run decoding while the user plays another run leaves the Player to that run, and Space
-// plays or pauses the Player unless the focused control uses Space itself.
+// the user had it; a number typed that its field cannot take stops Ctrl+Return, saying why; a run decoding while
+// the user plays another run leaves the Player to that run, and Space plays or pauses the Player unless the
+// focused control uses Space itself.
 #undef QT_NO_KEYWORDS  // qcustomplot.h, included through the GUI, uses Qt's keywords
 #include <QCheckBox>
 #include <QPushButton>
@@ -125,6 +126,19 @@ class TestStudioQueue : public QObject {
     QCOMPARE(again.seed, qint64(4242));
     QCOMPARE(again.prompt, QString("a paper boat"));
     QCOMPARE(job_of(again).num_inference_steps, 2);
+
+    // A number typed that the field cannot take: Ctrl+Return runs nothing, and says why.
+    w.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&w));
+    w.compose_panel().steps->setFocus();
+    w.compose_panel().steps->selectAll();
+    QTest::keyClicks(w.compose_panel().steps, "0");
+    QCOMPARE(w.compose_panel().steps->text(), QString("0"));
+    QTest::keyClick(&w, Qt::Key_Return, Qt::ControlModifier);
+    QVERIFY(!w.running());
+    QVERIFY2(reason(w)->text().startsWith("Steps: \"0\" is not a value it takes (1 to 1000)"), qPrintable(reason(w)->text()));
+    w.compose_panel().prompt->setFocus();  // leaving the field puts its last value back
+    QCOMPARE(w.compose_panel().steps->value(), 7);
 
     // A run of 25 frames (decoded in batches): once its first frame is in the Player, the user plays the
     // first run there. The rest of its frames do not take the Player back.

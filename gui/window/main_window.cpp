@@ -39,6 +39,7 @@ MainWindow::MainWindow(const QString& data_dir)
 MainWindow::~MainWindow() {
   list_devices_.kill();
   list_devices_.waitForFinished(2000);
+  if (lora_check_.joinable()) lora_check_.join();
 }
 
 void MainWindow::build_compose_column() {

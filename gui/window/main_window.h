@@ -20,6 +20,7 @@
 
 #include <array>
 #include <deque>
+#include <thread>
 #include <optional>
 #include <map>
 
@@ -155,6 +156,7 @@ class MainWindow : public QMainWindow {
   QAction* keep_loaded_ = nullptr;  // Settings > Keep the model loaded between runs
   QImage thumbnail_;
   bool player_taken_ = false;  // the running job has begun showing its frames in the Player
+  std::thread lora_check_;     // Run again's check of its LoRAs against their hashes then
   qint64 started_ms_ = 0;
 };
 

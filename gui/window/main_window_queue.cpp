@@ -1,18 +1,22 @@
 // The queue and the running job: Generate adds the current settings (with the seed the seed mode gives)
 // and starts them when nothing runs; queued jobs can be reordered and removed; Cancel stops the running
 // one and the queue goes on. What the ranks say reaches the run view and the Player from here.
+#include <QAbstractSpinBox>
+#include <QApplication>
 #include <QDateTime>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QMessageBox>
 #include <QShortcut>
+#include <QSpinBox>
 #include <QTimer>
 #include <QVBoxLayout>
 
 #include "gui/window/main_window.h"
 #include "gui/compose/output_settings.h"
 #include "plan/family.h"
+#include "plan/field_labels.h"
 #include "plan/job_file.h"
 
 namespace studio::gui {
@@ -96,6 +100,17 @@ std::optional<MainWindow::Queued> MainWindow::make_job(const plan::ParallelConfi
 }
 
 bool MainWindow::generate() {
+  // A number being typed that its field cannot take ("0" steps) leaves the field's value as it was: Ctrl+Return
+  // would run that one, unseen. The focused field is the only one that can hold such text.
+  if (auto* field = qobject_cast<QAbstractSpinBox*>(QApplication::focusWidget()); field && !field->hasAcceptableInput()) {
+    const auto* numbers = qobject_cast<QSpinBox*>(field);
+    const QString label = QString::fromStdString(plan::field_label(field->objectName().toStdString()));
+    reason_->setText(tr("%1: \"%2\" is not a value it takes%3; finish it, or leave the field to put back the last "
+                        "one.")
+                         .arg(label.isEmpty() ? tr("A field") : label, field->text())
+                         .arg(numbers ? tr(" (%1 to %2)").arg(numbers->minimum()).arg(numbers->maximum()) : QString()));
+    return false;
+  }
   auto q = make_job(parallel_->config());
   if (!q) return false;
   enqueue(*q);

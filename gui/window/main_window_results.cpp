@@ -82,11 +82,17 @@ void MainWindow::connect_results() {
       reason_->setText(tr("Run %1 cannot run again as it was: %2 Open its settings to change them.").arg(r.id).arg(why));
       return;
     }
-    const QStringList changed = changed_loras(*f);  // the same seed, yet not the same clip: say why
     enqueue(*q);
-    for (const QString& file : changed)
-      run_view_->log->note(tr("The LoRA %1 has changed since run %2 (its SHA-256 differs): this run uses it as it "
-                              "is now.").arg(file).arg(r.id));
+    // The same seed, yet not the same clip: say why. Hashing the LoRAs (often a gigabyte each) runs on a thread.
+    if (lora_check_.joinable()) lora_check_.join();
+    lora_check_ = std::thread([this, job = *f, id = r.id] {
+      const QStringList changed = changed_loras(job);
+      QMetaObject::invokeMethod(this, [this, changed, id] {
+        for (const QString& file : changed)
+          run_view_->log->note(tr("The LoRA %1 has changed since run %2 (its SHA-256 differs): this run uses it as "
+                                  "it is now.").arg(file).arg(id));
+      }, Qt::QueuedConnection);
+    });
   });
 }
 
