@@ -53,13 +53,13 @@ file(GLOB plan_headers ${CMAKE_SOURCE_DIR}/engine/plan/*.h ${CMAKE_SOURCE_DIR}/e
 studio_fuzzer(fuzz-loaders
   SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz_loaders.cpp ${CMAKE_SOURCE_DIR}/engine/io/safetensors/safetensors_file.cpp
           ${CMAKE_SOURCE_DIR}/engine/io/gguf/gguf_file.cpp
-          ${CMAKE_SOURCE_DIR}/engine/io/files/whole_file.cpp ${CMAKE_SOURCE_DIR}/engine/io/files/partial_file.cpp
+          ${CMAKE_SOURCE_DIR}/engine/io/files/whole_file.cpp
           ${CMAKE_SOURCE_DIR}/engine/io/files/mapped_file.cpp ${plan_sources}
           ${CMAKE_SOURCE_DIR}/engine/text/tokenize/clip_tokenizer.cpp ${CMAKE_SOURCE_DIR}/engine/text/tokenize/byte_bpe.cpp
           ${CMAKE_SOURCE_DIR}/engine/text/tokenize/added_tokens.cpp
           ${CMAKE_SOURCE_DIR}/engine/text/tokenize/unicode_text.cpp
   HEADERS ${plan_headers} ${CMAKE_SOURCE_DIR}/engine/io/safetensors/safetensors_file.h ${CMAKE_SOURCE_DIR}/engine/io/gguf/gguf_file.h
-          ${CMAKE_SOURCE_DIR}/engine/io/files/whole_file.h ${CMAKE_SOURCE_DIR}/engine/io/files/partial_file.h
+          ${CMAKE_SOURCE_DIR}/engine/io/files/whole_file.h
           ${CMAKE_SOURCE_DIR}/engine/io/files/mapped_file.h
           ${CMAKE_SOURCE_DIR}/engine/text/tokenize/clip_tokenizer.h
           ${CMAKE_SOURCE_DIR}/engine/text/tokenize/unicode_text.h)

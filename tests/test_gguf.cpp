@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <map>
 
-#include "io/files/partial_file.h"
+#include "plan/partial_file.h"
 #include "io/gguf/gguf_file.h"
 #include "plan/error.h"
 #include "support.h"
@@ -116,7 +116,7 @@ TEST_F(Gguf, round_trip) {
   EXPECT_FALSE(f->int_array_value("general.architecture"));
   EXPECT_EQ(f->keys(), std::vector<std::string>({"comfy.gguf.orig_shape.conv", "general.architecture",
                                                  "general.quantization_version"}));
-  EXPECT_FALSE(std::filesystem::exists(io::partial_path(path("rt.gguf"))));
+  EXPECT_FALSE(std::filesystem::exists(plan::partial_path(path("rt.gguf"))));
 }
 
 TEST_F(Gguf, alignment_is_the_files) {

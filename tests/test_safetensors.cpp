@@ -3,7 +3,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "io/files/partial_file.h"
+#include "plan/partial_file.h"
 #include "io/safetensors/folder_weights.h"
 #include "io/safetensors/safetensors_file.h"
 #include "plan/error.h"
@@ -47,7 +47,7 @@ TEST_F(Safetensors, round_trip) {
   EXPECT_EQ(std::memcmp(f->data(*tb), b, sizeof b), 0);
   EXPECT_EQ(f->metadata().at("seed"), std::string("42"));
   EXPECT_FALSE(f->find("missing"));
-  EXPECT_FALSE(std::filesystem::exists(io::partial_path(path("rt.safetensors"))));
+  EXPECT_FALSE(std::filesystem::exists(plan::partial_path(path("rt.safetensors"))));
 }
 
 // What a dead writer left is found by its pid alone: another process's partials (a pid that starts alike) and
@@ -58,13 +58,13 @@ TEST_F(Safetensors, a_dead_writers_partials_are_removed_by_its_pid) {
     test::write_file(path(name), "x");
   std::filesystem::create_directory(path(".frames.partial-12"));
   test::write_file(path(".frames.partial-12/0001.png"), "x");
-  EXPECT_EQ(io::remove_partials(tmp_.path(""), 12), 4);
+  EXPECT_EQ(plan::remove_partials(tmp_.path(""), 12), 4);
   for (const char* gone : {".a.mp4.partial-12.mp4", ".a.mp4.partial-12.mp4.json", ".b.safetensors.partial-12",
                            ".frames.partial-12"})
     EXPECT_FALSE(std::filesystem::exists(path(gone))) << gone;
   for (const char* kept : {".a.mp4.partial-123.mp4", "a.mp4", "a.mp4.partial-12.mp4"})
     EXPECT_TRUE(std::filesystem::exists(path(kept))) << kept;
-  EXPECT_EQ(io::partial_path("/x/clip.mp4"), "/x/.clip.mp4.partial-" + std::to_string(::getpid()) + ".mp4");
+  EXPECT_EQ(plan::partial_path("/x/clip.mp4"), "/x/.clip.mp4.partial-" + std::to_string(::getpid()) + ".mp4");
 }
 
 TEST_F(Safetensors, missing_file) {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "plan/error.h"
+#include "plan/partial_file.h"
 #include "plan/family.h"
 
 namespace fs = std::filesystem;
@@ -30,7 +31,7 @@ std::string read_text_file(const std::string& path, size_t max_bytes) {
 }
 
 void write_text_file(const std::string& path, const std::string& text, const std::string& what) {
-  const std::string tmp = path + ".partial";
+  const std::string tmp = partial_path(path);  // found and removed by the launcher should this process die
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << text;

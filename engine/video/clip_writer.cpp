@@ -16,7 +16,7 @@ extern "C" {
 
 #include <nlohmann/json.hpp>
 
-#include "io/files/partial_file.h"
+#include "plan/partial_file.h"
 #include "plan/error.h"
 #include "plan/output_format.h"
 #include "video/av_error.h"
@@ -122,7 +122,7 @@ ClipWriter::ClipWriter(const std::string& path, const ClipInfo& info) : impl_(st
   const std::string target = plan::without_trailing_slash(path);
   m.path = target;
   const fs::path p(target);
-  m.tmp = io::partial_path(target);
+  m.tmp = plan::partial_path(target);
   std::error_code ec;
   if (m.format == Format::PNG) {
     if (fs::exists(p, ec) && !fs::is_empty(p, ec))

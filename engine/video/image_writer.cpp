@@ -17,7 +17,7 @@ extern "C" {
 
 #include <nlohmann/json.hpp>
 
-#include "io/files/partial_file.h"
+#include "plan/partial_file.h"
 #include "plan/error.h"
 #include "plan/output_format.h"
 #include "video/embedded_settings.h"
@@ -164,7 +164,7 @@ std::string write_image(const std::string& path, const uint8_t* rgb, const Image
     bytes = with_texts(bytes, {{"parameters", parameters_text(info.metadata)}, {"dit-studio", sidecar}}, path);
   if (format == plan::Format::ImageJPEG) bytes = jpeg_with_comment(bytes, sidecar, path);
   if (format == plan::Format::ImageWebP) bytes = webp_with_xmp(bytes, sidecar, info.width, info.height, path);
-  const std::string tmp = io::partial_path(path);
+  const std::string tmp = plan::partial_path(path);
   try {
     write_file(tmp, bytes.data(), bytes.size(), path);
     write_file(tmp + ".json", sidecar.data(), sidecar.size(), path);

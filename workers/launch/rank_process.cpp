@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "io/files/partial_file.h"
+#include "plan/partial_file.h"
 #include "plan/output_format.h"
 #include "workers/launch/guarded_main.h"
 
@@ -95,7 +95,7 @@ void remove_partial_outputs(const plan::JobSpec& job, pid_t pid) {
     if (!out->empty())
       folders.insert(
           std::filesystem::absolute(plan::without_trailing_slash(*out)).lexically_normal().parent_path().string());
-  for (const auto& folder : folders) io::remove_partials(folder, long(pid));
+  for (const auto& folder : folders) plan::remove_partials(folder, long(pid));
 }
 
 }  // namespace studio::workers

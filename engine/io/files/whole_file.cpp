@@ -7,13 +7,13 @@
 #include <cstdio>
 #include <cstring>
 
-#include "io/files/partial_file.h"
+#include "plan/partial_file.h"
 #include "plan/error.h"
 
 namespace studio::io {
 
 void write_whole_file(const std::string& path, const std::function<void(const PutBytes& put)>& write) {
-  const std::string tmp = partial_path(path);
+  const std::string tmp = plan::partial_path(path);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw InputError(path + ": cannot write: " + std::strerror(errno));
   const auto give_up = [&](const std::string& why) {

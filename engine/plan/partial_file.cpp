@@ -1,4 +1,4 @@
-#include "io/files/partial_file.h"
+#include "plan/partial_file.h"
 
 #include <unistd.h>
 
@@ -9,10 +9,10 @@
 
 namespace fs = std::filesystem;
 
-namespace studio::io {
+namespace studio::plan {
 
 std::string partial_path(const std::string& path) {
-  const fs::path p(plan::without_trailing_slash(path));
+  const fs::path p(without_trailing_slash(path));
   return (p.parent_path() / ("." + p.filename().string() + ".partial-" + std::to_string(::getpid()) +
                                  p.extension().string()))
       .string();
@@ -36,4 +36,4 @@ int remove_partials(const std::string& folder, long pid) {
   return removed;
 }
 
-}  // namespace studio::io
+}  // namespace studio::plan

@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-namespace studio::io {
+namespace studio::plan {
 
 std::string partial_path(const std::string& path);  // this process's
 
@@ -12,4 +12,4 @@ std::string partial_path(const std::string& path);  // this process's
 // entries it removed. For the launcher, after a rank that writes has died without cleaning up.
 int remove_partials(const std::string& folder, long pid);
 
-}  // namespace studio::io
+}  // namespace studio::plan
