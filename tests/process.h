@@ -131,6 +131,7 @@ class Process {
     return err_.find(text) != std::string::npos;
   }
 
+  pid_t pid() const { return pid_; }
   void signal(int sig) const {
     if (pid_ > 0) ::kill(pid_, sig);
   }

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <csignal>
 #include <filesystem>
+#include <thread>
 
 #include "process.h"
 #include "tensor_support.h"
@@ -317,6 +319,40 @@ TEST_F(DitLaunch, outputs_that_clash_are_refused_before_any_work) {
   expect_error(run + Args{"--auto", "--ulysses_degree", "2"}, 2, {"--auto chooses", "ulysses 2", "drop --auto"});
   EXPECT_EQ(test::read_file(out("plain")), "x");
   EXPECT_FALSE(std::filesystem::exists(out("c.mp4")));
+}
+
+// The processes whose parent is `parent`, as /proc lists them.
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string stat = test::read_file(e.path().string() + "/stat");
+    // pid (comm) state ppid ...: comm may hold spaces and parentheses, so read after the last ')'.
+    int ppid = 0;
+    char state = 0;
+    if (std::sscanf(stat.c_str() + stat.rfind(')') + 1, " %c %d", &state, &ppid) == 2 && ppid == parent)
+      out.push_back(pid_t(std::stoi(name)));
+  }
+  return out;
+}
+
+// Ctrl+C while the ranks measure the devices (they run in a process group of their own, out of the terminal's
+// reach): the launcher ends them, says it was cancelled, and none is left running.
+TEST_F(DitLaunch, a_calibration_stopped_leaves_no_rank) {
+  test::Process p;
+  p.start(kLaunch, {"--calibrate", "--nproc_per_node", "2"}, {{"XDG_CACHE_HOME", out("cache")}});
+  std::vector<pid_t> ranks;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while ((ranks = children_of(p.pid())).size() < 2 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(ranks.size(), 2u) << "the two ranks never started: " << p.err();
+  p.signal(SIGINT);
+  const auto r = test::finish(p, 30000);
+  EXPECT_EQ(r.code, 130) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "cancelled")) << r.err;
+  for (const pid_t rank : ranks) EXPECT_TRUE(::kill(rank, 0) != 0 && errno == ESRCH) << "rank pid " << rank << " is left";
+  EXPECT_FALSE(std::filesystem::exists(out("cache/dit-studio"))) << "nothing measured is cached";
 }
 
 TEST_F(DitLaunch, sigterm_cancels_within_a_step_and_writes_nothing) {

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "gui/devices/calibration_task.h"
 #include "gui/widgets/collapsible.h"
@@ -256,6 +257,38 @@ class TestStudioAuto : public QObject {
     v->metric->setCurrentIndex(0);
     v->adopt->click();
     QVERIFY(w.parallel_panel().config() == best_measured);
+  }
+
+  // The window closed while its ranks measure the devices: they are ended, not waited for, and none is left.
+  void closing_while_measuring_leaves_no_rank() {
+    QTemporaryDir empty_cache;  // nothing cached: Auto measures
+    qputenv("XDG_CACHE_HOME", empty_cache.path().toUtf8());
+    const auto ranks = [] {
+      int n = 0;
+      for (const auto& e : QDir("/proc").entryInfoList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+        QFile cmdline(e.filePath() + "/cmdline"), stat(e.filePath() + "/stat");
+        if (!cmdline.open(QIODevice::ReadOnly) || !stat.open(QIODevice::ReadOnly)) continue;
+        const QByteArray s = stat.readAll();
+        const QList<QByteArray> after = s.mid(s.lastIndexOf(')') + 2).split(' ');  // state ppid ...
+        if (after.size() > 1 && after[1].toLongLong() == QCoreApplication::applicationPid() &&
+            cmdline.readAll().contains("--calibrate"))
+          ++n;
+      }
+      return n;
+    };
+    {
+      auto w = std::make_unique<MainWindow>(tmp_.path() + "/closing");
+      w->show();
+      wait_for_devices(*w);
+      two_process_job(*w);
+      w->parallel_panel().auto_pick->click();
+      QVERIFY(w->parallel_panel().measuring());
+      QTRY_COMPARE_WITH_TIMEOUT(ranks(), 2, 60000);
+    }
+    QCOMPARE(ranks(), 0);
+    // Ended, not finished: a measurement waited for to its end would be cached.
+    QVERIFY(QDir(empty_cache.path() + "/dit-studio").entryList({"calibration-*.json"}).isEmpty());
+    qputenv("XDG_CACHE_HOME", (tmp_.path() + "/cache").toUtf8());
   }
 
   // A machine busy while it was measured (other work on its cores) cannot be made on demand: the panel's own

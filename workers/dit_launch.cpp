@@ -56,7 +56,11 @@ bool plan_configs(studio::workers::LaunchArgs& args, const studio::plan::ModelFo
   const std::string dtype = plan::calibration_dtype(job, gpus);
   bool cached = false;
   std::string busy;
-  const auto cal = workers::calibration_for(worker, devices, processes, dtype, args.calibrate, &cached, &busy);
+  // Ctrl+C while the ranks measure ends them (they run in a process group of their own).
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  const auto cal =
+      workers::calibration_for(worker, devices, processes, dtype, args.calibrate, &cached, &busy, &g_cancel);
   if (!busy.empty())
     std::cerr << "dit-launch: " << busy << " while calibrating; these figures may be far off and are not kept: "
               << "calibrate again with --calibrate when it is quiet" << std::endl;

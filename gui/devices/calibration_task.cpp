@@ -1,5 +1,6 @@
 #include "gui/devices/calibration_task.h"
 
+#include "plan/error.h"
 #include "workers/launch/calibration.h"
 
 namespace studio::gui {
@@ -12,6 +13,7 @@ CalibrationTask::CalibrationTask(QObject* parent) : QObject(parent) {
 }
 
 CalibrationTask::~CalibrationTask() {
+  stop_ = true;  // the ranks measuring are ended: the window closes at once
   if (thread_.joinable()) thread_.join();
 }
 
@@ -22,8 +24,10 @@ void CalibrationTask::start(const std::string& worker, const workers::Devices& d
   thread_ = std::thread([this, worker, devices, ranks, dtype] {
     try {
       std::string busy;
-      const auto c = workers::calibration_for(worker, devices, ranks, dtype, false, nullptr, &busy);
+      const auto c = workers::calibration_for(worker, devices, ranks, dtype, false, nullptr, &busy, &stop_);
       Q_EMIT measured(c, QString::fromStdString(busy));
+    } catch (const Cancelled&) {
+      // the task is being destroyed: no one is left to tell
     } catch (const std::exception& e) {
       Q_EMIT failed(QString::fromStdString(e.what()));
     }

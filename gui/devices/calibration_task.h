@@ -6,6 +6,7 @@
 #include <QObject>
 #include <QString>
 
+#include <atomic>
 #include <string>
 #include <thread>
 
@@ -20,7 +21,7 @@ class CalibrationTask : public QObject {
   Q_OBJECT
  public:
   explicit CalibrationTask(QObject* parent = nullptr);
-  ~CalibrationTask() override;  // waits for a running measurement: it cannot be interrupted, and ends in seconds
+  ~CalibrationTask() override;  // ends a running measurement's ranks and waits for them
 
   bool running() const { return running_; }
   void start(const std::string& worker, const workers::Devices& devices, int ranks, const std::string& dtype);
@@ -32,6 +33,7 @@ class CalibrationTask : public QObject {
 
  private:
   std::thread thread_;
+  std::atomic<bool> stop_{false};
   bool running_ = false;  // touched on the GUI thread only
 };
 

@@ -1,5 +1,13 @@
 #include "workers/launch/calibration.h"
 
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -9,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/error.h"
+#include "workers/launch/rank_process.h"
 #include "workers/launch/supervisor.h"
 
 namespace fs = std::filesystem;
@@ -18,6 +28,11 @@ namespace studio::workers {
 namespace {
 
 constexpr int kCalibrationMethod = 5;
+
+constexpr int kPollMs = 100;                       // how often a stop is looked for while the ranks measure
+constexpr size_t kMostOutput = 1 << 20;            // of rank 0's output, kept
+constexpr size_t kOutputShown = 600;               // of it, in a failure's message
+constexpr std::chrono::seconds kEndGrace{3};       // from SIGTERM to SIGKILL when the ranks are ended
 
 // A small operation slower than this was measured on a busy machine (other work on its cores stalls every
 // dispatch): ten times the slowest host docs/cost-model.md lists. Such figures are used once, not cached.
@@ -38,32 +53,80 @@ std::string hex_hash(const std::string& s) {
   return out;
 }
 
-std::string quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// Starts `ranks` workers on loopback (rank 0 in the foreground, its JSON on stdout) and reads rank 0's answer.
-plan::Calibration measure(const std::string& worker, int ranks, const std::string& dtype) {
-  const int port = free_loopback_port();
-  std::string cmd;
-  auto rank = [&](int r) {
-    return "RANK=" + std::to_string(r) + " LOCAL_RANK=" + std::to_string(r) + " WORLD_SIZE=" + std::to_string(ranks) +
-           " LOCAL_WORLD_SIZE=" + std::to_string(ranks) +
-           " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " + quoted(worker) + " --calibrate " +
-           quoted(dtype);
+// Starts `ranks` workers on loopback in a process group of their own and reads rank 0's answer (its JSON on
+// stdout); the others' output is dropped. A rank that fails, or `stop` set (a signal, the studio closing), ends
+// them all: nothing is left running.
+plan::Calibration measure(const std::string& worker, int ranks, const std::string& dtype,
+                          const std::atomic<bool>* stop) {
+  const std::string port = std::to_string(free_loopback_port());
+  std::vector<RankProcess> procs;
+  pid_t group = 0;
+  const auto end_all = [&](int sig) {
+    if (group > 0) ::kill(-group, sig);
   };
-  for (int r = 1; r < ranks; ++r) cmd += rank(r) + " >/dev/null 2>&1 & ";
-  cmd += rank(0) + " 2>&1; s=$?; wait; exit $s";
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) throw std::runtime_error("cannot start " + worker + " --calibrate");
+  const auto reap = [&] {
+    std::vector<int> status(procs.size(), 0);
+    for (size_t r = 0; r < procs.size(); ++r) {
+      ::waitpid(procs[r].pid, &status[r], 0);
+      if (procs[r].output_fd >= 0) ::close(procs[r].output_fd);
+    }
+    return status;
+  };
+  try {
+    for (int r = 0; r < ranks; ++r) {
+      const auto env = environment_with({{"RANK", std::to_string(r)}, {"LOCAL_RANK", std::to_string(r)},
+                                         {"WORLD_SIZE", std::to_string(ranks)},
+                                         {"LOCAL_WORLD_SIZE", std::to_string(ranks)},
+                                         {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}});
+      procs.push_back(spawn_rank(worker, {worker, "--calibrate", dtype}, env, group));
+      if (group == 0) group = procs.front().pid;
+    }
+  } catch (const std::exception& e) {
+    end_all(SIGKILL);
+    reap();
+    throw std::runtime_error("cannot start " + worker + " --calibrate: " + e.what());
+  }
   std::string out;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0 && out.size() < (1 << 20);) out.append(buf, n);
-  if (::pclose(p) != 0)
-    throw std::runtime_error(worker + " --calibrate " + dtype + " on " + std::to_string(ranks) +
-                             " ranks failed: " + out.substr(0, 600));
+  bool stopped = false, failed = false, ending = false;
+  std::chrono::steady_clock::time_point ending_since;
+  for (size_t open = procs.size(); open > 0;) {
+    std::vector<pollfd> fds;
+    for (const auto& p : procs) fds.push_back({p.output_fd, POLLIN, 0});
+    ::poll(fds.data(), fds.size(), kPollMs);
+    for (size_t r = 0; r < procs.size(); ++r) {
+      if (procs[r].output_fd < 0 || !(fds[r].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buf[4096];
+      const ssize_t n = ::read(procs[r].output_fd, buf, sizeof buf);
+      if (n > 0 && r == 0 && out.size() < kMostOutput) out.append(buf, size_t(n));
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        ::close(procs[r].output_fd);
+        procs[r].output_fd = -1;
+        --open;
+      }
+    }
+    // A rank that has ended badly leaves the others waiting for it at the rendezvous: end them.
+    for (const auto& p : procs) {
+      siginfo_t info{};
+      if (!failed && ::waitid(P_PID, id_t(p.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == p.pid &&
+          (info.si_code != CLD_EXITED || info.si_status != 0))
+        failed = true;
+    }
+    stopped |= stop && *stop;
+    if ((failed || stopped) && !ending) {
+      ending = true;
+      end_all(SIGTERM);
+      ending_since = std::chrono::steady_clock::now();
+    } else if (ending && std::chrono::steady_clock::now() - ending_since > kEndGrace) {
+      end_all(SIGKILL);  // one that does not stop on SIGTERM (blocked in the rendezvous)
+    }
+  }
+  const auto status = reap();
+  if (stopped) throw Cancelled();
+  for (size_t r = 0; r < status.size(); ++r)
+    if (exit_status_of(status[r]) != 0)
+      throw std::runtime_error(worker + " --calibrate " + dtype + " on " + std::to_string(ranks) + " ranks failed: rank " +
+                               std::to_string(r) + " " + describe_status(status[r]) +
+                               (r == 0 ? ": " + out.substr(0, kOutputShown) : std::string()));
   return plan::calibration_from_json(out, worker + " --calibrate");
 }
 
@@ -99,7 +162,8 @@ std::optional<plan::Calibration> cached_calibration(const Devices& devices, int 
 }
 
 plan::Calibration calibration_for(const std::string& worker, const Devices& devices, int ranks,
-                                  const std::string& dtype, bool again, bool* used_cache, std::string* busy_note) {
+                                  const std::string& dtype, bool again, bool* used_cache, std::string* busy_note,
+                                  const std::atomic<bool>* stop) {
   const std::string key = calibration_key(devices, ranks, dtype), file = calibration_cache_file(key);
   if (used_cache) *used_cache = false;
   if (!again)
@@ -107,7 +171,7 @@ plan::Calibration calibration_for(const std::string& worker, const Devices& devi
       if (used_cache) *used_cache = true;
       return *c;
     }
-  const auto c = measure(worker, ranks, dtype);
+  const auto c = measure(worker, ranks, dtype, stop);
   if (c.op_seconds > kBusyOpSeconds) {
     if (busy_note)
       *busy_note = "the machine was busy (a small operation took " + std::to_string(int(c.op_seconds * 1e6)) + " us)";

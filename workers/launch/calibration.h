@@ -3,6 +3,7 @@
 // `dit-worker --calibrate` ranks (a few seconds) and cached ($XDG_CACHE_HOME/dit-studio/, else
 // ~/.cache/dit-studio/, one file per device set, rank count and dtype). Torch-free.
 #pragma once
+#include <atomic>
 #include <optional>
 #include <string>
 
@@ -21,9 +22,10 @@ std::optional<plan::Calibration> cached_calibration(const Devices& devices, int 
 
 // `measure`: measure again even when the cache holds this key. `used_cache` says which happened. Figures
 // measured on a busy machine are returned but not cached, and `busy_note` says why they look busy ("the
-// machine was busy (a small operation took N us)"), for each interface to add its own remedy.
+// machine was busy (a small operation took N us)"), for each interface to add its own remedy. `stop` set
+// while the ranks measure ends them and throws Cancelled.
 plan::Calibration calibration_for(const std::string& worker_exe, const Devices& devices, int ranks,
                                   const std::string& dtype, bool measure, bool* used_cache = nullptr,
-                                  std::string* busy_note = nullptr);
+                                  std::string* busy_note = nullptr, const std::atomic<bool>* stop = nullptr);
 
 }  // namespace studio::workers
