@@ -165,11 +165,20 @@ TEST(Options, a_mistyped_name_says_what_was_meant) {
     plan::job_file_from_json(text, "job.json");
     ADD_FAILURE() << "a field that is no setting was read";
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()), "job.json: field 'num_inference_step' is not a job setting; did you mean "
-                                     "num_inference_steps? (the fields are dit-launch's flags without the dashes)");
+    EXPECT_EQ(std::string(e.what()), "job.json: field 'num_inference_step' is not a job setting of DiT Studio " STUDIO_VERSION
+                                     "; did you mean num_inference_steps? (a job of a newer version needs that "
+                                     "version's dit-worker; a job's fields are dit-launch's job flags without the "
+                                     "dashes)");
   }
   // The studio's own records of another version's settings: what this one knows is read, the rest skipped.
   EXPECT_EQ(plan::job_file_from_json(text, "history", plan::UnknownKeys::Skipped).job.prompt, "a boat");
+  // A worker is handed only what differs from the defaults: an older worker reads a job that sets nothing it lacks.
+  plan::JobFile f;
+  f.job.prompt = "a boat";
+  f.parallel.ulysses_degree = 2;
+  EXPECT_EQ(nlohmann::json::parse(plan::to_worker_json(f)),
+            (nlohmann::json{{"prompt", "a boat"}, {"ulysses_degree", 2}}));
+  EXPECT_GT(nlohmann::json::parse(plan::to_json(f)).size(), 2u);  // what the studio keeps: every setting
 }
 
 }  // namespace

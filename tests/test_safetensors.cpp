@@ -3,6 +3,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "plan/model_folder.h"
 #include "plan/partial_file.h"
 #include "io/safetensors/folder_weights.h"
 #include "io/safetensors/safetensors_file.h"
@@ -65,6 +66,16 @@ TEST_F(Safetensors, a_dead_writers_partials_are_removed_by_its_pid) {
   for (const char* kept : {".a.mp4.partial-123.mp4", "a.mp4", "a.mp4.partial-12.mp4"})
     EXPECT_TRUE(std::filesystem::exists(path(kept))) << kept;
   EXPECT_EQ(plan::partial_path("/x/clip.mp4"), "/x/.clip.mp4.partial-" + std::to_string(::getpid()) + ".mp4");
+  // The small files (a job file, MagCache's ratios) go through the same name, so the same cleanup finds them: a
+  // folder standing at that name stops the write, and the file is not made.
+  std::filesystem::create_directory(plan::partial_path(path("ratios.json")));
+  EXPECT_TRUE(test::throws_with<InputError>([&] { plan::write_text_file(path("ratios.json"), "{}", "the ratios"); },
+                                            {"ratios.json", "cannot write the ratios"}));
+  EXPECT_FALSE(std::filesystem::exists(path("ratios.json")));
+  std::filesystem::remove(plan::partial_path(path("ratios.json")));
+  plan::write_text_file(path("ratios.json"), "{}", "the ratios");
+  EXPECT_EQ(test::read_file(path("ratios.json")), "{}");
+  EXPECT_EQ(plan::remove_partials(tmp_.path(""), ::getpid()), 0);  // nothing left behind
 }
 
 TEST_F(Safetensors, missing_file) {

@@ -6,6 +6,8 @@
 // focused control uses Space itself.
 #undef QT_NO_KEYWORDS  // qcustomplot.h, included through the GUI, uses Qt's keywords
 #include <QCheckBox>
+#include <QFile>
+#include <QMessageBox>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -96,6 +98,40 @@ class TestStudioQueue : public QObject {
     set_output_root({});
   }
 
+  // The chosen worker gone (uninstalled) when the job's turn comes: the queue waits; another worker chosen,
+  // Resume runs the job with it. Quitting with a job waiting asks first.
+  void a_worker_that_cannot_start_waits_for_another() {
+    MainWindow w(tmp_.path() + "/worker");
+    w.show();
+    wait_for_devices(w);
+    const QString real = w.worker_picker().current();
+    QTemporaryDir other;
+    const QString link = other.path() + "/dit-worker";
+    QVERIFY(QFile::link(real, link));
+    QVERIFY(w.worker_picker().add(link));
+    QTRY_VERIFY_WITH_TIMEOUT(!w.worker_picker().build->text().startsWith("asking"), 120000);
+    wait_for_devices(w);
+    QVERIFY(QFile::remove(link));
+    short_job(w, "a paper boat");
+    QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
+    QVERIFY(!w.running());
+    QCOMPARE(w.queued(), 1);
+    QVERIFY2(queue_note(w)->text().contains(link), qPrintable(queue_note(w)->text()));
+    // Quitting now would drop it: asked, and "Stay" keeps the window and the job.
+    bool asked = false;
+    answer_next("confirm_quit", QMessageBox::No, &asked);
+    w.close();
+    QVERIFY(asked && w.isVisible());
+    QCOMPARE(w.queued(), 1);
+    QVERIFY(w.worker_picker().add(real));
+    QTRY_VERIFY_WITH_TIMEOUT(!w.worker_picker().build->text().startsWith("asking"), 120000);
+    QSignalSpy spy(&w, &MainWindow::run_finished);
+    resume(w)->click();
+    QVERIFY(w.running());
+    QCOMPARE(wait_for_run(spy, 120000), 0);
+    QCOMPARE(int(w.history().runs().size()), 1);
+  }
+
   void run_again_keeps_the_draft_and_a_decoding_run_leaves_the_player_alone() {
     MainWindow w(tmp_.path() + "/again");
     w.resize(1280, 800);
@@ -120,7 +156,11 @@ class TestStudioQueue : public QObject {
     QCOMPARE(w.compose_panel().prompt->toPlainText(), QString("a draft not yet run"));
     QCOMPARE(w.compose_panel().steps->value(), 7);
     QCOMPARE(w.compose_panel().seed_mode->currentIndex(), 1);
+    // Played while the run denoises: its frames, when they come, leave the Player to the run chosen.
+    w.history().play_button->click();
+    QCOMPARE(w.player().source(), first.folder);
     QCOMPARE(wait_for_run(spy, 120000), 0);
+    QCOMPARE(w.player().source(), first.folder);
     const RunRecord again = w.history().runs().front();
     QVERIFY(again.id != first.id);
     QCOMPARE(again.seed, qint64(4242));

@@ -363,24 +363,25 @@ class TestStudioResults : public QObject {
     QVERIFY(!m.count("encoder") && m["width"] != "64");  // the written file's own, not the export's
     QVERIFY(m.count("settings"));
 
-    // A re-run finds a LoRA file that is no longer what the run read, by the SHA-256 its output recorded.
-    const QString lora = run.path() + "/style.safetensors";
-    QFile file(lora);
-    QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write("the bytes the run read");
-    file.close();
-    f.job.lora = lora.toStdString() + ":0.8";
-    QVERIFY(side.open(QIODevice::WriteOnly | QIODevice::Truncate));
-    side.write(QJsonDocument(QJsonObject{{"lora_sha256", QString(QCryptographicHash::hash("the bytes the run read",
+    // Run again of that job finds a LoRA file that is no longer what the first run read, by the SHA-256 each run's
+    // output recorded.
+    const auto recorded = [](const QString& folder, const QByteArray& bytes) {
+      QFile out(folder + "/image.png.json");
+      QVERIFY(out.open(QIODevice::WriteOnly | QIODevice::Truncate));
+      out.write(QJsonDocument(QJsonObject{{"lora_sha256", QString(QCryptographicHash::hash(bytes,
                                                                                           QCryptographicHash::Sha256)
                                                                      .toHex())}})
-                   .toJson());
-    side.close();
-    QCOMPARE(changed_loras(f), QStringList());
-    QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
-    file.write("trained again");
-    file.close();
-    QCOMPARE(changed_loras(f), QStringList{lora});
+                    .toJson());
+    };
+    QTemporaryDir again;
+    plan::JobFile then = f, now = f;
+    then.job.lora = now.job.lora = "/loras/style.safetensors:0.8";
+    now.job.output_file = (again.path() + "/image.png").toStdString();
+    recorded(run.path(), "the bytes the run read");
+    recorded(again.path(), "the bytes the run read");
+    QCOMPARE(changed_loras(then, now), QStringList());
+    recorded(again.path(), "trained again");
+    QCOMPARE(changed_loras(then, now), QStringList{"/loras/style.safetensors"});
   }
 
   void trash_is_purged_when_the_studio_closes() {

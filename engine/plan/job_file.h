@@ -13,9 +13,14 @@ struct JobFile {
   ParallelConfig parallel;
 };
 
+// Every option's value: what the studio keeps of a run (its history, its last job), read back whole.
 std::string to_json(const JobFile& f);
-// What a key that names no option means: a mistake in a file a person wrote (refused, with the nearest
-// names), or a setting of another version in one the studio kept (its history, its last job: skipped).
+// Only the options set to other than their defaults: what a worker is handed (the launcher's job file, a serving
+// worker's next job), so that a worker of an older version reads every job that sets nothing it lacks.
+std::string to_worker_json(const JobFile& f);
+// What a key that names no option means: a mistake in a file a person wrote, or a setting of a newer version
+// (refused, with the nearest names and this version), or in what the studio kept (its history, its last job) a
+// setting of another version (skipped).
 enum class UnknownKeys { Refused, Skipped };
 // InputError naming the file and field for anything malformed.
 JobFile job_file_from_json(const std::string& text, const std::string& file,

@@ -193,19 +193,27 @@ void ModelsView::refresh() {
 
 void ModelsView::list(int listing) {
   const std::string cache = hub::settings_from_environment().cache_dir;
+  update_buttons();  // what the table shows may be gone: nothing acts on it until it is listed again
   lister_ = std::thread([this, cache, listing] {
     // Every repository's weight headers and single files read here, never on the GUI thread (a large cache on a
-    // slow disk takes seconds).
-    auto repos = hub::list_cache(cache);
+    // slow disk takes seconds). A download or a removal may change the cache meanwhile.
+    std::vector<hub::CachedRepo> repos;
     std::map<std::string, QString> kinds;
-    for (const auto& r : repos)
-      for (const auto& f : r.single_files)
-        kinds[r.snapshot + "/" + f] = qs(io::single_file_kind(r.snapshot + "/" + f));
-    QMetaObject::invokeMethod(this, [this, listing, repos = std::move(repos), kinds = std::move(kinds), cache] {
+    QString error;
+    try {
+      repos = hub::list_cache(cache);
+      for (const auto& r : repos)
+        for (const auto& f : r.single_files)
+          kinds[r.snapshot + "/" + f] = qs(io::single_file_kind(r.snapshot + "/" + f));
+    } catch (const std::exception& e) {
+      error = tr("Could not list the models in %1: %2. Refresh tries again.").arg(qs(cache), qs(e.what()));
+    }
+    QMetaObject::invokeMethod(this, [this, listing, repos = std::move(repos), kinds = std::move(kinds), cache, error] {
       lister_.join();  // it has nothing left to do but return
       if (listing != listing_) return list(listing_);  // refreshed meanwhile: list again
       repos_ = repos;
       kinds_ = kinds;
+      if (!error.isEmpty()) show_status(error, true);
       show_cache(cache);
     }, Qt::QueuedConnection);
   });
@@ -252,8 +260,8 @@ void ModelsView::show_cache(const std::string& cache) {
   cache_table->resizeColumnsToContents();
   if (repos_.empty() && status->text().isEmpty())
     show_status(tr("No models in %1 yet: pick one below and download it.").arg(qs(cache)));
-  update_buttons();
   listed_ = listing_;
+  update_buttons();
   if (finished_ending_) {  // a task's end waited for its result to be listed
     const int ending = *finished_ending_;
     finished_ending_.reset();
@@ -273,6 +281,7 @@ void ModelsView::update_buttons() {
   const hub::CachedRepo* r = nullptr;
   for (const auto& c : repos_)
     if (qs(c.repo_id) == repo) r = &c;
+  if (listing()) r = nullptr;  // the table may show what is gone
   use_button->setEnabled(r && !r->snapshot.empty());
   verify_button->setEnabled(r && !r->snapshot.empty() && !busy && !paused_);
   remove_button->setEnabled(r && !busy && !(paused_ && repo == repo_));

@@ -63,6 +63,7 @@ void ClipExport::start(const std::vector<QImage>& frames, int shown, int fps,
           writer.add_frame(packed_rgb(frames[i]).data());
           Q_EMIT progress(int(i + 1), int(frames.size()));
         }
+        if (cancel_) throw Stopped{};  // not moved into place: the writer removes it
         writer.finish();
       }
       Q_EMIT finished(path, {}, false);

@@ -2,6 +2,8 @@
 
 #include <QPixmap>
 
+#include <algorithm>
+
 #include "gui/results/compare_view.h"
 
 namespace studio::gui {
@@ -53,14 +55,16 @@ void HoverPlay::hover(QListWidgetItem* item) {
   frame_ = 0;
   for (const auto& [kept_id, frames] : kept_)
     if (kept_id == id) return play(frames);
-  wanted_ = id;  // a load of another run under way stops at its next frame
+  wanted_ = id;  // a load of another run under way stops at its next frame: the join waits for one frame at most
   if (loader_.joinable()) loader_.join();
   loader_ = std::thread([this, id, folder, fit = list_->iconSize()] {
     auto frames = load_frames(folder, fit, [this, id] { return wanted_ == id; });
     if (wanted_ != id) return;
     QMetaObject::invokeMethod(this, [this, id, frames = std::move(frames)] {
-      kept_.emplace_front(id, frames);
-      if (kept_.size() > kKeptRuns) kept_.pop_back();
+      if (std::none_of(kept_.begin(), kept_.end(), [id](const auto& k) { return k.first == id; })) {
+        kept_.emplace_front(id, frames);
+        if (kept_.size() > kKeptRuns) kept_.pop_back();
+      }
       if (id == id_) play(frames);
     }, Qt::QueuedConnection);
   });

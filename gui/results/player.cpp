@@ -109,7 +109,10 @@ void Player::list_formats() {
   }
 }
 
+bool Player::exporting() const { return export_->running(); }
+
 void Player::export_dialog() {
+  if (export_->running()) return export_not_started(tr("an export is still running; wait for it, or cancel it"));
   const QString ext = format->currentData().toString();
   const QString base = source_.isEmpty() ? QDir::homePath() : QFileInfo(source_).absolutePath();
   const QString name = base + "/" + (image_mode_ ? "image" : "clip") + (ext == "/" ? "" : ext);
@@ -117,7 +120,13 @@ void Player::export_dialog() {
                                                     ext == "/" ? tr("A folder of PNG frames (*)")
                                                                : tr("%1 (*%2)").arg(format->currentText(), ext));
   QString error;
-  if (!path.isEmpty() && export_chosen(path, &error).isEmpty()) export_ended(path, error, false);
+  if (!path.isEmpty() && export_chosen(path, &error).isEmpty()) export_not_started(error);
+}
+
+void Player::export_not_started(const QString& why) {
+  note->setStyleSheet("color: #c0392b");
+  note->setText(tr("Export not started: %1").arg(why.toHtmlEscaped()));
+  Q_EMIT export_failed(why);
 }
 
 QString Player::export_chosen(const QString& chosen, QString* error) {

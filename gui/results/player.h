@@ -52,6 +52,7 @@ class Player : public QWidget {
   // frames) on a thread (ClipExport), the progress in `note`; when it ends, says where in `note` and emits
   // exported(), or export_failed(). The path it writes, or empty with `error` set when it cannot start.
   QString export_chosen(const QString& path, QString* error);
+  bool exporting() const;  // an export is being written
   // Asks where, then export_chosen().
   void export_dialog();
 
@@ -74,6 +75,7 @@ class Player : public QWidget {
  private:
   void advance();
   void export_ended(const QString& path, const QString& error, bool cancelled);
+  void export_not_started(const QString& why);  // said; an export under way is left as it is
   void show_frame_number();
   void show_input(const plan::JobSpec& job);
   static constexpr int kInputWidth = 160;

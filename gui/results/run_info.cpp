@@ -97,18 +97,17 @@ std::map<std::string, std::string> run_metadata(const plan::JobFile& f) {
   return m;
 }
 
-QStringList changed_loras(const plan::JobFile& f) {
+QStringList changed_loras(const plan::JobFile& then, const plan::JobFile& now) {
   QStringList out;
-  auto m = run_metadata(f);
-  for (auto [key, list] : {std::pair{"lora", &f.job.lora}, std::pair{"lora_2", &f.job.lora_2}}) {
-    if (list->empty() || !m.count(std::string(key) + "_sha256")) continue;
-    const QStringList then = QString::fromStdString(m[std::string(key) + "_sha256"]).split(',');
+  auto before = run_metadata(then), after = run_metadata(now);
+  for (auto [key, list] : {std::pair{"lora", &now.job.lora}, std::pair{"lora_2", &now.job.lora_2}}) {
+    const std::string sha = std::string(key) + "_sha256";
+    if (list->empty() || !before.count(sha) || !after.count(sha)) continue;
+    const QStringList a = QString::fromStdString(before[sha]).split(','), b = QString::fromStdString(after[sha]).split(',');
     try {
       const auto uses = plan::parse_loras(*list, std::string("--") + key);
-      for (size_t i = 0; i < uses.size() && i < size_t(then.size()); ++i)
-        if (QFileInfo(QString::fromStdString(uses[i].file)).isFile() &&
-            QString::fromStdString(hub::sha256_of_file(uses[i].file)) != then[int(i)])
-          out << QString::fromStdString(uses[i].file);
+      for (size_t i = 0; i < uses.size() && int(i) < a.size() && int(i) < b.size(); ++i)
+        if (a[int(i)] != b[int(i)]) out << QString::fromStdString(uses[i].file);
     } catch (const std::exception&) {
       // a list the job's check names
     }

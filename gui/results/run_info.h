@@ -32,9 +32,9 @@ QString run_name(qint64 id, const QString& prompt, const QString& settings);
 // file's JSON. Where the run wrote its output, what the worker put beside it (the input pictures' and LoRAs'
 // SHA-256 among it) is taken as it is.
 std::map<std::string, std::string> run_metadata(const plan::JobFile& f);
-// The job's LoRA files that are not what its run read: their SHA-256 now differs from the one its output
-// recorded. None where the run recorded none (it wrote no output) or a file is gone (the job's check names it).
-QStringList changed_loras(const plan::JobFile& f);
+// The LoRA files of `now`, a run of `then`'s job again, that were not what `then` read: the SHA-256 each run's
+// output recorded (the worker hashes them as it reads them) differ. None where either recorded none.
+QStringList changed_loras(const plan::JobFile& then, const plan::JobFile& now);
 
 // Whether the job's model makes clips (true when its folder cannot be read: the clip controls stay).
 bool makes_clips(const plan::JobSpec& job);

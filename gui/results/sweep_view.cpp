@@ -167,6 +167,10 @@ void SweepView::started(int row) {
   if (row >= 0 && row < table->rowCount()) table->item(row, Status)->setText(tr("running"));
 }
 
+void SweepView::removed(int row) {
+  if (row >= 0 && row < table->rowCount()) table->item(row, Status)->setText(tr("removed from the queue"));
+}
+
 void SweepView::record(int row, const RunRecord& r, bool ok) {
   if (row < 0 || row >= int(configs_.size())) return;
   table->item(row, Status)->setText(ok ? tr("done") : r.status);

@@ -37,8 +37,9 @@ class SweepView : public QWidget {
   // The rows checked when the sweep is run; their status becomes "queued", the others "skipped".
   std::vector<int> take_checked();
   const plan::ParallelConfig& config(int row) const { return configs_[size_t(row)]; }
-  // The run of row `row` started (its status says "running").
+  // The run of row `row` started (its status says "running"), or was taken out of the queue before it did.
   void started(int row);
+  void removed(int row);
   // The run of row `row` ended; `ok` when it completed.
   void record(int row, const RunRecord& r, bool ok);
   std::optional<plan::ParallelConfig> fastest() const;

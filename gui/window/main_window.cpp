@@ -39,7 +39,6 @@ MainWindow::MainWindow(const QString& data_dir)
 MainWindow::~MainWindow() {
   list_devices_.kill();
   list_devices_.waitForFinished(2000);
-  if (lora_check_.joinable()) lora_check_.join();
 }
 
 void MainWindow::build_compose_column() {
@@ -180,6 +179,20 @@ void MainWindow::closeEvent(QCloseEvent* e) {
       return e->ignore();
     }
   }
+  // Nothing runs, yet quitting would drop what waits: the queued jobs (a paused queue), an export half written.
+  if (!runner_.running() && (!queue_.empty() || player_->exporting())) {
+    QStringList lost;
+    if (!queue_.empty())
+      lost << (queue_.size() == 1 ? tr("The queued job will not run.")
+                                  : tr("The %1 queued jobs will not run.").arg(queue_.size()));
+    if (player_->exporting()) lost << tr("The export being written stops, and nothing of it is kept.");
+    QMessageBox box(QMessageBox::Question, tr("Quit?"), lost.join(' '), QMessageBox::Yes | QMessageBox::No, this);
+    box.setObjectName("confirm_quit");
+    box.button(QMessageBox::Yes)->setText(tr("Quit"));
+    box.button(QMessageBox::No)->setText(tr("Stay"));
+    box.setDefaultButton(QMessageBox::No);
+    if (box.exec() != QMessageBox::Yes) return e->ignore();
+  }
   QSettings s;
   s.setValue("window/geometry", saveGeometry());
   if (auto* split = findChild<QSplitter*>("split")) s.setValue("window/split", split->saveState());
@@ -204,6 +217,15 @@ void MainWindow::show_fit(const plan::JobSpec& job, const plan::ParallelConfig& 
   compose_->memory->show_fit(choices, memory, seconds);
 }
 
+std::vector<plan::Problem> MainWindow::job_problems(plan::JobSpec& job, const plan::ParallelConfig& p,
+                                                    const plan::ModelFolder& model) const {
+  auto out = plan::check_job(job, p, model, {parallel_->processes(), parallel_->memory_gib(), parallel_->on_gpus()});
+  io::check_lora_fits(job, model, out);
+  const auto machine = parallel_->machine_problems(job, model);
+  out.insert(out.end(), machine.begin(), machine.end());
+  return out;
+}
+
 std::vector<plan::Problem> MainWindow::validate() {
   std::vector<plan::Problem> problems;
   const plan::ModelFolder* model = compose_->model();
@@ -212,11 +234,8 @@ std::vector<plan::Problem> MainWindow::validate() {
   job.device = parallel_->device();  // as the run will ask: on the CPU, offloaded blocks save no memory
   if (model) {
     const auto p = parallel_->config();
-    auto more = plan::check_job(job, p, *model, {parallel_->processes(), parallel_->memory_gib(), parallel_->on_gpus()});
-    io::check_lora_fits(job, *model, more);
+    const auto more = job_problems(job, p, *model);
     problems.insert(problems.end(), more.begin(), more.end());
-    const auto machine = parallel_->machine_problems(job, *model);
-    problems.insert(problems.end(), machine.begin(), machine.end());
     parallel_->offer(plan::valid_configs(job, *model, parallel_->offer_processes(), p), &job, model);
     show_fit(job, p, *model);
   }

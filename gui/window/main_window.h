@@ -20,7 +20,6 @@
 
 #include <array>
 #include <deque>
-#include <thread>
 #include <optional>
 #include <map>
 
@@ -102,16 +101,25 @@ class MainWindow : public QMainWindow {
   struct Queued {
     plan::JobFile job;
     int sweep_row = -1;  // its row in the sweep table, for a sweep's runs
+    int sweep = 0;       // which sweep (sweep_), so that an older sweep's runs leave a newer one's table alone
     QString gpus;        // CUDA_VISIBLE_DEVICES for its ranks ("" on the CPU)
     QString worker;      // the dit-worker that runs it
+    std::optional<std::pair<qint64, plan::JobFile>> again_of;  // Run again: the run (id, job) it repeats
   };
   QWidget* build_queue();
   void connect_queue();
-  // The compose column's job checked, with `seed`, or else the one its seed mode gives next.
-  std::optional<Queued> make_job(const plan::ParallelConfig& p, std::optional<uint64_t> seed = std::nullopt);
+  // The compose column's job checked, with the seed its seed mode gives next.
+  std::optional<Queued> make_job(const plan::ParallelConfig& p);
+  // `job` to queue, on the devices and with the worker chosen now.
+  Queued queued(plan::JobFile job) const;
+  // What stops `job` under `p` on these devices (the checks Generate makes, beyond the compose column's own);
+  // fills its open sizes from the model.
+  std::vector<plan::Problem> job_problems(plan::JobSpec& job, const plan::ParallelConfig& p,
+                                          const plan::ModelFolder& model) const;
   void enqueue(const Queued& q);
   void start_next();
   void show_queue();
+  bool in_sweep_shown(const Queued& q) const { return q.sweep_row >= 0 && q.sweep == sweep_; }
   void on_message(const events::Message& m);
   void on_picture(const RunPicture& p);
   // main_window_sweep.cpp
@@ -145,6 +153,7 @@ class MainWindow : public QMainWindow {
   QString paused_;  // why the first queued job could not start; the queue waits while it is said
   Queued current_;
   std::optional<Queued> sweep_base_;
+  int sweep_ = 0;  // the sweep the Sweep tab shows, counted from 1
   // The listed sweep's job and model, for its predictions when "Auto" measures the devices after it.
   std::optional<std::pair<plan::JobSpec, plan::ModelFolder>> sweep_job_;
   std::map<int, std::vector<std::array<double, 3>>> steps_;  // rank -> (step, seconds, memory GiB)
@@ -156,7 +165,6 @@ class MainWindow : public QMainWindow {
   QAction* keep_loaded_ = nullptr;  // Settings > Keep the model loaded between runs
   QImage thumbnail_;
   bool player_taken_ = false;  // the running job has begun showing its frames in the Player
-  std::thread lora_check_;     // Run again's check of its LoRAs against their hashes then
   qint64 started_ms_ = 0;
 };
 

@@ -56,12 +56,15 @@ QWidget* MainWindow::build_queue() {
   connect(remove, &QPushButton::clicked, this, [this] {
     const int i = queue_list_->currentRow();
     if (i < 0 || i >= int(queue_.size())) return;
+    if (in_sweep_shown(queue_[size_t(i)])) sweep_view_->removed(queue_[size_t(i)].sweep_row);
     queue_.erase(queue_.begin() + i);
     if (i == 0) paused_.clear();  // the job that could not start is gone
     show_queue();
     start_next();
   });
   connect(resume_button_, &QPushButton::clicked, this, [this] {
+    // A worker that did not start may have been replaced in Devices meanwhile: the queued jobs take the one now.
+    for (auto& q : queue_) q.worker = worker_->current();
     paused_.clear();
     start_next();
   });
@@ -86,13 +89,17 @@ void MainWindow::connect_queue() {
   }, Qt::WidgetWithChildrenShortcut);
 }
 
-std::optional<MainWindow::Queued> MainWindow::make_job(const plan::ParallelConfig& p, std::optional<uint64_t> seed) {
+std::optional<MainWindow::Queued> MainWindow::make_job(const plan::ParallelConfig& p) {
   if (!validate().empty()) return std::nullopt;
+  plan::JobFile f{compose_->job(), p};
+  f.job.seed = compose_->next_seed();
+  return queued(f);
+}
+
+MainWindow::Queued MainWindow::queued(plan::JobFile job) const {
   Queued q;
-  q.job.job = compose_->job();
-  q.job.job.seed = seed ? *seed : compose_->next_seed();
+  q.job = std::move(job);
   q.job.job.device = parallel_->device();
-  q.job.parallel = p;
   // The devices and the worker chosen now, not when the job's turn comes: its configuration was checked for them.
   if (parallel_->on_gpus()) q.gpus = parallel_->selected_gpus().join(',');
   q.worker = worker_->current();
@@ -103,12 +110,15 @@ bool MainWindow::generate() {
   // A number being typed that its field cannot take ("0" steps) leaves the field's value as it was: Ctrl+Return
   // would run that one, unseen. The focused field is the only one that can hold such text.
   if (auto* field = qobject_cast<QAbstractSpinBox*>(QApplication::focusWidget()); field && !field->hasAcceptableInput()) {
-    const auto* numbers = qobject_cast<QSpinBox*>(field);
+    QString range;
+    if (const auto* whole = qobject_cast<QSpinBox*>(field))
+      range = tr(" (%1 to %2)").arg(whole->minimum()).arg(whole->maximum());
+    if (const auto* number = qobject_cast<QDoubleSpinBox*>(field))
+      range = tr(" (%1 to %2)").arg(number->minimum()).arg(number->maximum());
     const QString label = QString::fromStdString(plan::field_label(field->objectName().toStdString()));
     reason_->setText(tr("%1: \"%2\" is not a value it takes%3; finish it, or leave the field to put back the last "
                         "one.")
-                         .arg(label.isEmpty() ? tr("A field") : label, field->text())
-                         .arg(numbers ? tr(" (%1 to %2)").arg(numbers->minimum()).arg(numbers->maximum()) : QString()));
+                         .arg(label.isEmpty() ? tr("A field") : label, field->text(), range));
     return false;
   }
   auto q = make_job(parallel_->config());
@@ -132,8 +142,8 @@ void MainWindow::show_queue() {
                              .arg(q.job.job.seed)
                              .arg(QString::fromStdString(q.job.parallel.describe())));
   queue_note_->setText(paused_.isEmpty() ? QString()
-                                         : tr("Paused: the first job could not start. %1 Fix it, then Resume; or "
-                                              "Remove the job.")
+                                         : tr("Paused: the first job could not start. %1 Fix it, then Resume (with "
+                                              "the worker chosen then); or Remove the job.")
                                                .arg(paused_));
   queue_note_->setVisible(!paused_.isEmpty());
   resume_button_->setEnabled(!paused_.isEmpty() && !queue_.empty());
@@ -182,7 +192,7 @@ void MainWindow::start_next() {
   queue_.pop_front();
   show_queue();
   current_ = q;
-  if (q.sweep_row >= 0) sweep_view_->started(q.sweep_row);
+  if (in_sweep_shown(q)) sweep_view_->started(q.sweep_row);
   steps_.clear();
   thumbnail_ = {};
   player_taken_ = false;

@@ -14,6 +14,7 @@
 #include "gui/results/run_info.h"
 #include "gui/window/main_window.h"
 #include "plan/error.h"
+#include "plan/field_labels.h"
 #include "plan/job_file.h"
 
 namespace studio::gui {
@@ -32,6 +33,7 @@ void MainWindow::connect_results() {
       return false;
     }
     tabs_->setCurrentWidget(player_);
+    player_taken_ = runner_.running();  // a run going on leaves the Player to the one the user chose
     return true;
   };
   connect(history_, &History::play, this, [this, load](const RunRecord& r) {
@@ -64,35 +66,29 @@ void MainWindow::connect_results() {
     compose_->set_job(f->job);
     parallel_->set_config(f->parallel);
   });
-  // Run again queues the run's job as it was, with its seed; the compose column keeps what the user has there
-  // (it shows the old job only while the job is checked, as Generate checks it).
+  // Run again queues the run's job as it was, with its seed, checked as Generate checks a job; the compose column
+  // keeps what the user has there.
   connect(history_, &History::rerun, this, [this, settings_of](const RunRecord& r) {
     const auto f = settings_of(r);
     if (!f) return;
-    const plan::JobSpec draft = compose_->job();
-    const plan::ParallelConfig draft_parallel = parallel_->config();
-    compose_->set_job(f->job);
-    parallel_->set_config(f->parallel);
-    const auto q = make_job(f->parallel, f->job.seed);
-    const QString why = q ? QString() : reason_->text();
-    compose_->set_job(draft);
-    parallel_->set_config(draft_parallel);
-    validate();
-    if (!q) {
-      reason_->setText(tr("Run %1 cannot run again as it was: %2 Open its settings to change them.").arg(r.id).arg(why));
+    plan::JobFile job = *f;
+    job.job.output_file.clear();  // a new run folder's, when it starts
+    auto q = queued(job);
+    std::vector<plan::Problem> problems;
+    try {
+      plan::JobSpec checked = q.job.job;  // queued as it was, its open sizes left to the run
+      problems = job_problems(checked, q.job.parallel, plan::read_model_folder(q.job.job.model_dir));
+    } catch (const InputError& e) {
+      problems.push_back({"model", e.what()});
+    }
+    if (!problems.empty()) {
+      reason_->setText(tr("Run %1 cannot run again as it was: %2 Open its settings to change them.")
+                           .arg(r.id)
+                           .arg(QString::fromStdString(plan::in_window_words(problems.front().message))));
       return;
     }
-    enqueue(*q);
-    // The same seed, yet not the same clip: say why. Hashing the LoRAs (often a gigabyte each) runs on a thread.
-    if (lora_check_.joinable()) lora_check_.join();
-    lora_check_ = std::thread([this, job = *f, id = r.id] {
-      const QStringList changed = changed_loras(job);
-      QMetaObject::invokeMethod(this, [this, changed, id] {
-        for (const QString& file : changed)
-          run_view_->log->note(tr("The LoRA %1 has changed since run %2 (its SHA-256 differs): this run uses it as "
-                                  "it is now.").arg(file).arg(id));
-      }, Qt::QueuedConnection);
-    });
+    q.again_of = {r.id, *f};  // its LoRAs' hashes compared with these when it ends
+    enqueue(q);
   });
 }
 
@@ -108,6 +104,11 @@ void MainWindow::keyPressEvent(QKeyEvent* e) {
 
 void MainWindow::on_finished(const workers::Outcome& outcome, const std::vector<workers::RankView>& ranks) {
   run_view_->finish(outcome, ranks);
+  // Run again: the same seed, yet maybe not the same clip; say why.
+  if (current_.again_of)
+    for (const QString& file : changed_loras(current_.again_of->second, current_.job))
+      run_view_->log->note(tr("The LoRA %1 has changed since run %2 (its SHA-256 differs): this run used it as it is "
+                              "now.").arg(file).arg(current_.again_of->first));
   // The run's log stays in its folder; a failed run keeps its folder for it.
   if (outcome.kind != events::ErrorKind::Cancelled || !QDir(run_folder_ + "/frames").isEmpty())
     run_view_->log->save(run_folder_ + "/log.txt");
@@ -141,7 +142,7 @@ void MainWindow::on_finished(const workers::Outcome& outcome, const std::vector<
   }
   r.thumbnail = thumbnail_;
   history_->add(r);
-  if (current_.sweep_row >= 0) sweep_view_->record(current_.sweep_row, r, outcome.exit_code == 0);
+  if (in_sweep_shown(current_)) sweep_view_->record(current_.sweep_row, r, outcome.exit_code == 0);
   if (outcome.exit_code == 0 && player_->source() == run_folder_ && current_.sweep_row < 0 && queue_.empty()) {
     tabs_->setCurrentWidget(player_);
     if (!player_->image_mode()) player_->play();

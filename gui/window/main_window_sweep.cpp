@@ -23,6 +23,7 @@ bool MainWindow::sweep() {
   if (configs.empty()) return reason_->setText(tr("No valid configuration for %1 processes.").arg(processes)), false;
   sweep_view_->start(configs, parallel_->predictions(configs, base->job.job, *compose_->model()));
   sweep_base_ = base;
+  ++sweep_;
   sweep_job_ = {base->job.job, *compose_->model()};
   tabs_->setCurrentWidget(sweep_view_);
   return true;
@@ -34,6 +35,7 @@ void MainWindow::run_sweep() {
     Queued q = *sweep_base_;
     q.job.parallel = sweep_view_->config(row);
     q.sweep_row = row;
+    q.sweep = sweep_;
     enqueue(q);
   }
   sweep_base_.reset();

@@ -32,7 +32,7 @@ int exit_status_of(int status);
 events::ErrorKind kind_of_status(int status);
 
 // What rank 0, the one that writes, left of the job's outputs when it died while writing (killed, out of memory):
-// its partial files and folders (io/files/partial_file.h), removed. Had it failed cleanly it removed its own, and
+// its partial files and folders (plan/partial_file.h), removed. Had it failed cleanly it removed its own, and
 // this finds nothing.
 void remove_partial_outputs(const plan::JobSpec& job, pid_t pid);
 

@@ -225,7 +225,7 @@ void Supervisor::run_next(const plan::JobFile& job) {
   plan_.job = job;
   for (auto& r : ranks_) r = RankView{r.rank, r.pid, r.host, r.device};
   for (auto& r : ranks_) r.connected = true;
-  const auto next = events::next_job(plan::to_json(job));
+  const auto next = events::next_job(plan::to_worker_json(job));
   for (auto& p : peers_)
     if (p->rank >= 0 && !p->closed_at) p->conn->send(next);
 }
