@@ -10,6 +10,7 @@
 // measured on a busy machine are said below the fields until Auto measures again.
 #undef QT_NO_KEYWORDS  // qcustomplot.h, included through the GUI, uses Qt's keywords
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -91,6 +92,7 @@ class TestStudioAuto : public QObject {
   QTemporaryDir tmp_;
 
   QString cache_dir() const { return tmp_.path() + "/cache/dit-studio"; }
+  qint64 measured_ms_ = 0;  // a whole measurement of the devices, as Auto made it
 
  private Q_SLOTS:
   void initTestCase() {
@@ -150,11 +152,14 @@ class TestStudioAuto : public QObject {
 
     // Auto: measured on a thread, the button saying so meanwhile.
     QSignalSpy done(&w.parallel_panel(), &ParallelPanel::auto_done);
+    QElapsedTimer measuring;
+    measuring.start();
     w.parallel_panel().auto_pick->click();
     QVERIFY(w.parallel_panel().measuring());
     QCOMPARE(w.parallel_panel().auto_pick->text(), QString("Measuring the devices…"));
     QVERIFY(!w.parallel_panel().auto_pick->isEnabled());
     QVERIFY(done.wait(180000));
+    measured_ms_ = measuring.elapsed();
     QCOMPARE(w.parallel_panel().problems().text("auto"), QString());
     QCOMPARE(w.parallel_panel().auto_pick->text(), QString("Auto"));
     const QStringList files = QDir(cache_dir()).entryList({"calibration-*.json"});
@@ -276,6 +281,7 @@ class TestStudioAuto : public QObject {
       }
       return n;
     };
+    QElapsedTimer closing;
     {
       auto w = std::make_unique<MainWindow>(tmp_.path() + "/closing");
       w->show();
@@ -284,7 +290,11 @@ class TestStudioAuto : public QObject {
       w->parallel_panel().auto_pick->click();
       QVERIFY(w->parallel_panel().measuring());
       QTRY_COMPARE_WITH_TIMEOUT(ranks(), 2, 60000);
+      closing.start();
     }
+    // Ended, not waited for: far sooner than a whole measurement (the case above timed one).
+    qInfo("a whole measurement: %lld ms; the window closed in %lld ms", measured_ms_, closing.elapsed());
+    if (measured_ms_ > 0) QVERIFY(closing.elapsed() < measured_ms_ / 2);
     QCOMPARE(ranks(), 0);
     // Ended, not finished: a measurement waited for to its end would be cached.
     QVERIFY(QDir(empty_cache.path() + "/dit-studio").entryList({"calibration-*.json"}).isEmpty());

@@ -132,6 +132,31 @@ class TestStudioQueue : public QObject {
     QCOMPARE(int(w.history().runs().size()), 1);
   }
 
+  // Closing just after Generate (the run not at its first step: nothing of it to lose) still asks, for the job
+  // queued behind it.
+  void closing_before_the_first_step_asks_for_the_queue() {
+    MainWindow w(tmp_.path() + "/closing");
+    w.show();
+    wait_for_devices(w);
+    short_job(w, "a paper boat");
+    w.compose_panel().steps->setValue(200);
+    QSignalSpy spy(&w, &MainWindow::run_finished);
+    QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
+    QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
+    QVERIFY(w.running());
+    QCOMPARE(w.queued(), 1);
+    bool asked = false;
+    answer_next("confirm_stop", QMessageBox::No, &asked);
+    w.close();
+    QVERIFY(asked && w.isVisible());
+    QCOMPARE(w.queued(), 1);
+    queue_list(w)->setCurrentRow(0);
+    for (auto* b : w.findChildren<QPushButton*>())
+      if (b->text() == "Remove") b->click();
+    w.cancel();
+    QCOMPARE(wait_for_run(spy, 60000), 130);
+  }
+
   void run_again_keeps_the_draft_and_a_decoding_run_leaves_the_player_alone() {
     MainWindow w(tmp_.path() + "/again");
     w.resize(1280, 800);

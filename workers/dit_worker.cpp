@@ -296,6 +296,9 @@ int main(int argc, char** argv) {
     const auto env = parallel::DistEnv::from_environment();
     share_cores(env);
     if (std::string(argv[1]) == "--calibrate") {
+      // Nothing to stop cleanly between measurements: a signal (the launcher ending the ranks, its death) ends it.
+      std::signal(SIGINT, SIG_DFL);
+      std::signal(SIGTERM, SIG_DFL);
       const auto c = workers::calibrate(env, argv[2]);
       if (env.rank == 0) std::cout << plan::calibration_json(c) << std::endl;
       return workers::kOk;

@@ -22,6 +22,8 @@ namespace studio::gui {
 
 namespace {
 
+constexpr const char* kListingFailed = "Could not list the models";
+
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
@@ -188,12 +190,12 @@ ModelsView::~ModelsView() {
 
 void ModelsView::refresh() {
   ++listing_;
+  update_buttons();  // what the table shows may be gone: nothing acts on it until it is listed again
   if (!lister_.joinable()) list(listing_);  // else the listing under way, now stale, starts this one as it ends
 }
 
 void ModelsView::list(int listing) {
   const std::string cache = hub::settings_from_environment().cache_dir;
-  update_buttons();  // what the table shows may be gone: nothing acts on it until it is listed again
   lister_ = std::thread([this, cache, listing] {
     // Every repository's weight headers and single files read here, never on the GUI thread (a large cache on a
     // slow disk takes seconds). A download or a removal may change the cache meanwhile.
@@ -206,7 +208,7 @@ void ModelsView::list(int listing) {
         for (const auto& f : r.single_files)
           kinds[r.snapshot + "/" + f] = qs(io::single_file_kind(r.snapshot + "/" + f));
     } catch (const std::exception& e) {
-      error = tr("Could not list the models in %1: %2. Refresh tries again.").arg(qs(cache), qs(e.what()));
+      error = tr(kListingFailed) + tr(" in %1: %2. Refresh tries again.").arg(qs(cache), qs(e.what()));
     }
     QMetaObject::invokeMethod(this, [this, listing, repos = std::move(repos), kinds = std::move(kinds), cache, error] {
       lister_.join();  // it has nothing left to do but return
@@ -214,6 +216,7 @@ void ModelsView::list(int listing) {
       repos_ = repos;
       kinds_ = kinds;
       if (!error.isEmpty()) show_status(error, true);
+      else if (status->text().startsWith(kListingFailed)) show_status({});  // listed again: that is over
       show_cache(cache);
     }, Qt::QueuedConnection);
   });

@@ -89,6 +89,7 @@ Player::Player(QWidget* parent) : QWidget(parent) {
   export_ = new ClipExport(this);
   connect(cancel_export_button, &QPushButton::clicked, export_, &ClipExport::cancel);
   connect(export_, &ClipExport::progress, this, [this](int written, int total) {
+    note->setStyleSheet("");  // a refusal said meanwhile is over
     note->setText(tr("Exporting to %1… %2 of %3").arg(exporting_to_.toHtmlEscaped()).arg(written).arg(total));
   });
   connect(export_, &ClipExport::finished, this, &Player::export_ended);
@@ -152,6 +153,7 @@ QString Player::export_chosen(const QString& chosen, QString* error) {
 void Player::export_ended(const QString& path, const QString& error, bool cancelled) {
   export_button->setEnabled(true);
   cancel_export_button->hide();
+  note->setStyleSheet("");
   if (cancelled) return note->setText(tr("Export cancelled: nothing was written at %1.").arg(path.toHtmlEscaped()));
   if (!error.isEmpty()) {
     note->setStyleSheet("color: #c0392b");

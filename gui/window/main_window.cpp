@@ -166,32 +166,35 @@ void MainWindow::restore_settings() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {
-  if (runner_.running() && !closing_) {
-    const QString queued = queue_.empty()       ? QString()
-                           : queue_.size() == 1 ? tr(" The queued job will not run.")
-                                                : tr(" The %1 queued jobs will not run.").arg(queue_.size());
-    if (!confirm_stop(tr("Stop it and quit? What it made so far is kept in History.") + queued)) return e->ignore();
-    queue_.clear();
-    if (runner_.running()) {  // unless it ended while the question was open
-      // Stop the ranks and close once the run is recorded (on_finished), so that nothing is lost.
-      closing_ = true;
-      cancel();
-      return e->ignore();
-    }
-  }
-  // Nothing runs, yet quitting would drop what waits: the queued jobs (a paused queue), an export half written.
-  if (!runner_.running() && (!queue_.empty() || player_->exporting())) {
+  // Asked once (not again when the window closes itself after a stopped run): what quitting would drop, the run
+  // going on, the jobs queued, an export being written.
+  if (!closing_) {
     QStringList lost;
     if (!queue_.empty())
       lost << (queue_.size() == 1 ? tr("The queued job will not run.")
                                   : tr("The %1 queued jobs will not run.").arg(queue_.size()));
     if (player_->exporting()) lost << tr("The export being written stops, and nothing of it is kept.");
-    QMessageBox box(QMessageBox::Question, tr("Quit?"), lost.join(' '), QMessageBox::Yes | QMessageBox::No, this);
-    box.setObjectName("confirm_quit");
-    box.button(QMessageBox::Yes)->setText(tr("Quit"));
-    box.button(QMessageBox::No)->setText(tr("Stay"));
-    box.setDefaultButton(QMessageBox::No);
-    if (box.exec() != QMessageBox::Yes) return e->ignore();
+    const QString dropped = lost.join(' ');
+    if (runner_.running()) {
+      if (!confirm_stop(tr("Stop it and quit? What it made so far is kept in History.") +
+                            (dropped.isEmpty() ? QString() : " " + dropped),
+                        !lost.isEmpty()))
+        return e->ignore();
+      queue_.clear();
+      if (runner_.running()) {  // unless it ended while the question was open
+        // Stop the ranks and close once the run is recorded (on_finished), so that nothing is lost.
+        closing_ = true;
+        cancel();
+        return e->ignore();
+      }
+    } else if (!lost.isEmpty()) {
+      QMessageBox box(QMessageBox::Question, tr("Quit?"), dropped, QMessageBox::Yes | QMessageBox::No, this);
+      box.setObjectName("confirm_quit");
+      box.button(QMessageBox::Yes)->setText(tr("Quit"));
+      box.button(QMessageBox::No)->setText(tr("Stay"));
+      box.setDefaultButton(QMessageBox::No);
+      if (box.exec() != QMessageBox::Yes) return e->ignore();
+    }
   }
   QSettings s;
   s.setValue("window/geometry", saveGeometry());

@@ -58,7 +58,8 @@ class MainWindow : public QMainWindow {
   void cancel();  // the running job; the queue goes on
   // Asks before stopping a run past its first step (Esc in the run view, closing the window); true when
   // there is nothing to lose or the user said to stop. `why`: what stopping would do.
-  bool confirm_stop(const QString& why);
+  // `ask_anyway`: also before the first step (when something else would be lost with it).
+  bool confirm_stop(const QString& why, bool ask_anyway = false);
   int queued() const { return int(queue_.size()); }
   bool running() const { return runner_.running(); }
   // The pid a rank reported in its hello (0 until then).

@@ -63,8 +63,9 @@ QWidget* MainWindow::build_queue() {
     start_next();
   });
   connect(resume_button_, &QPushButton::clicked, this, [this] {
-    // A worker that did not start may have been replaced in Devices meanwhile: the queued jobs take the one now.
-    for (auto& q : queue_) q.worker = worker_->current();
+    // A worker that is no longer there (uninstalled) may have been replaced in Devices: the first job takes the
+    // one chosen now. Any other worker stays the job's: its configuration was checked for it.
+    if (!queue_.empty() && !QFileInfo(queue_.front().worker).isExecutable()) queue_.front().worker = worker_->current();
     paused_.clear();
     start_next();
   });
@@ -142,8 +143,8 @@ void MainWindow::show_queue() {
                              .arg(q.job.job.seed)
                              .arg(QString::fromStdString(q.job.parallel.describe())));
   queue_note_->setText(paused_.isEmpty() ? QString()
-                                         : tr("Paused: the first job could not start. %1 Fix it, then Resume (with "
-                                              "the worker chosen then); or Remove the job.")
+                                         : tr("Paused: the first job could not start. %1 Fix it (a worker that is "
+                                              "gone: choose another), then Resume; or Remove the job.")
                                                .arg(paused_));
   queue_note_->setVisible(!paused_.isEmpty());
   resume_button_->setEnabled(!paused_.isEmpty() && !queue_.empty());
@@ -180,9 +181,9 @@ void MainWindow::start_next() {
       const QString copy = run_folder_ + "/" + name + "." + QFileInfo(QString::fromStdString(*path)).suffix();
       if (QFile::copy(QString::fromStdString(*path), copy)) *path = copy.toStdString();
     }
-  if (!q.gpus.isEmpty()) qputenv("CUDA_VISIBLE_DEVICES", q.gpus.toUtf8());
   workers::LaunchPlan lp;
   lp.job = q.job;
+  lp.visible_gpus = q.gpus.toStdString();  // the ranks' alone: the studio's environment stays as it is
   lp.worker_exe = q.worker.toStdString();
   QString error;
   if (!runner_.start(lp, &error, run_folder_ + "/frames")) {
@@ -210,11 +211,11 @@ void MainWindow::start_next() {
 
 void MainWindow::cancel() { runner_.cancel(); }
 
-bool MainWindow::confirm_stop(const QString& why) {
+bool MainWindow::confirm_stop(const QString& why, bool ask_anyway) {
   if (!runner_.running()) return true;
   const auto& ranks = runner_.ranks();
   const int done = ranks.empty() ? 0 : ranks.front().step, total = ranks.empty() ? 0 : ranks.front().total;
-  if (done < 1) return true;  // nothing made yet: nothing to lose
+  if (done < 1 && !ask_anyway) return true;  // nothing made yet: nothing to lose
   const auto said = [why](int step, int steps) { return tr("The run has done %1 of %2 steps. %3").arg(step).arg(steps).arg(why); };
   QMessageBox box(QMessageBox::Question, tr("A run is in progress"), said(done, total),
                   QMessageBox::Yes | QMessageBox::No, this);

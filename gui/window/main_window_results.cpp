@@ -40,6 +40,8 @@ void MainWindow::connect_results() {
     if (load(r) && !player_->image_mode()) player_->play();
   });
   connect(history_, &History::export_run, this, [this, load](const RunRecord& r) {
+    if (player_->exporting())  // the Player keeps the run it writes: the refusal says why, nothing else changes
+      return player_->export_dialog();
     if (load(r)) player_->export_dialog();
   });
   connect(player_, &Player::exported, this,

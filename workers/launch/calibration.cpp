@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -30,8 +31,8 @@ namespace {
 constexpr int kCalibrationMethod = 5;
 
 constexpr int kPollMs = 100;                       // how often a stop is looked for while the ranks measure
-constexpr size_t kMostOutput = 1 << 20;            // of rank 0's output, kept
-constexpr size_t kOutputShown = 600;               // of it, in a failure's message
+constexpr size_t kMostOutput = 1 << 20;            // of each rank's output, kept
+constexpr size_t kOutputShown = 600;               // of a failed rank's output, the end, in the message
 constexpr std::chrono::seconds kEndGrace{3};       // from SIGTERM to SIGKILL when the ranks are ended
 
 // A small operation slower than this was measured on a busy machine (other work on its cores stalls every
@@ -86,8 +87,9 @@ plan::Calibration measure(const std::string& worker, int ranks, const std::strin
     reap();
     throw std::runtime_error("cannot start " + worker + " --calibrate: " + e.what());
   }
-  std::string out;
-  bool stopped = false, failed = false, ending = false;
+  std::vector<std::string> out(procs.size());  // each rank's: rank 0's is its JSON, a failed one's says why
+  bool stopped = false, ending = false;
+  int failed = -1;  // the first rank seen ending badly: the others were ended after it
   std::chrono::steady_clock::time_point ending_since;
   for (size_t open = procs.size(); open > 0;) {
     std::vector<pollfd> fds;
@@ -97,7 +99,7 @@ plan::Calibration measure(const std::string& worker, int ranks, const std::strin
       if (procs[r].output_fd < 0 || !(fds[r].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       char buf[4096];
       const ssize_t n = ::read(procs[r].output_fd, buf, sizeof buf);
-      if (n > 0 && r == 0 && out.size() < kMostOutput) out.append(buf, size_t(n));
+      if (n > 0 && out[r].size() < kMostOutput) out[r].append(buf, size_t(n));
       if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
         ::close(procs[r].output_fd);
         procs[r].output_fd = -1;
@@ -105,14 +107,14 @@ plan::Calibration measure(const std::string& worker, int ranks, const std::strin
       }
     }
     // A rank that has ended badly leaves the others waiting for it at the rendezvous: end them.
-    for (const auto& p : procs) {
+    for (size_t r = 0; r < procs.size() && failed < 0 && !stopped; ++r) {
       siginfo_t info{};
-      if (!failed && ::waitid(P_PID, id_t(p.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == p.pid &&
+      if (::waitid(P_PID, id_t(procs[r].pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == procs[r].pid &&
           (info.si_code != CLD_EXITED || info.si_status != 0))
-        failed = true;
+        failed = int(r);
     }
     stopped |= stop && *stop;
-    if ((failed || stopped) && !ending) {
+    if ((failed >= 0 || stopped) && !ending) {
       ending = true;
       end_all(SIGTERM);
       ending_since = std::chrono::steady_clock::now();
@@ -122,12 +124,19 @@ plan::Calibration measure(const std::string& worker, int ranks, const std::strin
   }
   const auto status = reap();
   if (stopped) throw Cancelled();
-  for (size_t r = 0; r < status.size(); ++r)
-    if (exit_status_of(status[r]) != 0)
-      throw std::runtime_error(worker + " --calibrate " + dtype + " on " + std::to_string(ranks) + " ranks failed: rank " +
-                               std::to_string(r) + " " + describe_status(status[r]) +
-                               (r == 0 ? ": " + out.substr(0, kOutputShown) : std::string()));
-  return plan::calibration_from_json(out, worker + " --calibrate");
+  // The rank that failed first says why; the others were ended by this loop, not by the machine.
+  if (failed < 0)
+    for (size_t r = 0; r < status.size() && failed < 0; ++r)
+      if (exit_status_of(status[r]) != 0) failed = int(r);
+  if (failed >= 0) {
+    const std::string& said = out[size_t(failed)];
+    const std::string last = said.substr(said.size() - std::min(said.size(), kOutputShown));
+    throw std::runtime_error(worker + " --calibrate " + dtype + " on " + std::to_string(ranks) +
+                             " ranks failed: rank " + std::to_string(failed) + " " +
+                             describe_status(status[size_t(failed)]) +
+                             (last.empty() ? std::string() : ": " + last));
+  }
+  return plan::calibration_from_json(out[0], worker + " --calibrate");
 }
 
 }  // namespace

@@ -134,16 +134,18 @@ void Supervisor::start() {
   if (plan_.serve) argv.push_back("--serve");
   for (int i = 0; i < plan_.local_ranks(); ++i) {
     const int rank = plan_.run.node_rank * plan_.local_ranks() + i;
-    auto env = environment_with({{"RANK", std::to_string(rank)},
-                                 {"LOCAL_RANK", std::to_string(i)},
-                                 {"WORLD_SIZE", std::to_string(world)},
-                                 {"LOCAL_WORLD_SIZE", std::to_string(plan_.local_ranks())},
-                                 {"MASTER_ADDR", plan_.run.master_addr},
-                                 {"MASTER_PORT", std::to_string(plan_.run.master_port)},
-                                 {"DIT_EVENTS", endpoint},
-                                 // the environment, not argv: ps shows argv to all
-                                 {"DIT_EVENTS_TOKEN", plan_.token},
-                                 {"DIT_COLLECTIVE_TIMEOUT_S", std::to_string(plan_.run.collective_timeout_s)}});
+    std::vector<std::pair<std::string, std::string>> set{
+        {"RANK", std::to_string(rank)},
+        {"LOCAL_RANK", std::to_string(i)},
+        {"WORLD_SIZE", std::to_string(world)},
+        {"LOCAL_WORLD_SIZE", std::to_string(plan_.local_ranks())},
+        {"MASTER_ADDR", plan_.run.master_addr},
+        {"MASTER_PORT", std::to_string(plan_.run.master_port)},
+        {"DIT_EVENTS", endpoint},
+        {"DIT_EVENTS_TOKEN", plan_.token},  // the environment, not argv: ps shows argv to all
+        {"DIT_COLLECTIVE_TIMEOUT_S", std::to_string(plan_.run.collective_timeout_s)}};
+    if (!plan_.visible_gpus.empty()) set.emplace_back("CUDA_VISIBLE_DEVICES", plan_.visible_gpus);
+    auto env = environment_with(set);
     RankProcess started;
     try {
       started = spawn_rank(plan_.worker_exe, argv, std::move(env), group_);  // group 0: the first leads a new one

@@ -29,6 +29,7 @@ namespace studio::workers {
 struct LaunchPlan {
   plan::JobFile job;
   std::string worker_exe;
+  std::string visible_gpus;  // the ranks' CUDA_VISIBLE_DEVICES ("": as this process has it)
   RunSettings run;
   int events_port = 0;           // several machines: where the first listens for events (0: master_port + 1)
   std::string token;             // several machines: the job's shared secret; one machine: made here
