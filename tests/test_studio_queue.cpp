@@ -3,7 +3,7 @@
 // or removes it, never dropped; Run again queues an old run's job with its seed and leaves the compose column as
 // the user had it; a number typed that its field cannot take stops Ctrl+Return, saying why; a run decoding while
 // the user plays another run leaves the Player to that run, and Space plays or pauses the Player unless the
-// focused control uses Space itself.
+// focused control uses Space itself; quitting with jobs waiting asks first.
 #undef QT_NO_KEYWORDS  // qcustomplot.h, included through the GUI, uses Qt's keywords
 #include <QCheckBox>
 #include <QFile>
