@@ -11,7 +11,11 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -198,6 +202,25 @@ inline Finished run(const std::string& program, const Args& args, int ms, const 
   Process p;
   p.start(program, args, env);
   return finish(p, ms);
+}
+
+// The processes whose parent is `parent` now, as /proc lists them (one that ends meanwhile is skipped).
+inline std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // pid (comm) state ppid ...: comm may hold spaces and parentheses, so read after the last ')'.
+    int ppid = 0;
+    char state = 0;
+    const auto close = stat.rfind(')');
+    if (close != std::string::npos && std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) == 2 &&
+        ppid == parent)
+      out.push_back(pid_t(std::stoi(name)));
+  }
+  return out;
 }
 
 }  // namespace studio::test

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <csignal>
 #include <filesystem>
-#include <fstream>
 #include <thread>
 
 #include "process.h"
@@ -323,24 +322,6 @@ TEST_F(DitLaunch, outputs_that_clash_are_refused_before_any_work) {
   EXPECT_FALSE(std::filesystem::exists(out("c.mp4")));
 }
 
-// The processes whose parent is `parent`, as /proc lists them.
-std::vector<pid_t> children_of(pid_t parent) {
-  std::vector<pid_t> out;
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "stat");  // gone meanwhile: skipped
-    const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (stat.find(')') == std::string::npos) continue;
-    // pid (comm) state ppid ...: comm may hold spaces and parentheses, so read after the last ')'.
-    int ppid = 0;
-    char state = 0;
-    if (std::sscanf(stat.c_str() + stat.rfind(')') + 1, " %c %d", &state, &ppid) == 2 && ppid == parent)
-      out.push_back(pid_t(std::stoi(name)));
-  }
-  return out;
-}
-
 // Ctrl+C while the ranks measure the devices (they run in a process group of their own, out of the terminal's
 // reach): the launcher ends them, not waiting for their measurement (a whole one, timed first, takes far longer),
 // says it was cancelled, and none is left running.
@@ -357,7 +338,7 @@ TEST_F(DitLaunch, a_calibration_stopped_leaves_no_rank) {
   p.start(kLaunch, {"--calibrate", "--nproc_per_node", "2"}, {{"XDG_CACHE_HOME", out("cache")}});
   std::vector<pid_t> ranks;
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while ((ranks = children_of(p.pid())).size() < 2 && std::chrono::steady_clock::now() < until)
+  while ((ranks = test::children_of(p.pid())).size() < 2 && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_EQ(ranks.size(), 2u) << "the two ranks never started: " << p.err();
   const auto stopped = std::chrono::steady_clock::now();

@@ -6,8 +6,8 @@
 // (computed here from the cached file) and lists every valid one with its predicted s/step and GiB per rank,
 // fastest first; a sweep of two configurations shows each one's prediction before it runs, and after the
 // runs the measured time beside it and the model's error over both. With STUDIO_SCREENSHOTS=DIR it saves the
-// Auto menu (auto-menu.png) and the sweep's predicted-beside-measured (sweep-predicted.png) at 1280 x 800. Figures
-// measured on a busy machine are said below the fields until Auto measures again.
+// Auto menu (auto-menu.png) and the sweep's predicted-beside-measured (sweep-predicted.png) at 1280 x 800.
+// A measurement made on a busy machine is said below the fields until Auto measures again.
 #undef QT_NO_KEYWORDS  // qcustomplot.h, included through the GUI, uses Qt's keywords
 #include <QDir>
 #include <QElapsedTimer>
@@ -33,6 +33,7 @@
 #include "plan/family.h"
 #include "qcustomplot.h"
 
+#include "process.h"
 #include "studio_support.h"
 
 using namespace studio;
@@ -268,16 +269,11 @@ class TestStudioAuto : public QObject {
   void closing_while_measuring_leaves_no_rank() {
     QTemporaryDir empty_cache;  // nothing cached: Auto measures
     qputenv("XDG_CACHE_HOME", empty_cache.path().toUtf8());
-    const auto ranks = [] {
+    const auto ranks = [] {  // this process's dit-worker --calibrate children
       int n = 0;
-      for (const auto& e : QDir("/proc").entryInfoList(QDir::Dirs | QDir::NoDotAndDotDot)) {
-        QFile cmdline(e.filePath() + "/cmdline"), stat(e.filePath() + "/stat");
-        if (!cmdline.open(QIODevice::ReadOnly) || !stat.open(QIODevice::ReadOnly)) continue;
-        const QByteArray s = stat.readAll();
-        const QList<QByteArray> after = s.mid(s.lastIndexOf(')') + 2).split(' ');  // state ppid ...
-        if (after.size() > 1 && after[1].toLongLong() == QCoreApplication::applicationPid() &&
-            cmdline.readAll().contains("--calibrate"))
-          ++n;
+      for (const pid_t child : test::children_of(pid_t(QCoreApplication::applicationPid()))) {
+        QFile cmdline(QString("/proc/%1/cmdline").arg(child));
+        n += cmdline.open(QIODevice::ReadOnly) && cmdline.readAll().contains("--calibrate");
       }
       return n;
     };
