@@ -160,6 +160,7 @@ class TestStudio : public QObject {
     // Side by side with the uncached run of the same seed: how far the cache moved the frames.
     w.history().table->selectAll();
     w.history().compare_button->click();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.compare_view().loading(), 30000);
     QVERIFY2(w.compare_view().psnr_db > 0 && std::isfinite(w.compare_view().psnr_db),
              qPrintable(w.compare_view().difference->text()));
     QVERIFY2(w.compare_view().difference->text().contains("PSNR"), qPrintable(w.compare_view().difference->text()));
@@ -273,6 +274,7 @@ class TestStudio : public QObject {
     // Compare the two: the parallel settings differ, the frames do not (beyond rounding to 8 bits).
     w.history().table->selectAll();
     w.history().compare_button->click();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.compare_view().loading(), 30000);
     QCOMPARE(tabs(w)->currentWidget(), static_cast<QWidget*>(&w.compare_view()));
     QVERIFY2(w.compare_view().max_difference >= 0 && w.compare_view().max_difference <= 1,
              qPrintable(w.compare_view().difference->text()));
@@ -366,6 +368,7 @@ class TestStudio : public QObject {
     QCOMPARE(w.history().runs().size(), size_t(2));
     w.history().table->selectAll();
     w.history().compare_button->click();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.compare_view().loading(), 30000);
     QCOMPARE(tabs(w)->currentWidget(), static_cast<QWidget*>(&w.compare_view()));
     QVERIFY2(w.compare_view().max_difference >= 0 && w.compare_view().max_difference <= 1,
              qPrintable(w.compare_view().difference->text()));

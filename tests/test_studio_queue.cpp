@@ -183,6 +183,7 @@ class TestStudioQueue : public QObject {
     QCOMPARE(w.compose_panel().seed_mode->currentIndex(), 1);
     // Played while the run denoises: its frames, when they come, leave the Player to the run chosen.
     w.history().play_button->click();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.player().opening(), 30000);
     QCOMPARE(w.player().source(), first.folder);
     QCOMPARE(wait_for_run(spy, 120000), 0);
     QCOMPARE(w.player().source(), first.folder);
@@ -213,6 +214,7 @@ class TestStudioQueue : public QObject {
     QVERIFY(w.running());  // still decoding: what follows is what this case is about
     w.history().select({first.id});
     w.history().play_button->click();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.player().opening(), 30000);
     QCOMPARE(w.player().source(), first.folder);
     QCOMPARE(wait_for_run(spy, 120000), 0);
     QCOMPARE(w.player().source(), first.folder);
@@ -223,6 +225,7 @@ class TestStudioQueue : public QObject {
     const RunRecord third = w.history().runs().front();
     w.history().select({third.id});
     w.history().play_button->click();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.player().opening(), 30000);
     QCOMPARE(w.player().frame_count(), 25);
     for (int i = 0; i < 25; ++i) QVERIFY2(!w.player().frame(i).isNull(), qPrintable(QString::number(i)));
 

@@ -100,6 +100,11 @@ class TestStudioResults : public QObject {
     tabs(w)->setCurrentWidget(&w.history());
     w.history().select({first});
     w.history().play_button->click();
+    // Its frames are read on a thread: the window goes on meanwhile and says so.
+    QVERIFY(w.player().opening());
+    QVERIFY2(w.history().status->text().startsWith("Opening run"), qPrintable(w.history().status->text()));
+    QTRY_VERIFY_WITH_TIMEOUT(!w.player().opening(), 30000);
+    QVERIFY(w.history().status->text().isEmpty());
     QCOMPARE(tabs(w)->currentWidget(), static_cast<QWidget*>(&w.player()));
     QCOMPARE(w.player().source(), first_folder);
     QCOMPARE(w.player().frame_count(), 9);
@@ -157,6 +162,9 @@ class TestStudioResults : public QObject {
 
     // Compare the two: readable names, only what differs shown (the output file hidden), the difference picture.
     w.history().compare_button->click();
+    QVERIFY(w.compare_view().loading());
+    QVERIFY2(w.compare_view().difference->text().startsWith("Reading"), qPrintable(w.compare_view().difference->text()));
+    QTRY_VERIFY_WITH_TIMEOUT(!w.compare_view().loading(), 30000);
     QCOMPARE(tabs(w)->currentWidget(), static_cast<QWidget*>(&w.compare_view()));
     auto* split = w.findChild<QSplitter*>("split");
     QVERIFY(!split->widget(0)->isVisible());  // full width
@@ -191,9 +199,18 @@ class TestStudioResults : public QObject {
 
     // Export in the format chosen, the name given without an extension: every setting in the file's
     // metadata and its sidecar, and where it went said with a link to the folder.
+    // A run that kept no frames is said, the Player left as it is.
+    const QString before = w.player().source();
+    w.history().select({fourth});
+    w.history().play_button->click();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.player().opening(), 30000);
+    QCOMPARE(w.history().status->text(), QString("Run %1 kept no frames (it made none).").arg(fourth));
+    QCOMPARE(w.player().source(), before);
     w.history().select({first});
+    w.history().play_button->click();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.player().opening(), 30000);
+    w.player().pause();
     QString error;
-    QVERIFY(w.player().load_run(*w.history().run(first), &error));
     w.player().format->setCurrentIndex(w.player().format->findData(".webm"));
     QSignalSpy exported(&w.player(), &Player::exported);
     const QString written = w.player().export_chosen(tmp_.path() + "/boat", &error);
@@ -317,6 +334,7 @@ class TestStudioResults : public QObject {
     tabs(w)->setCurrentWidget(&w.history());
     w.history().select({run.id});
     w.history().play_button->click();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.player().opening(), 30000);
     QVERIFY(w.player().input->isVisibleTo(&w.player()));
     QCOMPARE(w.player().input->pixmap().width(), 160);
     QCOMPARE(w.player().input->pixmap().height(), 107);
@@ -429,6 +447,7 @@ class TestStudioResults : public QObject {
 
     // A click plays it in the Player, as the History's Play does.
     QTest::mouseClick(w.recent_strip().viewport(), Qt::LeftButton, {}, tile.center());
+    QTRY_VERIFY_WITH_TIMEOUT(!w.player().opening(), 30000);
     QCOMPARE(tabs(w)->currentWidget(), static_cast<QWidget*>(&w.player()));
     QCOMPARE(w.player().source(), boat.folder);
     QCOMPARE(w.player().frame_count(), 9);

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include "gui/results/run_info.h"
 #include "gui/run/step_plots.h"
@@ -84,7 +85,7 @@ QImage difference_of(const QImage& a, const QImage& b, int gain) {
   return out;
 }
 
-CompareView::CompareView(QWidget* parent) : QWidget(parent) {
+CompareView::CompareView(QWidget* parent) : QWidget(parent), loader_(new LatestTask(this)) {
   auto* layout = new QVBoxLayout(this);
   auto* top = new QHBoxLayout;
   settings = new QTableWidget(0, 3);
@@ -172,37 +173,62 @@ void CompareView::compare(const RunRecord& a, const RunRecord& b) {
     integer_steps_from_zero(p);
     p->replot();
   }
-  // Frames in sync, and their difference when the same seed and model should give the same clip.
-  a_ = load_frames(a.folder);
-  b_ = load_frames(b.folder);
-  const int n = int(std::min(a_.size(), b_.size()));
-  slider->setRange(0, std::max(0, n - 1));
+  // Frames in sync, and their difference when the same seed and model should give the same clip: read and
+  // measured on a thread (a long clip takes a while), shown when done.
+  a_.clear();
+  b_.clear();
   max_difference = -1;
   mean_difference = -1;
   psnr_db = -1;
-  const bool comparable = ja.value("seed") == jb.value("seed") && ja.value("model") == jb.value("model") && n > 0 &&
-                          a_.size() == b_.size() && a_[0].size() == b_[0].size();
-  if (!comparable) {
-    difference->setText(tr("Different seeds, models or sizes: the frames are shown side by side but not compared."));
-  } else {
-    int64_t sum = 0, squares = 0, count = 0;
-    max_difference = 0;
-    for (int f = 0; f < n; ++f) {
-      const QImage x = a_[size_t(f)].convertToFormat(QImage::Format_RGB888), y = b_[size_t(f)].convertToFormat(QImage::Format_RGB888);
-      for (int row = 0; row < x.height(); ++row) {
-        const uchar *p = x.constScanLine(row), *q = y.constScanLine(row);
-        for (int i = 0; i < x.width() * 3; ++i) {
-          const int d = std::abs(int(p[i]) - int(q[i]));
-          max_difference = std::max(max_difference, d);
-          sum += d;
-          squares += int64_t(d) * d;
-          ++count;
-        }
+  timer_.stop();
+  slider->setRange(0, 0);
+  show_frame(0);
+  difference->setText(tr("Reading the frames of both runs…"));
+  const bool same_seed_and_model = ja.value("seed") == jb.value("seed") && ja.value("model") == jb.value("model");
+  loader_->start([this, fa = a.folder, fb = b.folder, same_seed_and_model](const std::function<bool()>& go_on) {
+    auto c = std::make_shared<Comparison>(compare_frames(load_frames(fa, {}, go_on), load_frames(fb, {}, go_on),
+                                                         same_seed_and_model, go_on));
+    return [this, c] { show_comparison(std::move(*c)); };
+  });
+}
+
+CompareView::Comparison CompareView::compare_frames(std::vector<QImage> a, std::vector<QImage> b, bool same_seed_and_model,
+                                                    const std::function<bool()>& go_on) {
+  Comparison c{std::move(a), std::move(b)};
+  const size_t n = std::min(c.a.size(), c.b.size());
+  if (!same_seed_and_model || n == 0 || c.a.size() != c.b.size() || c.a[0].size() != c.b[0].size()) return c;
+  int64_t sum = 0, squares = 0, count = 0;
+  c.max_difference = 0;
+  for (size_t f = 0; f < n && go_on(); ++f) {
+    const QImage x = c.a[f].convertToFormat(QImage::Format_RGB888), y = c.b[f].convertToFormat(QImage::Format_RGB888);
+    for (int row = 0; row < x.height(); ++row) {
+      const uchar *p = x.constScanLine(row), *q = y.constScanLine(row);
+      for (int i = 0; i < x.width() * 3; ++i) {
+        const int d = std::abs(int(p[i]) - int(q[i]));
+        c.max_difference = std::max(c.max_difference, d);
+        sum += d;
+        squares += int64_t(d) * d;
+        ++count;
       }
     }
-    mean_difference = double(sum) / double(std::max<int64_t>(count, 1));
-    const double mse = double(squares) / double(std::max<int64_t>(count, 1));
-    psnr_db = mse > 0 ? 10 * std::log10(255.0 * 255.0 / mse) : std::numeric_limits<double>::infinity();
+  }
+  c.mean_difference = double(sum) / double(std::max<int64_t>(count, 1));
+  const double mse = double(squares) / double(std::max<int64_t>(count, 1));
+  c.psnr_db = mse > 0 ? 10 * std::log10(255.0 * 255.0 / mse) : std::numeric_limits<double>::infinity();
+  return c;
+}
+
+void CompareView::show_comparison(Comparison c) {
+  a_ = std::move(c.a);
+  b_ = std::move(c.b);
+  max_difference = c.max_difference;
+  mean_difference = c.mean_difference;
+  psnr_db = c.psnr_db;
+  const int n = int(std::min(a_.size(), b_.size()));
+  slider->setRange(0, std::max(0, n - 1));
+  if (max_difference < 0)
+    difference->setText(tr("Different seeds, models or sizes: the frames are shown side by side but not compared."));
+  else
     difference->setText(max_difference == 0
                             ? tr("Same seed and model: the %1 frames are identical, pixel for pixel.").arg(n)
                             : tr("Same seed and model: frames differ by at most %1 of 255 levels (mean %2; "
@@ -211,7 +237,6 @@ void CompareView::compare(const RunRecord& a, const RunRecord& b) {
                                   .arg(mean_difference, 0, 'f', 4)
                                   .arg(psnr_db, 0, 'f', 1)
                                   .arg(std::max(1, 255 / std::max(1, max_difference))));
-  }
   show_frame(0);
   timer_.start(125);
   play_button->setText(tr("Pause"));

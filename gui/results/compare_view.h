@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gui/results/history.h"
+#include "gui/widgets/latest_task.h"
 
 class QCustomPlot;
 
@@ -26,7 +27,9 @@ class CompareView : public QWidget {
   Q_OBJECT
  public:
   explicit CompareView(QWidget* parent = nullptr);
+  // Shows the settings and steps of both at once; their frames and difference once read on a thread (loading()).
   void compare(const RunRecord& a, const RunRecord& b);
+  bool loading() const { return loader_->busy(); }
   void show_frame(int i);
   void show_rows();  // hides the identical and always-different settings unless show_all is checked
 
@@ -43,7 +46,17 @@ class CompareView : public QWidget {
   double psnr_db = -1;  // infinite when identical
 
  private:
+  struct Comparison {
+    std::vector<QImage> a, b;
+    int max_difference = -1;  // -1: not comparable
+    double mean_difference = -1, psnr_db = -1;
+  };
+  // On the loader's thread: the difference of two runs' frames when they should be the same.
+  static Comparison compare_frames(std::vector<QImage> a, std::vector<QImage> b, bool same_seed_and_model,
+                                   const std::function<bool()>& go_on);
+  void show_comparison(Comparison c);
   void resizeEvent(QResizeEvent* e) override;
+  LatestTask* loader_;
   std::vector<QImage> a_, b_;
   QTimer timer_;
 };

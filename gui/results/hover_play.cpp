@@ -12,7 +12,7 @@ namespace {
 constexpr size_t kKeptRuns = 8;  // runs whose icon frames stay for the next hover (small: icon-sized)
 }  // namespace
 
-HoverPlay::HoverPlay(QListWidget* list) : QObject(list), list_(list) {
+HoverPlay::HoverPlay(QListWidget* list) : QObject(list), list_(list), loader_(new LatestTask(this)) {
   list->setMouseTracking(true);  // itemEntered without a button held
   connect(list, &QListWidget::itemEntered, this, &HoverPlay::hover);
   connect(&timer_, &QTimer::timeout, this, &HoverPlay::tick);
@@ -39,11 +39,6 @@ void HoverPlay::tick() {
   }
 }
 
-HoverPlay::~HoverPlay() {
-  wanted_ = 0;
-  if (loader_.joinable()) loader_.join();
-}
-
 void HoverPlay::hover(QListWidgetItem* item) {
   const qint64 id = item->data(Qt::UserRole).toLongLong();
   if (id == id_) return;
@@ -55,18 +50,14 @@ void HoverPlay::hover(QListWidgetItem* item) {
   frame_ = 0;
   for (const auto& [kept_id, frames] : kept_)
     if (kept_id == id) return play(frames);
-  wanted_ = id;  // a load of another run under way stops at its next frame: the join waits for one frame at most
-  if (loader_.joinable()) loader_.join();
-  loader_ = std::thread([this, id, folder, fit = list_->iconSize()] {
-    auto frames = load_frames(folder, fit, [this, id] { return wanted_ == id; });
-    if (wanted_ != id) return;
-    QMetaObject::invokeMethod(this, [this, id, frames = std::move(frames)] {
+  loader_->start([this, id, folder, fit = list_->iconSize()](const std::function<bool()>& go_on) {
+    return [this, id, frames = load_frames(folder, fit, go_on)] {
       if (std::none_of(kept_.begin(), kept_.end(), [id](const auto& k) { return k.first == id; })) {
         kept_.emplace_front(id, frames);
         if (kept_.size() > kKeptRuns) kept_.pop_back();
       }
       if (id == id_) play(frames);
-    }, Qt::QueuedConnection);
+    };
   });
 }
 

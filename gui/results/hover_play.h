@@ -8,11 +8,11 @@
 #include <QListWidget>
 #include <QTimer>
 
-#include <atomic>
 #include <deque>
-#include <thread>
 #include <utility>
 #include <vector>
+
+#include "gui/widgets/latest_task.h"
 
 namespace studio::gui {
 
@@ -20,7 +20,6 @@ class HoverPlay : public QObject {
  public:
   static constexpr int folder_role = Qt::UserRole + 1;
   explicit HoverPlay(QListWidget* list);  // owned by the list
-  ~HoverPlay() override;                   // waits for a load under way, which stops at its next frame
 
  private:
   void hover(QListWidgetItem* item);
@@ -34,8 +33,7 @@ class HoverPlay : public QObject {
   QIcon still_;
   std::vector<QImage> frames_;
   int frame_ = 0;
-  std::thread loader_;
-  std::atomic<qint64> wanted_{0};                         // the run whose frames the loader should go on with
+  LatestTask* loader_;
   std::deque<std::pair<qint64, std::vector<QImage>>> kept_;  // the last runs' icon frames, newest first
 };
 

@@ -87,6 +87,7 @@ Player::Player(QWidget* parent) : QWidget(parent) {
   connect(speed, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { set_fps(fps_); });
   connect(export_button, &QPushButton::clicked, this, &Player::export_dialog);
   export_ = new ClipExport(this);
+  opener_ = new LatestTask(this);
   connect(cancel_export_button, &QPushButton::clicked, export_, &ClipExport::cancel);
   connect(export_, &ClipExport::progress, this, [this](int written, int total) {
     note->setStyleSheet("");  // a refusal said meanwhile is over
@@ -198,21 +199,25 @@ void Player::begin(const QString& folder, const plan::JobFile& job, const QStrin
   show_input(job.job);
 }
 
-bool Player::load_run(const RunRecord& r, QString* error) {
+void Player::open_run(const RunRecord& r, std::function<void()> shown, std::function<void(const QString&)> failed) {
   const auto job = job_of(r.settings);
-  if (!job) return *error = tr("The settings of run %1 cannot be read.").arg(r.id), false;
-  auto frames = load_frames(r.folder);
-  if (frames.empty())
-    return *error = tr("Run %1 kept no frames (%2).").arg(r.id).arg(r.folder.isEmpty() ? tr("it made none") : r.folder),
-           false;
-  begin(r.folder, *job, tr("Run %1 of %2: \"%3\", seed %4, kept in %5")
-                                .arg(r.id)
-                                .arg(QDateTime::fromString(r.created, Qt::ISODate).toString("yyyy-MM-dd hh:mm"),
-                                     r.prompt.left(80))
-                                .arg(r.seed)
-                                .arg(r.folder));
-  for (int i = 0; i < int(frames.size()); ++i) set_frame(i, frames[size_t(i)]);
-  return true;
+  if (!job) return failed(tr("The settings of run %1 cannot be read.").arg(r.id));
+  const QString what = tr("Run %1 of %2: \"%3\", seed %4, kept in %5")
+                           .arg(r.id)
+                           .arg(QDateTime::fromString(r.created, Qt::ISODate).toString("yyyy-MM-dd hh:mm"),
+                                r.prompt.left(80))
+                           .arg(r.seed)
+                           .arg(r.folder);
+  const QString none = tr("Run %1 kept no frames (%2).").arg(r.id).arg(r.folder.isEmpty() ? tr("it made none") : r.folder);
+  opener_->start([=, this, folder = r.folder, job = *job](const std::function<bool()>& go_on) -> std::function<void()> {
+    auto frames = load_frames(folder, {}, go_on);
+    return [=, this, frames = std::move(frames)] {
+      if (frames.empty()) return failed(none);
+      begin(folder, job, what);
+      for (int i = 0; i < int(frames.size()); ++i) set_frame(i, frames[size_t(i)]);
+      shown();
+    };
+  });
 }
 
 void Player::set_frame(int index, const QImage& frame) {

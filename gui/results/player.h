@@ -14,11 +14,13 @@
 #include <QTimer>
 #include <QWidget>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "gui/results/history.h"
+#include "gui/widgets/latest_task.h"
 #include "plan/job_file.h"
 
 namespace studio::gui {
@@ -33,9 +35,11 @@ class Player : public QWidget {
   // Empties the player for the run kept in `folder` (its frames to come through set_frame); its mode,
   // fps and export metadata from the job.
   void begin(const QString& folder, const plan::JobFile& job, const QString& title);
-  // Loads a past run: its settings and the frames its folder kept. False (the player unchanged, `error`
-  // set) when it kept none.
-  bool load_run(const RunRecord& r, QString* error);
+  // Opens a past run: reads the frames its folder kept on a thread, then shows them with its settings and calls
+  // `shown`; when it kept none or its settings cannot be read, the player stays as it is and `failed` says why.
+  // A later open_run() supersedes one under way.
+  void open_run(const RunRecord& r, std::function<void()> shown, std::function<void(const QString& why)> failed);
+  bool opening() const { return opener_->busy(); }  // a run's frames are being read
   const QString& source() const { return source_; }  // the run folder shown; empty when none
   void set_frame(int index, const QImage& frame);  // frames may arrive in any order
   void set_fps(int fps);
@@ -88,6 +92,7 @@ class Player : public QWidget {
   bool image_mode_ = false;
   QTimer timer_;
   ClipExport* export_;
+  LatestTask* opener_;
   QString exporting_to_;
 };
 

@@ -26,23 +26,25 @@ void MainWindow::connect_results() {
     compare_view_->compare(a, b);
     tabs_->setCurrentWidget(compare_view_);
   });
-  auto load = [this](const RunRecord& r) {
-    QString error;
-    if (!player_->load_run(r, &error)) {
-      history_->status->setText(error);
-      return false;
-    }
-    tabs_->setCurrentWidget(player_);
-    player_taken_ = runner_.running();  // a run going on leaves the Player to the one the user chose
-    return true;
+  // The Player reads a run's frames on a thread: what the user asked for happens once they are read.
+  auto open = [this](const RunRecord& r, std::function<void()> then) {
+    history_->status->setText(tr("Opening run %1…").arg(r.id));
+    player_->open_run(r, [this, then] {
+      history_->status->clear();
+      tabs_->setCurrentWidget(player_);
+      player_taken_ = runner_.running();  // a run going on leaves the Player to the one the user chose
+      then();
+    }, [this](const QString& why) { history_->status->setText(why); });
   };
-  connect(history_, &History::play, this, [this, load](const RunRecord& r) {
-    if (load(r) && !player_->image_mode()) player_->play();
+  connect(history_, &History::play, this, [this, open](const RunRecord& r) {
+    open(r, [this] {
+      if (!player_->image_mode()) player_->play();
+    });
   });
-  connect(history_, &History::export_run, this, [this, load](const RunRecord& r) {
+  connect(history_, &History::export_run, this, [this, open](const RunRecord& r) {
     if (player_->exporting())  // the Player keeps the run it writes: the refusal says why, nothing else changes
       return player_->export_dialog();
-    if (load(r)) player_->export_dialog();
+    open(r, [this] { player_->export_dialog(); });
   });
   connect(player_, &Player::exported, this,
           [this](const QString& path) { statusBar()->showMessage(tr("Exported to %1").arg(path)); });
