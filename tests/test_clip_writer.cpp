@@ -30,7 +30,9 @@ video::ClipInfo info(int w, int h) {
   i.width = w;
   i.height = h;
   i.fps = 8;
-  i.metadata = {{"prompt", "A cat sits on a red mat."}, {"seed", "42"}, {"model", "cogvx2b_tiny"}};
+  // A seed past what a double holds exactly, and a prompt that reads as a number.
+  i.metadata = {{"prompt", "A cat sits on a red mat."}, {"seed", "9007199254740993"}, {"model", "cogvx2b_tiny"},
+                {"guidance_scale", "6.5"}, {"use_fbcache", "true"}, {"negative_prompt", "42"}};
   return i;
 }
 
@@ -77,13 +79,19 @@ TEST_P(EachFormat, reads_back) {
   if (name != "frames/" && name != "clip.gif") {
     EXPECT_LT(std::abs(probe.duration_s - 9.0 / 8), 0.01) << probe.duration_s;
     EXPECT_EQ(probe.metadata["prompt"], std::string("A cat sits on a red mat."));
-    EXPECT_EQ(probe.metadata["seed"], std::string("42"));
+    EXPECT_EQ(probe.metadata["seed"], std::string("9007199254740993"));
   }
   // Every format has the sidecar, the only place a GIF keeps its settings.
   const std::string side = name == "frames/" ? p + "clip.json" : p + ".json";
   auto j = nlohmann::json::parse(test::read_file(side));
   EXPECT_EQ(j["prompt"].get<std::string>(), std::string("A cat sits on a red mat."));
   EXPECT_EQ(j["frames"].get<int>(), 9);
+  // Numbers and switches typed as JSON has them, the seed exact; text stays text.
+  EXPECT_TRUE(j["seed"].is_number_unsigned()) << j["seed"];
+  EXPECT_EQ(j["seed"].get<uint64_t>(), 9007199254740993ull);
+  EXPECT_EQ(j["guidance_scale"].get<double>(), 6.5);
+  EXPECT_EQ(j["use_fbcache"], true);
+  EXPECT_EQ(j["negative_prompt"], "42");
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, EachFormat,

@@ -398,7 +398,7 @@ TEST_F(FluxImages, written_with_their_settings) {
     EXPECT_EQ(probe.width, 96) << name;
     EXPECT_EQ(probe.height, 64) << name;
     const auto side = nlohmann::json::parse(test::read_file(out + ".json"));
-    EXPECT_EQ(side["num_inference_steps"], "2");
+    EXPECT_EQ(side["num_inference_steps"], 2);
     EXPECT_EQ(side["sampler"], "FlowMatchEulerDiscreteScheduler");
     if (std::string(name) == "a.png") {
       EXPECT_EQ(probe.codec, "png");

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "plan/options.h"
+
 namespace studio::plan {
 
 std::string shortest_number(double v) {
@@ -33,6 +35,26 @@ std::map<std::string, std::string> settings_metadata(const JobSpec& job, const P
   if (!std::isnan(job.guidance_scale)) m["guidance_scale"] = shortest_number(job.guidance_scale);
   if (!std::isnan(job.guidance_scale_2)) m["guidance_scale_2"] = shortest_number(job.guidance_scale_2);
   return m;
+}
+
+nlohmann::json settings_json(const std::map<std::string, std::string>& metadata) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [key, text] : metadata) {
+    auto& v = out[key] = text;
+    const Option* o = option(key);
+    if (!o || text.empty()) continue;
+    const char *first = text.data(), *last = first + text.size();
+    if (o->spec.kind == OptionKind::Switch && (text == "true" || text == "false")) {
+      v = text == "true";
+    } else if (o->spec.kind == OptionKind::Integer) {
+      // Signed or not, as wide as a seed: the text unchanged unless all of it is the number.
+      if (long long n; text[0] == '-' && std::from_chars(first, last, n).ptr == last) v = n;
+      else if (unsigned long long u; std::from_chars(first, last, u).ptr == last) v = u;
+    } else if (o->spec.kind == OptionKind::Number) {
+      if (double d; std::from_chars(first, last, d).ptr == last && std::isfinite(d)) v = d;
+    }
+  }
+  return out;
 }
 
 }  // namespace studio::plan

@@ -4,6 +4,8 @@
 #include <map>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "plan/job.h"
 #include "plan/parallel.h"
 
@@ -17,5 +19,9 @@ std::string shortest_number(double v);
 // guidance scale the job leaves to the model (NaN) is left out. What depends on the run, the model folder or the
 // files (the dtype computed in, the family, sampler, the pictures' and LoRAs' hashes) each writer adds.
 std::map<std::string, std::string> settings_metadata(const JobSpec& job, const ParallelConfig& parallel);
+
+// The metadata as the sidecar JSON (and the settings embedded in a GIF, JPEG, WebP or PNG) write it: an option
+// that is a number or a switch as a JSON number or boolean (the seed exact), every other value as its text.
+nlohmann::json settings_json(const std::map<std::string, std::string>& metadata);
 
 }  // namespace studio::plan

@@ -19,6 +19,7 @@ extern "C" {
 #include "plan/partial_file.h"
 #include "plan/error.h"
 #include "plan/output_format.h"
+#include "plan/run_settings.h"
 #include "video/av_error.h"
 #include "video/embedded_settings.h"
 
@@ -228,7 +229,7 @@ void ClipWriter::finish(const std::map<std::string, std::string>& more) {
     if (m.fmt->pb->error < 0) check(m.fmt->pb->error, m.path, "writing");
     avio_closep(&m.fmt->pb);
   }
-  nlohmann::json side = m.info.metadata;
+  nlohmann::json side = plan::settings_json(m.info.metadata);
   side["frames"] = m.pts;
   side["fps"] = m.info.fps;
   side["width"] = m.info.width;

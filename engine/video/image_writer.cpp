@@ -20,6 +20,7 @@ extern "C" {
 #include "plan/partial_file.h"
 #include "plan/error.h"
 #include "plan/output_format.h"
+#include "plan/run_settings.h"
 #include "video/embedded_settings.h"
 
 namespace fs = std::filesystem;
@@ -155,7 +156,7 @@ std::string write_image(const std::string& path, const uint8_t* rgb, const Image
   const auto format = plan::format_for(path);
   std::string encoder;
   auto bytes = encode(path, rgb, info.width, info.height, codec_for(format), encoder);
-  nlohmann::json side = info.metadata;
+  nlohmann::json side = plan::settings_json(info.metadata);
   side["width"] = info.width;
   side["height"] = info.height;
   side["encoder"] = encoder;

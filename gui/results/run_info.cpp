@@ -3,13 +3,12 @@
 #include <QFile>
 #include <QDir>
 #include <QFileInfo>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QObject>
 #include <QStringList>
 
 #include <cmath>
 #include <optional>
+#include <set>
 
 #include "hub/hashing.h"
 #include "plan/family.h"
@@ -88,10 +87,15 @@ std::map<std::string, std::string> run_metadata(const plan::JobFile& f) {
   for (const QString& name : {out.fileName(), out.completeBaseName() + "_1." + out.suffix()}) {
     QFile side(out.dir().filePath(name + ".json"));
     if (job.output_file.empty() || !side.open(QIODevice::ReadOnly)) continue;
-    const auto written = QJsonDocument::fromJson(side.readAll()).object();
-    for (auto it = written.begin(); it != written.end(); ++it)
-      if (it.value().isString() && it.key() != "encoder")
-        m[it.key().toStdString()] = it.value().toString().toStdString();
+    // Numbers as written (a seed past what a double holds stays exact); what is not JSON is skipped.
+    static const std::set<std::string> format_fields{"encoder", "frames", "fps", "width", "height"};
+    const auto written = nlohmann::json::parse(side.readAll().toStdString(), nullptr, false);
+    if (!written.is_object()) break;
+    for (const auto& [key, value] : written.items())
+      if (!format_fields.count(key) && (value.is_string() || value.is_number() || value.is_boolean()))
+        m[key] = value.is_string()         ? value.get<std::string>()
+                 : value.is_number_float() ? plan::shortest_number(value.get<double>())
+                                           : value.dump();
     break;
   }
   return m;
