@@ -318,6 +318,26 @@ TEST_F(DitLaunch, outputs_that_clash_are_refused_before_any_work) {
   expect_error(run + Args{"--events_log", out("nowhere/e.jsonl")}, 2, {"--events_log", "nowhere", "does not exist"});
   expect_error(run + Args{"--events_log", out("frames")}, 2, {"--events_log", "a folder of that name exists"});
   expect_error(run + Args{"--auto", "--ulysses_degree", "2"}, 2, {"--auto chooses", "ulysses 2", "drop --auto"});
+  // A sidecar JSON whose place a folder holds, and the events log where an output goes.
+  std::filesystem::create_directories(out("s.mp4.json"));
+  expect_error(run + Args{"--output", out("s.mp4")}, 2, {"--output", "its sidecar JSON would go to", "a folder"});
+  expect_error(run + Args{"--output", out("e.mp4"), "--events_log", out("e.mp4")}, 2,
+               {"--events_log", "is also --output's file"});
+  // A file the job reads is never written over: the weights, a LoRA, a picture, the tensors it starts from.
+  test::write_file(out("weights.safetensors"), "the user's weights");
+  test::write_file(out("style.safetensors"), "the user's LoRA");
+  expect_error(run + Args{"--transformer", out("weights.safetensors"), "--save_tensors", out("weights.safetensors")},
+               2, {"--save_tensors", "is --transformer's file, which the job reads", "another name"});
+  expect_error(run + Args{"--lora", out("style.safetensors") + ":0.5", "--output", out("style.safetensors")}, 2,
+               {"--output", "is --lora's file, which the job reads"});
+  test::write_file(out("p.mp4.json"), "the user's picture");
+  expect_error(run + Args{"--lora", out("p.mp4.json"), "--output", out("p.mp4")}, 2,
+               {"--output's sidecar JSON", "p.mp4.json is --lora's file"});
+  expect_error(run + Args{"--latents", out("plain"), "--events_log", out("plain")}, 2,
+               {"--events_log", "is --latents's file"});
+  EXPECT_EQ(test::read_file(out("weights.safetensors")), "the user's weights");
+  EXPECT_EQ(test::read_file(out("style.safetensors")), "the user's LoRA");
+  EXPECT_EQ(test::read_file(out("p.mp4.json")), "the user's picture");
   EXPECT_EQ(test::read_file(out("plain")), "x");
   EXPECT_FALSE(std::filesystem::exists(out("c.mp4")));
 }

@@ -269,7 +269,17 @@ TEST_F(Hub, a_cache_in_huggingface_hubs_layout_is_listed_resolved_verified_and_r
   const std::string why = error_of([&] { hub::local_model_dir("THUDM/absent", settings_); });
   EXPECT_TRUE(test::contains(why, "`dit-models download THUDM/absent`") && test::contains(why, settings_.cache_dir)) << why;
 
-  auto v = hub::verify_repo(settings_.cache_dir, id, "main", {}, nullptr);
+  // Its progress: each file from 0 to its own size (never another file's bytes), and every file said done.
+  std::map<std::string, uint64_t> hashed;
+  auto v = hub::verify_repo(settings_.cache_dir, id, "main", [&](const hub::Progress& p) {
+    EXPECT_LE(p.file_bytes, p.file_total) << p.file;
+    EXPECT_LE(p.bytes, p.total) << p.file;
+    hashed[p.file] = std::max(hashed[p.file], p.file_bytes);
+    if (p.file_bytes == p.file_total) EXPECT_GE(p.files_done, 1) << p.file;
+  }, nullptr);
+  EXPECT_EQ(int(hashed.size()), files_wanted(source));
+  for (const auto& [file, bytes] : hashed)
+    EXPECT_EQ(bytes, fs::file_size(repo / "snapshots" / commit / file)) << file;
   EXPECT_EQ(v.files, files_wanted(source));
   EXPECT_TRUE(v.mismatched.empty());
   EXPECT_TRUE(v.unchecked.empty());

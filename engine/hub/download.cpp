@@ -318,33 +318,27 @@ VerifyResult verify_repo(const std::string& cache_dir, const std::string& repo_i
     blob_files.emplace(fs::canonical(it->path()).string(), rel);
   }
   VerifyResult r;
-  Progress p;
-  p.files_total = int(blob_files.size());
-  p.hashing = true;
-  for (const auto& [blob, rel] : blob_files) p.total += fs::file_size(blob);
+  uint64_t total = 0;
+  for (const auto& [blob, rel] : blob_files) total += fs::file_size(blob);
+  DownloadOptions reported;
+  reported.on_progress = on_progress;
+  ProgressReporter progress(reported, total, int(blob_files.size()));
   std::map<std::string, bool> matched;
   for (const auto& [blob, rel] : blob_files) {
     const std::string name = fs::path(blob).filename().string();
-    p.file = rel;
-    p.file_total = fs::file_size(blob);
-    const uint64_t before = p.bytes;
-    HashWatch watch{[&](uint64_t b) {
-                      p.file_bytes = b;
-                      p.bytes = before + b;
-                    },
-                    cancel};
-    if (on_progress) on_progress(p);
+    const uint64_t size = fs::file_size(blob);
+    progress.file(rel, size, true);
+    progress.bytes(0, 0, true);
+    HashWatch watch{[&](uint64_t b) { progress.bytes(b, b); }, cancel};
     bool checked = false;
     const std::string got = blob_mismatch(blob, name, checked, watch);
     if (!checked) r.unchecked.push_back(rel + ": blob " + name);
     else if (!got.empty()) r.mismatched.push_back(rel + ": blob " + name + " hashes to " + got);
     matched[name] = checked && got.empty();
-    p.bytes = before + p.file_total;
-    ++p.files_done;
+    progress.finished_file(size);
     ++r.files;
-    r.bytes += p.file_total;
+    r.bytes += size;
   }
-  if (on_progress) on_progress(p);
   record_verified((fs::path(cache_dir) / repo_folder_name(repo_id)).string(), matched);
   return r;
 }

@@ -134,23 +134,6 @@ void check_pictures(const JobSpec& job, const ModelFolder& model, std::vector<Pr
   }
 }
 
-// Every file the job writes under a name the user gave: the outputs first, then the outputs' sidecars.
-std::vector<OutputName> output_names(const JobSpec& job) {
-  std::vector<OutputName> names;
-  const int videos = job.output_file.empty() ? 0 : std::max(1, job.num_videos_per_prompt);
-  for (int b = 0; b < videos; ++b) names.push_back({"output", output_of_video(job.output_file, b, videos)});
-  names.push_back({"save_tensors", job.save_tensors_file});
-  names.push_back({"magcache_calibrate", job.magcache_calibrate});
-  try {
-    const Format format = format_for(job.output_file);
-    for (int b = 0; b < videos; ++b)
-      names.push_back({"output", sidecar_of(output_of_video(job.output_file, b, videos), format), "sidecar JSON"});
-  } catch (const InputError&) {
-    // An output name of no known format: its own problem says so.
-  }
-  return names;
-}
-
 }  // namespace
 
 double cache_threshold(const JobSpec& job, const ModelFolder& model) {
@@ -192,6 +175,8 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
     out.push_back({"prompt", "--prompt: " + model.dir + " has " + missing_text_parts(model) +
                                  " to encode words with; download the whole model folder (e.g. huggingface-cli "
                                  "download " + example_repo(model) + ") or pass --prompt_embeds FILE"});
+  // Before the inputs' own checks: a file the job reads must not be named as an output, whatever else is wrong.
+  check_outputs_differ(output_names(job), input_names(job), out);
   check_step_cache(job, model, out);
   check_weight_choices(job, model, out);
   check_loras(job, model, out);
@@ -202,12 +187,18 @@ std::vector<Problem> validate(const JobSpec& job, const ModelFolder& model) {
   check_output_folder("save_tensors", job.save_tensors_file, out);
   check_output_target("save_tensors", job.save_tensors_file, false, out);
   check_output_folder("output", job.output_file, out, expected_output_bytes(job));
-  check_outputs_differ(output_names(job), out);
   if (!job.output_file.empty()) {
     try {
       const Format format = format_for(job.output_file);
-      for (int b = 0, videos = std::max(1, job.num_videos_per_prompt); b < videos; ++b)
-        check_output_target("output", output_of_video(job.output_file, b, videos), format == Format::PNG, out);
+      for (int b = 0, videos = std::max(1, job.num_videos_per_prompt); b < videos; ++b) {
+        const std::string video = output_of_video(job.output_file, b, videos), side = sidecar_of(video, format);
+        check_output_target("output", video, format == Format::PNG, out);
+        std::error_code ec;  // the sidecar beside a clip or an image (a folder of frames holds its own)
+        if (format != Format::PNG && std::filesystem::exists(side, ec) && !std::filesystem::is_regular_file(side, ec))
+          out.push_back({"output", "--output " + video + ": its sidecar JSON would go to " + side + ", where " +
+                                       (std::filesystem::is_directory(side, ec) ? "a folder" : "a device or a pipe") +
+                                       " of that name is; move it away, or choose another name"});
+      }
       const bool image = is_image(format);
       if (image && rules.makes_video())
         out.push_back({"output", "--output " + job.output_file + ": this model makes clips, not single images; use "

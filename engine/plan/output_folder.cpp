@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "plan/error.h"
+#include "plan/lora_choice.h"
 #include "plan/output_format.h"
 
 namespace studio::plan {
@@ -139,16 +140,67 @@ void check_output_target(const char* field, const std::string& path, bool folder
     out.push_back({field, flag + ": not a regular file (a device or a pipe); choose a file name in a folder"});
 }
 
-void check_outputs_differ(const std::vector<OutputName>& outputs, std::vector<Problem>& out) {
-  std::vector<std::pair<const OutputName*, std::filesystem::path>> seen;
+std::vector<OutputName> output_names(const JobSpec& job) {
+  std::vector<OutputName> names;
+  const int videos = job.output_file.empty() ? 0 : std::max(1, job.num_videos_per_prompt);
+  for (int b = 0; b < videos; ++b) names.push_back({"output", output_of_video(job.output_file, b, videos)});
+  names.push_back({"save_tensors", job.save_tensors_file});
+  names.push_back({"magcache_calibrate", job.magcache_calibrate});
+  try {
+    const Format format = format_for(job.output_file);
+    for (int b = 0; b < videos; ++b)
+      names.push_back({"output", sidecar_of(output_of_video(job.output_file, b, videos), format), "sidecar JSON"});
+  } catch (const InputError&) {
+    // An output name of no known format: its own problem says so.
+  }
+  return names;
+}
+
+std::vector<OutputName> input_names(const JobSpec& job) {
+  std::vector<OutputName> names{{"transformer", job.transformer_file},       {"transformer_2", job.transformer_2_file},
+                                {"text_encoder", job.text_encoder_file},     {"text_encoder_2", job.text_encoder_2_file},
+                                {"image", job.image_file},                   {"last_image", job.last_image_file},
+                                {"prompt_embeds", job.prompt_embeds_file},   {"latents", job.latents_file},
+                                {"sampler_noise", job.sampler_noise_file},   {"magcache_ratios", job.magcache_ratios}};
+  for (auto [field, list] : {std::pair{"lora", &job.lora}, std::pair{"lora_2", &job.lora_2}}) {
+    try {
+      for (const auto& use : parse_loras(*list, std::string("--") + field)) names.push_back({field, use.file});
+    } catch (const InputError&) {
+      // A list that does not parse: its own problem says so.
+    }
+  }
+  return names;
+}
+
+namespace {
+
+std::filesystem::path where(const std::string& path) {
+  std::error_code ec;
+  const std::string trimmed = without_trailing_slash(path);
+  auto at = std::filesystem::weakly_canonical(std::filesystem::absolute(trimmed), ec);
+  return ec ? std::filesystem::absolute(trimmed).lexically_normal() : at;
+}
+
+}  // namespace
+
+void check_outputs_differ(const std::vector<OutputName>& outputs, const std::vector<OutputName>& inputs,
+                          std::vector<Problem>& out) {
+  std::vector<std::pair<const OutputName*, std::filesystem::path>> seen, read;
+  for (const auto& i : inputs)
+    if (!i.path.empty()) read.emplace_back(&i, where(i.path));
   for (const auto& o : outputs) {
     if (o.path.empty()) continue;
-    std::error_code ec;
-    const std::string trimmed = without_trailing_slash(o.path);
-    auto where = std::filesystem::weakly_canonical(std::filesystem::absolute(trimmed), ec);
-    if (ec) where = std::filesystem::absolute(trimmed).lexically_normal();
+    const auto at = where(o.path);
+    const auto input = std::find_if(read.begin(), read.end(), [&](const auto& r) { return r.second == at; });
+    if (input != read.end()) {
+      const std::string named = std::string(o.role) == "file" ? " " + o.path : std::string("'s ") + o.role + " " + o.path;
+      out.push_back({o.field, std::string("--") + o.field + named + " is --" + input->first->field +
+                                  "'s file, which the job reads: writing there would destroy it; give --" + o.field +
+                                  " another name"});
+      continue;
+    }
     for (const auto& [other, other_where] : seen)
-      if (where == other_where) {
+      if (at == other_where) {
         // The flag to change is the one naming a file of its own; the other may only name it by its sidecar.
         const bool own = std::string(o.role) == "file";
         const OutputName& blamed = own ? o : *other;
@@ -158,7 +210,7 @@ void check_outputs_differ(const std::vector<OutputName>& outputs, std::vector<Pr
                                          "each its own name"});
         break;
       }
-    seen.emplace_back(&o, where);
+    seen.emplace_back(&o, at);
   }
 }
 

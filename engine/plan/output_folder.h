@@ -38,8 +38,14 @@ struct OutputName {
   std::string path;
   const char* role = "file";
 };
-// No two of a job's outputs may be the same file: the one written last would replace the other.
-void check_outputs_differ(const std::vector<OutputName>& outputs, std::vector<Problem>& out);
+// Every file a job writes under a name the user gave: the outputs first, then the outputs' sidecars.
+std::vector<OutputName> output_names(const JobSpec& job);
+// Every file a job reads by a name the user gave: weights given one by one, LoRAs, pictures, tensors, ratios.
+std::vector<OutputName> input_names(const JobSpec& job);
+// No two of a job's outputs may be the same file (the one written last would replace the other), and none may be a
+// file the job reads (writing it would destroy it).
+void check_outputs_differ(const std::vector<OutputName>& outputs, const std::vector<OutputName>& inputs,
+                          std::vector<Problem>& out);
 
 // The decoded frames of a job in bytes (RGB8, every video). 0 when the size is not known yet (a
 // dimension left at the model's default).

@@ -251,11 +251,18 @@ void ClipWriter::finish(const std::map<std::string, std::string>& more) {
     m.sidecar_tmp = m.tmp + ".json";
     write_json(m.sidecar_tmp, side);
   }
+  // The sidecar first: a clip in place always has its settings beside it, and a failure leaves neither.
   std::error_code ec;
-  fs::rename(m.tmp, m.path, ec);
-  if (ec) throw InputError("--output " + m.path + ": cannot move the finished clip into place (" + ec.message() + ")");
-  m.finished = true;
   if (!m.sidecar_tmp.empty()) fs::rename(m.sidecar_tmp, final_sidecar, ec);
+  if (ec)
+    throw InputError("--output " + m.path + ": cannot write its sidecar JSON " + final_sidecar + " (" + ec.message() +
+                     ")");
+  fs::rename(m.tmp, m.path, ec);
+  if (ec) {
+    if (!m.sidecar_tmp.empty()) fs::remove(final_sidecar);
+    throw InputError("--output " + m.path + ": cannot move the finished clip into place (" + ec.message() + ")");
+  }
+  m.finished = true;
 }
 
 ClipProbe probe_clip(const std::string& path) {

@@ -178,6 +178,12 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
     plan::check_output_target("events_log", a.run.events_log, false, log_problems);
   else if (!a.run.events_log.empty() && !std::filesystem::exists(a.run.events_log, ec))
     plan::check_output_folder("events_log", a.run.events_log, log_problems);
+  if (!a.run.events_log.empty()) {  // nor is it a file the job writes or reads
+    auto outputs = plan::output_names(a.job);
+    outputs.push_back({"events_log", a.run.events_log});
+    plan::check_outputs_differ(outputs, plan::input_names(a.job), log_problems);
+    std::erase_if(log_problems, [](const plan::Problem& p) { return p.field != "events_log"; });
+  }
   if (!log_problems.empty()) throw ArgError(log_problems.front().message);
   if (a.run.node_rank >= a.run.nnodes)
     throw ArgError("--node_rank " + std::to_string(a.run.node_rank) + ": must be below --nnodes " +
