@@ -197,15 +197,39 @@ class TestStudioResults : public QObject {
     tabs(w)->setCurrentWidget(&w.history());
     QVERIFY(split->widget(0)->isVisible());
 
-    // Export in the format chosen, the name given without an extension: every setting in the file's
-    // metadata and its sidecar, and where it went said with a link to the folder.
-    // A run that kept no frames is said, the Player left as it is.
+    // A run that kept no frames is said, the Player left as it is; so is one whose folder is gone, in Compare too.
     const QString before = w.player().source();
     w.history().select({fourth});
     w.history().play_button->click();
     QTRY_VERIFY_WITH_TIMEOUT(!w.player().opening(), 30000);
     QCOMPARE(w.history().status->text(), QString("Run %1 kept no frames (it made none).").arg(fourth));
     QCOMPARE(w.player().source(), before);
+    RunRecord moved = *w.history().run(first);
+    moved.id = 0;
+    moved.folder = tmp_.path() + "/moved-away";
+    const qint64 fifth = w.history().add(moved);
+    w.history().select({fifth});
+    w.history().play_button->click();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.player().opening(), 30000);
+    QCOMPARE(w.history().status->text(),
+             QString("Run %1's folder %2 is gone (moved or deleted): nothing to play.").arg(fifth).arg(moved.folder));
+    QCOMPARE(w.player().source(), before);
+    w.history().select({first, fifth});
+    w.history().compare_button->click();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.compare_view().loading(), 30000);
+    QVERIFY2(w.compare_view().difference->text().startsWith(QString("Run %1's folder").arg(fifth)) &&
+                 w.compare_view().max_difference < 0,
+             qPrintable(w.compare_view().difference->text()));
+    // Deleting it promises no files, and Undo restores no files.
+    QVERIFY(w.history().remove({fifth}));
+    QCOMPARE(w.history().status->text(), QString("Deleted one run (its folder was already gone): Undo brings its "
+                                                 "record back."));
+    QVERIFY(w.history().undo());
+    QCOMPARE(w.history().status->text(), QString("Restored one run."));
+    QVERIFY(w.history().remove({fifth}));
+
+    // Export in the format chosen, the name given without an extension: every setting in the file's
+    // metadata and its sidecar, and where it went said with a link to the folder.
     w.history().select({first});
     w.history().play_button->click();
     QTRY_VERIFY_WITH_TIMEOUT(!w.player().opening(), 30000);

@@ -184,6 +184,10 @@ void CompareView::compare(const RunRecord& a, const RunRecord& b) {
   slider->setRange(0, 0);
   show_frame(0);
   difference->setText(tr("Reading the frames of both runs…"));
+  gone_.clear();
+  for (const RunRecord* r : {&a, &b})
+    if (!r->folder.isEmpty() && !QDir(r->folder).exists())
+      gone_ << tr("Run %1's folder %2 is gone (moved or deleted): its frames cannot be shown.").arg(r->id).arg(r->folder);
   const bool same_seed_and_model = ja.value("seed") == jb.value("seed") && ja.value("model") == jb.value("model");
   loader_->start([this, fa = a.folder, fb = b.folder, same_seed_and_model](const std::function<bool()>& go_on) {
     auto c = std::make_shared<Comparison>(compare_frames(load_frames(fa, {}, go_on), load_frames(fb, {}, go_on),
@@ -226,7 +230,9 @@ void CompareView::show_comparison(Comparison c) {
   psnr_db = c.psnr_db;
   const int n = int(std::min(a_.size(), b_.size()));
   slider->setRange(0, std::max(0, n - 1));
-  if (max_difference < 0)
+  if (!gone_.isEmpty())
+    difference->setText(gone_.join(' '));
+  else if (max_difference < 0)
     difference->setText(tr("Different seeds, models or sizes: the frames are shown side by side but not compared."));
   else
     difference->setText(max_difference == 0

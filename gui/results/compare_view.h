@@ -58,6 +58,7 @@ class CompareView : public QWidget {
   void resizeEvent(QResizeEvent* e) override;
   LatestTask* loader_;
   std::vector<QImage> a_, b_;
+  QStringList gone_;  // the runs compared whose folders are gone
   QTimer timer_;
 };
 

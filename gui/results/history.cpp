@@ -1,5 +1,7 @@
 #include "gui/results/history.h"
 
+#include <algorithm>
+
 #include <QBuffer>
 #include <QDateTime>
 #include <QDir>
@@ -292,8 +294,12 @@ bool History::remove(const std::vector<qint64>& ids) {
   }
   if (!removal.empty()) {
     trashed_.push_back(removal);
+    const bool files = std::any_of(removal.begin(), removal.end(), [](const Trashed& t) { return !t.in_trash.isEmpty(); });
     status->setText(runs_text(tr("Deleted"), removal.size()) +
-                    (removal.size() == 1
+                    (!files ? (removal.size() == 1 ? tr(" (its folder was already gone): Undo brings its record back.")
+                                                   : tr(" (their folders were already gone): Undo brings their records "
+                                                        "back."))
+                     : removal.size() == 1
                          ? tr(". Its files are kept in the trash until the studio closes: Undo brings it back.")
                          : tr(". Their files are kept in the trash until the studio closes: Undo brings them back.")));
   }
@@ -313,8 +319,11 @@ bool History::undo() {
     ok = add(t.record) > 0 && ok;
     ids.push_back(t.record.id);
   }
+  const bool files = std::any_of(removal.begin(), removal.end(), [](const Trashed& t) { return !t.in_trash.isEmpty(); });
   status->setText(ok ? runs_text(tr("Restored"), removal.size()) +
-                           (removal.size() == 1 ? tr(" with its files.") : tr(" with their files."))
+                           (!files                ? tr(".")
+                            : removal.size() == 1 ? tr(" with its files.")
+                                                  : tr(" with their files."))
                      : tr("Restored the records, but some files could not be moved back."));
   undo_button->setEnabled(!trashed_.empty());
   refresh();

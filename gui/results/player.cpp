@@ -208,7 +208,11 @@ void Player::open_run(const RunRecord& r, std::function<void()> shown, std::func
                                 r.prompt.left(80))
                            .arg(r.seed)
                            .arg(r.folder);
-  const QString none = tr("Run %1 kept no frames (%2).").arg(r.id).arg(r.folder.isEmpty() ? tr("it made none") : r.folder);
+  const QString none = r.folder.isEmpty()         ? tr("Run %1 kept no frames (it made none).").arg(r.id)
+                       : !QDir(r.folder).exists() ? tr("Run %1's folder %2 is gone (moved or deleted): nothing to play.")
+                                                        .arg(r.id)
+                                                        .arg(r.folder)
+                                                  : tr("Run %1 kept no frames (%2).").arg(r.id).arg(r.folder);
   opener_->start([=, this, folder = r.folder, job = *job](const std::function<bool()>& go_on) -> std::function<void()> {
     auto frames = load_frames(folder, {}, go_on);
     return [=, this, frames = std::move(frames)] {

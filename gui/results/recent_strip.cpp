@@ -32,7 +32,10 @@ void RecentStrip::refresh() {
   auto runs = history_->runs();  // newest first
   if (runs.size() > size_t(shown)) runs.resize(size_t(shown));
   for (const auto& r : runs) {
-    auto* item = new QListWidgetItem(QIcon(QPixmap::fromImage(r.thumbnail.scaled(iconSize(), Qt::KeepAspectRatio))), {});
+    // A run that made no frame (failed before decoding) has no picture: its tile says how it ended.
+    auto* item = r.thumbnail.isNull()
+                     ? new QListWidgetItem(r.status)
+                     : new QListWidgetItem(QIcon(QPixmap::fromImage(r.thumbnail.scaled(iconSize(), Qt::KeepAspectRatio))), {});
     item->setData(Qt::UserRole, r.id);
     item->setData(HoverPlay::folder_role, r.folder);
     item->setToolTip(QString("%1\n%2 · %3").arg(r.prompt, r.created, r.status));

@@ -86,9 +86,9 @@ void MainWindow::connect_results() {
       problems.push_back({"model", e.what()});
     }
     if (!problems.empty()) {
-      reason_->setText(tr("Run %1 cannot run again as it was: %2 Open its settings to change them.")
-                           .arg(r.id)
-                           .arg(QString::fromStdString(plan::in_window_words(problems.front().message))));
+      QString why = QString::fromStdString(plan::in_window_words(problems.front().message));
+      if (!why.endsWith('.')) why += '.';
+      reason_->setText(tr("Run %1 cannot run again as it was: %2 Open its settings to change them.").arg(r.id).arg(why));
       return;
     }
     q.again_of = {r.id, *f};  // its LoRAs' hashes compared with these when it ends
