@@ -405,6 +405,13 @@ TEST(LoraRefusals, wrong_model_missing_file_and_damaged_files_are_named) {
   expect_refused(base + test::Args{"--lora", "/nonexistent/style.safetensors:0.5"},
                  {"--lora /nonexistent/style.safetensors", "cannot be read"});
   expect_refused(base + test::Args{"--lora_2", lora_file(kFlux.name, "peft")}, {"--lora_2", "one transformer"});
+  // A model's own weights given as a LoRA: refused from the header before any work (exit 2), not by a rank.
+  const std::string weights = flux + "/transformer/diffusion_pytorch_model.safetensors";
+  const auto own = test::run(test::bin("dit-launch"), base + test::Args{"--lora", weights}, 120000);
+  EXPECT_EQ(own.code, 2) << own.err;
+  for (const std::string& w : std::vector<std::string>{"--lora " + weights + ": tensor ", "is not a LoRA weight",
+                                                       "a model's own weights", "--transformer FILE"})
+    EXPECT_NE(own.err.find(w), std::string::npos) << "no '" << w << "' in: " << own.err;
   // Hand-made damaged files: ranks that disagree, a value that is not finite, a B without its A.
   test::TempDir tmp;
   const std::string m = "transformer.transformer_blocks.0.attn.to_q.";

@@ -382,6 +382,15 @@ class TestStudioCompose : public QObject {
     QVERIFY2(c.problems().text("lora").contains("cannot be read"), qPrintable(c.problems().text("lora")));
     c.loras->remove(2);
     QCOMPARE(c.problems().text("lora"), QString());
+    // The model's own weights chosen as a LoRA: refused before Generate, not by a rank after it.
+    const std::string weights = test::golden_case("flux_words_tiny") + "/transformer/diffusion_pytorch_model.safetensors";
+    c.loras->add(QString::fromStdString(weights));
+    const auto said = w.validate();
+    QVERIFY(std::any_of(said.begin(), said.end(), [](const plan::Problem& p) {
+      return p.field == "lora" && p.message.find("is not a LoRA weight") != std::string::npos;
+    }));
+    QVERIFY(!generate_button(w)->isEnabled());
+    c.loras->remove(2);
     c.loras->enabled(0)->setChecked(false);  // kept in the list, not applied
     QCOMPARE(c.job().lora, tagged + ":1");
     QCOMPARE(c.loras->count(), 2);

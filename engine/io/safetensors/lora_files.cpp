@@ -20,16 +20,9 @@ namespace {
 // A LoRA tensor's module, as Family::names_lora_module reads it: the LoRA suffix and the file's prefix dropped,
 // dots and underscores both dots. Empty for a tensor that is no LoRA part.
 std::string module_of(const std::string& tensor, bool& is_a) {
-  static const char* suffixes[] = {".lora_A.weight", ".lora_down.weight", ".lora_B.weight", ".lora_up.weight",
-                                   ".alpha", ".diff", ".diff_b", ".lora_B.bias", ".dora_scale"};
-  std::string m;
-  for (const char* s : suffixes)
-    if (ends_with(tensor, s)) {
-      m = tensor.substr(0, tensor.size() - std::string(s).size());
-      is_a = std::string(s) == ".lora_A.weight" || std::string(s) == ".lora_down.weight";
-      break;
-    }
-  if (m.empty()) return "";
+  auto [m, piece] = lora_piece(tensor);
+  if (piece == LoraPiece::Unknown) return "";
+  is_a = piece == LoraPiece::Down;
   for (const char* prefix : {"transformer.", "model.diffusion_model.", "diffusion_model.", "lora_unet_"})
     if (starts_with(m, prefix)) {
       m = m.substr(std::string(prefix).size());
@@ -48,11 +41,22 @@ bool reads_width(const std::string& module) {
 
 }  // namespace
 
+std::pair<std::string, LoraPiece> lora_piece(const std::string& tensor) {
+  static const std::pair<const char*, LoraPiece> suffixes[] = {
+      {".lora_A.weight", LoraPiece::Down}, {".lora_down.weight", LoraPiece::Down}, {".lora_B.weight", LoraPiece::Up},
+      {".lora_up.weight", LoraPiece::Up},  {".lora_B.bias", LoraPiece::UpBias},    {".alpha", LoraPiece::Alpha},
+      {".diff", LoraPiece::Diff},          {".diff_b", LoraPiece::DiffBias},       {".dora_scale", LoraPiece::DoraScale}};
+  for (const auto& [suffix, piece] : suffixes)
+    if (ends_with(tensor, suffix)) return {tensor.substr(0, tensor.size() - std::string(suffix).size()), piece};
+  return {tensor, LoraPiece::Unknown};
+}
+
 LoraFit lora_fit(const std::vector<TensorShape>& tensors) {
   LoraFit fit;
   for (const auto& t : tensors) {
     bool is_a = false;
     const std::string m = module_of(t.name, is_a);
+    if (m.empty() && fit.not_lora.empty()) fit.not_lora = t.name;
     if (m.empty()) continue;
     fit.is_lora = true;
     std::vector<std::string> names;
@@ -111,7 +115,15 @@ void check_lora_fits(const plan::JobSpec& job, const plan::ModelFolder& model, s
         if (std::filesystem::is_regular_file(use.file)) out.push_back({flag, "--" + std::string(flag) + ": " + e.what()});
         continue;  // one that is not there: check_loras names it
       }
-      if (const auto why = lora_mismatch(fit, model, "--" + std::string(flag) + " " + use.file); !why.empty())
+      const std::string given = "--" + std::string(flag) + " " + use.file;
+      if (!fit.not_lora.empty())
+        out.push_back({flag, given + ": tensor " + fit.not_lora + " is not a LoRA weight (lora_A / lora_B, lora_down / "
+                                     "lora_up, alpha, or a whole difference: diff, diff_b)" +
+                                     (fit.is_lora ? std::string("; the file is damaged or of a kind the engine does "
+                                                                "not read")
+                                                  : "; it looks like a model's own weights, which go with --transformer "
+                                                    "FILE")});
+      else if (const auto why = lora_mismatch(fit, model, given); !why.empty())
         out.push_back({flag, why});
     }
   // A LoRA given for the transformer itself would fail at load, its first missing weight named.

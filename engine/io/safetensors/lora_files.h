@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plan/job.h"
@@ -18,12 +19,18 @@ struct TensorShape {
   std::vector<int64_t> shape;
 };
 
+// What a tensor of a LoRA file is, by its name's suffix ("x.lora_A.weight" -> {"x", Down}); Unknown for a tensor
+// no LoRA holds (the loader refuses the file for it).
+enum class LoraPiece { Down, Up, UpBias, Alpha, Diff, DiffBias, DoraScale, Unknown };
+std::pair<std::string, LoraPiece> lora_piece(const std::string& tensor);
+
 struct LoraFit {
   std::vector<std::string> families;  // the families whose blocks the file names ("FLUX.1", ...); empty: none
   int64_t width = 0;                  // what its attention's A matrices read; 0 when none tells
   std::string tensor;                 // the first tensor of a family's block
   std::string width_tensor;           // the tensor that told the width
   bool is_lora = false;               // it holds LoRA pairs or differences at all
+  std::string not_lora;               // the first tensor that is no LoRA's (the loader refuses the file for it)
 };
 
 LoraFit lora_fit(const std::vector<TensorShape>& tensors);

@@ -11,6 +11,8 @@
 #include <ATen/ops/isfinite.h>
 #include <nlohmann/json.hpp>
 
+#include "io/safetensors/lora_files.h"
+
 #include "io/safetensors/safetensors_file.h"
 #include "plan/error.h"
 #include "plan/family.h"
@@ -26,19 +28,6 @@ struct Module {
   at::Tensor down, up, up_bias, diff, diff_b;
   std::optional<double> alpha;
 };
-
-enum class Piece { Down, Up, UpBias, Alpha, Diff, DiffBias, DoraScale, Unknown };
-
-// "x.lora_A.weight" -> {"x", Down}.
-std::pair<std::string, Piece> split_name(const std::string& tensor) {
-  static const std::pair<const char*, Piece> suffixes[] = {
-      {".lora_A.weight", Piece::Down}, {".lora_down.weight", Piece::Down}, {".lora_B.weight", Piece::Up},
-      {".lora_up.weight", Piece::Up},  {".lora_B.bias", Piece::UpBias},    {".alpha", Piece::Alpha},
-      {".diff", Piece::Diff},          {".diff_b", Piece::DiffBias},       {".dora_scale", Piece::DoraScale}};
-  for (const auto& [suffix, piece] : suffixes)
-    if (plan::ends_with(tensor, suffix)) return {tensor.substr(0, tensor.size() - std::strlen(suffix)), piece};
-  return {tensor, Piece::Unknown};
-}
 
 // Which part of the model a module of the file changes, and its name there.
 struct Route {
@@ -76,8 +65,8 @@ const char* target_name(LoraTarget t) {
 
 // Why the run leaves a tensor of a LoRA file out, as diffusers 0.35.2 does; empty when it applies.
 std::string left_out_why(const plan::Family& family, const std::string& tensor) {
-  const auto [stem, piece] = split_name(tensor);
-  if (piece == Piece::DoraScale) return "DoRA magnitudes, which diffusers drops, applying the rest as a LoRA";
+  const auto [stem, piece] = lora_piece(tensor);
+  if (piece == LoraPiece::DoraScale) return "DoRA magnitudes, which diffusers drops, applying the rest as a LoRA";
   const Route r = route_of(stem);
   if (r.target != LoraTarget::Transformer && !family.takes_text_encoder_loras())
     return std::string("text-encoder modules: diffusers applies LoRAs to the ") + family.name() + " transformer only";
@@ -154,12 +143,12 @@ std::map<std::string, Module> read_modules(const std::shared_ptr<const Safetenso
                                            const std::string& given) {
   std::map<std::string, Module> modules;
   for (const auto& info : file->tensors()) {
-    const auto [stem, piece] = split_name(info.name);
-    if (piece == Piece::Unknown)
+    const auto [stem, piece] = lora_piece(info.name);
+    if (piece == LoraPiece::Unknown)
       throw InputError(given + ": tensor " + info.name + " is not a LoRA weight (lora_A / lora_B, "
                        "lora_down / lora_up, alpha, or a whole difference: diff, diff_b)");
     if (!wanted(info.name)) continue;
-    if (piece != Piece::Alpha && !weight_format(info.dtype))  // an integer matrix is no adapter's
+    if (piece != LoraPiece::Alpha && !weight_format(info.dtype))  // an integer matrix is no adapter's
       throw InputError(given + ": tensor " + info.name + " is " + dtype_name(info.dtype) + "; a LoRA's matrices "
                        "are floating point (F32, F16, BF16)");
     const auto t = to_tensor(file, info, at::kFloat, at::kCPU).clone();
@@ -167,14 +156,14 @@ std::map<std::string, Module> read_modules(const std::shared_ptr<const Safetenso
       throw InputError(given + ": tensor " + info.name + " holds values that are not finite "
                        "(NaN or infinity); the file is damaged");
     auto& m = modules[stem];
-    if (piece == Piece::Alpha) {
+    if (piece == LoraPiece::Alpha) {
       if (t.numel() != 1) throw InputError(given + ": " + info.name + " is not one number");
       m.alpha = t.item<double>();
-    } else if (piece == Piece::Down || piece == Piece::Up) {
+    } else if (piece == LoraPiece::Down || piece == LoraPiece::Up) {
       if (t.dim() != 2) throw InputError(given + ": " + info.name + " is not a matrix");
-      (piece == Piece::Down ? m.down : m.up) = t;
+      (piece == LoraPiece::Down ? m.down : m.up) = t;
     } else {
-      (piece == Piece::UpBias ? m.up_bias : piece == Piece::Diff ? m.diff : m.diff_b) = t;
+      (piece == LoraPiece::UpBias ? m.up_bias : piece == LoraPiece::Diff ? m.diff : m.diff_b) = t;
     }
   }
   for (const auto& [stem, m] : modules) {
@@ -294,7 +283,7 @@ std::map<std::string, std::vector<WeightDelta>> lora_deltas(const plan::ModelFol
     const std::string given = use.flag + " " + use.file;  // as the user gave it: "--lora_2 style.safetensors"
     const auto peft = peft_config(*file, given);
     const auto wanted = [&](const std::string& tensor) {
-      return left_out_why(family, tensor).empty() && route_of(split_name(tensor).first).target == target;
+      return left_out_why(family, tensor).empty() && route_of(lora_piece(tensor).first).target == target;
     };
     std::map<std::string, std::string> changed_by;  // weight -> the module of this file that changes it
     for (const auto& [stem, m] : read_modules(file, wanted, given)) {
@@ -369,7 +358,7 @@ bool lora_changes_text_encoders(const plan::ModelFolder& folder, const std::stri
   const auto f = SafetensorsFile::open(file);  // held: tensors() lives in it
   for (const auto& info : f->tensors())
     if (left_out_why(family, info.name).empty() &&
-        route_of(split_name(info.name).first).target != LoraTarget::Transformer)
+        route_of(lora_piece(info.name).first).target != LoraTarget::Transformer)
       return true;
   return false;
 }
