@@ -45,7 +45,8 @@ std::pair<std::string, LoraPiece> lora_piece(const std::string& tensor) {
   static const std::pair<const char*, LoraPiece> suffixes[] = {
       {".lora_A.weight", LoraPiece::Down}, {".lora_down.weight", LoraPiece::Down}, {".lora_B.weight", LoraPiece::Up},
       {".lora_up.weight", LoraPiece::Up},  {".lora_B.bias", LoraPiece::UpBias},    {".alpha", LoraPiece::Alpha},
-      {".diff", LoraPiece::Diff},          {".diff_b", LoraPiece::DiffBias},       {".dora_scale", LoraPiece::DoraScale}};
+      {".diff", LoraPiece::Diff},          {".diff_b", LoraPiece::DiffBias},
+      {".dora_scale", LoraPiece::DoraScale}};
   for (const auto& [suffix, piece] : suffixes)
     if (ends_with(tensor, suffix)) return {tensor.substr(0, tensor.size() - std::string(suffix).size()), piece};
   return {tensor, LoraPiece::Unknown};
