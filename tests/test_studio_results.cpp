@@ -343,17 +343,28 @@ class TestStudioResults : public QObject {
     c.steps->setValue(2);
     const QString original = tmp_.path() + "/start.png";
     QVERIFY(QFile::copy(QString::fromStdString(test::golden_case("wan22_i2v_tiny") + "/image.png"), original));
+    QFile as_queued_file(original);
+    QVERIFY(as_queued_file.open(QIODevice::ReadOnly));
+    const QByteArray as_queued = as_queued_file.readAll();
+    as_queued_file.close();
     c.image->set_path(original);
     QSignalSpy spy(&w, &MainWindow::run_finished);
+    // Two jobs: the second waits in the queue while the picture changes on disk, and runs with it as it was queued.
     QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
+    QVERIFY2(w.generate(), qPrintable(reason(w)->text()));
+    QImage changed(96, 64, QImage::Format_RGB32);
+    changed.fill(Qt::red);
+    QVERIFY(changed.save(original));
+    QCOMPARE(wait_for_run(spy, 120000), 0);
     QCOMPARE(wait_for_run(spy, 120000), 0);
     const auto run = w.history().runs().front();
     const QString kept = run.folder + "/input.png";
-    QFile a(kept), b(original);
-    QVERIFY(a.open(QIODevice::ReadOnly) && b.open(QIODevice::ReadOnly));
-    QCOMPARE(a.readAll(), b.readAll());
+    QFile a(kept);
+    QVERIFY(a.open(QIODevice::ReadOnly));
+    QVERIFY(a.readAll() == as_queued);
+    // Its record names the file the user chose; the run read the copy.
     const auto settings = plan::job_file_from_json(run.settings.toStdString(), "the run's settings");
-    QCOMPARE(QString::fromStdString(settings.job.image_file), kept);
+    QCOMPARE(QString::fromStdString(settings.job.image_file), original);
     // The player shows the result beside the picture it started from, at the player's input width.
     tabs(w)->setCurrentWidget(&w.history());
     w.history().select({run.id});
@@ -363,19 +374,33 @@ class TestStudioResults : public QObject {
     QCOMPARE(w.player().input->pixmap().width(), 160);
     QCOMPARE(w.player().input->pixmap().height(), 107);
     QCOMPARE(w.player().frame_count(), 9);
-    // Its export names the picture as the run read it: the copy, its size and SHA-256, as the worker wrote them.
+    QVERIFY2(w.player().input->toolTip().contains(original), qPrintable(w.player().input->toolTip()));
+    // Its export names the user's file, with the size and SHA-256 of what the run read, as the worker wrote them.
     QString error;
     const QString clip = tmp_.path() + "/kite.mp4";
     QVERIFY2(export_as(w.player(), clip, &error) == clip, qPrintable(error));
     QFile sidecar(clip + ".json");  // every setting, as the clip's tags have them
     QVERIFY(sidecar.open(QIODevice::ReadOnly));
     const auto tags = nlohmann::json::parse(sidecar.readAll().toStdString());
-    QFile picture(original);
-    QVERIFY(picture.open(QIODevice::ReadOnly));
     QCOMPARE(QString::fromStdString(tags.value("image_sha256", "")),
-             QString(QCryptographicHash::hash(picture.readAll(), QCryptographicHash::Sha256).toHex()));
-    QCOMPARE(QString::fromStdString(tags.value("image", "")), kept);
+             QString(QCryptographicHash::hash(as_queued, QCryptographicHash::Sha256).toHex()));
+    QCOMPARE(QString::fromStdString(tags.value("image", "")), original);
     QVERIFY2(QString::fromStdString(tags.value("image_size", "")).contains('x'), tags.dump().c_str());
+    // Open its settings: the user's file while it is there, the kept copy once it is gone.
+    c.image->set_path({});
+    w.history().reopen_button->click();
+    QCOMPARE(c.image->path(), original);
+    QVERIFY(QFile::remove(original));
+    w.history().reopen_button->click();
+    QCOMPARE(c.image->path(), kept);
+    // Run again reads what the run read.
+    w.history().rerun_button->click();
+    QCOMPARE(wait_for_run(spy, 120000), 0);
+    const auto again = w.history().runs().front();
+    QVERIFY(again.id != run.id);
+    QFile again_kept(again.folder + "/input.png");
+    QVERIFY(again_kept.open(QIODevice::ReadOnly));
+    QVERIFY(again_kept.readAll() == as_queued);
     // A run from words alone hides it.
     w.player().begin(run.folder, plan::JobFile{}, "words");
     QVERIFY(!w.player().input->isVisibleTo(&w.player()));

@@ -14,6 +14,7 @@
 #include "gui/results/run_info.h"
 #include "gui/widgets/open_folder.h"
 #include "gui/widgets/run_picture.h"
+#include "plan/field_labels.h"
 #include "plan/output_format.h"
 
 namespace studio::gui {
@@ -88,6 +89,7 @@ Player::Player(QWidget* parent) : QWidget(parent) {
   connect(export_button, &QPushButton::clicked, this, &Player::export_dialog);
   export_ = new ClipExport(this);
   opener_ = new LatestTask(this);
+  inputs_ = new LatestTask(this);
   connect(cancel_export_button, &QPushButton::clicked, export_, &ClipExport::cancel);
   connect(export_, &ClipExport::progress, this, [this](int written, int total) {
     note->setStyleSheet("");  // a refusal said meanwhile is over
@@ -254,23 +256,40 @@ void Player::show_frame(int i) {
 }
 
 void Player::show_input(const plan::JobSpec& job) {
-  // The run's own copies (the studio runs from them), stacked: the first picture, then the last.
-  QImage stack;
-  for (const auto& path : {job.image_file, job.last_image_file}) {
-    if (path.empty()) continue;  // a run from words alone
-    const QImage picture = read_run_picture(QString::fromStdString(path), "--image", nullptr);
-    if (picture.isNull()) continue;
-    const QImage small = picture.scaledToWidth(kInputWidth, Qt::SmoothTransformation);
-    QImage joined(kInputWidth, (stack.isNull() ? 0 : stack.height() + 4) + small.height(), QImage::Format_RGB32);
-    joined.fill(palette().window().color());
-    QPainter p(&joined);
-    if (!stack.isNull()) p.drawImage(0, 0, stack);
-    p.drawImage(0, stack.isNull() ? 0 : stack.height() + 4, small);
-    stack = joined;
+  // The copies the run's folder keeps (what the run read), else the files the job names; read on a thread (a large
+  // picture takes a while), stacked: the first picture, then the last.
+  QStringList paths, tips;
+  for (const auto& picture : kInputPictures) {
+    const QString named = QString::fromStdString(job.*picture.path);
+    if (named.isEmpty()) continue;  // a run from words alone
+    const QString kept = kept_picture(source_, picture);
+    paths << (kept.isEmpty() ? named : kept);
+    tips << tr("%1: %2").arg(QString::fromStdString(plan::field_label(picture.field)), named);
   }
-  input->setVisible(!stack.isNull());
-  input->setPixmap(stack.isNull() ? QPixmap() : QPixmap::fromImage(stack));
-  input->setToolTip(tr("The picture the run started from: %1").arg(QString::fromStdString(job.image_file)));
+  input->hide();
+  input->setPixmap({});
+  input->setToolTip(tips.join('\n'));
+  if (paths.isEmpty()) return inputs_->drop();
+  inputs_->start([this, paths, background = palette().window().color()](const std::function<bool()>& go_on) {
+    QImage stack;
+    for (const QString& path : paths) {
+      if (!go_on()) break;
+      const QImage picture = read_run_picture(path, "--image", nullptr);
+      if (picture.isNull()) continue;
+      const QImage small = picture.scaledToWidth(kInputWidth, Qt::SmoothTransformation);
+      QImage joined(kInputWidth, (stack.isNull() ? 0 : stack.height() + 4) + small.height(), QImage::Format_RGB32);
+      joined.fill(background);
+      QPainter p(&joined);
+      if (!stack.isNull()) p.drawImage(0, 0, stack);
+      p.drawImage(0, stack.isNull() ? 0 : stack.height() + 4, small);
+      p.end();
+      stack = joined;
+    }
+    return [this, stack] {
+      input->setVisible(!stack.isNull());
+      input->setPixmap(stack.isNull() ? QPixmap() : QPixmap::fromImage(stack));
+    };
+  });
 }
 
 void Player::resizeEvent(QResizeEvent* e) {

@@ -39,7 +39,7 @@ class Player : public QWidget {
   // `shown`; when it kept none or its settings cannot be read, the player stays as it is and `failed` says why.
   // A later open_run() supersedes one under way.
   void open_run(const RunRecord& r, std::function<void()> shown, std::function<void(const QString& why)> failed);
-  bool opening() const { return opener_->busy(); }  // a run's frames are being read
+  bool opening() const { return opener_->busy() || inputs_->busy(); }  // a run's frames or pictures are being read
   const QString& source() const { return source_; }  // the run folder shown; empty when none
   void set_frame(int index, const QImage& frame);  // frames may arrive in any order
   void set_fps(int fps);
@@ -93,6 +93,7 @@ class Player : public QWidget {
   QTimer timer_;
   ClipExport* export_;
   LatestTask* opener_;
+  LatestTask* inputs_;  // reads the pictures a run started from
   QString exporting_to_;
 };
 

@@ -88,11 +88,13 @@ std::map<std::string, std::string> run_metadata(const plan::JobFile& f) {
     QFile side(out.dir().filePath(name + ".json"));
     if (job.output_file.empty() || !side.open(QIODevice::ReadOnly)) continue;
     // Numbers as written (a seed past what a double holds stays exact); what is not JSON is skipped.
+    // The pictures' paths are the run's copies there: the settings name the files the user chose.
     static const std::set<std::string> format_fields{"encoder", "frames", "fps", "width", "height"};
     const auto written = nlohmann::json::parse(side.readAll().toStdString(), nullptr, false);
     if (!written.is_object()) break;
     for (const auto& [key, value] : written.items())
-      if (!format_fields.count(key) && (value.is_string() || value.is_number() || value.is_boolean()))
+      if (!format_fields.count(key) && key != "image" && key != "last_image" &&
+          (value.is_string() || value.is_number() || value.is_boolean()))
         m[key] = value.is_string()         ? value.get<std::string>()
                  : value.is_number_float() ? plan::shortest_number(value.get<double>())
                                            : value.dump();
@@ -117,6 +119,22 @@ QStringList changed_loras(const plan::JobFile& then, const plan::JobFile& now) {
     }
   }
   return out;
+}
+
+QString kept_picture(const QString& run_folder, const InputPicture& picture) {
+  if (run_folder.isEmpty()) return {};
+  const QDir dir(run_folder);
+  const QStringList found = dir.entryList({QString(picture.kept), QString(picture.kept) + ".*"}, QDir::Files);
+  return found.isEmpty() ? QString() : dir.filePath(found.front());
+}
+
+void use_kept_pictures(plan::JobSpec& job, const QString& run_folder, bool exact) {
+  for (const auto& picture : kInputPictures) {
+    std::string& path = job.*picture.path;
+    const QString kept = kept_picture(run_folder, picture);
+    if (!path.empty() && !kept.isEmpty() && (exact || !QFileInfo::exists(QString::fromStdString(path))))
+      path = kept.toStdString();
+  }
 }
 
 QString duration_text(double seconds) {

@@ -36,6 +36,21 @@ std::map<std::string, std::string> run_metadata(const plan::JobFile& f);
 // output recorded (the worker hashes them as it reads them) differ. None where either recorded none.
 QStringList changed_loras(const plan::JobFile& then, const plan::JobFile& now);
 
+// The pictures a run starts from, and the name of the copy of each its folder keeps ("input.png"): the run reads
+// the copy, made when the job was queued; its record names the file the user chose.
+struct InputPicture {
+  std::string plan::JobSpec::*path;
+  const char* kept;
+  const char* field;  // the job file's name for it
+};
+inline constexpr InputPicture kInputPictures[] = {{&plan::JobSpec::image_file, "input", "image"},
+                                                  {&plan::JobSpec::last_image_file, "input_last", "last_image"}};
+// The copy of `picture` kept in `run_folder`; empty when it keeps none.
+QString kept_picture(const QString& run_folder, const InputPicture& picture);
+// The job's pictures replaced by the copies `run_folder` keeps: all of them with `exact` (Run again reads what the
+// run read), else only those whose file is gone (Open its settings offers the user's own files while they last).
+void use_kept_pictures(plan::JobSpec& job, const QString& run_folder, bool exact);
+
 // Whether the job's model makes clips (true when its folder cannot be read: the clip controls stay).
 bool makes_clips(const plan::JobSpec& job);
 

@@ -106,6 +106,10 @@ class MainWindow : public QMainWindow {
     QString gpus;        // CUDA_VISIBLE_DEVICES for its ranks ("" on the CPU)
     QString worker;      // the dit-worker that runs it
     std::optional<std::pair<qint64, plan::JobFile>> again_of;  // Run again: the run (id, job) it repeats
+    // Its pictures' bytes as they were when it was queued (kRunPictures' order), kept in its run's folder when it
+    // starts; `unread` says why one could not be read.
+    std::array<QByteArray, 2> pictures;
+    QString unread;
   };
   QWidget* build_queue();
   void connect_queue();

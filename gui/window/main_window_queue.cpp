@@ -15,6 +15,7 @@
 
 #include "gui/window/main_window.h"
 #include "gui/compose/output_settings.h"
+#include "gui/results/run_info.h"
 #include "plan/family.h"
 #include "plan/field_labels.h"
 #include "plan/job_file.h"
@@ -104,6 +105,17 @@ MainWindow::Queued MainWindow::queued(plan::JobFile job) const {
   // The devices and the worker chosen now, not when the job's turn comes: its configuration was checked for them.
   if (parallel_->on_gpus()) q.gpus = parallel_->selected_gpus().join(',');
   q.worker = worker_->current();
+  // The pictures as they are now, which the compose column showed: a file changed before the job's turn changes
+  // nothing (small files; a sweep's jobs share one copy of each).
+  for (size_t i = 0; i < std::size(kInputPictures); ++i)
+    if (const QString path = QString::fromStdString(q.job.job.*kInputPictures[i].path); !path.isEmpty()) {
+      QFile file(path);
+      if (file.open(QIODevice::ReadOnly)) q.pictures[i] = file.readAll();
+      if (file.error() != QFileDevice::NoError || q.pictures[i].isEmpty())
+        q.unread = tr("%1 %2 could not be read when the job was queued (%3).")
+                       .arg(QString::fromStdString(plan::field_label(kInputPictures[i].field)), path,
+                            file.errorString());
+    }
   return q;
 }
 
@@ -174,15 +186,28 @@ void MainWindow::start_next() {
     // the run reports the folder's problem itself
   }
   q.job.job.output_file = (run_folder_ + (clip ? "/clip.mp4" : "/image.png")).toStdString();
-  // The pictures a run starts from are copied into its folder and the run reads the copies: its history
-  // record, its export and a re-run keep them, whatever becomes of the originals.
-  for (auto [path, name] : {std::pair{&q.job.job.image_file, "input"}, std::pair{&q.job.job.last_image_file, "input_last"}})
-    if (!path->empty()) {
-      const QString copy = run_folder_ + "/" + name + "." + QFileInfo(QString::fromStdString(*path)).suffix();
-      if (QFile::copy(QString::fromStdString(*path), copy)) *path = copy.toStdString();
-    }
   workers::LaunchPlan lp;
   lp.job = q.job;
+  // The pictures as they were queued are kept in the run's folder and the run reads them: a re-run and the Player
+  // keep them, whatever becomes of the user's files, which the run's record names.
+  if (!q.unread.isEmpty()) {
+    QDir(run_folder_).removeRecursively();
+    return pause(q.unread);
+  }
+  for (size_t i = 0; i < std::size(kInputPictures); ++i) {
+    std::string& path = lp.job.job.*kInputPictures[i].path;
+    if (path.empty()) continue;
+    const QString suffix = QFileInfo(QString::fromStdString(path)).suffix();
+    QFile copy(run_folder_ + "/" + kInputPictures[i].kept + (suffix.isEmpty() ? "" : "." + suffix));
+    if (!copy.open(QIODevice::WriteOnly) || copy.write(q.pictures[i]) != q.pictures[i].size() || !copy.flush()) {
+      const QString why = tr("%1 %2 could not be kept in the run's folder %3 (%4).")
+                              .arg(QString::fromStdString(plan::field_label(kInputPictures[i].field)),
+                                   QString::fromStdString(path), run_folder_, copy.errorString());
+      QDir(run_folder_).removeRecursively();
+      return pause(why);
+    }
+    path = copy.fileName().toStdString();
+  }
   lp.visible_gpus = q.gpus.toStdString();  // the ranks' alone: the studio's environment stays as it is
   lp.worker_exe = q.worker.toStdString();
   QString error;

@@ -65,8 +65,9 @@ void MainWindow::connect_results() {
     }
   };
   connect(history_, &History::reopen, this, [this, settings_of](const RunRecord& r) {
-    const auto f = settings_of(r);
+    auto f = settings_of(r);
     if (!f) return;
+    use_kept_pictures(f->job, r.folder, false);  // the user's own files while they last
     compose_->set_job(f->job);
     parallel_->set_config(f->parallel);
   });
@@ -76,7 +77,8 @@ void MainWindow::connect_results() {
     const auto f = settings_of(r);
     if (!f) return;
     plan::JobFile job = *f;
-    job.job.output_file.clear();  // a new run folder's, when it starts
+    job.job.output_file.clear();                // a new run folder's, when it starts
+    use_kept_pictures(job.job, r.folder, true);  // the pictures the run read
     auto q = queued(job);
     std::vector<plan::Problem> problems;
     try {
