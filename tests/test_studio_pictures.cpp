@@ -3,6 +3,8 @@
 // files the run would refuse named before Generate, a phone's EXIF orientation, the end picture, the offer of a
 // family's image-to-video models for a text-to-video one, and a picture changed on disk shown again.
 #undef QT_NO_KEYWORDS  // qcustomplot.h, included through the GUI, uses Qt's keywords
+#include <cmath>
+
 #include <QImage>
 #include <QSignalSpy>
 #include <QTabWidget>
@@ -56,6 +58,18 @@ class TestStudioPictures : public QObject {
     QCOMPARE(c.job().width, 96);
     c.set_model_dir(QString::fromStdString(test::golden_case("wan21_i2v_tiny")));
     QVERIFY2(c.image->note->text().contains("stretched"), qPrintable(c.image->note->text()));
+    // A large photo: its own size in the note and the job's shape, the thumbnail drawn from a small copy of it
+    // (every step of the size redraws it).
+    QImage large(2400, 1200, QImage::Format_RGB32);
+    large.fill(Qt::darkCyan);
+    const QString photo = tmp_.path() + "/large.png";
+    QVERIFY(large.save(photo));
+    c.image->set_path(photo);
+    QVERIFY2(c.image->note->text().startsWith("2400 x 1200"), qPrintable(c.image->note->text()));
+    QCOMPARE(c.image->picture_size(), QSize(2400, 1200));
+    QCOMPARE(c.image->thumbnail->pixmap().height(), 96);
+    QCOMPARE(c.image->thumbnail->pixmap().width(), int(std::lround(96.0 * c.width->value() / c.height->value())));
+    QCOMPARE(c.image->thumbnail->pixmap().toImage().pixelColor(10, 10), QColor(Qt::darkCyan));
   }
 
   // An image-to-video model asks for its picture, shows it as the model will see it (stretched to the output

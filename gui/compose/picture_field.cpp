@@ -162,21 +162,23 @@ void PictureField::show_picture() {
                                           : tr("Cannot show this file: the run would refuse it (below)."));
     return;
   }
-  const QImage& picture = picture_;
-  picture_size_ = picture.size();
+  const QSize full = picture_size_ = full_size_;
   // The pipeline stretches the picture to the output size, or covers it and crops the centre: show that, at
-  // the thumbnail's height.
-  const int w = width_ > 0 ? width_ : picture.width(), h = height_ > 0 ? height_ : picture.height();
+  // the thumbnail's height (the same shape as the output, so covering it there crops the same part).
+  const int w = width_ > 0 ? width_ : full.width(), h = height_ > 0 ? height_ : full.height();
   const int shown_width = std::max(1, int(std::lround(double(kThumbnailHeight) * w / h)));
-  const double from = double(picture.width()) / picture.height(), to = double(w) / h;
-  QImage shown = picture;
+  const double from = double(full.width()) / full.height(), to = double(w) / h;
+  QImage shown;
   if (crop_) {
-    const QImage covering = picture.scaled(w, h, Qt::KeepAspectRatioByExpanding, Qt::SmoothTransformation);
-    shown = covering.copy((covering.width() - w) / 2, (covering.height() - h) / 2, w, h);
+    const QImage covering =
+        picture_.scaled(shown_width, kThumbnailHeight, Qt::KeepAspectRatioByExpanding, Qt::SmoothTransformation);
+    shown = covering.copy((covering.width() - shown_width) / 2, (covering.height() - kThumbnailHeight) / 2,
+                          shown_width, kThumbnailHeight);
+  } else {
+    shown = picture_.scaled(shown_width, kThumbnailHeight, Qt::IgnoreAspectRatio, Qt::SmoothTransformation);
   }
-  thumbnail->setPixmap(QPixmap::fromImage(
-      shown.scaled(shown_width, kThumbnailHeight, Qt::IgnoreAspectRatio, Qt::SmoothTransformation)));
-  QString text = tr("%1 x %2").arg(picture.width()).arg(picture.height());
+  thumbnail->setPixmap(QPixmap::fromImage(shown));
+  QString text = tr("%1 x %2").arg(full.width()).arg(full.height());
   if (std::abs(from / to - 1) > 0.01 && crop_)
     text += tr(", scaled to cover the output's %1 x %2 and cropped at the centre").arg(w).arg(h);
   else if (std::abs(from / to - 1) > 0.01) {
@@ -184,7 +186,7 @@ void PictureField::show_picture() {
     note->setStyleSheet("color: #b9770e;");  // the warning colour of the token counts
     match_shape->setVisible(shape_offer_);
   }
-  else if (picture.width() != w)
+  else if (full.width() != w)
     text += tr(", resized to %1 x %2").arg(w).arg(h);
   note->setText(text);
 }
@@ -206,6 +208,11 @@ void PictureField::read_picture() {
   if (!file.isFile()) return;  // the job's check names a missing file
   // The run's refusals (animated, CMYK, 16-bit, damaged, enormous) before Generate rather than after it starts.
   picture_ = read_run_picture(path(), flag_, &problem_);
+  full_size_ = picture_.size();
+  // Kept small: the thumbnail is redrawn at every step of the output's size (a large photo took a good part of a
+  // second each time); its size is what the notes and the job use.
+  if (picture_.width() > kKeptSide || picture_.height() > kKeptSide)
+    picture_ = picture_.scaled(kKeptSide, kKeptSide, Qt::KeepAspectRatio, Qt::SmoothTransformation);
 }
 
 }  // namespace studio::gui

@@ -66,7 +66,9 @@ class PictureField : public QWidget {
   std::string flag_;  // "--image" or "--last_image": how the engine names the file in a refusal
   QString read_key_;  // the file (path, size, time) picture_ was read from
   QFileSystemWatcher watcher_;
-  QImage picture_;
+  QImage picture_;   // the picture read, at most kKeptSide on a side
+  QSize full_size_;  // its own size
+  static constexpr int kKeptSide = 512;
   QString problem_;
   int width_ = 0, height_ = 0;
   bool crop_ = false, shape_offer_ = false;
