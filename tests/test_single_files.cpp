@@ -69,6 +69,10 @@ TEST_P(FluxSingleFile, reproduces_from_single_file) {
   const auto r = test::run(test::bin("dit-launch"), args, 180000);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(test::contains(r.err, "loading " + file_of(v))) << r.err;
+  // The run's metadata names the file that ran in place of the folder's weights, with its size.
+  const auto meta = io::SafetensorsFile::open(out)->metadata();
+  EXPECT_EQ(meta.at("transformer"), file_of(v));
+  EXPECT_EQ(meta.at("transformer_bytes"), std::to_string(std::filesystem::file_size(file_of(v))));
   io::TensorFile f(out, "run");
   const double latents = test::max_abs_diff(f.get("final_latents", 3, ""), test::golden_tensor(v.golden, std::string("final_latents_") + v.name));
   const double image = test::max_abs_diff(f.get("image", 4, ""), test::golden_tensor(v.golden, std::string("image_") + v.name));
@@ -114,6 +118,7 @@ TEST(FluxQuantizeFp8, stores_float_weights_in_fp8) {
   const auto r = test::run(test::bin("dit-launch"), job_args(out) + test::Args{"--quantize", "fp8"}, 180000);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(test::contains(r.err, "linear weights kept in fp8")) << r.err;
+  EXPECT_EQ(io::SafetensorsFile::open(out)->metadata().at("quantize"), "fp8");
   const double moved = test::max_abs_diff(io::TensorFile(out, "run").get("final_latents", 3, ""),
                                           test::golden_tensor("flux_gguf_tiny", "final_latents_unquantized"));
   std::printf("--quantize fp8: %.3g from the unquantized run\n", moved);

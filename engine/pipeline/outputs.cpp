@@ -56,6 +56,14 @@ std::map<std::string, std::string> job_metadata(const plan::JobSpec& job, const 
       m[std::string(key) + "_size"] = std::to_string(p.width) + "x" + std::to_string(p.height);
       m[std::string(key) + "_sha256"] = hub::sha256_of_file(*path);
     }
+  // A single weights file's size in bytes beside its path: which file of that name it was (hashing one of many
+  // gigabytes would delay every run by as long as reading it).
+  for (const char* key : {"transformer", "transformer_2", "text_encoder", "text_encoder_2"})
+    if (const auto it = m.find(key); it != m.end()) {
+      std::error_code ec;
+      if (const auto bytes = std::filesystem::file_size(it->second, ec); !ec)
+        m[std::string(key) + "_bytes"] = std::to_string(bytes);
+    }
   // The LoRAs merged, as given (each file with its strength), and what each file was, in the same order.
   for (auto [key, list] : {std::pair{"lora", &job.lora}, std::pair{"lora_2", &job.lora_2}})
     if (!list->empty()) {

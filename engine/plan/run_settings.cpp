@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "plan/options.h"
+#include "plan/single_file.h"
 
 namespace studio::plan {
 
@@ -32,6 +33,14 @@ std::map<std::string, std::string> settings_metadata(const JobSpec& job, const P
                                        {"use_teacache", flag(job.use_teacache)},
                                        {"use_magcache", flag(job.use_magcache)}};
   if (!job.prompt_embeds_file.empty()) m["prompt_embeds"] = job.prompt_embeds_file;
+  if (job.max_sequence_length > 0) m["max_sequence_length"] = std::to_string(job.max_sequence_length);
+  if (!job.quantize.empty()) m["quantize"] = job.quantize;
+  // The weights given one by one in place of the folder's: the run's result is theirs.
+  for (auto [key, path] : {std::pair{"transformer", &job.transformer_file},
+                           std::pair{"transformer_2", &job.transformer_2_file},
+                           std::pair{"text_encoder", &job.text_encoder_file},
+                           std::pair{"text_encoder_2", &job.text_encoder_2_file}})
+    if (!path->empty()) m[key] = *path;
   if (!std::isnan(job.guidance_scale)) m["guidance_scale"] = shortest_number(job.guidance_scale);
   if (!std::isnan(job.guidance_scale_2)) m["guidance_scale_2"] = shortest_number(job.guidance_scale_2);
   return m;
@@ -42,8 +51,11 @@ nlohmann::json settings_json(const std::map<std::string, std::string>& metadata)
   for (const auto& [key, text] : metadata) {
     auto& v = out[key] = text;
     const Option* o = option(key);
-    if (!o || text.empty()) continue;
     const char *first = text.data(), *last = first + text.size();
+    if (unsigned long long u;
+        !o && ends_with(key, "_bytes") && !text.empty() && std::from_chars(first, last, u).ptr == last)
+      v = u;  // a file's size
+    if (!o || text.empty()) continue;
     if (o->spec.kind == OptionKind::Switch && (text == "true" || text == "false")) {
       v = text == "true";
     } else if (o->spec.kind == OptionKind::Integer) {

@@ -21,7 +21,8 @@ std::string shortest_number(double v);
 std::map<std::string, std::string> settings_metadata(const JobSpec& job, const ParallelConfig& parallel);
 
 // The metadata as the sidecar JSON (and the settings embedded in a GIF, JPEG, WebP or PNG) write it: an option
-// that is a number or a switch as a JSON number or boolean (the seed exact), every other value as its text.
+// that is a number or a switch as a JSON number or boolean (the seed exact), a file's "..._bytes" as a number, every
+// other value as its text.
 nlohmann::json settings_json(const std::map<std::string, std::string>& metadata);
 
 }  // namespace studio::plan
