@@ -141,7 +141,12 @@ TEST(FluxSingleFileRefusals, files_that_do_not_belong_are_named) {
   std::vector<io::GgufTensorToWrite> tensors;
   for (const auto& t : src->tensors()) tensors.push_back({t.name, t.format, t.shape, src->data(t)});
   io::write_gguf(tmp.path("sd3.gguf"), tensors, {{"general.architecture", "sd3"}});
-  refused({"--transformer", tmp.path("sd3.gguf")}, {"sd3.gguf", "architecture 'sd3'", "flux"});
+  refused({"--transformer", tmp.path("sd3.gguf")},
+          {"--transformer " + tmp.path("sd3.gguf"), "architecture 'sd3'", "flux"});
+  // Another family's transformer in the diffusers layout: named as the flag's file that is not this folder's part.
+  const std::string wan = test::golden_case("wan21_tiny") + "/transformer/diffusion_pytorch_model.safetensors";
+  refused({"--transformer", wan}, {"--transformer " + wan + ": has no weight for", "transformer/config.json asks for",
+                                   "another model's transformer", "give the file made for this folder's transformer/"});
   // A tensor missing.
   std::vector<io::GgufTensorToWrite> fewer;
   for (const auto& t : tensors)

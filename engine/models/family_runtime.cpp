@@ -36,7 +36,7 @@ io::WeightSet transformer_weights(const plan::ModelFolder& folder, int expert) {
   auto file = folder.weight_files.find(part);
   auto weights = file == folder.weight_files.end()
                      ? io::WeightSet::open(plan::part_path(folder, part), "diffusion_pytorch_model")
-                     : io::WeightSet::open_file(file->second, {family.gguf_architecture()},
+                     : io::WeightSet::open_part_file(part, file->second, {family.gguf_architecture()},
                                                 [&](const std::set<std::string>& names) {
                                                   return family.transformer_renames(folder, names);
                                                 });

@@ -205,6 +205,11 @@ const WeightSet::Entry& WeightSet::find(const std::string& name, const std::vect
                                         const std::string& config_note) {
   const std::string note = config_note.empty() ? "" : " (" + config_note + ")";
   auto it = where_.find(name);
+  if (it == where_.end() && !part_.empty())
+    throw InputError("--" + part_ + " " + dir_ + ": has no weight for '" + name + "' (shape " + shape_str(shape) +
+                     "), which the folder's " + part_ + "/config.json asks for: the file holds another model's " +
+                     part_ + ", another part's weights, or another size of this model; give the file made for this "
+                     "folder's " + part_ + "/");
   if (it == where_.end())
     throw InputError(dir_ + ": missing weight '" + name + "' (shape " + shape_str(shape) +
                      "); the checkpoint does not match its config.json");

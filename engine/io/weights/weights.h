@@ -73,6 +73,11 @@ class WeightSet {
   // empty for a file in the diffusers layout. `gguf_architectures`: what a GGUF file may say it holds.
   static WeightSet open_file(const std::string& path, const std::vector<std::string>& gguf_architectures,
                              const std::function<plan::TensorRenames(const std::set<std::string>&)>& renames);
+  // open_file() for the model folder's `part`, given by the flag of that name (--transformer FILE): its refusals,
+  // and a weight the part's config.json asks for that the file lacks, name the flag and the part.
+  static WeightSet open_part_file(const std::string& part, const std::string& path,
+                                  const std::vector<std::string>& gguf_architectures,
+                                  const std::function<plan::TensorRenames(const std::set<std::string>&)>& renames);
   // A set that makes weights instead of reading them: each take() draws a deterministic tensor of the
   // shape asked for (biases 0, 1-D weights 1, others N(0, 1/fan_in)). The built-in demo model is made
   // this way, so the weight layout has one home: the loaders.
@@ -121,6 +126,7 @@ class WeightSet {
   LinearWeight linear_as_kept(const std::string& name, const std::vector<int64_t>& shape, at::ScalarType dtype,
                               at::Device device, const std::string& config_note);
   std::string dir_;
+  std::string part_;  // open_part_file()'s part: the set is that flag's file
   std::map<std::string, Entry> where_;
   std::set<std::string> taken_;
   std::optional<plan::WeightFormat> store_linear_as_;

@@ -58,6 +58,18 @@ std::map<std::string, StoredTensor> read_tensors(const std::string& path, const 
 
 }  // namespace
 
+WeightSet WeightSet::open_part_file(const std::string& part, const std::string& path,
+                                   const std::vector<std::string>& gguf_architectures,
+                                   const std::function<plan::TensorRenames(const std::set<std::string>&)>& renames) {
+  try {
+    WeightSet w = open_file(path, gguf_architectures, renames);
+    w.part_ = part;
+    return w;
+  } catch (const InputError& e) {  // its own words start with the file's path
+    throw InputError("--" + part + " " + e.what());
+  }
+}
+
 WeightSet WeightSet::open_file(const std::string& path, const std::vector<std::string>& gguf_architectures,
                                const std::function<plan::TensorRenames(const std::set<std::string>&)>& renames) {
   auto tensors = read_tensors(path, gguf_architectures);

@@ -76,10 +76,11 @@ io::WeightSet encoder_weights(const plan::ModelFolder& model, const std::string&
   const auto file = model.weight_files.find(part);
   const bool t5 = part == model.t5_part(), qwen = part == "text_encoder" && plan::reads_qwen(model);
   auto weights = file == model.weight_files.end() ? io::WeightSet::open(plan::part_path(model, part), "model")
-                 : t5   ? io::WeightSet::open_file(file->second, {"t5encoder", "t5"}, plan::t5_file_renames)
-                 : qwen ? io::WeightSet::open_file(file->second, plan::kQwenGgufArchitectures, plan::qwen_file_renames)
-                        : io::WeightSet::open_file(file->second, {"clip"},
-                                                   [](const std::set<std::string>&) { return plan::TensorRenames{}; });
+                 : t5   ? io::WeightSet::open_part_file(part, file->second, {"t5encoder", "t5"}, plan::t5_file_renames)
+                 : qwen ? io::WeightSet::open_part_file(part, file->second, plan::kQwenGgufArchitectures,
+                                                        plan::qwen_file_renames)
+                        : io::WeightSet::open_part_file(part, file->second, {"clip"},
+                                                        [](const std::set<std::string>&) { return plan::TensorRenames{}; });
   // The LoRAs' text-encoder modules, where the family takes them (io/weights/lora.h).
   if (!model.loras.empty())
     weights.add_deltas(io::lora_deltas(model, model.loras, weights.names(),
