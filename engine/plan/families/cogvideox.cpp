@@ -132,8 +132,13 @@ class CogVideoX final : public Family {
 
   void apply_defaults(JobSpec& job, const ModelFolder& m) const override {
     const auto& t = cog(m).transformer;
-    if (job.height == 0) job.height = t.sample_height * m.vae_scale_spatial();
-    if (job.width == 0) job.width = t.sample_width * m.vae_scale_spatial();
+    // CogVideoX 1.5's released configs say 300 x 300 latents, which diffusers' pipelines make a 2400 x 2400 default
+    // no GPU runs and the model was not trained for: past the 1360 pixels its model card allows on a side, the card's
+    // 768 x 1360. Other sample sizes are the model's own (CogVideoX 1.0's 480 x 720).
+    const int s = m.vae_scale_spatial();
+    const bool card = t.patch_size_t > 0 && std::max(t.sample_height, t.sample_width) * s > 1360;
+    if (job.height == 0) job.height = card ? 768 : t.sample_height * s;
+    if (job.width == 0) job.width = card ? 1360 : t.sample_width * s;
     if (job.num_frames == 0) job.num_frames = t.sample_frames;
     if (job.fps == 0) job.fps = cog(m).transformer.patch_size_t ? 16 : 8;  // CogVideoX 1.5 exports at 16
     if (job.max_sequence_length == 0) job.max_sequence_length = t.max_text_seq_length;
