@@ -405,6 +405,8 @@ TEST(LoraRefusals, wrong_model_missing_file_and_damaged_files_are_named) {
   expect_refused(base + test::Args{"--lora", "/nonexistent/style.safetensors:0.5"},
                  {"--lora /nonexistent/style.safetensors", "cannot be read"});
   expect_refused(base + test::Args{"--lora_2", lora_file(kFlux.name, "peft")}, {"--lora_2", "one transformer"});
+  const std::string peft = lora_file(kFlux.name, "peft");
+  expect_refused(base + test::Args{"--lora", peft + ":0.5," + peft}, {"--lora " + peft + ": given twice", "once"});
   // A model's own weights given as a LoRA: refused from the header before any work (exit 2), not by a rank.
   const std::string weights = flux + "/transformer/diffusion_pytorch_model.safetensors";
   const auto own = test::run(test::bin("dit-launch"), base + test::Args{"--lora", weights}, 120000);

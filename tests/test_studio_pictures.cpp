@@ -5,6 +5,7 @@
 #undef QT_NO_KEYWORDS  // qcustomplot.h, included through the GUI, uses Qt's keywords
 #include <cmath>
 
+#include <QToolButton>
 #include <QImage>
 #include <QSignalSpy>
 #include <QTabWidget>
@@ -145,6 +146,13 @@ class TestStudioPictures : public QObject {
     const QString words_only = c.problems().text("image");
     QVERIFY2(words_only.contains("from words alone") && words_only.contains("Wan-AI/Wan2.1-I2V-14B-480P-Diffusers"),
              qPrintable(words_only));
+    // The field's clear button takes the picture away, and the problem with it.
+    auto* clear = c.image->edit->findChild<QToolButton*>();  // Qt's clear button inside the line edit
+    QVERIFY(clear);
+    clear->click();
+    QCOMPARE(c.job().image_file, std::string());
+    QCOMPARE(c.problems().text("image"), QString());
+    c.image->set_path(picture);
     Q_EMIT c.image->offer->linkActivated("Wan-AI/Wan2.1-I2V-14B-720P-Diffusers");
     auto* models = w.findChild<ModelsView*>();
     QCOMPARE(w.findChild<QTabWidget*>("tabs")->currentWidget(), models);

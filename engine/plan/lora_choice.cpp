@@ -1,5 +1,6 @@
 #include "plan/lora_choice.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cctype>
 #include <cstdlib>
@@ -58,8 +59,15 @@ std::string add_lora(const std::string& list, const std::string& entry) {
 
 void check_loras(const JobSpec& job, const ModelFolder& model, std::vector<Problem>& out) {
   for (const auto& [flag, list] : {std::pair{"lora", &job.lora}, std::pair{"lora_2", &job.lora_2}}) {
+    std::vector<std::string> seen;
     for (const auto& u : parse_loras(*list)) {
       const std::string given = "--" + std::string(flag) + " " + u.file;
+      if (std::find(seen.begin(), seen.end(), u.file) != seen.end()) {
+        out.push_back({flag, given + ": given twice, so it would apply twice (its strengths added up); give it once, "
+                                     "with the strength you want"});
+        continue;
+      }
+      seen.push_back(u.file);
       if (!std::isfinite(u.scale))
         out.push_back({flag, given + ": the strength after the last ':' is not a finite number (it reads as " +
                                      std::to_string(u.scale) + "); give FILE:0.8, or FILE alone for 1"});

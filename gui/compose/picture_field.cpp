@@ -36,6 +36,7 @@ PictureField::PictureField(const char* field, QWidget* parent) : QWidget(parent)
   edit = new PathEdit;
   edit->setObjectName(field);
   edit->setPlaceholderText(tr("a PNG, JPEG or WebP file: choose one or drop it here"));
+  edit->setClearButtonEnabled(true);  // a picture left from another model goes with one click
   auto* browse = new QPushButton(tr("Choose…"));
   row->addWidget(edit, 1);
   row->addWidget(browse);
@@ -72,6 +73,10 @@ PictureField::PictureField(const char* field, QWidget* parent) : QWidget(parent)
     watch();
     show_picture();
     Q_EMIT changed();
+  });
+  // The clear button empties the field without ending an edit: the picture is gone at once.
+  connect(edit, &QLineEdit::textChanged, this, [this](const QString& text) {
+    if (text.isEmpty()) set_path({});
   });
   // An editor that saves by writing a new file and renaming it over the old one ends the watch on the old one:
   // the watch follows the path, and the folder's change tells when the new file arrives.
