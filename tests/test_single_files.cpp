@@ -163,6 +163,8 @@ TEST(FluxSingleFileRefusals, files_that_do_not_belong_are_named) {
   // Not a weights file; a second expert for a one-transformer model; a format not offered.
   test::write_file(tmp.path("notes.txt"), "hello, this is not a model");
   refused({"--transformer", tmp.path("notes.txt")}, {"--transformer", "notes.txt", "neither a GGUF"}, 2);
+  refused({"--transformer", tmp.path("")}, {"--transformer", "is a folder, not a file"}, 2);
+  refused({"--text_encoder_2", tmp.path("absent.gguf")}, {"--text_encoder_2", "absent.gguf: no such file"}, 2);
   refused({"--transformer_2", file_of(variant("q8_0"))}, {"--transformer_2", "one transformer"}, 2);
   refused({"--quantize", "int4"}, {"--quantize int4", "fp8"}, 2);
   refused({"--transformer", file_of(variant("q8_0")), "--quantize", "fp8"}, {"--quantize fp8", "quantized already"}, 2);

@@ -242,6 +242,7 @@ TEST(WanRefusals, each_names_the_flag_and_what_would_work) {
   refused(wan21_i2v, {}, {"image-to-video model", "--image FILE"});
   refused(wan21_i2v, {"--image", picture, "--last_image", picture}, {"--last_image", "cannot end on a picture"});
   refused(wan21_i2v, {"--image", wan21_i2v + "/nothing.png"}, {"--image", "nothing.png: no such file"});
+  refused(wan21_i2v, {"--image", wan21_i2v + "/transformer"}, {"--image", "transformer: a folder, not a picture"});
   const std::string truncated = std::string(test::source_dir()) + "/tests/data/pictures/refused_truncated.png";
   refused(wan21_i2v, {"--image", truncated, "--num_frames", "9"},
           {"--image", "refused_truncated.png", "truncated"}, 3);

@@ -10,6 +10,7 @@
 #include "pipeline/decode.h"
 #include "pipeline/making_room.h"
 #include "pipeline/reproduction.h"
+#include "plan/human_bytes.h"
 #include "plan/error.h"
 #include "plan/family.h"
 #include "plan/lora_choice.h"
@@ -93,7 +94,7 @@ at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& m
     if (hooks.on_decode_progress) hooks.on_decode_progress(done, total);
     if (done < total && hooks.stop()) throw Cancelled();
   };
-  log("decoding " + std::to_string(vae->output_frames(geo.frames)) + " frames with " + vdir +
+  log("decoding " + plan::counted(vae->output_frames(geo.frames), "frame", "frames") + " with " + vdir +
       (opts.rows ? " split by rows over " + std::to_string(mesh.world_size()) + " ranks" : "") +
       (opts.tiling ? " in tiles" : ""));
 
@@ -187,7 +188,7 @@ at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& m
       c->finish();
       r.encoder = c->encoder();
     }
-    log("wrote " + written(r.outputs) + " (" + r.encoder + ", " + std::to_string(r.frames) + " frames)");
+    log("wrote " + written(r.outputs) + " (" + r.encoder + ", " + plan::counted(r.frames, "frame", "frames") + ")");
   }
   if (writer && image) {
     if (hooks.on_phase) hooks.on_phase("writing");

@@ -24,6 +24,7 @@
 #include "pipeline/making_room.h"
 #include "pipeline/outputs.h"
 #include "pipeline/reproduction.h"
+#include "plan/human_bytes.h"
 #include "plan/error.h"
 #include "plan/family.h"
 #include "plan/mag_ratios.h"
@@ -66,7 +67,7 @@ void write_calibration(const plan::JobSpec& job, const plan::ModelFolder& model,
                     int(changes.size()),
                     std::vector<double>(changes.begin() + 1, changes.end())};
   plan::write_mag_ratios(job.magcache_calibrate, r);
-  log("MagCache: wrote the ratios of " + std::to_string(r.steps) + " steps to " + job.magcache_calibrate);
+  log("MagCache: wrote the ratios of " + plan::counted(r.steps, "step", "steps") + " to " + job.magcache_calibrate);
 }
 
 // The caller's hooks, with the stop check agreed by every rank, the last step's latents remembered, and
@@ -128,7 +129,7 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
   log("denoising " + io::shape_str(geo.shape(job.num_videos_per_prompt)) + " latents (" +
       std::to_string(geo.latent_tokens) + (geo.has_frames ? " video + " : " image + ") +
       std::to_string(in.prompt_embeds.size(1)) + " text tokens), " +
-      std::to_string(job.num_inference_steps) + " steps of " + plan::rules_of(model).sampler_name(model) + ", " +
+      plan::counted(job.num_inference_steps, "step", "steps") + " of " + plan::rules_of(model).sampler_name(model) + ", " +
       mesh.config().describe());
   const auto t1 = std::chrono::steady_clock::now();
   ModelCall call;  // the model's own forward() in one process without a cache

@@ -14,4 +14,8 @@ std::string human_bytes(uint64_t bytes) {
   return s;
 }
 
+std::string counted(long long n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 }  // namespace studio::plan

@@ -129,7 +129,10 @@ void check_pictures(const JobSpec& job, const ModelFolder& model, std::vector<Pr
     out.push_back({"last_image", "--last_image without --image: give the first picture too"});
   for (auto [field, path] : {std::pair{"image", &job.image_file}, std::pair{"last_image", &job.last_image_file}}) {
     std::error_code ec;
-    if (!path->empty() && !std::filesystem::is_regular_file(*path, ec))
+    if (!path->empty() && std::filesystem::is_directory(*path, ec))
+      out.push_back({field, "--" + std::string(field) + " " + *path + ": a folder, not a picture; give a PNG, JPEG or "
+                                                                      "WebP file"});
+    else if (!path->empty() && !std::filesystem::is_regular_file(*path, ec))
       out.push_back({field, "--" + std::string(field) + " " + *path + ": no such file"});
   }
 }

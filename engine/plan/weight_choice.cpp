@@ -21,9 +21,13 @@ bool starts_gguf(const std::string& file) {
 
 // "" when `file` can be a part's weights, else why not.
 std::string single_file_problem(const std::string& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) return "is a folder, not a file (a model folder goes with --model)";
+  if (!std::filesystem::exists(file, ec)) return "no such file";
   std::ifstream in(file, std::ios::binary);
   char head[8] = {};
-  if (!in || !in.read(head, sizeof head)) return "cannot be read (no such file, or shorter than any weights file)";
+  if (!in) return "cannot be read (permissions?)";
+  if (!in.read(head, sizeof head)) return "is shorter than any weights file (" + std::to_string(in.gcount()) + " bytes)";
   if (starts_gguf(file)) return "";
   const bool safetensors = file.size() > 12 && file.compare(file.size() - 12, 12, ".safetensors") == 0;
   if (safetensors) return "";
