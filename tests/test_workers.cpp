@@ -239,6 +239,8 @@ TEST_F(Workers, a_cancel_while_decoding_keeps_the_latents_and_the_frames_so_far)
               test::contains(r.err, "; kept the first "))
       << r.err;
   EXPECT_FALSE(test::contains(r.err, "nothing was written")) << r.err;
+  const auto first = r.err.find("kept the latents of step");  // said once, in the run's last line
+  EXPECT_EQ(r.err.find("kept the latents of step", first + 1), std::string::npos) << r.err;
   const auto side = json::parse(test::read_file(clip + ".json"));
   EXPECT_TRUE(test::contains(side["cancelled"].get<std::string>(), "kept the first ")) << side.dump();
   EXPECT_LT(side["frames"].get<int>(), 25);

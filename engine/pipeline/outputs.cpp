@@ -170,13 +170,12 @@ at::Tensor decode_and_write(const plan::JobSpec& job, const plan::ModelFolder& m
     if (!writer) throw cancelled_on_a_reader();
     // The latents first: a clip that cannot be finished (a full disk) must not lose them.
     std::string kept = keep_partial_latents(job, model, job_metadata(job, model, mesh.config()),
-                                            {r.final_latents, job.num_inference_steps, job.num_inference_steps}, log);
+                                            {r.final_latents, job.num_inference_steps, job.num_inference_steps});
     for (size_t b = 0; b < clips.size(); ++b) {
       if (decoded[b] == 0) continue;  // dropped unfinished: its writer removes what it began
       const std::string cut = "kept the first " + std::to_string(decoded[b]) + " of " +
                               std::to_string(vae->output_frames(geo.frames)) + " frames";
       clips[b]->finish({{"cancelled", cut}});
-      log("cancelled: " + cut + " in " + r.outputs[b]);
       kept += (kept.empty() ? "" : "; ") + cut + " in " + r.outputs[b];
     }
     if (kept.empty()) throw;

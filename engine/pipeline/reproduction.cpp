@@ -37,16 +37,14 @@ std::unique_ptr<sampling::NoiseSource> recorded_noise(const plan::JobSpec& job, 
 }
 
 std::string keep_partial_latents(const plan::JobSpec& job, const plan::ModelFolder& model, Metadata meta,
-                                 const PartialLatents& partial, const std::function<void(const std::string&)>& log) {
+                                 const PartialLatents& partial) {
   if (!partial.latents.defined()) return "";
   const std::string base = !job.save_tensors_file.empty() ? job.save_tensors_file : job.output_file;
   if (base.empty()) return "";
   const std::string path = plan::without_trailing_slash(base) + ".partial.safetensors";
   meta["cancelled_after_step"] = std::to_string(partial.step) + "/" + std::to_string(partial.total);
   io::save_tensors(path, {{"partial_latents", models::latents_to_file(model, partial.latents).cpu().contiguous()}}, meta);
-  const std::string kept = "kept the latents of step " + meta["cancelled_after_step"] + " in " + path;
-  log("cancelled: " + kept);
-  return kept;
+  return "kept the latents of step " + meta["cancelled_after_step"] + " in " + path;
 }
 
 }  // namespace studio::pipeline

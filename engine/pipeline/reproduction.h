@@ -34,8 +34,8 @@ struct PartialLatents {
   int step = 0, total = 0;
 };
 // Writes them beside the output the user named (NAME.partial.safetensors, in the layout --latents takes),
-// when there is one; returns what was kept, in words ("" when nothing).
+// when there is one; returns what was kept, in words ("" when nothing), which the run's last line says.
 std::string keep_partial_latents(const plan::JobSpec& job, const plan::ModelFolder& model, Metadata meta,
-                          const PartialLatents& partial, const std::function<void(const std::string&)>& log);
+                                 const PartialLatents& partial);
 
 }  // namespace studio::pipeline

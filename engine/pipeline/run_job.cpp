@@ -179,7 +179,7 @@ at::Tensor denoise_stage(const plan::JobSpec& job, const plan::ModelFolder& mode
   } catch (const Cancelled&) {
     if (!job.keep_partial) throw;
     if (!parallel::writes(mesh)) throw cancelled_on_a_reader();
-    const auto kept = keep_partial_latents(job, model, job_metadata(job, model, mesh.config()), partial, log);
+    const auto kept = keep_partial_latents(job, model, job_metadata(job, model, mesh.config()), partial);
     if (kept.empty()) throw;
     throw Cancelled(kept);
   }
