@@ -440,7 +440,10 @@ void Supervisor::watch() {
                  " s of the start (not started on its machine, or the events address is unreachable from it)", 1);
         break;
       }
-  if (outcome_.kind == events::ErrorKind::LostPeer && !settled_ && now - failed_at_ > kPeerLossGrace) settled_ = true;
+  if (outcome_.kind == events::ErrorKind::LostPeer && !settled_ && now - failed_at_ > kPeerLossGrace) {
+    settled_ = true;  // no peer was named as the one that failed: the lost peer is what is known
+    if (note_ && ranks_.size() > 1) note_("rank " + std::to_string(outcome_.failed_rank) + " " + outcome_.message);
+  }
   // A cancel lets the ranks finish their step; after a failure they are likely waiting on the failed
   // rank in a collective that will never complete, so they get little time.
   const double grace = outcome_.kind == events::ErrorKind::Cancelled ? plan_.stop_grace_s : kFailureGrace;
@@ -461,8 +464,9 @@ void Supervisor::fail(int rank, events::ErrorKind kind, const std::string& why, 
   outcome_ = {exit_code == 0 ? 1 : exit_code, rank, kind, why};
   failed_at_ = Clock::now();
   settled_ = kind != events::ErrorKind::LostPeer;
-  // Told at once while the other ranks are stopped (up to their grace); alone, the report follows right away.
-  if (note_ && ranks_.size() > 1) note_("rank " + std::to_string(rank) + " " + why);
+  // Told at once while the other ranks are stopped (up to their grace); alone, the report follows right away. A lost
+  // peer is a symptom: told once the grace has passed without the peer that failed.
+  if (note_ && ranks_.size() > 1 && settled_) note_("rank " + std::to_string(rank) + " " + why);
   if (!stopping_) stop_all();
 }
 
