@@ -379,6 +379,10 @@ class TestStudioResults : public QObject {
     QString error;
     const QString clip = tmp_.path() + "/kite.mp4";
     QVERIFY2(export_as(w.player(), clip, &error) == clip, qPrintable(error));
+    // Into a folder that is not there: said in the window's words (its path, not the command line's flag).
+    QVERIFY(export_as(w.player(), tmp_.path() + "/no-such-folder/kite.mp4", &error).isEmpty());
+    QVERIFY2(error.startsWith(tmp_.path() + "/no-such-folder/kite.mp4: ") && !error.contains("--"), qPrintable(error));
+    QVERIFY2(w.player().note->text().startsWith("Export failed: "), qPrintable(w.player().note->text()));
     QFile sidecar(clip + ".json");  // every setting, as the clip's tags have them
     QVERIFY(sidecar.open(QIODevice::ReadOnly));
     const auto tags = nlohmann::json::parse(sidecar.readAll().toStdString());
@@ -401,6 +405,12 @@ class TestStudioResults : public QObject {
     QFile again_kept(again.folder + "/input.png");
     QVERIFY(again_kept.open(QIODevice::ReadOnly));
     QVERIFY(again_kept.readAll() == as_queued);
+    // Deleted in the History while the Player shows it: the Player lets it go, saying so.
+    QCOMPARE(w.player().source(), again.folder);
+    QVERIFY(w.history().remove(again.id));
+    QCOMPARE(w.player().source(), QString());
+    QCOMPARE(w.player().frame_count(), 0);
+    QVERIFY2(w.player().title->text().contains("was deleted"), qPrintable(w.player().title->text()));
     // A run from words alone hides it.
     w.player().begin(run.folder, plan::JobFile{}, "words");
     QVERIFY(!w.player().input->isVisibleTo(&w.player()));

@@ -70,7 +70,10 @@ void ClipExport::start(const std::vector<QImage>& frames, int shown, int fps,
     } catch (const Stopped&) {
       Q_EMIT finished(path, {}, true);
     } catch (const std::exception& e) {
-      Q_EMIT finished(path, QString::fromStdString(e.what()), false);
+      // The writers name the command line's flag before the path: the export names its path alone.
+      QString why = QString::fromStdString(e.what());
+      if (why.startsWith("--output ")) why.remove(0, int(std::strlen("--output ")));
+      Q_EMIT finished(path, why, false);
     }
   });
 }

@@ -183,6 +183,9 @@ void Player::set_image_mode(bool image) {
 
 void Player::clear() {
   pause();
+  source_.clear();
+  job_.reset();
+  input->hide();
   frames_.clear();
   current_ = -1;
   show_frame_number();

@@ -31,7 +31,7 @@ class Player : public QWidget {
   Q_OBJECT
  public:
   explicit Player(QWidget* parent = nullptr);
-  void clear();
+  void clear();  // shows nothing: no frames, no run
   // Empties the player for the run kept in `folder` (its frames to come through set_frame); its mode,
   // fps and export metadata from the job.
   void begin(const QString& folder, const plan::JobFile& job, const QString& title);

@@ -46,6 +46,13 @@ void MainWindow::connect_results() {
       return player_->export_dialog();
     open(r, [this] { player_->export_dialog(); });
   });
+  // A run deleted in the History (its folder in the trash) leaves the Player: nothing there to export from.
+  connect(history_, &History::refreshed, this, [this] {
+    const QString shown = player_->source();
+    if (shown.isEmpty() || QDir(shown).exists() || (runner_.running() && shown == run_folder_)) return;
+    player_->clear();
+    player_->title->setText(tr("The run shown here was deleted (%1); Undo in the History brings it back.").arg(shown));
+  });
   connect(player_, &Player::exported, this,
           [this](const QString& path) { statusBar()->showMessage(tr("Exported to %1").arg(path)); });
   connect(player_, &Player::export_failed, this,
