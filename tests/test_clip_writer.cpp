@@ -113,6 +113,23 @@ TEST_F(ClipWriter, abandoned_writer_leaves_nothing) {
   expect_empty();
 }
 
+// The clip cannot be moved into place (a folder took its name meanwhile): the sidecar of an earlier clip of that
+// name is as it was, and nothing the writer began is left.
+TEST_F(ClipWriter, a_clip_that_cannot_be_placed_leaves_what_was_there) {
+  test::write_file(path("clip.mp4.json"), "the earlier clip's settings");
+  {
+    video::ClipWriter out(path("clip.mp4"), info(96, 64));
+    out.add_frame(frame(96, 64, 0).data());
+    fs::create_directories(path("clip.mp4/taken"));
+    EXPECT_TRUE(test::throws_with<InputError>([&] { out.finish(); },
+                                              {"--output", "clip.mp4", "cannot move the finished clip into place"}));
+  }
+  EXPECT_EQ(test::read_file(path("clip.mp4.json")), "the earlier clip's settings");
+  fs::remove_all(path("clip.mp4"));
+  fs::remove(path("clip.mp4.json"));
+  expect_empty();
+}
+
 TEST_F(ClipWriter, unwritable_folder_fails_cleanly) {
   EXPECT_TRUE(test::throws_with<InputError>([&] { write(path("no/such/clip.mp4"), 1); }, {"clip.mp4", "cannot write"}));
 }

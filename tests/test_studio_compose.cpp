@@ -377,9 +377,13 @@ class TestStudioCompose : public QObject {
     c.loras->add(tmp_.path() + "/a,b.safetensors");  // the list is comma-separated: refused, saying why
     QCOMPARE(c.loras->count(), 2);
     QVERIFY2(c.loras->refused()->text().contains("comma"), qPrintable(c.loras->refused()->text()));
-    c.loras->add(QString::fromStdString(kohya));  // twice would apply it twice: refused, its row kept
-    QCOMPARE(c.loras->count(), 2);
-    QVERIFY2(c.loras->refused()->text().contains("is in the list already"), qPrintable(c.loras->refused()->text()));
+    // The same file twice may be listed (two strengths to switch between), but not applied twice.
+    c.loras->add(QString::fromStdString(kohya), 0.5);
+    QCOMPARE(c.loras->count(), 3);
+    QVERIFY2(c.problems().text("lora").contains("given twice"), qPrintable(c.problems().text("lora")));
+    c.loras->enabled(2)->setChecked(false);
+    QCOMPARE(c.problems().text("lora"), QString());
+    c.loras->remove(2);
     c.loras->add(tmp_.path() + "/missing.safetensors");
     QVERIFY(!c.loras->refused()->isVisibleTo(&c));
     QVERIFY2(c.problems().text("lora").contains("cannot be read"), qPrintable(c.problems().text("lora")));

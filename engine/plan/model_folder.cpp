@@ -17,7 +17,7 @@ namespace studio::plan {
 
 std::string read_text_file(const std::string& path, size_t max_bytes) {
   std::error_code ec;
-  if (fs::is_directory(path, ec)) throw InputError(path + ": a folder, not a file");
+  if (fs::is_directory(path, ec)) throw InputError(path + ": a folder, not a file; give the file itself");
   if (!fs::is_regular_file(path, ec)) throw InputError(path + ": file not found");
   auto size = fs::file_size(path, ec);
   if (ec) throw InputError(path + ": cannot read its size (" + ec.message() + ")");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 
@@ -26,7 +27,7 @@ std::string single_file_problem(const std::string& file) {
   if (!std::filesystem::exists(file, ec)) return "no such file";
   std::ifstream in(file, std::ios::binary);
   char head[8] = {};
-  if (!in) return "cannot be read (permissions?)";
+  if (!in) return std::string("cannot be read (") + std::strerror(errno) + "); check that it is readable by you";
   if (!in.read(head, sizeof head)) return "is shorter than any weights file (" + std::to_string(in.gcount()) + " bytes)";
   if (starts_gguf(file)) return "";
   const bool safetensors = file.size() > 12 && file.compare(file.size() - 12, 12, ".safetensors") == 0;

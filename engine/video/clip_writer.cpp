@@ -20,6 +20,7 @@ extern "C" {
 #include "plan/error.h"
 #include "plan/output_format.h"
 #include "plan/run_settings.h"
+#include "video/placing.h"
 #include "video/av_error.h"
 #include "video/embedded_settings.h"
 
@@ -251,16 +252,13 @@ void ClipWriter::finish(const std::map<std::string, std::string>& more) {
     m.sidecar_tmp = m.tmp + ".json";
     write_json(m.sidecar_tmp, side);
   }
-  // The sidecar first: a clip in place always has its settings beside it, and a failure leaves neither.
-  std::error_code ec;
-  if (!m.sidecar_tmp.empty()) fs::rename(m.sidecar_tmp, final_sidecar, ec);
-  if (ec)
-    throw InputError("--output " + m.path + ": cannot write its sidecar JSON " + final_sidecar + " (" + ec.message() +
-                     ")");
-  fs::rename(m.tmp, m.path, ec);
-  if (ec) {
-    if (!m.sidecar_tmp.empty()) fs::remove(final_sidecar);
-    throw InputError("--output " + m.path + ": cannot move the finished clip into place (" + ec.message() + ")");
+  if (m.sidecar_tmp.empty()) {  // a folder of frames, its sidecar inside
+    std::error_code ec;
+    fs::rename(m.tmp, m.path, ec);
+    if (ec)
+      throw InputError("--output " + m.path + ": cannot move the finished frames into place (" + ec.message() + ")");
+  } else {
+    place_with_sidecar(m.tmp, m.path, m.sidecar_tmp, final_sidecar, "clip");
   }
   m.finished = true;
 }

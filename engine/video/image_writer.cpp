@@ -21,6 +21,7 @@ extern "C" {
 #include "plan/error.h"
 #include "plan/output_format.h"
 #include "plan/run_settings.h"
+#include "video/placing.h"
 #include "video/embedded_settings.h"
 
 namespace fs = std::filesystem;
@@ -166,21 +167,15 @@ std::string write_image(const std::string& path, const uint8_t* rgb, const Image
   if (format == plan::Format::ImageJPEG) bytes = jpeg_with_comment(bytes, sidecar, path);
   if (format == plan::Format::ImageWebP) bytes = webp_with_xmp(bytes, sidecar, info.width, info.height, path);
   const std::string tmp = plan::partial_path(path);
-  bool sidecar_placed = false;
   try {
     write_file(tmp, bytes.data(), bytes.size(), path);
     write_file(tmp + ".json", sidecar.data(), sidecar.size(), path);
-    // The sidecar first: an image in place always has its settings beside it, and a failure leaves neither.
-    fs::rename(tmp + ".json", plan::sidecar_of(path, format));
-    sidecar_placed = true;
-    fs::rename(tmp, path);
-  } catch (const std::exception& e) {
+    place_with_sidecar(tmp, path, tmp + ".json", plan::sidecar_of(path, format), "image");
+  } catch (const std::exception&) {
     std::error_code ec;
     fs::remove(tmp, ec);
     fs::remove(tmp + ".json", ec);
-    if (sidecar_placed) fs::remove(plan::sidecar_of(path, format), ec);
-    if (dynamic_cast<const InputError*>(&e)) throw;
-    throw InputError("--output " + path + ": cannot move the finished image into place (" + e.what() + ")");
+    throw;
   }
   return encoder;
 }

@@ -84,14 +84,9 @@ LoraList::LoraList(const char* field, QWidget* parent) : QWidget(parent) {
 }
 
 void LoraList::add(const QString& file, double strength) {
-  const bool listed = std::any_of(rows_.begin(), rows_.end(), [&](const Row& r) { return r.file == file; });
-  refused_->setVisible(file.contains(',') || listed);
+  refused_->setVisible(file.contains(','));
   if (file.contains(',')) {  // the job's list is comma-separated: such a file cannot be named in it
     refused_->setText(tr("%1: a comma in its path cannot be in the list of LoRAs; rename the file or its folder").arg(file));
-    return;
-  }
-  if (listed) {  // twice would apply it twice
-    refused_->setText(tr("%1 is in the list already: change its strength there").arg(QFileInfo(file).fileName()));
     return;
   }
   Row row;

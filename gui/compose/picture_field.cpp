@@ -74,8 +74,9 @@ PictureField::PictureField(const char* field, QWidget* parent) : QWidget(parent)
     show_picture();
     Q_EMIT changed();
   });
-  // The clear button empties the field without ending an edit: the picture is gone at once.
-  connect(edit, &QLineEdit::textChanged, this, [this](const QString& text) {
+  // The clear button empties the field without ending an edit (it is an edit, as typing is; set_path is not): the
+  // picture is gone at once.
+  connect(edit, &QLineEdit::textEdited, this, [this](const QString& text) {
     if (text.isEmpty()) set_path({});
   });
   // An editor that saves by writing a new file and renaming it over the old one ends the watch on the old one:

@@ -185,6 +185,7 @@ void Player::clear() {
   pause();
   source_.clear();
   job_.reset();
+  inputs_->drop();
   input->hide();
   frames_.clear();
   current_ = -1;
@@ -206,22 +207,25 @@ void Player::begin(const QString& folder, const plan::JobFile& job, const QStrin
 
 void Player::open_run(const RunRecord& r, std::function<void()> shown, std::function<void(const QString&)> failed) {
   const auto job = job_of(r.settings);
-  if (!job) return failed(tr("The settings of run %1 cannot be read.").arg(r.id));
+  if (!job) {
+    opener_->drop();  // a run asked for earlier is no longer wanted either
+    return failed(tr("The settings of run %1 cannot be read.").arg(r.id));
+  }
   const QString what = tr("Run %1 of %2: \"%3\", seed %4, kept in %5")
                            .arg(r.id)
                            .arg(QDateTime::fromString(r.created, Qt::ISODate).toString("yyyy-MM-dd hh:mm"),
                                 r.prompt.left(80))
                            .arg(r.seed)
                            .arg(r.folder);
+  const QString gone = tr("Run %1's folder %2 is gone (moved or deleted): nothing to play.").arg(r.id).arg(r.folder);
   const QString none = r.folder.isEmpty()         ? tr("Run %1 kept no frames (it made none).").arg(r.id)
-                       : !QDir(r.folder).exists() ? tr("Run %1's folder %2 is gone (moved or deleted): nothing to play.")
-                                                        .arg(r.id)
-                                                        .arg(r.folder)
+                       : !QDir(r.folder).exists() ? gone
                                                   : tr("Run %1 kept no frames (%2).").arg(r.id).arg(r.folder);
   opener_->start([=, this, folder = r.folder, job = *job](const std::function<bool()>& go_on) -> std::function<void()> {
     auto frames = load_frames(folder, {}, go_on);
     return [=, this, frames = std::move(frames)] {
       if (frames.empty()) return failed(none);
+      if (!QDir(folder).exists()) return failed(gone);  // deleted while it was read
       begin(folder, job, what);
       for (int i = 0; i < int(frames.size()); ++i) set_frame(i, frames[size_t(i)]);
       shown();

@@ -19,7 +19,12 @@ void LatestTask::start(Work work) {
   if (thread_.joinable()) thread_.join();
   busy_ = true;
   thread_ = std::thread([this, mine, work = std::move(work)] {
-    auto hand_over = work([this, mine] { return latest_ == mine; });
+    std::function<void()> hand_over = [] {};
+    try {
+      hand_over = work([this, mine] { return latest_ == mine; });
+    } catch (const std::exception&) {
+      // Out of memory reading a long clip, say: nothing to show, and the task is no longer busy.
+    }
     if (latest_ != mine) return;
     // Queued with this object as context: dropped with it when it is gone before the GUI thread gets there.
     QMetaObject::invokeMethod(this, [this, mine, hand_over = std::move(hand_over)] {

@@ -12,7 +12,7 @@ namespace studio::gui {
 
 class LatestTask : public QObject {
  public:
-  // Runs on the thread; returns what to do with its result on the GUI thread.
+  // Runs on the thread; returns what to do with its result on the GUI thread (nothing when it throws).
   using Work = std::function<std::function<void()>(const std::function<bool()>& go_on)>;
   explicit LatestTask(QObject* parent);
   ~LatestTask() override;  // drops the work under way and waits for its next `go_on`

@@ -106,17 +106,20 @@ class MainWindow : public QMainWindow {
     QString gpus;        // CUDA_VISIBLE_DEVICES for its ranks ("" on the CPU)
     QString worker;      // the dit-worker that runs it
     std::optional<std::pair<qint64, plan::JobFile>> again_of;  // Run again: the run (id, job) it repeats
-    // Its pictures' bytes as they were when it was queued (kRunPictures' order), kept in its run's folder when it
-    // starts; `unread` says why one could not be read.
+    // Its pictures' bytes as they were when it was queued (kInputPictures' order), kept in its run's folder when it
+    // starts; `unread` says why one could not be read. Run again reads them from the copies `pictures_from` (the
+    // run repeated) kept, its job still naming the user's files.
     std::array<QByteArray, 2> pictures;
-    QString unread;
+    QString unread, pictures_from;
   };
   QWidget* build_queue();
   void connect_queue();
   // The compose column's job checked, with the seed its seed mode gives next.
   std::optional<Queued> make_job(const plan::ParallelConfig& p);
-  // `job` to queue, on the devices and with the worker chosen now.
-  Queued queued(plan::JobFile job) const;
+  // `job` to queue, on the devices and with the worker chosen now, its pictures read (from the copies in
+  // `pictures_from` where it keeps them).
+  Queued queued(plan::JobFile job, const QString& pictures_from = {}) const;
+  static void read_pictures(Queued& q);  // fills q.pictures and q.unread
   // What stops `job` under `p` on these devices (the checks Generate makes, beyond the compose column's own);
   // fills its open sizes from the model.
   std::vector<plan::Problem> job_problems(plan::JobSpec& job, const plan::ParallelConfig& p,

@@ -67,6 +67,7 @@ QWidget* MainWindow::build_queue() {
     // A worker that is no longer there (uninstalled) may have been replaced in Devices: the first job takes the
     // one chosen now. Any other worker stays the job's: its configuration was checked for it.
     if (!queue_.empty() && !QFileInfo(queue_.front().worker).isExecutable()) queue_.front().worker = worker_->current();
+    if (!queue_.empty() && !queue_.front().unread.isEmpty()) read_pictures(queue_.front());  // put right meanwhile
     paused_.clear();
     start_next();
   });
@@ -98,25 +99,37 @@ std::optional<MainWindow::Queued> MainWindow::make_job(const plan::ParallelConfi
   return queued(f);
 }
 
-MainWindow::Queued MainWindow::queued(plan::JobFile job) const {
+MainWindow::Queued MainWindow::queued(plan::JobFile job, const QString& pictures_from) const {
   Queued q;
   q.job = std::move(job);
+  q.pictures_from = pictures_from;
   q.job.job.device = parallel_->device();
   // The devices and the worker chosen now, not when the job's turn comes: its configuration was checked for them.
   if (parallel_->on_gpus()) q.gpus = parallel_->selected_gpus().join(',');
   q.worker = worker_->current();
-  // The pictures as they are now, which the compose column showed: a file changed before the job's turn changes
-  // nothing (small files; a sweep's jobs share one copy of each).
-  for (size_t i = 0; i < std::size(kInputPictures); ++i)
-    if (const QString path = QString::fromStdString(q.job.job.*kInputPictures[i].path); !path.isEmpty()) {
-      QFile file(path);
-      if (file.open(QIODevice::ReadOnly)) q.pictures[i] = file.readAll();
-      if (file.error() != QFileDevice::NoError || q.pictures[i].isEmpty())
-        q.unread = tr("%1 %2 could not be read when the job was queued (%3).")
-                       .arg(QString::fromStdString(plan::field_label(kInputPictures[i].field)), path,
-                            file.errorString());
-    }
+  read_pictures(q);
   return q;
+}
+
+void MainWindow::read_pictures(Queued& q) {
+  // The pictures as they are now, which the compose column showed: a file changed before the job's turn changes
+  // nothing (small files; a sweep's jobs share one copy of each). Run again reads the copies its run kept.
+  QStringList unread;
+  for (size_t i = 0; i < std::size(kInputPictures); ++i) {
+    q.pictures[i].clear();
+    const QString named = QString::fromStdString(q.job.job.*kInputPictures[i].path);
+    if (named.isEmpty()) continue;
+    const QString kept = kept_picture(q.pictures_from, kInputPictures[i]);
+    QFile file(kept.isEmpty() ? named : kept);
+    if (file.open(QIODevice::ReadOnly)) q.pictures[i] = file.readAll();
+    const QString label = QString::fromStdString(plan::field_label(kInputPictures[i].field));
+    if (file.error() != QFileDevice::NoError)
+      unread << tr("%1 %2 could not be read when the job was queued (%3).")
+                    .arg(label, file.fileName(), file.errorString());
+    else if (q.pictures[i].isEmpty())
+      unread << tr("%1 %2 was empty (0 bytes) when the job was queued.").arg(label, file.fileName());
+  }
+  q.unread = unread.join(' ');
 }
 
 bool MainWindow::generate() {
@@ -173,6 +186,7 @@ void MainWindow::start_next() {
     reason_->setText(why);  // where Generate's reasons are, until the next edit; the queue keeps saying it
   };
   Queued q = queue_.front();
+  if (!q.unread.isEmpty()) return pause(q.unread);  // Resume reads the pictures again
   const QString root = output_root(data_dir_);
   if (const QString why = check_output_root(root, q.job.job); !why.isEmpty())
     return pause(why);  // before any rank starts: the true reason, in the window's words
@@ -190,10 +204,6 @@ void MainWindow::start_next() {
   lp.job = q.job;
   // The pictures as they were queued are kept in the run's folder and the run reads them: a re-run and the Player
   // keep them, whatever becomes of the user's files, which the run's record names.
-  if (!q.unread.isEmpty()) {
-    QDir(run_folder_).removeRecursively();
-    return pause(q.unread);
-  }
   for (size_t i = 0; i < std::size(kInputPictures); ++i) {
     std::string& path = lp.job.job.*kInputPictures[i].path;
     if (path.empty()) continue;

@@ -84,12 +84,12 @@ void MainWindow::connect_results() {
     const auto f = settings_of(r);
     if (!f) return;
     plan::JobFile job = *f;
-    job.job.output_file.clear();                // a new run folder's, when it starts
-    use_kept_pictures(job.job, r.folder, true);  // the pictures the run read
-    auto q = queued(job);
+    job.job.output_file.clear();  // a new run folder's, when it starts
+    auto q = queued(job, r.folder);  // the pictures the run read; its record names the user's files again
     std::vector<plan::Problem> problems;
     try {
       plan::JobSpec checked = q.job.job;  // queued as it was, its open sizes left to the run
+      use_kept_pictures(checked, r.folder, true);  // checked as it will run
       problems = job_problems(checked, q.job.parallel, plan::read_model_folder(q.job.job.model_dir));
     } catch (const InputError& e) {
       problems.push_back({"model", e.what()});
