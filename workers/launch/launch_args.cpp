@@ -1,5 +1,6 @@
 #include "workers/launch/launch_args.h"
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -182,7 +183,9 @@ LaunchArgs parse_launch_args(const std::vector<std::string>& argv) {
     auto outputs = plan::output_names(a.job);
     outputs.push_back({"events_log", a.run.events_log});
     plan::check_outputs_differ(outputs, plan::input_names(a.job), log_problems);
-    std::erase_if(log_problems, [](const plan::Problem& p) { return p.field != "events_log"; });
+    log_problems.erase(std::remove_if(log_problems.begin(), log_problems.end(),
+                                      [](const plan::Problem& p) { return p.field != "events_log"; }),
+                       log_problems.end());
   }
   if (!log_problems.empty()) throw ArgError(log_problems.front().message);
   if (a.run.node_rank >= a.run.nnodes)
