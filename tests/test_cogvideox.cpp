@@ -147,8 +147,8 @@ TEST(Goldens, latent_geometry_matches_reference) {
   }
 }
 
-// A job that leaves the size to the model: CogVideoX 1.5 with its released config's 300 x 300 latents gets its model
-// card's 768 x 1360, not the 2400 x 2400 that makes in diffusers; other sample sizes are the folder's own.
+// A job that leaves the size to the model: CogVideoX 1.5 with its released config's sample size gets its model
+// card's size, not the one that sample size makes in diffusers; other sample sizes are the folder's own.
 TEST(Goldens, default_sizes_are_ones_a_gpu_runs) {
   for (const auto& [name, height, width] : {std::tuple{"cogvx15_i2v_tiny", 768, 1360}, std::tuple{"cogvx15_tiny", 64, 96},
                                             std::tuple{"cogvx2b_tiny", 64, 96}}) {

@@ -132,9 +132,9 @@ class CogVideoX final : public Family {
 
   void apply_defaults(JobSpec& job, const ModelFolder& m) const override {
     const auto& t = cog(m).transformer;
-    // CogVideoX 1.5's released configs say 300 x 300 latents, which diffusers' pipelines make a 2400 x 2400 default
-    // no GPU runs and the model was not trained for: past the 1360 pixels its model card allows on a side, the card's
-    // 768 x 1360. Other sample sizes are the model's own (CogVideoX 1.0's 480 x 720).
+    // CogVideoX 1.5's released configs give sample sizes that diffusers' pipelines turn into a default no GPU runs
+    // and the model was not trained for: past the largest side its model card allows, the card's size instead.
+    // Other sample sizes are the model's own (CogVideoX 1.0's).
     const int s = m.vae_scale_spatial();
     const bool card = t.patch_size_t > 0 && std::max(t.sample_height, t.sample_width) * s > 1360;
     if (job.height == 0) job.height = card ? 768 : t.sample_height * s;
